@@ -1,0 +1,55 @@
+// Command cueop is a Kubernetes operator driven by CUE templates. Each
+// subcommand lives in a file of its own and only parses flags and calls the
+// engine packages.
+package main
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/cueop/cueop/engine/render"
+	"github.com/cueop/cueop/engine/template"
+)
+
+// globals are the flags every subcommand shares.
+type globals struct {
+	templates    string
+	allowedKinds string
+}
+
+func main() {
+	if err := newRoot().Execute(); err != nil {
+		fmt.Fprintln(os.Stderr, "cueop:", err)
+		os.Exit(1)
+	}
+}
+
+func newRoot() *cobra.Command {
+	g := &globals{}
+	root := &cobra.Command{
+		Use:           "cueop",
+		Short:         "A Kubernetes operator driven by CUE templates",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.PersistentFlags().StringVar(&g.templates, "templates", "./templates", "templates directory (a CUE module)")
+	root.PersistentFlags().StringVar(&g.allowedKinds, "allowed-kinds", render.DefaultAllowedKinds,
+		"comma-separated child kinds templates may create (Kind or Kind.group)")
+	root.AddCommand(newRender(g), newCRD(g), newVet(g), newTest(g), newVersion())
+	addServeCommands(root, g)
+	return root
+}
+
+func (g *globals) load() (*template.Set, error) {
+	return template.Load(g.templates)
+}
+
+func (g *globals) renderOptions() (render.Options, error) {
+	allowed, err := render.ParseKindSet(g.allowedKinds)
+	if err != nil {
+		return render.Options{}, err
+	}
+	return render.Options{AllowedKinds: allowed}, nil
+}

@@ -1,0 +1,83 @@
+package main
+
+import (
+	"github.com/spf13/cobra"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/cueop/cueop/engine/operator"
+)
+
+type runFlags struct {
+	kubeconfig, metricsAddr, probeAddr, leaderNamespace string
+	installCRDs, leaderElect                            bool
+	maxConcurrent                                       int
+}
+
+func newRun(g *globals, zapOpts *zap.Options) *cobra.Command {
+	f := &runFlags{}
+	cmd := &cobra.Command{
+		Use:   "run",
+		Short: "Run the controller: serve every kind of the templates directory",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctrl.SetLogger(zap.New(zap.UseFlagOptions(zapOpts)))
+			op, err := newOperator(g, f)
+			if err != nil {
+				return err
+			}
+			return op.Run(ctrl.SetupSignalHandler())
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, in-cluster, ~/.kube/config)")
+	fl.BoolVar(&f.installCRDs, "install-crds", false, "apply the generated CRDs at start and when templates change")
+	fl.IntVar(&f.maxConcurrent, "max-concurrent", 4, "CRs of one kind reconciled at once")
+	fl.StringVar(&f.metricsAddr, "metrics-bind-address", ":8080", "metrics address (0 disables)")
+	fl.StringVar(&f.probeAddr, "health-probe-bind-address", ":8081", "/healthz and /readyz address (0 disables)")
+	fl.BoolVar(&f.leaderElect, "leader-elect", false, "run controllers on the elected leader only")
+	fl.StringVar(&f.leaderNamespace, "leader-election-namespace", "", "namespace of the leader election lease (default: the pod's)")
+	return cmd
+}
+
+func newOperator(g *globals, f *runFlags) (*operator.Operator, error) {
+	cfg, err := restConfig(f.kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	opts, err := g.renderOptions()
+	if err != nil {
+		return nil, err
+	}
+	op, err := operator.New(cfg, operator.Options{
+		Templates: g.templates, InstallCRDs: f.installCRDs, AllowedKinds: opts.AllowedKinds,
+		MaxConcurrent: f.maxConcurrent,
+		Manager: ctrl.Options{
+			Metrics:                 metricsserver.Options{BindAddress: f.metricsAddr},
+			HealthProbeBindAddress:  f.probeAddr,
+			LeaderElection:          f.leaderElect,
+			LeaderElectionID:        "cueop-leader",
+			LeaderElectionNamespace: f.leaderNamespace,
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	mgr := op.Manager()
+	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		return nil, err
+	}
+	return op, mgr.AddReadyzCheck("readyz", healthz.Ping)
+}
+
+// restConfig follows the standard kubeconfig rules, with --kubeconfig first.
+func restConfig(path string) (*rest.Config, error) {
+	if path != "" {
+		return clientcmd.BuildConfigFromFlags("", path)
+	}
+	return ctrl.GetConfig()
+}

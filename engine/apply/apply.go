@@ -1,0 +1,98 @@
+package apply
+
+import (
+	"context"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/managedfields"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// DefaultFieldManager is the field manager of Applier's writes unless
+// Applier.FieldManager says otherwise.
+const DefaultFieldManager = "cueop"
+
+// AnnotationAppliedHash holds the hash of what the applier last applied.
+const AnnotationAppliedHash = "cueop.dev/applied-hash"
+
+// Action tells what Apply did.
+type Action string
+
+// Actions of Apply, Prune and Recreate.
+const (
+	Created   Action = "created"
+	Updated   Action = "updated"
+	Unchanged Action = "unchanged"
+	Pruned    Action = "pruned"
+	Recreated Action = "recreated"
+)
+
+// Applier writes children with server-side apply. Its zero value, given a
+// Client, is ready to use; it is safe for concurrent use.
+type Applier struct {
+	// Client writes the children. Reads go through it only in Recreate.
+	Client client.Client
+	// FieldManager owns the applied fields; empty means DefaultFieldManager.
+	FieldManager string
+	// TypeConverter gives the schema of kinds that are not built in (for
+	// example one built from the API server's OpenAPI). Nil means a schema
+	// deduced from the object itself; see the package documentation.
+	TypeConverter managedfields.TypeConverter
+}
+
+func (a *Applier) fieldManager() string {
+	if a.FieldManager == "" {
+		return DefaultFieldManager
+	}
+	return a.FieldManager
+}
+
+// Apply makes live match desired with one server-side apply, or sends no
+// request when NeedsApply says nothing would change. live is the object as
+// the informer cache holds it, nil when absent. desired is not modified.
+// The result is Created when live is nil, Updated or Unchanged otherwise.
+func (a *Applier) Apply(ctx context.Context, desired, live *unstructured.Unstructured) (Action, error) {
+	p, err := a.plan(desired, live)
+	if err != nil {
+		return "", fmt.Errorf("%s apply failed: %w", subject(desired), err)
+	}
+	if p.why == "" {
+		return Unchanged, nil
+	}
+	if err := a.send(ctx, p.object); err != nil {
+		return "", err
+	}
+	if live == nil {
+		return Created, nil
+	}
+	return Updated, nil
+}
+
+// send applies obj, forcing ownership of every field it holds.
+func (a *Applier) send(ctx context.Context, obj *unstructured.Unstructured) error {
+	// Apply decodes the response into the object it is given; a fresh
+	// Unstructured keeps the maps obj shares with the caller's object intact.
+	out := &unstructured.Unstructured{Object: obj.Object}
+	err := a.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(out),
+		client.FieldOwner(a.fieldManager()), client.ForceOwnership)
+	if err != nil {
+		return fmt.Errorf("%s apply failed: %w", subject(obj), err)
+	}
+	return nil
+}
+
+// subject names obj in errors: "Pod ns/name".
+func subject(obj *unstructured.Unstructured) string {
+	if obj == nil {
+		return "<nil>"
+	}
+	kind := obj.GetKind()
+	if kind == "" {
+		kind = "object"
+	}
+	if ns := obj.GetNamespace(); ns != "" {
+		return kind + " " + ns + "/" + obj.GetName()
+	}
+	return kind + " " + obj.GetName()
+}

@@ -1,0 +1,106 @@
+package apply_test
+
+import (
+	"context"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/cueop/cueop/engine/render"
+	"github.com/cueop/cueop/engine/template"
+	"github.com/cueop/cueop/localcluster"
+	"github.com/cueop/cueop/localcluster/clustertest"
+)
+
+// Only etcd and kube-apiserver: server-side apply, validation and deletes
+// are all the API server's.
+func TestMain(m *testing.M) {
+	clustertest.Main(m, localcluster.Options{ControlPlaneOnly: false,
+		ExtraArgs: map[string][]string{localcluster.KubeAPIServer: {"--endpoint-reconciler-type=none"}}})
+}
+
+// counted counts the HTTP requests that go through it in n.
+type counted struct {
+	n  *atomic.Int64
+	rt http.RoundTripper
+}
+
+func (c counted) RoundTrip(r *http.Request) (*http.Response, error) {
+	c.n.Add(1)
+	return c.rt.RoundTrip(r)
+}
+
+// env is one test's namespace and a client whose requests are counted.
+type env struct {
+	ns       string
+	c        client.Client
+	requests *atomic.Int64
+}
+
+func newEnv(t testing.TB) *env {
+	t.Helper()
+	ns := clustertest.Namespace(t)
+	cfg := clustertest.Config()
+	cnt := &atomic.Int64{}
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return counted{n: cnt, rt: rt} })
+	c, err := client.New(cfg, client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &env{ns: ns, c: c, requests: cnt}
+}
+
+// live reads obj back from the API server, as the informer cache would hold
+// it; nil when it does not exist.
+func (e *env) live(t testing.TB, obj *unstructured.Unstructured) *unstructured.Unstructured {
+	t.Helper()
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(obj.GroupVersionKind())
+	err := e.c.Get(context.Background(), client.ObjectKeyFromObject(obj), u)
+	if client.IgnoreNotFound(err) != nil {
+		t.Fatal(err)
+	}
+	if err != nil {
+		return nil
+	}
+	return u
+}
+
+var (
+	loadOnce sync.Once
+	redis    *template.Kind
+	loadErr  error
+)
+
+// rendered renders a RedisCluster named name with one replica in ns and
+// returns its children by id (config, pod-0, service).
+func rendered(t testing.TB, ns, name string) map[string]*unstructured.Unstructured {
+	t.Helper()
+	loadOnce.Do(func() {
+		var set *template.Set
+		if set, loadErr = template.Load("../../templates"); loadErr == nil {
+			redis = set.Lookup("cache.example.com", "RedisCluster")
+		}
+	})
+	if loadErr != nil || redis == nil {
+		t.Fatalf("load templates: %v (RedisCluster: %v)", loadErr, redis != nil)
+	}
+	parent := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "cache.example.com/v1", "kind": "RedisCluster",
+		"metadata": map[string]any{"name": name, "namespace": ns, "uid": "0b0c4a3e-5b8f-4c0e-9a55-7f1e7a1b2c3d"},
+		"spec":     map[string]any{"replicas": int64(1)},
+	}}
+	res, err := render.Render(redis, parent, nil, render.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]*unstructured.Unstructured{}
+	for _, c := range res.Children {
+		out[c.ID] = c.Object
+	}
+	return out
+}

@@ -1,0 +1,268 @@
+package apply
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/managedfields"
+	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
+	"sigs.k8s.io/structured-merge-diff/v6/typed"
+
+	"github.com/cueop/cueop/engine/kschema"
+)
+
+// plan is what Apply would send and why; why is "" when nothing would
+// change.
+type plan struct {
+	object *unstructured.Unstructured
+	why    string
+}
+
+// NeedsApply reports whether applying desired would change live, and why.
+// live is the object as the informer cache holds it, nil when absent. It
+// sends no request; the rule is in the package documentation.
+func (a *Applier) NeedsApply(desired, live *unstructured.Unstructured) (bool, string, error) {
+	p, err := a.plan(desired, live)
+	if err != nil {
+		return false, "", fmt.Errorf("%s: %w", subject(desired), err)
+	}
+	return p.why != "", p.why, nil
+}
+
+func (a *Applier) plan(desired, live *unstructured.Unstructured) (plan, error) {
+	obj, hash, err := stamp(desired)
+	if err != nil {
+		return plan{}, err
+	}
+	p := plan{object: obj}
+	if live == nil {
+		p.why = "absent"
+		return p, nil
+	}
+	if got := live.GetAnnotations()[AnnotationAppliedHash]; got != hash {
+		p.why = fmt.Sprintf("%s is %q, want %q", AnnotationAppliedHash, got, hash)
+		return p, nil
+	}
+	p.why, err = a.fieldsDiffer(obj, live)
+	return p, err
+}
+
+// fieldsDiffer compares the fields the field manager owns on live with the
+// fields of obj (stamped). It returns "" when they agree.
+func (a *Applier) fieldsDiffer(obj, live *unstructured.Unstructured) (string, error) {
+	owned, why, err := ownedFields(live, a.fieldManager(), obj.GetAPIVersion())
+	if why != "" || err != nil {
+		return why, err
+	}
+	want, exact, err := a.fieldSet(obj)
+	if err != nil {
+		return "", err
+	}
+	if exact {
+		return describe(want.Difference(owned), owned.Difference(want)), nil
+	}
+	if why := describe(unrelated(want, owned), unrelated(owned, want)); why != "" {
+		return why, nil
+	}
+	if path, ok := subset(obj.Object, live.Object, ""); !ok {
+		return "live value differs at " + path, nil
+	}
+	return "", nil
+}
+
+// stripped are the paths the API server never records in managedFields
+// (k8s.io/apimachinery/pkg/util/managedfields/internal/stripmeta.go).
+var stripped = fieldpath.NewSet(
+	fieldpath.MakePathOrDie("apiVersion"),
+	fieldpath.MakePathOrDie("kind"),
+	fieldpath.MakePathOrDie("metadata"),
+	fieldpath.MakePathOrDie("metadata", "name"),
+	fieldpath.MakePathOrDie("metadata", "namespace"),
+	fieldpath.MakePathOrDie("metadata", "creationTimestamp"),
+	fieldpath.MakePathOrDie("metadata", "selfLink"),
+	fieldpath.MakePathOrDie("metadata", "uid"),
+	fieldpath.MakePathOrDie("metadata", "clusterName"),
+	fieldpath.MakePathOrDie("metadata", "generation"),
+	fieldpath.MakePathOrDie("metadata", "managedFields"),
+	fieldpath.MakePathOrDie("metadata", "resourceVersion"),
+)
+
+var deduced = managedfields.NewDeducedTypeConverter()
+
+// fieldSet is the field set the API server records for an apply of obj, as
+// typed.TypedValue.ToFieldSet computes it (defaulted key fields of
+// associative lists included) less the stripped paths. exact is false when
+// the schema was deduced from obj, so that lists count as atomic.
+func (a *Applier) fieldSet(obj *unstructured.Unstructured) (set *fieldpath.Set, exact bool, err error) {
+	var tv *typed.TypedValue
+	switch {
+	case kschema.Known(obj):
+		tv, err = kschema.Typed(obj)
+		exact = true
+	case a.TypeConverter != nil:
+		tv, err = a.TypeConverter.ObjectToTyped(obj)
+		exact = true
+	default:
+		tv, err = deduced.ObjectToTyped(obj)
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	if set, err = tv.ToFieldSet(); err != nil {
+		return nil, false, err
+	}
+	return set.Difference(stripped), exact, nil
+}
+
+// ownedFields decodes the fields manager owns on live through server-side
+// apply: the managedFields entry with that manager, operation Apply and no
+// subresource. why is not "" when there is no such entry for apiVersion.
+func ownedFields(live *unstructured.Unstructured, manager, apiVersion string) (set *fieldpath.Set, why string, err error) {
+	meta, _ := live.Object["metadata"].(map[string]any)
+	entries, _ := meta["managedFields"].([]any)
+	for _, e := range entries {
+		entry, _ := e.(map[string]any)
+		if entry["manager"] != manager || entry["operation"] != "Apply" || !isEmpty(entry["subresource"]) {
+			continue
+		}
+		if v := entry["apiVersion"]; v != apiVersion {
+			return nil, fmt.Sprintf("fields of %s recorded for apiVersion %v, want %s", manager, v, apiVersion), nil
+		}
+		raw, err := json.Marshal(entry["fieldsV1"])
+		if err != nil {
+			return nil, "", err
+		}
+		set = &fieldpath.Set{}
+		if err := set.FromJSON(bytes.NewReader(raw)); err != nil {
+			return nil, "", fmt.Errorf("managedFields of %s: %w", manager, err)
+		}
+		return set, "", nil
+	}
+	return nil, "no fields applied by " + manager, nil
+}
+
+func isEmpty(v any) bool { return v == nil || v == "" }
+
+// describe says which fields are missing from the owned set and which it
+// has on top of the wanted ones; "" when both are empty.
+func describe(missing, extra *fieldpath.Set) string {
+	var why string
+	if !missing.Empty() {
+		why = "fields not owned: " + short(missing)
+	}
+	if !extra.Empty() {
+		if why != "" {
+			why += "; "
+		}
+		why += "fields owned but not wanted: " + short(extra)
+	}
+	return why
+}
+
+// short lists at most a few paths of s.
+func short(s *fieldpath.Set) string {
+	const most = 3
+	var b bytes.Buffer
+	n := 0
+	for p := range s.Leaves().All() {
+		if n == most {
+			fmt.Fprintf(&b, " and %d more", s.Leaves().Size()-most)
+			break
+		}
+		if n > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(p.String())
+		n++
+	}
+	return b.String()
+}
+
+// neverSent are the metadata fields the server sets; the applier never
+// sends them, and they do not count towards the hash.
+var neverSent = map[string]bool{
+	"uid": true, "resourceVersion": true, "generation": true, "creationTimestamp": true,
+	"managedFields": true, "selfLink": true, "deletionTimestamp": true, "deletionGracePeriodSeconds": true,
+}
+
+var errNoMetadata = errors.New("metadata is not an object")
+
+// stamp returns what the applier sends for desired: desired without status
+// and the fields in neverSent, annotated with its hash. It copies only the
+// maps it changes; the rest is shared with desired and must not be mutated.
+func stamp(desired *unstructured.Unstructured) (*unstructured.Unstructured, string, error) {
+	if desired == nil {
+		return nil, "", errors.New("no desired object")
+	}
+	obj := make(map[string]any, len(desired.Object))
+	for k, v := range desired.Object {
+		if k != "status" {
+			obj[k] = v
+		}
+	}
+	meta, ok := desired.Object["metadata"].(map[string]any)
+	if !ok {
+		return nil, "", errNoMetadata
+	}
+	m := make(map[string]any, len(meta)+1)
+	for k, v := range meta {
+		if !neverSent[k] {
+			m[k] = v
+		}
+	}
+	obj["metadata"] = m
+	ann, err := annotations(m)
+	if err != nil {
+		return nil, "", err
+	}
+	if len(ann) == 0 {
+		delete(m, "annotations")
+	} else {
+		m["annotations"] = ann
+	}
+	hash, err := hashOf(obj)
+	if err != nil {
+		return nil, "", err
+	}
+	if ann == nil {
+		ann = map[string]any{}
+	}
+	ann[AnnotationAppliedHash] = hash
+	m["annotations"] = ann
+	return &unstructured.Unstructured{Object: obj}, hash, nil
+}
+
+// annotations copies m's annotations without AnnotationAppliedHash.
+func annotations(m map[string]any) (map[string]any, error) {
+	v, ok := m["annotations"]
+	if !ok || v == nil {
+		return nil, nil
+	}
+	in, ok := v.(map[string]any)
+	if !ok {
+		return nil, fmt.Errorf("metadata.annotations is %T, not an object", v)
+	}
+	out := make(map[string]any, len(in)+1)
+	for k, v := range in {
+		if k != AnnotationAppliedHash {
+			out[k] = v
+		}
+	}
+	return out, nil
+}
+
+// hashOf is the first 16 hex digits of the sha256 of obj's canonical JSON
+// (encoding/json writes map keys in sorted order).
+func hashOf(obj map[string]any) (string, error) {
+	b, err := json.Marshal(obj)
+	if err != nil {
+		return "", fmt.Errorf("hash: %w", err)
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:8]), nil
+}

@@ -1,0 +1,136 @@
+package crdgen
+
+import (
+	"fmt"
+	"math"
+	"strings"
+
+	"cuelang.org/go/cue"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+)
+
+// scalarKinds are the kinds a JSON Schema scalar type can hold.
+const scalarKinds = cue.NumberKind | cue.StringKind | cue.BytesKind | cue.BoolKind
+
+// jsonType groups CUE kinds by the JSON Schema type that holds them.
+type jsonType int
+
+const (
+	typeOther jsonType = iota
+	typeNumber
+	typeString
+	typeBool
+	typeBytes
+	typeObject
+	typeArray
+)
+
+func typeOf(k cue.Kind) jsonType {
+	switch {
+	case k == cue.BottomKind:
+		return typeOther
+	case k&^cue.NumberKind == 0:
+		return typeNumber
+	case k == cue.StringKind:
+		return typeString
+	case k == cue.BoolKind:
+		return typeBool
+	case k == cue.BytesKind:
+		return typeBytes
+	case k == cue.StructKind:
+		return typeObject
+	case k == cue.ListKind:
+		return typeArray
+	}
+	return typeOther
+}
+
+// kindOf is v's incomplete kind. CUE reports bottom for a value that is an
+// incomplete error, such as `[...string] & list.MinItems(1)` (the empty list
+// does not satisfy the validator yet); then the kind is that of the
+// conjuncts.
+func kindOf(v cue.Value) cue.Kind {
+	k := v.IncompleteKind()
+	if k != cue.BottomKind {
+		return k
+	}
+	op, args := v.Expr()
+	if op != cue.AndOp {
+		return k
+	}
+	k = cue.TopKind
+	for _, a := range args {
+		k &= kindOf(a)
+	}
+	return k
+}
+
+// scalarType sets the type (and format) of a scalar of kind k.
+func scalarType(s *apiextensionsv1.JSONSchemaProps, k cue.Kind) bool {
+	switch k {
+	case cue.IntKind:
+		s.Type = "integer"
+	case cue.FloatKind, cue.NumberKind:
+		s.Type = "number"
+	case cue.StringKind:
+		s.Type = "string"
+	case cue.BoolKind:
+		s.Type = "boolean"
+	case cue.BytesKind:
+		s.Type, s.Format = "string", "byte"
+	case cue.IntKind | cue.StringKind:
+		s.XIntOrString = true
+	default:
+		return false
+	}
+	return true
+}
+
+// intFormat names the CUE int64 and int32 ranges by their OpenAPI format.
+// The redundant int64 bounds are dropped; int32 bounds are kept, because
+// the API server does not enforce the int32 format.
+func intFormat(s *apiextensionsv1.JSONSchemaProps) {
+	if s.Minimum == nil || s.Maximum == nil || s.ExclusiveMinimum || s.ExclusiveMaximum {
+		return
+	}
+	switch {
+	case *s.Minimum == math.MinInt64 && *s.Maximum == math.MaxInt64:
+		s.Format, s.Minimum, s.Maximum = "int64", nil, nil
+	case *s.Minimum == math.MinInt32 && *s.Maximum == math.MaxInt32:
+		s.Format = "int32"
+	}
+}
+
+// kindNames lists the basic kinds in CUE syntax.
+var kindNames = []struct {
+	kind cue.Kind
+	name string
+}{
+	{cue.NullKind, "null"}, {cue.BoolKind, "bool"}, {cue.IntKind, "int"},
+	{cue.FloatKind, "float"}, {cue.StringKind, "string"}, {cue.BytesKind, "bytes"},
+	{cue.StructKind, "{...}"}, {cue.ListKind, "[...]"},
+}
+
+// kindSource returns the CUE source of the value that accepts every value
+// of kind k, e.g. `int | string`, or "" for no kind.
+func kindSource(k cue.Kind) string {
+	if k == cue.TopKind {
+		return "_"
+	}
+	var parts []string
+	for _, kn := range kindNames {
+		if k&kn.kind != 0 {
+			parts = append(parts, kn.name)
+		}
+	}
+	return strings.Join(parts, " | ")
+}
+
+// formatValue prints v on one line, shortened to a readable length.
+func formatValue(v cue.Value) string {
+	s := strings.Join(strings.Fields(fmt.Sprint(v)), " ")
+	if len(s) > 60 {
+		s = s[:57] + "..."
+	}
+	return s
+}

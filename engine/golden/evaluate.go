@@ -1,0 +1,164 @@
+package golden
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"golang.org/x/tools/txtar"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/yaml"
+
+	"github.com/cueop/cueop/engine/render"
+	"github.com/cueop/cueop/engine/template"
+)
+
+// Evaluate renders the case in ar and returns the sections it produces:
+// children.yaml and status.yaml, or error.txt when the render fails.
+func Evaluate(set *template.Set, k *template.Kind, ar *txtar.Archive, opts render.Options) (map[string][]byte, error) {
+	sections := map[string][]byte{}
+	for _, f := range ar.Files {
+		sections[f.Name] = f.Data
+	}
+	parentData, ok := sections[SectionParent]
+	if !ok {
+		return nil, fmt.Errorf("no %s section", SectionParent)
+	}
+	parent, err := ParseParent(parentData, k)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", SectionParent, err)
+	}
+	observed, err := ParseObjects(sections[SectionObserved])
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", SectionObserved, err)
+	}
+	res, err := RenderObserved(k, parent, observed, opts)
+	var rerr *render.Error
+	if errors.As(err, &rerr) {
+		return map[string][]byte{SectionError: []byte(Relative(set.Root, rerr.Error()) + "\n")}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return map[string][]byte{SectionChildren: ChildrenYAML(res.Children), SectionStatus: StatusYAML(res)}, nil
+}
+
+// RenderObserved renders parent with live children that are not yet keyed
+// by child id: a first render without them names the ids, then each live
+// object is matched to the child with its apiVersion, kind and name.
+func RenderObserved(k *template.Kind, parent *unstructured.Unstructured, live []*unstructured.Unstructured, opts render.Options) (*render.Result, error) {
+	first, err := render.Render(k, parent, nil, opts)
+	if err != nil || len(live) == 0 {
+		return first, err
+	}
+	ids := map[string]string{}
+	for _, c := range first.Children {
+		ids[objectKey(c.Object)] = c.ID
+	}
+	observed := map[string]*unstructured.Unstructured{}
+	for _, o := range live {
+		id, ok := ids[objectKey(o)]
+		if !ok {
+			id = o.GetLabels()[render.LabelID]
+		}
+		if id == "" {
+			return nil, fmt.Errorf("observed %s %s matches no child (no child renders it and it has no %s label)", o.GetKind(), o.GetName(), render.LabelID)
+		}
+		observed[id] = o
+	}
+	return render.Render(k, parent, observed, opts)
+}
+
+func objectKey(o *unstructured.Unstructured) string {
+	return o.GetAPIVersion() + "/" + o.GetKind() + "/" + o.GetName()
+}
+
+// ParseParent reads a CR and checks that it is of kind k. A CR without a
+// namespace is put in "default", as kubectl would.
+func ParseParent(data []byte, k *template.Kind) (*unstructured.Unstructured, error) {
+	objs, err := ParseObjects(data)
+	if err != nil {
+		return nil, err
+	}
+	if len(objs) != 1 {
+		return nil, fmt.Errorf("want exactly one object, found %d", len(objs))
+	}
+	p := objs[0]
+	if gvk := p.GroupVersionKind(); gvk != k.Resource.GroupVersionKind() {
+		return nil, fmt.Errorf("%s %s is not a %s", gvk, p.GetName(), k.Resource.GroupVersionKind())
+	}
+	if p.GetNamespace() == "" {
+		p.SetNamespace("default")
+	}
+	return p, nil
+}
+
+// ParseObjects reads a YAML stream of objects.
+func ParseObjects(data []byte) ([]*unstructured.Unstructured, error) {
+	var out []*unstructured.Unstructured
+	for i, doc := range splitYAML(data) {
+		j, err := yaml.YAMLToJSON(doc)
+		if err != nil {
+			return nil, fmt.Errorf("document %d: %w", i+1, err)
+		}
+		if string(bytes.TrimSpace(j)) == "null" {
+			continue
+		}
+		u := &unstructured.Unstructured{}
+		if err := u.UnmarshalJSON(j); err != nil {
+			return nil, fmt.Errorf("document %d: %w", i+1, err)
+		}
+		out = append(out, u)
+	}
+	return out, nil
+}
+
+func splitYAML(data []byte) [][]byte {
+	var docs [][]byte
+	var cur []string
+	for _, line := range strings.Split(string(data), "\n") {
+		if strings.TrimRight(line, " \t") == "---" {
+			docs = append(docs, []byte(strings.Join(cur, "\n")))
+			cur = nil
+			continue
+		}
+		cur = append(cur, line)
+	}
+	return append(docs, []byte(strings.Join(cur, "\n")))
+}
+
+// ChildrenYAML writes children as a YAML stream in id order, each headed by
+// a comment with its id.
+func ChildrenYAML(children []render.Child) []byte {
+	var b bytes.Buffer
+	for i, c := range children {
+		if i > 0 {
+			b.WriteString("---\n")
+		}
+		y, _ := yaml.Marshal(c.Object.Object)
+		fmt.Fprintf(&b, "# %s\n%s", c.ID, y)
+	}
+	return b.Bytes()
+}
+
+// StatusYAML writes the status and readiness of a render.
+func StatusYAML(res *render.Result) []byte {
+	y, _ := yaml.Marshal(map[string]any{"status": res.Status, "ready": res.Ready})
+	return y
+}
+
+// Relative rewrites the templates root in msg as "templates/", however the
+// root was spelled (absolute, or relative to the working directory), so
+// that expected errors do not depend on where the tests run.
+func Relative(root, msg string) string {
+	msg = strings.ReplaceAll(msg, root+string(filepath.Separator), "templates/")
+	if wd, err := os.Getwd(); err == nil {
+		if rel, err := filepath.Rel(wd, root); err == nil && rel != "." {
+			msg = strings.ReplaceAll(msg, rel+string(filepath.Separator), "templates/")
+		}
+	}
+	return msg
+}

@@ -1,0 +1,76 @@
+package operator
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/cueop/cueop/engine/apply"
+	"github.com/cueop/cueop/engine/crdgen"
+	"github.com/cueop/cueop/engine/template"
+)
+
+// installCRD applies k's CRD with server-side apply and waits until it is
+// established, so that the kind's informer can start.
+func (o *Operator) installCRD(ctx context.Context, k *template.Kind) error {
+	crd, err := crdgen.Generate(k)
+	if err != nil {
+		return fmt.Errorf("kind %s: crd: %w", k.Name, err)
+	}
+	u, err := crdgen.ToUnstructured(crd)
+	if err != nil {
+		return err
+	}
+	err = o.mgr.GetClient().Apply(ctx, client.ApplyConfigurationFromUnstructured(u),
+		client.FieldOwner(apply.DefaultFieldManager), client.ForceOwnership)
+	if err != nil {
+		return fmt.Errorf("CustomResourceDefinition %s apply failed: %w", crd.Name, err)
+	}
+	return o.waitEstablished(ctx, crd.Name)
+}
+
+func (o *Operator) waitEstablished(ctx context.Context, name string) error {
+	reader := o.mgr.GetAPIReader()
+	return wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		crd := &apiextensionsv1.CustomResourceDefinition{}
+		if err := reader.Get(ctx, client.ObjectKey{Name: name}, crd); err != nil {
+			return false, client.IgnoreNotFound(err)
+		}
+		for _, c := range crd.Status.Conditions {
+			if c.Type == apiextensionsv1.Established && c.Status == apiextensionsv1.ConditionTrue {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+}
+
+// loadFailed reports a template load error where users look: a log line, a
+// metric and, for each broken kind still served by its last good revision,
+// a Warning Event on the kind's CRD (kubectl describe crd shows it).
+func (o *Operator) loadFailed(ctx context.Context, err error, broken map[string]error) {
+	o.log.Error(err, "templates did not load; the last good revision of each kind keeps serving")
+	o.metrics.loadError()
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for name, kerr := range broken {
+		kc, ok := o.kinds[name]
+		if !ok {
+			continue
+		}
+		ref := &unstructured.Unstructured{}
+		ref.SetGroupVersionKind(apiextensionsv1.SchemeGroupVersion.WithKind("CustomResourceDefinition"))
+		if gerr := o.mgr.GetAPIReader().Get(ctx, client.ObjectKey{Name: kc.crdName}, ref); gerr != nil {
+			o.log.Error(gerr, "cannot report the template error on the CRD", "crd", kc.crdName)
+			continue
+		}
+		o.recorder.Event(ref, corev1.EventTypeWarning, "TemplateError",
+			fmt.Sprintf("template of %s refused, revision %s keeps serving: %v", name, kc.rec.Kind().Revision, kerr))
+	}
+}

@@ -1,0 +1,11 @@
+// Package operator wires cueop into a controller-runtime manager: one
+// controller per kind of the templates directory, all running the generic
+// reconciler, and a watch on the templates directory that swaps a kind's
+// template in place when it changes (hot reload), starts a controller for a
+// new kind and stops the controller of a removed one.
+//
+// Two caches serve the reconcilers. The CRs are read from an unfiltered
+// cache of their own; children are read from the manager's cache, which
+// holds only objects labelled app.kubernetes.io/managed-by=cueop, so memory
+// does not grow with unrelated objects in the cluster.
+package operator

@@ -1,0 +1,180 @@
+package operator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	"github.com/cueop/cueop/engine/reconcile"
+	"github.com/cueop/cueop/engine/template"
+)
+
+// kindController is the running controller of one kind.
+type kindController struct {
+	rec     *reconcile.Reconciler
+	cancel  context.CancelFunc
+	resync  chan event.GenericEvent
+	crdName string
+}
+
+// reload loads the templates and brings the controllers in line: a changed
+// kind gets its new template and every CR of it is reconciled, a new kind
+// gets a controller, a removed kind's controller stops. A broken package
+// keeps its last good revision serving, and the error is reported.
+func (o *Operator) reload(ctx context.Context) error {
+	set, err := template.Load(o.opts.Templates)
+	if set == nil {
+		o.loadFailed(ctx, err, nil)
+		return err
+	}
+	if err != nil {
+		o.loadFailed(ctx, err, set.Broken)
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	seen := map[string]bool{}
+	var errs []error
+	for _, k := range set.Kinds {
+		seen[k.Name] = true
+		if err := o.serve(ctx, k); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	for name := range o.kinds {
+		if !seen[name] && set.Broken[name] == nil {
+			o.stop(ctx, name)
+		}
+	}
+	return errors.Join(append(errs, err)...)
+}
+
+// serve starts or updates the controller of k. The caller holds o.mu.
+func (o *Operator) serve(ctx context.Context, k *template.Kind) error {
+	kc, ok := o.kinds[k.Name]
+	if ok && kc.rec.Kind().Revision == k.Revision {
+		return nil
+	}
+	if o.opts.InstallCRDs {
+		if err := o.installCRD(ctx, k); err != nil {
+			return err
+		}
+	}
+	o.metrics.revision(k)
+	if !ok {
+		return o.start(ctx, k)
+	}
+	old := kc.rec.Kind()
+	if old.Resource.GroupVersionKind() != k.Resource.GroupVersionKind() {
+		o.stop(ctx, k.Name)
+		return o.start(ctx, k)
+	}
+	kc.rec.SetKind(k)
+	o.log.Info("template changed", "kind", k.Resource.Kind, "package", k.Name, "revision", k.Revision, "previous", old.Revision)
+	go o.resyncAll(ctx, kc, k)
+	return nil
+}
+
+func (o *Operator) start(ctx context.Context, k *template.Kind) error {
+	rec := reconcile.NewReconciler(k)
+	rec.Parents, rec.Children, rec.Client = o.parents, o.mgr.GetCache(), o.mgr.GetClient()
+	rec.ChildKinds, rec.Applier, rec.Recorder, rec.Observer = o.childKinds, o.applier, o.recorder, o.metrics
+	rec.Options.AllowedKinds, rec.Options.Scope = o.opts.AllowedKinds, o.scope
+	c, err := controller.NewUnmanaged("cueop-"+k.Name, controller.Options{
+		Reconciler: rec, MaxConcurrentReconciles: o.opts.MaxConcurrent,
+		SkipNameValidation: ptr.To(true), Logger: o.log.WithValues("kind", k.Resource.Kind),
+	})
+	if err != nil {
+		return fmt.Errorf("kind %s: controller: %w", k.Name, err)
+	}
+	kc := &kindController{rec: rec, resync: make(chan event.GenericEvent), crdName: k.Resource.Plural + "." + k.Resource.Group}
+	if err := o.watch(c, k, kc); err != nil {
+		return fmt.Errorf("kind %s: %w", k.Name, err)
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	kc.cancel = cancel
+	o.kinds[k.Name] = kc
+	go func() {
+		if err := c.Start(cctx); err != nil {
+			o.log.Error(err, "controller stopped", "kind", k.Resource.Kind)
+		}
+	}()
+	o.log.Info("serving kind", "kind", k.Resource.Kind, "package", k.Name, "revision", k.Revision)
+	return nil
+}
+
+// watch makes c reconcile a CR when it changes, when a child it controls
+// changes, and when its kind is resynced.
+func (o *Operator) watch(c controller.Controller, k *template.Kind, kc *kindController) error {
+	parent := &unstructured.Unstructured{}
+	parent.SetGroupVersionKind(k.Resource.GroupVersionKind())
+	srcs := []source.Source{
+		source.Kind[client.Object](o.parents, parent, &handler.EnqueueRequestForObject{}),
+		source.Channel(kc.resync, &handler.EnqueueRequestForObject{}),
+	}
+	owner := handler.EnqueueRequestForOwner(o.mgr.GetScheme(), o.mgr.GetRESTMapper(), parent, handler.OnlyControllerOwner())
+	for _, gvk := range o.childKinds {
+		child := &unstructured.Unstructured{}
+		child.SetGroupVersionKind(gvk)
+		srcs = append(srcs, source.Kind[client.Object](o.mgr.GetCache(), child, owner))
+	}
+	for _, s := range srcs {
+		if err := c.Watch(s); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// stop stops the controller of a removed kind. Its CRs and their children
+// are left untouched. The caller holds o.mu.
+func (o *Operator) stop(ctx context.Context, name string) {
+	kc := o.kinds[name]
+	kc.cancel()
+	delete(o.kinds, name)
+	k := kc.rec.Kind()
+	parent := &unstructured.Unstructured{}
+	parent.SetGroupVersionKind(k.Resource.GroupVersionKind())
+	if err := o.parents.RemoveInformer(ctx, parent); err != nil {
+		o.log.Error(err, "remove informer", "kind", k.Resource.Kind)
+	}
+	o.metrics.removed(k)
+	o.log.Info("kind removed: controller stopped, CRs and children left as they are", "kind", k.Resource.Kind, "package", name)
+}
+
+// resyncAll enqueues every CR of k's kind, after a template change.
+func (o *Operator) resyncAll(ctx context.Context, kc *kindController, k *template.Kind) {
+	list := &unstructured.UnstructuredList{}
+	gvk := k.Resource.GroupVersionKind()
+	list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
+	if err := o.parents.List(ctx, list); err != nil {
+		o.log.Error(err, "list for resync", "kind", gvk.Kind)
+		return
+	}
+	for i := range list.Items {
+		select {
+		case kc.resync <- event.GenericEvent{Object: &list.Items[i]}:
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+func (o *Operator) kindNames() []string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	var names []string
+	for n := range o.kinds {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}

@@ -1,0 +1,152 @@
+package operator_test
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/cueop/cueop/engine/operator"
+	_ "github.com/cueop/cueop/internal/update"
+	"github.com/cueop/cueop/localcluster"
+	"github.com/cueop/cueop/localcluster/clustertest"
+)
+
+func TestMain(m *testing.M) {
+	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.UseDevMode(false)))
+	clustertest.Main(m, localcluster.Options{})
+}
+
+var (
+	redisGVK = schema.GroupVersionKind{Group: "cache.example.com", Version: "v1", Kind: "RedisCluster"}
+	podGVK   = schema.GroupVersionKind{Version: "v1", Kind: "Pod"}
+)
+
+// copyTemplates copies the project's templates into a directory the test
+// may edit.
+func copyTemplates(t *testing.T) string {
+	t.Helper()
+	dst := filepath.Join(t.TempDir(), "templates")
+	if out, err := exec.Command("cp", "-r", "../../templates", dst).CombinedOutput(); err != nil {
+		t.Fatalf("copy templates: %v: %s", err, out)
+	}
+	return dst
+}
+
+// startOperator runs an operator on dir until the test ends. cfg may carry a
+// counting transport; nil means the cluster's admin config.
+func startOperator(t *testing.T, dir string, cfg *rest.Config) {
+	t.Helper()
+	if cfg == nil {
+		cfg = clustertest.Config()
+	}
+	op, err := operator.New(cfg, operator.Options{
+		Templates: dir, InstallCRDs: true, MaxConcurrent: 4,
+		Manager: ctrl.Options{Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- op.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("operator: %v", err)
+			}
+		case <-time.After(30 * time.Second):
+			t.Error("operator did not stop within 30s")
+		}
+	})
+}
+
+func newClient(t *testing.T) client.Client {
+	t.Helper()
+	c, err := client.New(clustertest.Config(), client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// kubectl runs the real kubectl against the test cluster.
+func kubectl(t *testing.T, stdin string, args ...string) (string, error) {
+	t.Helper()
+	cmd := exec.Command("kubectl", append([]string{"--kubeconfig", clustertest.Cluster().KubeconfigPath}, args...)...)
+	cmd.Stdin = strings.NewReader(stdin)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Run()
+	return out.String(), err
+}
+
+func mustKubectl(t *testing.T, stdin string, args ...string) string {
+	t.Helper()
+	out, err := kubectl(t, stdin, args...)
+	if err != nil {
+		t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return out
+}
+
+// eventually polls cond every 100ms until it returns "" or the timeout ends;
+// then it fails with the last reason.
+func eventually(t *testing.T, timeout time.Duration, cond func() string) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	var why string
+	for time.Now().Before(deadline) {
+		if why = cond(); why == "" {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("not within %s: %s", timeout, why)
+}
+
+func listPods(t *testing.T, c client.Client, ns, cluster string) []unstructured.Unstructured {
+	t.Helper()
+	list := &unstructured.UnstructuredList{}
+	list.SetGroupVersionKind(podGVK.GroupVersion().WithKind("PodList"))
+	if err := c.List(context.Background(), list, client.InNamespace(ns), client.MatchingLabels{"cluster": cluster}); err != nil {
+		t.Fatal(err)
+	}
+	var live []unstructured.Unstructured
+	for _, p := range list.Items {
+		if p.GetDeletionTimestamp() == nil {
+			live = append(live, p)
+		}
+	}
+	return live
+}
+
+func getCR(t *testing.T, c client.Client, ns, name string) *unstructured.Unstructured {
+	t.Helper()
+	cr := &unstructured.Unstructured{}
+	cr.SetGroupVersionKind(redisGVK)
+	if err := c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, cr); err != nil {
+		t.Fatal(err)
+	}
+	return cr
+}
+
+func redisYAML(ns, name string, replicas int, version string) string {
+	return "apiVersion: cache.example.com/v1\nkind: RedisCluster\nmetadata:\n  name: " + name +
+		"\n  namespace: " + ns + "\nspec:\n  replicas: " + strconv.Itoa(replicas) + "\n  version: \"" + version + "\"\n"
+}

@@ -1,0 +1,82 @@
+package operator
+
+import (
+	"os"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"github.com/cueop/cueop/engine/apply"
+	"github.com/cueop/cueop/engine/template"
+)
+
+// Metrics are cueop's own metrics, beside controller-runtime's.
+type Metrics struct {
+	renderSeconds *prometheus.HistogramVec
+	applies       *prometheus.CounterVec
+	revisions     *prometheus.GaugeVec
+	loadErrors    prometheus.Counter
+}
+
+var registered *Metrics
+
+// NewMetrics returns the process's metrics, registered once with
+// controller-runtime's registry.
+func NewMetrics() *Metrics {
+	if registered != nil {
+		return registered
+	}
+	m := &Metrics{
+		renderSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "cueop_render_duration_seconds", Help: "Time to render one CR.",
+			Buckets: prometheus.ExponentialBuckets(0.0001, 2, 14),
+		}, []string{"kind", "result"}),
+		applies: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "cueop_applies_total", Help: "Children applied, by result (created, updated, unchanged, pruned, recreated, failed).",
+		}, []string{"kind", "result"}),
+		revisions: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "cueop_template_revision", Help: "1 for the template revision each kind is served by.",
+		}, []string{"kind", "package", "revision"}),
+		loadErrors: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "cueop_template_load_errors_total", Help: "Template loads that failed.",
+		}),
+	}
+	metrics.Registry.MustRegister(m.renderSeconds, m.applies, m.revisions, m.loadErrors)
+	registered = m
+	return m
+}
+
+// Rendered records one render.
+func (m *Metrics) Rendered(kind string, d time.Duration, err error) {
+	result := "ok"
+	if err != nil {
+		result = "error"
+	}
+	m.renderSeconds.WithLabelValues(kind, result).Observe(d.Seconds())
+}
+
+// Applied records one child's apply, prune or recreate.
+func (m *Metrics) Applied(kind string, a apply.Action, err error) {
+	result := string(a)
+	if err != nil {
+		result = "failed"
+	}
+	m.applies.WithLabelValues(kind, result).Inc()
+}
+
+func (m *Metrics) revision(k *template.Kind) {
+	m.revisions.DeletePartialMatch(prometheus.Labels{"kind": k.Resource.Kind})
+	m.revisions.WithLabelValues(k.Resource.Kind, k.Name, k.Revision).Set(1)
+}
+
+func (m *Metrics) removed(k *template.Kind) {
+	m.revisions.DeletePartialMatch(prometheus.Labels{"kind": k.Resource.Kind})
+}
+
+func (m *Metrics) loadError() { m.loadErrors.Inc() }
+
+func dirExists(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && fi.IsDir()
+}

@@ -1,0 +1,147 @@
+package operator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/record"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	"github.com/cueop/cueop/engine/apply"
+	"github.com/cueop/cueop/engine/reconcile"
+	"github.com/cueop/cueop/engine/render"
+)
+
+// Options configure an Operator.
+type Options struct {
+	// Templates is the templates directory.
+	Templates string
+	// InstallCRDs applies the generated CRDs at start and on template change.
+	InstallCRDs bool
+	// AllowedKinds is the administrator's allow-list of child kinds; nil
+	// means render.DefaultAllowedKinds.
+	AllowedKinds render.KindSet
+	// MaxConcurrent is the number of CRs of one kind reconciled at once.
+	MaxConcurrent int
+	// Manager are the options of the controller-runtime manager (metrics,
+	// probes, leader election). Cache and client options are set here.
+	Manager ctrl.Options
+}
+
+// Operator serves every kind of a templates directory.
+type Operator struct {
+	opts     Options
+	mgr      manager.Manager
+	parents  cache.Cache
+	applier  *apply.Applier
+	recorder record.EventRecorder
+	metrics  *Metrics
+	log      logr.Logger
+
+	childKinds []schema.GroupVersionKind
+
+	mu    sync.Mutex
+	kinds map[string]*kindController // by kind name
+}
+
+// New builds an operator on cfg. Run starts it.
+func New(cfg *rest.Config, opts Options) (*Operator, error) {
+	if opts.AllowedKinds == nil {
+		opts.AllowedKinds = render.MustKindSet(render.DefaultAllowedKinds)
+	}
+	if opts.MaxConcurrent <= 0 {
+		opts.MaxConcurrent = 4
+	}
+	mgr, err := ctrl.NewManager(cfg, managerOptions(opts.Manager))
+	if err != nil {
+		return nil, fmt.Errorf("manager: %w", err)
+	}
+	parents, err := cache.New(cfg, cache.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper()})
+	if err != nil {
+		return nil, fmt.Errorf("parents cache: %w", err)
+	}
+	o := &Operator{
+		opts: opts, mgr: mgr, parents: parents,
+		applier:  &apply.Applier{Client: mgr.GetClient()},
+		recorder: mgr.GetEventRecorderFor("cueop"),
+		metrics:  NewMetrics(),
+		log:      mgr.GetLogger().WithName("cueop"),
+		kinds:    map[string]*kindController{},
+	}
+	if err := o.setupChildren(context.Background()); err != nil {
+		return nil, err
+	}
+	return o, errors.Join(mgr.Add(parents), mgr.Add(o))
+}
+
+// managerOptions makes the manager's cache hold only cueop's children and
+// its client read unstructured objects from that cache.
+func managerOptions(o ctrl.Options) ctrl.Options {
+	o.Cache.DefaultLabelSelector = labels.SelectorFromSet(labels.Set{render.LabelManagedBy: render.ManagedByValue})
+	o.Client.Cache = &client.CacheOptions{Unstructured: true}
+	return o
+}
+
+// Manager is the controller-runtime manager; Run starts it.
+func (o *Operator) Manager() manager.Manager { return o.mgr }
+
+// Run runs the operator until ctx is done.
+func (o *Operator) Run(ctx context.Context) error { return o.mgr.Start(ctx) }
+
+// setupChildren resolves the allow-listed kinds the API server serves and
+// indexes their children by owner, before the cache starts.
+func (o *Operator) setupChildren(ctx context.Context) error {
+	for gk := range o.opts.AllowedKinds {
+		m, err := o.mgr.GetRESTMapper().RESTMapping(gk)
+		if err != nil {
+			o.log.Info("allowed kind not served by the API server, not watched", "kind", gk.String(), "error", err.Error())
+			continue
+		}
+		if m.Scope.Name() != meta.RESTScopeNameNamespace {
+			return fmt.Errorf("allowed kinds: %s is cluster-scoped; children live in their parent's namespace", gk)
+		}
+		o.childKinds = append(o.childKinds, m.GroupVersionKind)
+		u := &unstructured.Unstructured{}
+		u.SetGroupVersionKind(m.GroupVersionKind)
+		if err := o.mgr.GetFieldIndexer().IndexField(ctx, u, reconcile.IndexOwnerUID, reconcile.OwnerUIDIndex); err != nil {
+			return fmt.Errorf("index %s children: %w", gk, err)
+		}
+	}
+	return nil
+}
+
+// scope asks the API server (through the cached REST mapper) whether a
+// child kind is namespaced.
+func (o *Operator) scope(gk schema.GroupKind) (namespaced, known bool) {
+	m, err := o.mgr.GetRESTMapper().RESTMapping(gk)
+	if err != nil {
+		return false, false
+	}
+	return m.Scope.Name() == meta.RESTScopeNameNamespace, true
+}
+
+// NeedLeaderElection makes the operator's controllers run on the leader only.
+func (o *Operator) NeedLeaderElection() bool { return true }
+
+// Start loads the templates, starts one controller per kind and watches the
+// templates directory until ctx is done. It is the manager's runnable.
+func (o *Operator) Start(ctx context.Context) error {
+	if !o.mgr.GetCache().WaitForCacheSync(ctx) || !o.parents.WaitForCacheSync(ctx) {
+		return errors.New("caches did not sync")
+	}
+	if err := o.reload(ctx); err != nil && len(o.kindNames()) == 0 {
+		return fmt.Errorf("templates %s: %w", o.opts.Templates, err)
+	}
+	return o.watchTemplates(ctx)
+}

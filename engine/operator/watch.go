@@ -1,0 +1,74 @@
+package operator
+
+import (
+	"context"
+	"io/fs"
+	"path/filepath"
+	"time"
+
+	"github.com/fsnotify/fsnotify"
+)
+
+// debounce gathers the events of one edit (an editor's write and rename, a
+// ConfigMap's symlink swap) into one reload.
+const debounce = 200 * time.Millisecond
+
+// watchTemplates reloads the templates whenever a file below the directory
+// changes, until ctx is done. A mounted ConfigMap swaps its `..data`
+// symlink atomically: that is an event on the root, and every directory is
+// watched anew after each reload.
+func (o *Operator) watchTemplates(ctx context.Context) error {
+	w, err := fsnotify.NewWatcher()
+	if err != nil {
+		return err
+	}
+	defer w.Close()
+	o.addWatches(w)
+	var timer <-chan time.Time
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case ev := <-w.Events:
+			if ev.Op != fsnotify.Chmod {
+				timer = time.After(debounce)
+			}
+		case err := <-w.Errors:
+			o.log.Error(err, "templates watch")
+		case <-timer:
+			timer = nil
+			o.addWatches(w)
+			if err := o.reload(ctx); err != nil {
+				o.log.Error(err, "template reload")
+			}
+		}
+	}
+}
+
+// addWatches watches the templates root and every directory below it,
+// following symlinks one level as a ConfigMap volume lays them out.
+func (o *Operator) addWatches(w *fsnotify.Watcher) {
+	for _, p := range w.WatchList() {
+		_ = w.Remove(p)
+	}
+	root := o.opts.Templates
+	_ = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return nil
+		}
+		if d.IsDir() || (d.Type()&fs.ModeSymlink != 0 && isDir(p)) {
+			if err := w.Add(p); err != nil {
+				o.log.Error(err, "watch templates directory", "dir", p)
+			}
+		}
+		return nil
+	})
+}
+
+func isDir(p string) bool {
+	fi, err := filepath.EvalSymlinks(p)
+	if err != nil {
+		return false
+	}
+	return fi != "" && dirExists(fi)
+}

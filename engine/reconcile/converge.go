@@ -1,0 +1,127 @@
+package reconcile
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/cli-utils/pkg/kstatus/status"
+
+	"github.com/cueop/cueop/engine/apply"
+	"github.com/cueop/cueop/engine/render"
+)
+
+// applyAll applies every child that would change. A child whose change the
+// API server refuses as immutable is recreated, one per CR at a time and
+// only while every other child is ready, so a rollout never takes down more
+// than one child of a CR.
+func (r *run) applyAll(ctx context.Context) error {
+	var errs []error
+	var immutable []render.Child
+	for _, c := range r.result_.Children {
+		live := r.live(c)
+		action, err := r.r.Applier.Apply(ctx, c.Object, live)
+		switch {
+		case err != nil && apply.IsImmutable(err) && live != nil:
+			immutable = append(immutable, c)
+		case err != nil:
+			r.r.applied(r.kind.Resource.Kind, "", err)
+			errs = append(errs, err)
+		default:
+			r.r.applied(r.kind.Resource.Kind, action, nil)
+			r.record(action, c.Object)
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		r.applyFailed(err)
+		return err
+	}
+	return r.recreate(ctx, immutable)
+}
+
+// live is the observed object for c, or nil when none or when the child
+// changed its kind or name (the old object is then pruned).
+func (r *run) live(c render.Child) *unstructured.Unstructured {
+	o, ok := r.observed[c.ID]
+	if !ok || o.GroupVersionKind() != c.Object.GroupVersionKind() || o.GetName() != c.Object.GetName() {
+		return nil
+	}
+	return o
+}
+
+// applyFailed marks the CR stalled when the API server refuses a child for
+// good (invalid, forbidden); other failures are retried with backoff.
+func (r *run) applyFailed(err error) {
+	if apierrors.IsInvalid(err) || apierrors.IsForbidden(err) || apierrors.IsBadRequest(err) {
+		r.stalled = &stall{reason: "ApplyRejected", message: err.Error()}
+		return
+	}
+	r.waiting = "apply failed, retrying: " + err.Error()
+}
+
+func (r *run) recreate(ctx context.Context, immutable []render.Child) error {
+	if len(immutable) == 0 {
+		return nil
+	}
+	c := immutable[0]
+	if !r.othersReady(c.ID) {
+		r.waiting = fmt.Sprintf("waiting for children to be ready before recreating %s %s", c.Object.GetKind(), c.Object.GetName())
+		return nil
+	}
+	live := r.observed[c.ID]
+	if err := r.r.Applier.Prune(ctx, live); err != nil {
+		r.r.applied(r.kind.Resource.Kind, "", err)
+		return err
+	}
+	r.r.applied(r.kind.Resource.Kind, apply.Recreated, nil)
+	r.record(apply.Recreated, c.Object)
+	r.waiting = fmt.Sprintf("recreating %s %s: an immutable field changed", c.Object.GetKind(), c.Object.GetName())
+	return nil
+}
+
+// othersReady is true when every child but id exists and is ready.
+func (r *run) othersReady(id string) bool {
+	for _, c := range r.result_.Children {
+		if c.ID == id {
+			continue
+		}
+		o := r.live(c)
+		if o == nil {
+			return false
+		}
+		if res, err := status.Compute(o); err != nil || res.Status != status.CurrentStatus {
+			return false
+		}
+	}
+	return true
+}
+
+// prune deletes every owned child the render no longer has. It runs only
+// after every apply succeeded.
+func (r *run) prune(ctx context.Context) error {
+	wanted := map[string]bool{}
+	for _, c := range r.result_.Children {
+		if r.live(c) != nil {
+			wanted[c.ID] = true
+		}
+	}
+	victims := append([]*unstructured.Unstructured{}, r.extra...)
+	for id, o := range r.observed {
+		if !wanted[id] {
+			victims = append(victims, o)
+		}
+	}
+	var errs []error
+	for _, o := range victims {
+		err := r.r.Applier.Prune(ctx, o)
+		r.r.applied(r.kind.Resource.Kind, apply.Pruned, err)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		r.record(apply.Pruned, o)
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,152 @@
+package reconcile
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/tools/record"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/cueop/cueop/engine/apply"
+	"github.com/cueop/cueop/engine/render"
+	"github.com/cueop/cueop/engine/template"
+)
+
+// IndexOwnerUID is the cache index of children by the uid of their parent.
+const IndexOwnerUID = "cueop.ownerUID"
+
+// Reconciler converges the CRs of one kind. It is safe for concurrent use;
+// the kind is swapped atomically when its template changes.
+type Reconciler struct {
+	kind atomic.Pointer[template.Kind]
+
+	// Parents reads the CRs (an unfiltered cache).
+	Parents client.Reader
+	// Children reads children from a cache indexed by IndexOwnerUID.
+	Children client.Reader
+	// ChildKinds are the kinds children may have, as served.
+	ChildKinds []schema.GroupVersionKind
+	// Client writes the CR status.
+	Client client.Client
+	// Applier writes the children.
+	Applier *apply.Applier
+	// Options are the administrator's render policy.
+	Options render.Options
+	// Recorder emits Events on the CR; nil means none.
+	Recorder record.EventRecorder
+	// Observer is told about each reconcile; nil means nobody.
+	Observer Observer
+}
+
+// Observer receives what a reconcile did, for metrics.
+type Observer interface {
+	Rendered(kind string, d time.Duration, err error)
+	Applied(kind string, action apply.Action, err error)
+}
+
+// NewReconciler returns a reconciler serving k.
+func NewReconciler(k *template.Kind) *Reconciler {
+	r := &Reconciler{}
+	r.kind.Store(k)
+	return r
+}
+
+// Kind is the kind currently served.
+func (r *Reconciler) Kind() *template.Kind { return r.kind.Load() }
+
+// SetKind serves k from the next reconcile on.
+func (r *Reconciler) SetKind(k *template.Kind) { r.kind.Store(k) }
+
+// Reconcile converges one CR.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	k := r.Kind()
+	cr := &unstructured.Unstructured{}
+	cr.SetGroupVersionKind(k.Resource.GroupVersionKind())
+	if err := r.Parents.Get(ctx, req.NamespacedName, cr); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if cr.GetDeletionTimestamp() != nil {
+		return ctrl.Result{}, nil // the garbage collector removes the children
+	}
+	run := &run{r: r, kind: k, cr: cr, log: log.FromContext(ctx)}
+	err := run.converge(ctx)
+	if serr := run.writeStatus(ctx); serr != nil {
+		err = errors.Join(err, serr)
+	}
+	run.emitEvents()
+	return run.result(), err
+}
+
+// run is the state of one reconcile of one CR.
+type run struct {
+	r    *Reconciler
+	kind *template.Kind
+	cr   *unstructured.Unstructured
+	log  interface {
+		Info(msg string, kv ...any)
+		Error(err error, msg string, kv ...any)
+	}
+
+	observed map[string]*unstructured.Unstructured
+	extra    []*unstructured.Unstructured // owned, but not matching a child id
+	result_  *render.Result
+	stalled  *stall
+	actions  map[apply.Action][]string
+	waiting  string // why the CR is not converged yet, if it is not
+}
+
+// stall is why a CR cannot progress without a change of spec or template.
+type stall struct {
+	reason, message string
+}
+
+func (r *run) converge(ctx context.Context) error {
+	if err := r.observe(ctx); err != nil {
+		return err
+	}
+	start := time.Now()
+	res, err := render.Render(r.kind, r.cr, r.observed, r.r.options())
+	r.r.rendered(r.kind.Resource.Kind, time.Since(start), err)
+	var rerr *render.Error
+	if errors.As(err, &rerr) {
+		r.stalled = &stall{reason: rerr.Reason, message: rerr.Error()}
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("%s: render: %w", r.subject(), err)
+	}
+	r.result_ = res
+	if err := r.applyAll(ctx); err != nil {
+		return err
+	}
+	return r.prune(ctx)
+}
+
+func (r *run) result() ctrl.Result {
+	return ctrl.Result{}
+}
+
+func (r *run) subject() string {
+	return fmt.Sprintf("%s %s/%s", r.cr.GetKind(), r.cr.GetNamespace(), r.cr.GetName())
+}
+
+func (r *Reconciler) options() render.Options { return r.Options }
+
+func (r *Reconciler) rendered(kind string, d time.Duration, err error) {
+	if r.Observer != nil {
+		r.Observer.Rendered(kind, d, err)
+	}
+}
+
+func (r *Reconciler) applied(kind string, a apply.Action, err error) {
+	if r.Observer != nil {
+		r.Observer.Applied(kind, a, err)
+	}
+}

@@ -1,0 +1,175 @@
+package reconcile
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"sort"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/cueop/cueop/engine/apply"
+)
+
+// kstatus condition types and the reasons cueop gives them.
+const (
+	ConditionReady       = "Ready"
+	ConditionReconciling = "Reconciling"
+	ConditionStalled     = "Stalled"
+
+	ReasonReady            = "Ready"
+	ReasonChildrenNotReady = "ChildrenNotReady"
+	ReasonConverged        = "Converged"
+	ReasonProgressing      = "Progressing"
+	ReasonRollout          = "Rollout"
+)
+
+// desiredStatus is the status the CR should have after this reconcile: the
+// template's fields (or the previous ones when the render failed), the
+// observed generation, the template revision and the conditions.
+func (r *run) desiredStatus() map[string]any {
+	old, _ := r.cr.Object["status"].(map[string]any)
+	st := map[string]any{}
+	if r.result_ != nil {
+		for k, v := range r.result_.Status {
+			st[k] = v
+		}
+		st["revision"] = r.kind.Revision
+	} else {
+		for k, v := range old {
+			st[k] = v
+		}
+	}
+	st["observedGeneration"] = r.cr.GetGeneration()
+	st["conditions"] = conditionsValue(r.conditions(oldConditions(old)))
+	return st
+}
+
+func (r *run) conditions(conds []metav1.Condition) []metav1.Condition {
+	gen := r.cr.GetGeneration()
+	set := func(t string, s metav1.ConditionStatus, reason, msg string) {
+		meta.SetStatusCondition(&conds, metav1.Condition{Type: t, Status: s, Reason: reason, Message: msg, ObservedGeneration: gen})
+	}
+	switch {
+	case r.stalled != nil:
+		set(ConditionStalled, metav1.ConditionTrue, r.stalled.reason, r.stalled.message)
+		set(ConditionReconciling, metav1.ConditionFalse, r.stalled.reason, "stalled until the spec or the template changes")
+		set(ConditionReady, metav1.ConditionFalse, r.stalled.reason, firstLine(r.stalled.message))
+		return conds
+	case r.progressing() != "":
+		set(ConditionReconciling, metav1.ConditionTrue, r.progressReason(), r.progressing())
+	default:
+		set(ConditionReconciling, metav1.ConditionFalse, ReasonConverged, "every child is applied at revision "+r.kind.Revision)
+	}
+	set(ConditionStalled, metav1.ConditionFalse, ReasonConverged, "")
+	if r.result_ != nil && r.result_.Ready {
+		set(ConditionReady, metav1.ConditionTrue, ReasonReady, "every child is ready")
+	} else if r.result_ != nil {
+		set(ConditionReady, metav1.ConditionFalse, ReasonChildrenNotReady, "waiting for children to be ready")
+	}
+	return conds
+}
+
+// progressing says what this reconcile changed or waits for, or "".
+func (r *run) progressing() string {
+	var parts []string
+	for _, a := range []apply.Action{apply.Created, apply.Updated, apply.Recreated, apply.Pruned} {
+		if n := len(r.actions[a]); n > 0 {
+			parts = append(parts, fmt.Sprintf("%s %d", a, n))
+		}
+	}
+	if r.waiting != "" {
+		parts = append(parts, r.waiting)
+	}
+	return strings.Join(parts, "; ")
+}
+
+func (r *run) progressReason() string {
+	old, _, _ := unstructured.NestedString(r.cr.Object, "status", "revision")
+	if old != "" && old != r.kind.Revision {
+		return ReasonRollout
+	}
+	return ReasonProgressing
+}
+
+// writeStatus applies the status once, and only when it changed.
+func (r *run) writeStatus(ctx context.Context) error {
+	st := r.desiredStatus()
+	if sameStatus(r.cr.Object["status"], st) {
+		return nil
+	}
+	obj := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": r.cr.GetAPIVersion(), "kind": r.cr.GetKind(),
+		"metadata": map[string]any{"name": r.cr.GetName(), "namespace": r.cr.GetNamespace()},
+		"status":   st,
+	}}
+	err := r.r.Client.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(obj),
+		client.FieldOwner(r.r.fieldManager()), client.ForceOwnership)
+	if err != nil {
+		return fmt.Errorf("%s: status write failed: %w", r.subject(), err)
+	}
+	return nil
+}
+
+// sameStatus compares statuses as JSON, so that int and int64, or a nil
+// and an empty list, do not count as changes.
+func sameStatus(old any, st map[string]any) bool {
+	a, err1 := canonical(old)
+	b, err2 := canonical(st)
+	return err1 == nil && err2 == nil && reflect.DeepEqual(a, b)
+}
+
+func canonical(v any) (any, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	var out any
+	return out, json.Unmarshal(b, &out)
+}
+
+func oldConditions(old map[string]any) []metav1.Condition {
+	raw, _ := old["conditions"].([]any)
+	var conds []metav1.Condition
+	for _, c := range raw {
+		m, ok := c.(map[string]any)
+		if !ok {
+			continue
+		}
+		var cond metav1.Condition
+		if runtime.DefaultUnstructuredConverter.FromUnstructured(m, &cond) == nil {
+			conds = append(conds, cond)
+		}
+	}
+	return conds
+}
+
+func conditionsValue(conds []metav1.Condition) []any {
+	sort.Slice(conds, func(i, j int) bool { return conds[i].Type < conds[j].Type })
+	out := make([]any, 0, len(conds))
+	for i := range conds {
+		m, _ := runtime.DefaultUnstructuredConverter.ToUnstructured(&conds[i])
+		out = append(out, m)
+	}
+	return out
+}
+
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i] + " (and more)"
+	}
+	return s
+}
+
+func (r *Reconciler) fieldManager() string {
+	if r.Applier.FieldManager != "" {
+		return r.Applier.FieldManager
+	}
+	return apply.DefaultFieldManager
+}

@@ -1,0 +1,198 @@
+package render
+
+import (
+	"sort"
+
+	"cuelang.org/go/cue"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/cueop/cueop/engine/template"
+)
+
+// DefaultMaxChildren bounds what one render may produce, whatever the
+// schema allows.
+const DefaultMaxChildren = 500
+
+// Options are the administrator's policy for a render.
+type Options struct {
+	// AllowedKinds is the allow-list of child kinds; nil means
+	// DefaultAllowedKinds.
+	AllowedKinds KindSet
+	// Scope tells namespaced from cluster-scoped kinds; nil means
+	// BuiltinScope. Unknown kinds are refused.
+	Scope ScopeFunc
+	// MaxChildren bounds the number of children; 0 means DefaultMaxChildren.
+	MaxChildren int
+}
+
+var defaultAllowed = MustKindSet(DefaultAllowedKinds)
+
+func (o Options) withDefaults() Options {
+	if o.AllowedKinds == nil {
+		o.AllowedKinds = defaultAllowed
+	}
+	if o.Scope == nil {
+		o.Scope = BuiltinScope
+	}
+	if o.MaxChildren == 0 {
+		o.MaxChildren = DefaultMaxChildren
+	}
+	return o
+}
+
+// Child is one object a parent should own.
+type Child struct {
+	ID     string
+	Object *unstructured.Unstructured
+}
+
+// Result is what a parent renders to.
+type Result struct {
+	// Children are sorted by ID.
+	Children []Child
+	// Status holds the template's status fields (without observedGeneration
+	// and conditions, which the controller adds).
+	Status map[string]any
+	// Ready is the template's `ready`, or by default whether every child
+	// exists and is ready by kstatus rules.
+	Ready bool
+}
+
+// Render evaluates k for parent and the observed children (keyed by child
+// id; nil on a first render). A returned error is an *Error when the spec or
+// the template is at fault.
+func Render(k *template.Kind, parent *unstructured.Unstructured, observed map[string]*unstructured.Unstructured, opts Options) (*Result, error) {
+	opts = opts.withDefaults()
+	v := k.Value.FillPath(cue.Path{}, map[string]any{
+		template.FieldParent:   parentValue(parent),
+		template.FieldObserved: observedValue(observed),
+	})
+	if err := specError(v, k.Spec.Pos()); err != nil {
+		return nil, err
+	}
+	children, err := exportChildren(v.LookupPath(template.PathChildren), parent, opts)
+	if err != nil {
+		return nil, err
+	}
+	status, err := exportStatus(k, v)
+	if err != nil {
+		return nil, err
+	}
+	ready, err := exportReady(v, children, observed)
+	if err != nil {
+		return nil, err
+	}
+	return &Result{Children: children, Status: status, Ready: ready}, nil
+}
+
+// parentValue is the part of the CR a template sees.
+func parentValue(p *unstructured.Unstructured) map[string]any {
+	md := map[string]any{"name": p.GetName(), "namespace": p.GetNamespace()}
+	if uid := p.GetUID(); uid != "" {
+		md["uid"] = string(uid)
+	}
+	if g := p.GetGeneration(); g != 0 {
+		md["generation"] = g
+	}
+	if l := p.GetLabels(); len(l) > 0 {
+		md["labels"] = l
+	}
+	if a := p.GetAnnotations(); len(a) > 0 {
+		md["annotations"] = a
+	}
+	spec, _ := p.Object["spec"].(map[string]any)
+	if spec == nil {
+		spec = map[string]any{}
+	}
+	return map[string]any{"apiVersion": p.GetAPIVersion(), "kind": p.GetKind(), "metadata": md, "spec": spec}
+}
+
+// observedValue strips what no template needs and costs most to convert.
+func observedValue(observed map[string]*unstructured.Unstructured) map[string]any {
+	out := make(map[string]any, len(observed))
+	for id, o := range observed {
+		obj := make(map[string]any, len(o.Object))
+		for k, v := range o.Object {
+			obj[k] = v
+		}
+		if md, ok := o.Object["metadata"].(map[string]any); ok {
+			md2 := make(map[string]any, len(md))
+			for k, v := range md {
+				if k != "managedFields" {
+					md2[k] = v
+				}
+			}
+			obj["metadata"] = md2
+		}
+		out[id] = obj
+	}
+	return out
+}
+
+func exportStatus(k *template.Kind, v cue.Value) (map[string]any, error) {
+	sv := v.LookupPath(template.PathStatus)
+	if !sv.Exists() {
+		return map[string]any{}, nil
+	}
+	if k.Status.Exists() {
+		sv = sv.Unify(k.Status)
+	}
+	if err := sv.Validate(cue.Concrete(true)); err != nil {
+		return nil, evalError(err)
+	}
+	var status map[string]any
+	if err := sv.Decode(&status); err != nil {
+		return nil, evalError(err)
+	}
+	return normalize(status).(map[string]any), nil
+}
+
+func exportReady(v cue.Value, children []Child, observed map[string]*unstructured.Unstructured) (bool, error) {
+	rv := v.LookupPath(template.PathReady)
+	if !rv.Exists() {
+		return defaultReady(children, observed), nil
+	}
+	ready, err := rv.Bool()
+	if err != nil {
+		return false, evalError(err)
+	}
+	return ready, nil
+}
+
+func sortedIDs(v cue.Value) ([]string, map[string]cue.Value, error) {
+	iter, err := v.Fields()
+	if err != nil {
+		return nil, nil, evalError(err)
+	}
+	vals := map[string]cue.Value{}
+	var ids []string
+	for iter.Next() {
+		ids = append(ids, iter.Selector().Unquoted())
+		vals[iter.Selector().Unquoted()] = iter.Value()
+	}
+	sort.Strings(ids)
+	return ids, vals, nil
+}
+
+// normalize turns the numbers CUE decodes into what unstructured objects
+// hold: int64 for integers, float64 otherwise.
+func normalize(x any) any {
+	switch t := x.(type) {
+	case map[string]any:
+		for k, v := range t {
+			t[k] = normalize(v)
+		}
+		return t
+	case []any:
+		for i, v := range t {
+			t[i] = normalize(v)
+		}
+		return t
+	case int:
+		return int64(t)
+	case float64:
+		return t
+	default:
+		return x
+	}
+}

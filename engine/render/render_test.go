@@ -1,0 +1,214 @@
+package render_test
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/cueop/cueop/engine/render"
+	"github.com/cueop/cueop/engine/template"
+	_ "github.com/cueop/cueop/internal/update"
+)
+
+func loadKind(t testing.TB, group, kind string) *template.Kind {
+	t.Helper()
+	set, err := template.Load("../../templates")
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := set.Lookup(group, kind)
+	if k == nil {
+		t.Fatalf("no kind %s.%s", kind, group)
+	}
+	return k
+}
+
+func redis(spec map[string]any) *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "cache.example.com/v1", "kind": "RedisCluster",
+		"metadata": map[string]any{"name": "r", "namespace": "ns", "uid": "uid-1", "generation": int64(2)},
+		"spec":     spec,
+	}}
+}
+
+func TestRenderSetsEngineFields(t *testing.T) {
+	k := loadKind(t, "cache.example.com", "RedisCluster")
+	res, err := render.Render(k, redis(map[string]any{"replicas": int64(2)}), nil, render.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, c := range res.Children {
+		ids = append(ids, c.ID)
+		o := c.Object
+		if o.GetNamespace() != "ns" {
+			t.Errorf("%s: namespace %q, want the parent's", c.ID, o.GetNamespace())
+		}
+		l := o.GetLabels()
+		if l[render.LabelID] != c.ID || l[render.LabelOwnerUID] != "uid-1" || l[render.LabelManagedBy] != "cueop" {
+			t.Errorf("%s: labels %v lack the management labels", c.ID, l)
+		}
+		refs := o.GetOwnerReferences()
+		if len(refs) != 1 || refs[0].UID != "uid-1" || refs[0].Controller == nil || !*refs[0].Controller {
+			t.Errorf("%s: owner references %+v, want the controller reference to the parent", c.ID, refs)
+		}
+	}
+	if got := strings.Join(ids, ","); got != "config,pod-0,pod-1,service" {
+		t.Errorf("ids = %s, want config,pod-0,pod-1,service (sorted)", got)
+	}
+	if img := res.Children[1].Object.Object["spec"].(map[string]any)["containers"].([]any)[0].(map[string]any)["image"]; img != "redis:7.0" {
+		t.Errorf("image = %v, want the default version", img)
+	}
+	port := res.Children[1].Object.Object["spec"].(map[string]any)["containers"].([]any)[0].(map[string]any)["ports"].([]any)[0].(map[string]any)["containerPort"]
+	if _, ok := port.(int64); !ok {
+		t.Errorf("containerPort is %T, want int64 as in unstructured objects", port)
+	}
+}
+
+func TestRenderWithoutUIDHasNoOwner(t *testing.T) {
+	k := loadKind(t, "cache.example.com", "RedisCluster")
+	p := redis(map[string]any{})
+	p.SetUID("")
+	res, err := render.Render(k, p, nil, render.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if refs := res.Children[0].Object.GetOwnerReferences(); len(refs) != 0 {
+		t.Errorf("owner references %v without a parent uid", refs)
+	}
+}
+
+func TestRenderInvalidSpecNamesField(t *testing.T) {
+	k := loadKind(t, "cache.example.com", "RedisCluster")
+	_, err := render.Render(k, redis(map[string]any{"replicas": int64(0)}), nil, render.Options{})
+	var rerr *render.Error
+	if !errors.As(err, &rerr) || rerr.Reason != render.ReasonInvalidSpec {
+		t.Fatalf("error = %v, want an InvalidSpec render.Error", err)
+	}
+	for _, want := range []string{"spec.replicas", "out of bound >=1", "rediscluster.cue:"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q lacks %q", err, want)
+		}
+	}
+	if len(rerr.Messages) != 1 {
+		t.Errorf("got %d messages, want exactly the one on spec.replicas: %q", len(rerr.Messages), rerr.Messages)
+	}
+}
+
+// kindWithChildren compiles a one-kind templates module whose children are
+// given as CUE.
+func kindWithChildren(t *testing.T, children string) *template.Kind {
+	t.Helper()
+	dir := t.TempDir()
+	write := func(name, src string) {
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(src), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("cue.mod/module.cue", "module: \"test.example/t@v0\"\nlanguage: version: \"v0.17.0\"\n")
+	write("app/app.cue", `package app
+import "list"
+_range: list.Range
+resource: {group: "apps.test.example", version: "v1", kind: "App"}
+#Spec: {n: *1 | int & >=0 & <=100000}
+parent: {metadata: {name: string, namespace: string}, spec: #Spec}
+children: {
+`+children+`
+}
+`)
+	set, err := template.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return set.Kinds[0]
+}
+
+func app(n int64) *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "apps.test.example/v1", "kind": "App",
+		"metadata": map[string]any{"name": "a", "namespace": "ns", "uid": "u"},
+		"spec":     map[string]any{"n": n},
+	}}
+}
+
+func TestRenderRefusesChildren(t *testing.T) {
+	for name, tc := range map[string]struct{ children, want string }{
+		"other namespace": {`cm: {apiVersion: "v1", kind: "ConfigMap", metadata: {name: "x", namespace: "kube-system"}}`, `namespace "kube-system" refused`},
+		"cluster role":    {`cr: {apiVersion: "rbac.authorization.k8s.io/v1", kind: "ClusterRole", metadata: name: "x"}`, "not in the allowed kinds"},
+		"webhook":         {`wh: {apiVersion: "admissionregistration.k8s.io/v1", kind: "ValidatingWebhookConfiguration", metadata: name: "x"}`, "not in the allowed kinds"},
+		"secret":          {`s: {apiVersion: "v1", kind: "Secret", metadata: name: "x"}`, "kind Secret is not in the allowed kinds"},
+		"no name":         {`cm: {apiVersion: "v1", kind: "ConfigMap", metadata: labels: a: "b"}`, "metadata.name is required"},
+		"no kind":         {`cm: {apiVersion: "v1", metadata: name: "x"}`, "apiVersion and kind are required"},
+		"bad id":          {`"bad id!": {apiVersion: "v1", kind: "ConfigMap", metadata: name: "x"}`, "child id must be a valid label value"},
+		"duplicate":       {`a: {apiVersion: "v1", kind: "ConfigMap", metadata: name: "x"}` + "\n" + `b: {apiVersion: "v1", kind: "ConfigMap", metadata: name: "x"}`, "also rendered by child a"},
+		"budget":          {`for i in list.Range(0, parent.spec.n, 1) {"cm-\(i)": {apiVersion: "v1", kind: "ConfigMap", metadata: name: "x-\(i)"}}`, "exceed the render budget of 500"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			k := kindWithChildren(t, tc.children)
+			_, err := render.Render(k, app(1000), nil, render.Options{})
+			var rerr *render.Error
+			if !errors.As(err, &rerr) || rerr.Reason != render.ReasonChildRefused {
+				t.Fatalf("error = %v, want a ChildRefused render.Error", err)
+			}
+			if !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "app.cue:") {
+				t.Errorf("error %q lacks %q or the template position", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestRenderClusterScopedAllowedStillRefused(t *testing.T) {
+	k := kindWithChildren(t, `cr: {apiVersion: "rbac.authorization.k8s.io/v1", kind: "ClusterRole", metadata: name: "x"}`)
+	allowed := render.MustKindSet("ClusterRole.rbac.authorization.k8s.io")
+	_, err := render.Render(k, app(1), nil, render.Options{AllowedKinds: allowed})
+	if err == nil || !strings.Contains(err.Error(), "cluster-scoped") {
+		t.Fatalf("error = %v, want cluster-scoped refusal even when allow-listed", err)
+	}
+}
+
+func TestRenderTemplateErrorIsPositioned(t *testing.T) {
+	k := kindWithChildren(t, `cm: {apiVersion: "v1", kind: "ConfigMap", metadata: name: "x", data: {if parent.spec.n > 5 {n: parent.spec.n + "s"}}}`)
+	_, err := render.Render(k, app(10), nil, render.Options{})
+	var rerr *render.Error
+	if !errors.As(err, &rerr) || rerr.Reason != render.ReasonTemplateError || !strings.Contains(err.Error(), "app.cue:") {
+		t.Fatalf("error = %v, want a positioned TemplateError", err)
+	}
+}
+
+func TestDefaultReadyUsesKstatus(t *testing.T) {
+	k := kindWithChildren(t, `cm: {apiVersion: "v1", kind: "ConfigMap", metadata: name: "x"}`)
+	res, err := render.Render(k, app(1), nil, render.Options{})
+	if err != nil || res.Ready {
+		t.Fatalf("ready = %v, %v; want false while the child does not exist", res, err)
+	}
+	live := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "x"}}}
+	res, err = render.Render(k, app(1), map[string]*unstructured.Unstructured{"cm": live}, render.Options{})
+	if err != nil || !res.Ready {
+		t.Fatalf("ready = %v, %v; want true once the ConfigMap exists", res, err)
+	}
+}
+
+func TestRenderStatusFromObserved(t *testing.T) {
+	k := loadKind(t, "cache.example.com", "RedisCluster")
+	pod := func(ready string) *unstructured.Unstructured {
+		return &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Pod",
+			"metadata": map[string]any{"name": "p"},
+			"status":   map[string]any{"conditions": []any{map[string]any{"type": "Ready", "status": ready}}}}}
+	}
+	observed := map[string]*unstructured.Unstructured{"pod-0": pod("True"), "pod-1": pod("True"), "pod-2": pod("False"), "pod-7": pod("True")}
+	res, err := render.Render(k, redis(map[string]any{}), observed, render.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status["readyReplicas"] != int64(2) || res.Status["phase"] != "Degraded" || res.Ready {
+		t.Errorf("status = %v ready=%v; want 2 ready (pod-7 is not wanted), Degraded, not ready", res.Status, res.Ready)
+	}
+}

@@ -1,0 +1,196 @@
+package template
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+
+	"cuelang.org/go/cue"
+	cueerrors "cuelang.org/go/cue/errors"
+	"cuelang.org/go/cue/token"
+)
+
+// Fields the engine fills, by name.
+const (
+	FieldParent   = "parent"
+	FieldObserved = "observed"
+)
+
+// The template contract: every CUE path the Go code reads or fills, named
+// once. See ARCHITECTURE.md for what each means to a template author.
+var (
+	PathResource   = cue.ParsePath("resource")
+	PathSpec       = cue.ParsePath("#Spec")
+	PathStatusDef  = cue.ParsePath("#Status")
+	PathParent     = cue.ParsePath("parent")
+	PathParentSpec = cue.ParsePath("parent.spec")
+	PathObserved   = cue.ParsePath("observed")
+	PathChildren   = cue.ParsePath("children")
+	PathStatus     = cue.ParsePath("status")
+	PathReady      = cue.ParsePath("ready")
+)
+
+var (
+	dnsLabel     = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
+	dnsSubdomain = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`)
+	kindName     = regexp.MustCompile(`^[A-Z][A-Za-z0-9]*$`)
+)
+
+// newKind checks v against the template contract and builds its Kind.
+func newKind(v cue.Value) (*Kind, error) {
+	res, err := decodeResource(v.LookupPath(PathResource))
+	if err != nil {
+		return nil, err
+	}
+	spec := v.LookupPath(PathSpec)
+	if !spec.Exists() {
+		return nil, fmt.Errorf("%s: %s is missing: every kind declares the schema of its spec", posOf(v), PathSpec)
+	}
+	if k := spec.IncompleteKind(); k != cue.StructKind {
+		return nil, fmt.Errorf("%s: %s must be a struct, not %v", spec.Pos(), PathSpec, k)
+	}
+	status := v.LookupPath(PathStatusDef)
+	if status.Exists() && status.IncompleteKind() != cue.StructKind {
+		return nil, fmt.Errorf("%s: %s must be a struct, not %v", status.Pos(), PathStatusDef, status.IncompleteKind())
+	}
+	children := v.LookupPath(PathChildren)
+	if !children.Exists() {
+		return nil, fmt.Errorf("%s: %s is missing: every kind declares the objects it owns", posOf(v), PathChildren)
+	}
+	if k := children.IncompleteKind(); k != cue.StructKind {
+		return nil, fmt.Errorf("%s: %s must be a struct of objects keyed by id, not %v", children.Pos(), PathChildren, k)
+	}
+	if r := v.LookupPath(PathReady); r.Exists() && r.IncompleteKind()&cue.BoolKind == 0 {
+		return nil, fmt.Errorf("%s: %s must be a bool, not %v", r.Pos(), PathReady, r.IncompleteKind())
+	}
+	prepared := v.FillPath(PathParentSpec, spec)
+	if err := prepared.Err(); err != nil {
+		return nil, fmt.Errorf("%s conflicts with %s: %w", PathParentSpec, PathSpec, Positioned(err))
+	}
+	return &Kind{Resource: res, Spec: spec, Status: status, Value: prepared}, nil
+}
+
+func posOf(v cue.Value) string {
+	if p := v.Pos(); p.IsValid() {
+		return p.String()
+	}
+	return "template"
+}
+
+func decodeResource(v cue.Value) (Resource, error) {
+	var res Resource
+	if err := v.Validate(cue.Concrete(true)); err != nil {
+		return res, fmt.Errorf("%s must be concrete: %w", PathResource, Positioned(err))
+	}
+	if err := v.Decode(&res); err != nil {
+		return res, fmt.Errorf("%s: %s: %w", v.Pos(), PathResource, Positioned(err))
+	}
+	if err := res.validate(); err != nil {
+		return res, fmt.Errorf("%s: %s: %w", v.Pos(), PathResource, err)
+	}
+	res.defaults()
+	return res, nil
+}
+
+func (r Resource) validate() error {
+	var errs []error
+	if !dnsSubdomain.MatchString(r.Group) || !strings.Contains(r.Group, ".") {
+		errs = append(errs, fmt.Errorf("group %q must be a DNS subdomain with at least one dot", r.Group))
+	}
+	if !dnsLabel.MatchString(r.Version) {
+		errs = append(errs, fmt.Errorf("version %q must be a DNS label such as v1", r.Version))
+	}
+	if !kindName.MatchString(r.Kind) {
+		errs = append(errs, fmt.Errorf("kind %q must be CamelCase such as RedisCluster", r.Kind))
+	}
+	for _, n := range append([]string{r.Plural, r.Singular}, r.ShortNames...) {
+		if n != "" && !dnsLabel.MatchString(n) {
+			errs = append(errs, fmt.Errorf("name %q must be a lower-case DNS label", n))
+		}
+	}
+	if s := r.Scale; s != nil && (s.SpecReplicasPath == "" || s.StatusReplicasPath == "") {
+		errs = append(errs, errors.New("scale needs specReplicasPath and statusReplicasPath"))
+	}
+	return errors.Join(errs...)
+}
+
+func (r *Resource) defaults() {
+	if r.Singular == "" {
+		r.Singular = strings.ToLower(r.Kind)
+	}
+	if r.Plural == "" {
+		r.Plural = Pluralize(r.Singular)
+	}
+}
+
+// Pluralize returns the English plural of a lower-case singular noun.
+func Pluralize(s string) string {
+	switch {
+	case strings.HasSuffix(s, "s"), strings.HasSuffix(s, "x"), strings.HasSuffix(s, "z"),
+		strings.HasSuffix(s, "ch"), strings.HasSuffix(s, "sh"):
+		return s + "es"
+	case strings.HasSuffix(s, "y") && len(s) > 1 && !strings.ContainsRune("aeiou", rune(s[len(s)-2])):
+		return s[:len(s)-1] + "ies"
+	}
+	return s + "s"
+}
+
+// Positioned rewrites a CUE error so that each error it holds reads
+// "file:line:column: path: message", one per line.
+func Positioned(err error) error {
+	var lines []string
+	for _, e := range cueerrors.Errors(err) {
+		lines = append(lines, FormatError(e))
+	}
+	if len(lines) == 0 {
+		return err
+	}
+	return errors.New(strings.Join(lines, "\n"))
+}
+
+// FormatError formats one CUE error with its positions first.
+func FormatError(e cueerrors.Error) string {
+	format, args := e.Msg()
+	msg := fmt.Sprintf(format, args...)
+	if p := e.Path(); len(p) > 0 {
+		msg = strings.Join(p, ".") + ": " + msg
+	}
+	pos := Positions(e)
+	if len(pos) == 0 {
+		return msg
+	}
+	return pos[0] + ": " + msg + positionsSuffix(pos[1:])
+}
+
+// Positions are the template positions of e, file names relative to the
+// working directory where they are below it.
+func Positions(e cueerrors.Error) []string {
+	var pos []string
+	for _, p := range cueerrors.Positions(e) {
+		if p.IsValid() && p.Filename() != "" {
+			pos = append(pos, ShortPos(p))
+		}
+	}
+	return pos
+}
+
+// ShortPos formats p as file:line:column with a short file name.
+func ShortPos(p token.Pos) string {
+	name := p.Filename()
+	if wd, err := os.Getwd(); err == nil {
+		if rel, err := filepath.Rel(wd, name); err == nil && !strings.HasPrefix(rel, "..") {
+			name = rel
+		}
+	}
+	return fmt.Sprintf("%s:%d:%d", name, p.Line(), p.Column())
+}
+
+func positionsSuffix(pos []string) string {
+	if len(pos) == 0 {
+		return ""
+	}
+	return " (also " + strings.Join(pos, ", ") + ")"
+}

@@ -1,0 +1,62 @@
+package template
+
+import (
+	"cuelang.org/go/cue"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// Resource is the `resource` field of a kind's template: the identity of the
+// custom resource and how kubectl presents it.
+type Resource struct {
+	Group          string          `json:"group"`
+	Version        string          `json:"version"`
+	Kind           string          `json:"kind"`
+	Plural         string          `json:"plural,omitempty"`
+	Singular       string          `json:"singular,omitempty"`
+	ShortNames     []string        `json:"shortNames,omitempty"`
+	Categories     []string        `json:"categories,omitempty"`
+	PrinterColumns []PrinterColumn `json:"printerColumns,omitempty"`
+	Scale          *Scale          `json:"scale,omitempty"`
+}
+
+// PrinterColumn is one additional column of `kubectl get`.
+type PrinterColumn struct {
+	Name        string `json:"name"`
+	Type        string `json:"type"`
+	JSONPath    string `json:"jsonPath"`
+	Description string `json:"description,omitempty"`
+	Format      string `json:"format,omitempty"`
+	Priority    int32  `json:"priority,omitempty"`
+}
+
+// Scale names the replica paths of the scale subresource.
+type Scale struct {
+	SpecReplicasPath   string `json:"specReplicasPath"`
+	StatusReplicasPath string `json:"statusReplicasPath"`
+	LabelSelectorPath  string `json:"labelSelectorPath,omitempty"`
+}
+
+// GroupVersionKind returns the custom resource's GVK.
+func (r Resource) GroupVersionKind() schema.GroupVersionKind {
+	return schema.GroupVersionKind{Group: r.Group, Version: r.Version, Kind: r.Kind}
+}
+
+// Kind is one compiled kind of a templates directory. It is immutable: a
+// template edit produces a new Kind with a new Revision.
+type Kind struct {
+	// Name is the kind's package directory, relative to the templates root.
+	Name string
+	// Dir is the absolute directory of the kind's package.
+	Dir string
+	// Revision is a short content hash of the files the kind is built from.
+	Revision string
+	// Resource is the decoded `resource` field.
+	Resource Resource
+	// Spec is the `#Spec` definition.
+	Spec cue.Value
+	// Status is the `#Status` definition; it does not exist when the kind
+	// declares no status fields of its own.
+	Status cue.Value
+	// Value is the whole compiled package.
+	Value cue.Value
+}
