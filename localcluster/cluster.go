@@ -133,7 +133,7 @@ func (c *Cluster) Keep() { c.keep.Store(true) }
 func (c *Cluster) StopAPIServer() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.procs[1].stop(c.opts.StopGrace)
+	return c.apiserver().stop(c.opts.StopGrace)
 }
 
 // StartAPIServer starts kube-apiserver again, on the same port with the same
@@ -141,8 +141,11 @@ func (c *Cluster) StopAPIServer() error {
 func (c *Cluster) StartAPIServer(ctx context.Context) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.startAndWait(ctx, c.procs[1])
+	return c.startAndWait(ctx, c.apiserver())
 }
+
+// apiserver returns the kube-apiserver process, second in start order.
+func (c *Cluster) apiserver() *process { return c.procs[1] }
 
 // PIDs returns the process id of every running component, by component name.
 func (c *Cluster) PIDs() map[string]int {

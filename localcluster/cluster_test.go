@@ -303,13 +303,20 @@ func TestAuditLogCountsRequestsPerUserAgent(t *testing.T) {
 		}
 	}
 	eventually(t, "3 audit events", func(context.Context) (bool, error) {
-		n, err := countAuditEvents(clustertest.Cluster().AuditLogPath(), agent)
+		n, err := countAuditEvents(clustertest.Cluster().AuditLogPath(), agent, "list", "configmaps")
 		return n == 3, err
 	})
 }
 
-// countAuditEvents counts the ResponseComplete events of userAgent in an audit log.
-func countAuditEvents(path, userAgent string) (int, error) {
+// auditEvent holds the audit event fields the tests read.
+type auditEvent struct {
+	Stage, Verb, UserAgent string
+	ObjectRef              struct{ Resource string }
+}
+
+// countAuditEvents counts the completed requests of userAgent with verb on
+// resource in an audit log.
+func countAuditEvents(path, userAgent, verb, resource string) (int, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return 0, err
@@ -319,8 +326,9 @@ func countAuditEvents(path, userAgent string) (int, error) {
 	sc := bufio.NewScanner(f)
 	sc.Buffer(nil, 1<<20)
 	for sc.Scan() {
-		var ev struct{ UserAgent, Stage string }
-		if json.Unmarshal(sc.Bytes(), &ev) == nil && ev.UserAgent == userAgent && ev.Stage == "ResponseComplete" {
+		var ev auditEvent
+		if json.Unmarshal(sc.Bytes(), &ev) == nil && ev.Stage == "ResponseComplete" &&
+			ev.UserAgent == userAgent && ev.Verb == verb && ev.ObjectRef.Resource == resource {
 			n++
 		}
 	}

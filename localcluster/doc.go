@@ -27,7 +27,9 @@
 // Cluster.Stop ends every process (SIGTERM to its process group, SIGKILL after a
 // grace period) and removes the cluster's directory. The children are also started
 // with a parent-death signal (SIGKILL), so they do not outlive a test binary that
-// crashes or is killed before it could call Stop.
+// crashes or is killed before it could call Stop. (Linux sends that signal when the
+// OS thread that started the child exits; the Go runtime keeps its threads, unless
+// a goroutine that locked its thread ends without unlocking it.)
 //
 // Package clustertest wraps this for tests: one cluster per test binary, started in
 // TestMain, and a fresh namespace per test.

@@ -13,5 +13,5 @@ func addServeCommands(root *cobra.Command, g *globals) {
 	fs := flag.NewFlagSet("zap", flag.ContinueOnError)
 	zapOpts.BindFlags(fs)
 	root.PersistentFlags().AddGoFlagSet(fs)
-	root.AddCommand(newRun(g, zapOpts))
+	root.AddCommand(newRun(g, zapOpts), newDev(g, zapOpts))
 }

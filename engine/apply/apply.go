@@ -19,7 +19,7 @@ const AnnotationAppliedHash = "cueop.dev/applied-hash"
 // Action tells what Apply did.
 type Action string
 
-// Actions of Apply, Prune and Recreate.
+// What Apply did, and, for events and logs, what Prune and Recreate do.
 const (
 	Created   Action = "created"
 	Updated   Action = "updated"
@@ -29,7 +29,8 @@ const (
 )
 
 // Applier writes children with server-side apply. Its zero value, given a
-// Client, is ready to use; it is safe for concurrent use.
+// Client, is ready to use; it is safe for concurrent use and must not be
+// copied after first use.
 type Applier struct {
 	// Client writes the children. Reads go through it only in Recreate.
 	Client client.Client
@@ -39,6 +40,8 @@ type Applier struct {
 	// example one built from the API server's OpenAPI). Nil means a schema
 	// deduced from the object itself; see the package documentation.
 	TypeConverter managedfields.TypeConverter
+
+	memo memo
 }
 
 func (a *Applier) fieldManager() string {

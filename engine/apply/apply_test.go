@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
@@ -82,7 +83,15 @@ func TestDesiredChange(t *testing.T) {
 
 	desired.SetLabels(map[string]string{"app": "demo", "tier": "web"})
 	e.wantNeeds(t, a, desired, true)
-	live := e.mustApply(t, a, desired, apply.Updated)
+	live := e.live(t, desired)
+	n := e.requests.Load()
+	if got, err := a.Apply(context.Background(), desired, live); err != nil || got != apply.Updated {
+		t.Fatalf("Apply = %s, %v; want updated", got, err)
+	}
+	if sent := e.requests.Load() - n; sent != 1 {
+		t.Fatalf("Apply of a change sent %d requests, want 1", sent)
+	}
+	live = e.live(t, desired)
 	if got := live.GetLabels()["tier"]; got != "web" {
 		t.Fatalf("label tier = %q", got)
 	}
@@ -104,24 +113,22 @@ func TestForeignUpdate(t *testing.T) {
 	e := newEnv(t)
 	a := &apply.Applier{Client: e.c}
 	desired := configMap(e.ns, "cm")
-	live := e.mustApply(t, a, desired, apply.Created)
+	e.mustApply(t, a, desired, apply.Created)
 
-	live.SetLabels(map[string]string{"app": "demo", "tier": "edited"})
-	if err := e.c.Update(context.Background(), live, client.FieldOwner("kubectl-edit")); err != nil {
-		t.Fatal(err)
-	}
+	e.edit(t, desired, func(live *unstructured.Unstructured) {
+		live.SetLabels(map[string]string{"app": "demo", "tier": "edited"})
+	})
 	e.wantNeeds(t, a, desired, true)
-	live = e.mustApply(t, a, desired, apply.Updated)
+	live := e.mustApply(t, a, desired, apply.Updated)
 	if got := live.GetLabels()["tier"]; got != "cache" {
 		t.Fatalf("label tier = %q after apply, want it restored", got)
 	}
 	e.wantNeeds(t, a, desired, false)
 
 	// Removing a field cueop set.
-	unstructured.RemoveNestedField(live.Object, "data", "a")
-	if err := e.c.Update(context.Background(), live, client.FieldOwner("kubectl-edit")); err != nil {
-		t.Fatal(err)
-	}
+	e.edit(t, desired, func(live *unstructured.Unstructured) {
+		unstructured.RemoveNestedField(live.Object, "data", "a")
+	})
 	e.wantNeeds(t, a, desired, true)
 	live = e.mustApply(t, a, desired, apply.Updated)
 	if got, _, _ := unstructured.NestedString(live.Object, "data", "a"); got != "1" {
@@ -161,15 +168,15 @@ func TestForeignUnrelated(t *testing.T) {
 	e := newEnv(t)
 	a := &apply.Applier{Client: e.c}
 	desired := rendered(t, e.ns, "r")["pod-0"]
-	live := e.mustApply(t, a, desired, apply.Created)
+	e.mustApply(t, a, desired, apply.Created)
 
-	labels := live.GetLabels()
-	labels["team"] = "storage"
-	live.SetLabels(labels)
-	live.SetAnnotations(map[string]string{"note": "hi", apply.AnnotationAppliedHash: live.GetAnnotations()[apply.AnnotationAppliedHash]})
-	if err := e.c.Update(context.Background(), live, client.FieldOwner("kubectl-edit")); err != nil {
-		t.Fatal(err)
-	}
+	e.edit(t, desired, func(live *unstructured.Unstructured) {
+		labels, ann := live.GetLabels(), live.GetAnnotations()
+		labels["team"] = "storage"
+		ann["note"] = "hi"
+		live.SetLabels(labels)
+		live.SetAnnotations(ann)
+	})
 	e.wantNeeds(t, a, desired, false)
 
 	// Another applier sharing a field with the same value takes nothing away.
@@ -339,4 +346,31 @@ func otherIP(ip string) string {
 		return "10.96.0.98"
 	}
 	return "10.96.0.99"
+}
+
+// TestNoManagedFields: a live object without the applier's managedFields
+// entry (a cache that strips them, or another writer that cleared them)
+// needs an apply, which brings the entry back.
+func TestNoManagedFields(t *testing.T) {
+	e := newEnv(t)
+	a := &apply.Applier{Client: e.c}
+	desired := configMap(e.ns, "cm")
+	live := e.mustApply(t, a, desired, apply.Created)
+	stripped := live.DeepCopy()
+	stripped.SetManagedFields(nil)
+	if needs, why, err := a.NeedsApply(desired, stripped); err != nil || !needs {
+		t.Fatalf("NeedsApply without managedFields = %v (%s), %v", needs, why, err)
+	}
+	// Another writer resets managedFields on the server (a list of one empty
+	// entry): cueop's entry is gone.
+	e.edit(t, desired, func(live *unstructured.Unstructured) {
+		live.SetManagedFields([]metav1.ManagedFieldsEntry{{}})
+	})
+	e.wantNeeds(t, a, desired, true)
+	e.mustApply(t, a, desired, apply.Updated)
+	e.wantNeeds(t, a, desired, false)
+
+	// Another field manager name sees its own (missing) fields.
+	other := &apply.Applier{Client: e.c, FieldManager: "someone-else"}
+	e.wantNeeds(t, other, desired, true)
 }

@@ -115,27 +115,20 @@ func TestCustomKind(t *testing.T) {
 	e.wantNeeds(t, a, desired, false)
 
 	// A value changed inside a list item is seen, and restored.
-	live = e.live(t, desired)
-	items, _, _ := unstructured.NestedSlice(live.Object, "spec", "items")
-	items[1].(map[string]any)["value"] = "edited"
-	if err := unstructured.SetNestedSlice(live.Object, items, "spec", "items"); err != nil {
-		t.Fatal(err)
-	}
-	if err := e.c.Update(ctx, live, client.FieldOwner("kubectl-edit")); err != nil {
-		t.Fatal(err)
-	}
+	e.edit(t, desired, func(live *unstructured.Unstructured) {
+		items, _, _ := unstructured.NestedSlice(live.Object, "spec", "items")
+		items[1].(map[string]any)["value"] = "edited"
+		_ = unstructured.SetNestedSlice(live.Object, items, "spec", "items")
+	})
 	e.wantNeeds(t, a, desired, true)
-	live = e.mustApply(t, a, desired, apply.Updated)
+	e.mustApply(t, a, desired, apply.Updated)
 	e.wantNeeds(t, a, desired, false)
 
 	// A list item removed by another writer is seen, and restored.
-	items, _, _ = unstructured.NestedSlice(live.Object, "spec", "items")
-	if err := unstructured.SetNestedSlice(live.Object, items[1:], "spec", "items"); err != nil {
-		t.Fatal(err)
-	}
-	if err := e.c.Update(ctx, live, client.FieldOwner("kubectl-edit")); err != nil {
-		t.Fatal(err)
-	}
+	e.edit(t, desired, func(live *unstructured.Unstructured) {
+		items, _, _ := unstructured.NestedSlice(live.Object, "spec", "items")
+		_ = unstructured.SetNestedSlice(live.Object, items[1:], "spec", "items")
+	})
 	e.wantNeeds(t, a, desired, true)
 	e.mustApply(t, a, desired, apply.Updated)
 	e.wantNeeds(t, a, desired, false)

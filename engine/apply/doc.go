@@ -4,62 +4,92 @@
 // holds it, shows that nothing would change.
 //
 //	a := &apply.Applier{Client: c}
-//	action, err := a.Apply(ctx, desired, live) // live: from the cache, nil when absent
-//	switch {
-//	case apply.IsImmutable(err):
-//		err = a.Recreate(ctx, desired, live) // delete, wait until gone, create
+//	action, err := a.Apply(ctx, desired, live) // live from the cache, nil when absent
+//	if apply.IsImmutable(err) {
+//		err = a.Recreate(ctx, desired, live) // delete by UID, wait until gone, create
 //	}
 //	...
-//	err = a.Prune(ctx, orphan) // after every apply succeeded
+//	err = a.Prune(ctx, orphan) // only after every apply succeeded
+//
+// The API:
+//
+//   - Applier{Client, FieldManager, TypeConverter}: FieldManager defaults to
+//     "cueop"; TypeConverter is only for kinds that are not built in.
+//   - NeedsApply(desired, live) (bool, why, error): pure, no I/O.
+//   - Apply(ctx, desired, live) (Action, error): Created, Updated or
+//     Unchanged (no request sent).
+//   - Prune(ctx, live): delete by UID with background propagation; an
+//     object already gone, or replaced by another of the same name, is
+//     pruned.
+//   - IsImmutable(err): the API server refused the change as immutable (422
+//     Invalid: "pod updates may not change fields other than ...", "field is
+//     immutable", "may not change once set", ...).
+//   - Recreate(ctx, desired, live): delete live by UID, poll until it is
+//     gone (bounded by ctx), then apply desired.
+//
+// Errors name their subject first: "Pod ns/name apply failed: ...".
 //
 // # The no-op rule
 //
 // Before it applies an object, the applier stamps it with the annotation
-// AnnotationAppliedHash: a short sha256 of the object's canonical JSON,
-// computed without that annotation and without the fields it never sends
-// (status, uid, resourceVersion, generation, creationTimestamp,
-// managedFields). NeedsApply, a pure function, then says an apply is needed
-// iff one of these holds:
+// AnnotationAppliedHash: the first 16 hex digits of the sha256 of the
+// object's JSON (map keys sorted), computed without that annotation and
+// without what the applier never sends (status, and metadata uid,
+// resourceVersion, generation, creationTimestamp, managedFields, selfLink,
+// deletionTimestamp, deletionGracePeriodSeconds). NeedsApply is true iff
 //
-//   - live is nil: the child does not exist (or the cache has not seen it);
-//   - live's AnnotationAppliedHash differs from the desired object's hash:
-//     the template, the spec or anything else that shapes the child changed;
-//   - the fields the field manager owns on live differ from the fields of the
-//     desired object. The owned fields are the managedFields entry of the
-//     manager with operation Apply on the main resource (no subresource),
-//     recorded for the desired apiVersion; the desired fields are the field
-//     set of the stamped desired object, typed with the same schema the API
-//     server uses, less the fields the server never records (apiVersion,
-//     kind, metadata.name, metadata.namespace, ...). When another writer
-//     changes or removes a field cueop set (kubectl edit, kubectl label, an
-//     update, or a server-side apply with --force-conflicts), the API server
-//     moves that field's ownership away from cueop, so cueop's set shrinks
-//     and the next NeedsApply is true. Fields cueop does not set are left
-//     alone: another writer may add labels or fields without making cueop
-//     apply.
+//  1. live is nil (the child does not exist, or the cache has not seen it);
+//     or
+//  2. live's AnnotationAppliedHash differs from desired's hash (the
+//     template, the spec or anything else that shapes the child changed);
+//     or
+//  3. owned != wanted, where owned is the field set of live's managedFields
+//     entry with manager == FieldManager, operation Apply, no subresource,
+//     recorded for desired's apiVersion (no such entry: true), and wanted is
+//     ToFieldSet of the stamped desired object typed with the kschema
+//     converter, less the paths the API server strips from every manager's
+//     set (apiVersion, kind, metadata, metadata.name, metadata.namespace,
+//     ...; see stripped in needs.go).
 //
-// The API server records a field set for an apply exactly as
-// typed.TypedValue.ToFieldSet computes it from the applied object: the keys
-// of associative lists include key fields that the object left out but the
-// schema defaults (a container port without protocol is recorded as
-// k:{"containerPort":6379,"protocol":"TCP"}), and the kschema converter
-// carries those defaults too, so for built-in kinds the two sets are
-// compared for equality. For other kinds the applier uses
-// Applier.TypeConverter if set; without one it deduces a schema from the
-// object, in which every list is atomic and every map granular. Such a set
-// cannot match the server's exactly, so for those kinds the comparison is
-// by path prefix and, in addition, every value the desired object sets must
-// equal the live one (see needs.go).
+// Rule 3 is exact set equality, and it holds because the API server records
+// for an apply exactly ToFieldSet of the applied object under the same
+// schema (client-go's applyconfigurations schema carries the OpenAPI
+// defaults of list-map key fields, so a container port sent without
+// protocol is keyed k:{"containerPort":6379,"protocol":"TCP"} on both sides,
+// with no f:protocol leaf; null values, empty maps and floats sent for
+// integers agree too; the tests check these shapes against a real API
+// server). Only status is reset on the main resource of the built-in kinds,
+// and the applier never sends status. Fields that admission adds (the
+// service account volume of a Pod) are owned by nobody.
 //
-// The informer cache must keep managedFields for this to work: a cache
-// transform that strips them (cache.TransformStripManagedFields) makes every
-// NeedsApply true, so every reconcile sends a (no-op) apply. A transform that
-// keeps only the field manager's own entry is fine.
+// Rule 3 is what notices other writers: when another writer changes or
+// removes a field cueop set (kubectl edit, kubectl label, any update, or a
+// server-side apply with --force-conflicts), the API server moves the
+// field's ownership away from cueop's entry, so owned shrinks. A writer that
+// adds fields cueop does not set, or applies a cueop field with the same
+// value (shared ownership), leaves owned as it is: no apply.
+//
+// For kinds with no built-in schema the applier types desired with
+// Applier.TypeConverter when set; without one it deduces a schema from the
+// object, in which every list is atomic and every map granular, unlike the
+// server's (the CRD's list-map and atomic-map markers). Then rule 3 compares
+// the sets by field path prefix, and additionally every value desired sets
+// must be in live (list items matched in order; see deduced.go).
+//
+// The informer cache must keep managedFields: a transform that strips them
+// (cache.TransformStripManagedFields) makes every NeedsApply true, so every
+// reconcile sends an apply (a no-op on the server, but a request). Keeping
+// only the field manager's own entry is fine.
+//
+// An Applier remembers which (hash, live uid, live resourceVersion) it found
+// in sync, so a resync of unchanged children costs a hash and a lookup. A
+// resourceVersion names one state of an object; live objects must be
+// snapshots, as the cache hands them out, not modified in place.
 //
 // # Requests
 //
 // Apply sends one server-side apply with force (cueop owns what it renders)
 // and never sends resourceVersion, managedFields, uid, creationTimestamp or
-// status. Prune and Recreate delete with a UID precondition, so they never
-// delete an object that replaced the one they saw.
+// status. An apply that changes nothing on the server keeps the
+// resourceVersion, but it is still a request; NeedsApply avoids it.
 package apply

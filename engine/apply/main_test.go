@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/cueop/cueop/engine/render"
@@ -19,8 +20,7 @@ import (
 // Only etcd and kube-apiserver: server-side apply, validation and deletes
 // are all the API server's.
 func TestMain(m *testing.M) {
-	clustertest.Main(m, localcluster.Options{ControlPlaneOnly: false,
-		ExtraArgs: map[string][]string{localcluster.KubeAPIServer: {"--endpoint-reconciler-type=none"}}})
+	clustertest.Main(m, localcluster.Options{ControlPlaneOnly: true})
 }
 
 // counted counts the HTTP requests that go through it in n.
@@ -68,6 +68,20 @@ func (e *env) live(t testing.TB, obj *unstructured.Unstructured) *unstructured.U
 		return nil
 	}
 	return u
+}
+
+// edit changes obj with an update under another field manager, as kubectl
+// edit does, retrying when another writer got there first.
+func (e *env) edit(t testing.TB, obj *unstructured.Unstructured, change func(live *unstructured.Unstructured)) {
+	t.Helper()
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		live := e.live(t, obj)
+		change(live)
+		return e.c.Update(context.Background(), live, client.FieldOwner("kubectl-edit"))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 }
 
 var (

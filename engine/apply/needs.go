@@ -48,7 +48,13 @@ func (a *Applier) plan(desired, live *unstructured.Unstructured) (plan, error) {
 		p.why = fmt.Sprintf("%s is %q, want %q", AnnotationAppliedHash, got, hash)
 		return p, nil
 	}
-	p.why, err = a.fieldsDiffer(obj, live)
+	key, memoable := keyOf(hash, live)
+	if memoable && a.memo.has(key) {
+		return p, nil
+	}
+	if p.why, err = a.fieldsDiffer(obj, live); err == nil && p.why == "" && memoable {
+		a.memo.add(key)
+	}
 	return p, err
 }
 
@@ -64,6 +70,9 @@ func (a *Applier) fieldsDiffer(obj, live *unstructured.Unstructured) (string, er
 		return "", err
 	}
 	if exact {
+		if want.Equals(owned) {
+			return "", nil
+		}
 		return describe(want.Difference(owned), owned.Difference(want)), nil
 	}
 	if why := describe(unrelated(want, owned), unrelated(owned, want)); why != "" {
@@ -205,26 +214,11 @@ func stamp(desired *unstructured.Unstructured) (*unstructured.Unstructured, stri
 			obj[k] = v
 		}
 	}
-	meta, ok := desired.Object["metadata"].(map[string]any)
-	if !ok {
-		return nil, "", errNoMetadata
-	}
-	m := make(map[string]any, len(meta)+1)
-	for k, v := range meta {
-		if !neverSent[k] {
-			m[k] = v
-		}
-	}
-	obj["metadata"] = m
-	ann, err := annotations(m)
+	m, ann, err := sendableMeta(desired.Object["metadata"])
 	if err != nil {
 		return nil, "", err
 	}
-	if len(ann) == 0 {
-		delete(m, "annotations")
-	} else {
-		m["annotations"] = ann
-	}
+	obj["metadata"] = m
 	hash, err := hashOf(obj)
 	if err != nil {
 		return nil, "", err
@@ -235,6 +229,30 @@ func stamp(desired *unstructured.Unstructured) (*unstructured.Unstructured, stri
 	ann[AnnotationAppliedHash] = hash
 	m["annotations"] = ann
 	return &unstructured.Unstructured{Object: obj}, hash, nil
+}
+
+// sendableMeta copies metadata without the fields in neverSent and without
+// AnnotationAppliedHash; ann is the copy's annotations map, nil when empty.
+func sendableMeta(v any) (m, ann map[string]any, err error) {
+	meta, ok := v.(map[string]any)
+	if !ok {
+		return nil, nil, errNoMetadata
+	}
+	m = make(map[string]any, len(meta)+1)
+	for k, v := range meta {
+		if !neverSent[k] {
+			m[k] = v
+		}
+	}
+	if ann, err = annotations(m); err != nil {
+		return nil, nil, err
+	}
+	if len(ann) == 0 {
+		delete(m, "annotations")
+		return m, nil, nil
+	}
+	m["annotations"] = ann
+	return m, ann, nil
 }
 
 // annotations copies m's annotations without AnnotationAppliedHash.

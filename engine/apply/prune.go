@@ -2,6 +2,7 @@ package apply
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -26,7 +27,7 @@ func (a *Applier) Prune(ctx context.Context, live *unstructured.Unstructured) er
 func (a *Applier) delete(ctx context.Context, live *unstructured.Unstructured) error {
 	uid := live.GetUID()
 	if uid == "" {
-		return fmt.Errorf("no uid: pass the live object")
+		return errors.New("no uid: pass the live object")
 	}
 	err := a.Client.Delete(ctx, live,
 		client.Preconditions{UID: &uid}, client.PropagationPolicy(metav1.DeletePropagationBackground))

@@ -142,7 +142,7 @@ func (g *gen) value(depth int) string {
 	case 13:
 		return "null | (" + g.value(depth+1) + ")"
 	case 15:
-		return fmt.Sprintf(">%d | <%d", g.number(), g.number())
+		return fmt.Sprintf("> %d | < %d", g.number(), g.number())
 	case 16:
 		return []string{`string & !="a"`, `string & !~"^x"`, `int & !=0`}[g.pick(3)]
 	case 17:
@@ -222,7 +222,7 @@ func (g *gen) number() int { return g.pick(21) - 10 }
 func (g *gen) bounds() string {
 	var b strings.Builder
 	for range g.pick(3) {
-		fmt.Fprintf(&b, " & %s%d", []string{">=", ">", "<=", "<"}[g.pick(4)], g.number())
+		fmt.Fprintf(&b, " & %s %d", []string{">=", ">", "<=", "<"}[g.pick(4)], g.number())
 	}
 	return b.String()
 }

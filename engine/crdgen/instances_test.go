@@ -101,6 +101,8 @@ func TestInstances(t *testing.T) {
 			[]string{`{"r": 50}`, `{"r": 0.5}`}, []string{`{"r": 0}`, `{"r": 100}`, `{}`}},
 		{"int32", `#Spec: n?: int32`,
 			[]string{`{"n": 5}`, `{"n": -2147483648}`}, []string{`{"n": 3000000000}`}},
+		{"uint64", `#Spec: n?: uint64`,
+			[]string{`{"n": 5}`, `{"n": 9223372036854775807}`}, []string{`{"n": -1}`}},
 		{"enum", `#Spec: mode: *"a" | "b"`,
 			[]string{`{}`, `{"mode": "b"}`}, []string{`{"mode": "c"}`}},
 		{"mixed literals", `#Spec: v: 1 | "one"`,

@@ -87,7 +87,7 @@ func (w *walker) schema(v cue.Value, l loc) (*apiextensionsv1.JSONSchemaProps, e
 	}
 	kind := kindOf(v)
 	switch {
-	case !v.Exists() || kind == cue.BottomKind:
+	case !v.Exists() || kind == cue.BottomKind || isFatal(v):
 		return nil, l.wrap(v, v.Err(), "invalid value")
 	case kind == cue.TopKind:
 		return w.anyValue(v, l)
@@ -105,7 +105,8 @@ func (w *walker) schema(v cue.Value, l loc) (*apiextensionsv1.JSONSchemaProps, e
 	case kind == cue.BottomKind:
 		err = l.errorf(v, "a field that can only be null cannot be expressed in a structural schema")
 	default:
-		err = l.errorf(v, "%s: a structural schema gives a field one type (or int | string)", kindSource(kind))
+		err = l.errorf(v, "%s can be %s, but a structural schema gives a field one type "+
+			"(int | string is the exception)", formatValue(v), kindSource(kind))
 	}
 	if err != nil {
 		return nil, err
@@ -134,6 +135,7 @@ func (w *walker) scalar(s *apiextensionsv1.JSONSchemaProps, v cue.Value, l loc) 
 	if s.Type == "integer" {
 		intFormat(s)
 	}
+	dropWideBounds(s)
 	return nil
 }
 

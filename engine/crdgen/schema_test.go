@@ -61,6 +61,11 @@ func TestSchema(t *testing.T) {
 			b: {type: integer, minimum: 0, maximum: 255},
 			c: {type: integer, format: int64}}}`,
 	}, {
+		name:  "bounds beyond int64 are dropped",
+		src:   `#Spec: {a?: uint64, b?: float64, c?: int & <=9223372036854775807 & >=0}`,
+		want: `{type: object, default: {}, properties: {
+			a: {type: integer, minimum: 0}, b: {type: number}, c: {type: integer, minimum: 0}}}`,
+	}, {
 		name:  "string default",
 		src:   `#Spec: version: *"7.0" | string`,
 		field: "version",
@@ -140,9 +145,9 @@ func TestSchema(t *testing.T) {
 		want: "{type: object, default: {}, description: Spec is the desired state., properties: {a: {type: integer}}}",
 	}, {
 		name: "required and optional",
-		src:  `#Spec: {regular: int, optional?: int, required!: int, defaulted: *1 | int, fixed: 2, list: [...int]}`,
-		want: `{type: object, required: [regular, required], properties: {
-			regular: {type: integer}, optional: {type: integer}, required: {type: integer},
+		src:  `#Spec: {regular: int, optional?: int, required!: int, requiredDefault!: *1 | int, defaulted: *1 | int, fixed: 2, list: [...int]}`,
+		want: `{type: object, required: [regular, required, requiredDefault], properties: {
+			regular: {type: integer}, optional: {type: integer}, required: {type: integer}, requiredDefault: {type: integer},
 			defaulted: {type: integer, default: 1}, fixed: {type: integer, enum: [2], default: 2},
 			list: {type: array, items: {type: integer}}}}`,
 	}, {
@@ -213,6 +218,10 @@ func TestSchema(t *testing.T) {
 		src:   `#Spec: extra?: {...}`,
 		field: "extra",
 		want:  "{type: object, x-kubernetes-preserve-unknown-fields: true}",
+	}, {
+		name: "open spec",
+		src:  `#Spec: {a?: int, ...}`,
+		want: "{type: object, default: {}, x-kubernetes-preserve-unknown-fields: true, properties: {a: {type: integer}}}",
 	}, {
 		name:  "open struct with fields",
 		src:   `#Spec: extra?: {a?: int, ...}`,
@@ -305,7 +314,7 @@ func TestSchemaErrors(t *testing.T) {
 	}, {
 		name: "mixed types",
 		src:  "#Spec: {\n\tv?: int | bool\n}",
-		want: []string{"#Spec.v (spec.cue:2:2)", "bool | int", "one type"},
+		want: []string{"#Spec.v (spec.cue:2:2)", "int | bool can be bool | int", "one type"},
 	}, {
 		name: "disjunction of structs",
 		src:  "#Spec: {\n\tv?: {a: int} | {b: int}\n}",

@@ -48,21 +48,35 @@ func typeOf(k cue.Kind) jsonType {
 // kindOf is v's incomplete kind. CUE reports bottom for a value that is an
 // incomplete error, such as `[...string] & list.MinItems(1)` (the empty list
 // does not satisfy the validator yet); then the kind is that of the
-// conjuncts.
+// conjuncts, followed through references.
 func kindOf(v cue.Value) cue.Kind {
+	return kindAt(v, 0)
+}
+
+func kindAt(v cue.Value, depth int) cue.Kind {
 	k := v.IncompleteKind()
-	if k != cue.BottomKind {
+	if k != cue.BottomKind || depth > maxExprDepth || isFatal(v) {
 		return k
 	}
 	op, args := v.Expr()
-	if op != cue.AndOp {
-		return k
-	}
-	k = cue.TopKind
-	for _, a := range args {
-		k &= kindOf(a)
+	switch op {
+	case cue.AndOp:
+		k = cue.TopKind
+		for _, a := range args {
+			k &= kindAt(a, depth+1)
+		}
+	case cue.SelectorOp:
+		if t, ok := resolve(v); ok {
+			k = kindAt(t, depth+1)
+		}
 	}
 	return k
+}
+
+// isFatal reports whether v is an error that more data cannot fix (an
+// incomplete value is not). IsConcrete is true for exactly those errors.
+func isFatal(v cue.Value) bool {
+	return v.Err() != nil && v.IsConcrete()
 }
 
 // scalarType sets the type (and format) of a scalar of kind k.
@@ -133,4 +147,26 @@ func formatValue(v cue.Value) string {
 		s = s[:57] + "..."
 	}
 	return s
+}
+
+// dropWideBounds drops the bounds beyond the int64 range, as those of
+// float64 and uint64, from s and its junctions. The API server compares an
+// integer with a bound after converting the bound to int64, which
+// overflows for them; and every int64 is within them anyway.
+func dropWideBounds(s *apiextensionsv1.JSONSchemaProps) {
+	if s.Maximum != nil && *s.Maximum >= 0x1p63 {
+		s.Maximum, s.ExclusiveMaximum = nil, false
+	}
+	if s.Minimum != nil && *s.Minimum < -0x1p63 {
+		s.Minimum, s.ExclusiveMinimum = nil, false
+	}
+	for i := range s.AnyOf {
+		dropWideBounds(&s.AnyOf[i])
+	}
+	for i := range s.AllOf {
+		dropWideBounds(&s.AllOf[i])
+	}
+	if s.Not != nil {
+		dropWideBounds(s.Not)
+	}
 }

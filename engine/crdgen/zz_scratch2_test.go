@@ -24,3 +24,5 @@ func TestScratchTime(t *testing.T) {
 		t.Logf("  root buildinstance=%v  rootpath=%v", root.BuildInstance() != nil, root.Path())
 	}
 }
+
+func cue_path(s string) cue.Path { return cue.MakePath(cue.Str(s)) }

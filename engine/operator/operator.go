@@ -7,10 +7,14 @@ import (
 	"sync"
 
 	"github.com/go-logr/logr"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -88,6 +92,11 @@ func New(cfg *rest.Config, opts Options) (*Operator, error) {
 // managerOptions makes the manager's cache hold only cueop's children and
 // its client read unstructured objects from that cache.
 func managerOptions(o ctrl.Options) ctrl.Options {
+	if o.Scheme == nil {
+		o.Scheme = runtime.NewScheme()
+		utilruntime.Must(clientgoscheme.AddToScheme(o.Scheme))
+		utilruntime.Must(apiextensionsv1.AddToScheme(o.Scheme))
+	}
 	o.Cache.DefaultLabelSelector = labels.SelectorFromSet(labels.Set{render.LabelManagedBy: render.ManagedByValue})
 	o.Client.Cache = &client.CacheOptions{Unstructured: true}
 	return o
@@ -145,3 +154,6 @@ func (o *Operator) Start(ctx context.Context) error {
 	}
 	return o.watchTemplates(ctx)
 }
+
+// Parents is the cache of the CRs, for callers that follow their status.
+func (o *Operator) Parents() cache.Cache { return o.parents }

@@ -45,14 +45,21 @@ func (s *Set) Lookup(group, kind string) *Kind {
 // When only some packages are broken, Load returns the good kinds in the
 // Set together with the error, and Set.Broken names the broken packages.
 func Load(dir string) (*Set, error) {
-	root, err := filepath.Abs(dir)
+	root, err := resolveRoot(dir)
 	if err != nil {
 		return nil, fmt.Errorf("templates %s: %w", dir, err)
 	}
 	if _, err := os.Stat(filepath.Join(root, "cue.mod", "module.cue")); err != nil {
 		return nil, fmt.Errorf("templates %s: not a CUE module (cue.mod/module.cue: %w)", dir, err)
 	}
-	insts := load.Instances([]string{"./..."}, &load.Config{Dir: root})
+	pkgs, err := packageDirs(root)
+	if err != nil {
+		return nil, fmt.Errorf("templates %s: %w", dir, err)
+	}
+	if len(pkgs) == 0 {
+		return nil, fmt.Errorf("templates %s: no CUE package found", dir)
+	}
+	insts := load.Instances(pkgs, &load.Config{Dir: root})
 	ctx := cuecontext.New()
 	set := &Set{Root: root, Broken: map[string]error{}}
 	var errs []error
@@ -75,6 +82,48 @@ func Load(dir string) (*Set, error) {
 		return nil, fmt.Errorf("templates %s: no kind found (no package defines %q)", dir, PathResource)
 	}
 	return set, errors.Join(errs...)
+}
+
+// resolveRoot returns the absolute directory to load. A directory mounted
+// from a ConfigMap keeps its files behind a `..data` symlink that the kubelet
+// swaps atomically on update: loading through that symlink reads one
+// consistent snapshot (and CUE does not follow the per-file symlinks).
+func resolveRoot(dir string) (string, error) {
+	root, err := filepath.Abs(dir)
+	if err != nil {
+		return "", err
+	}
+	data := filepath.Join(root, "..data")
+	if fi, err := os.Lstat(data); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
+		return filepath.EvalSymlinks(data)
+	}
+	return root, nil
+}
+
+// packageDirs lists, as ./relative paths, the directories below root that
+// hold .cue files, leaving out cue.mod and hidden directories. They are
+// listed rather than loaded as ./... because CUE matches no package under a
+// root whose path has a dot-prefixed element, as a ConfigMap snapshot has.
+func packageDirs(root string) ([]string, error) {
+	var dirs []string
+	seen := map[string]bool{}
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && p != root && (d.Name() == "cue.mod" || strings.HasPrefix(d.Name(), ".") || strings.HasPrefix(d.Name(), "_")) {
+			return filepath.SkipDir
+		}
+		if !d.IsDir() && strings.HasSuffix(d.Name(), ".cue") {
+			rel := "./" + relName(root, filepath.Dir(p))
+			if !seen[rel] {
+				seen[rel] = true
+				dirs = append(dirs, rel)
+			}
+		}
+		return nil
+	})
+	return dirs, err
 }
 
 func checkUnique(kinds []*Kind) error {

@@ -47,12 +47,14 @@ if command -v flock >/dev/null; then
 	flock 9
 fi
 
-tmp=""
+tmp=""   # the binary being built, removed if the build does not finish
+child="" # the running go build
 trap '[[ -n "$tmp" ]] && rm -f "$tmp"' EXIT
-trap 'exit 130' INT TERM
+trap '[[ -n "$child" ]] && kill -TERM "$child" 2>/dev/null; wait; exit 130' INT TERM
 
 export GOFLAGS="${GOFLAGS:+$GOFLAGS }-mod=mod"
 export CGO_ENABLED=0
+export GOWORK=off # build each wrapper module on its own
 
 # kube_ldflags stamps the version that kubectl and the discovery API report.
 kube_ldflags() {
@@ -73,7 +75,11 @@ build() {
 	echo "$name: building $pkg ..."
 	local start=$SECONDS
 	tmp="$bin/.$name.tmp.$$"
-	(cd "$here/$dir" && go build -trimpath -ldflags "$ldflags" -o "$tmp" "$pkg")
+	# In the background, so that a signal to this script is handled at once.
+	(cd "$here/$dir" && exec go build -trimpath -ldflags "$ldflags" -o "$tmp" "$pkg") &
+	child=$!
+	wait "$child"
+	child=""
 	mv -f "$tmp" "$bin/$name"
 	tmp=""
 	echo "$name: built in $((SECONDS - start))s"

@@ -1,0 +1,118 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"time"
+
+	"github.com/spf13/cobra"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/cueop/cueop/engine/operator"
+	"github.com/cueop/cueop/localcluster"
+)
+
+type devFlags struct {
+	samples, kubeconfigOut, metricsAddr string
+	exitWhenReady                       bool
+	timeout                             time.Duration
+	nodes, maxConcurrent                int
+}
+
+func newDev(g *globals, zapOpts *zap.Options) *cobra.Command {
+	f := &devFlags{}
+	cmd := &cobra.Command{
+		Use:   "dev",
+		Short: "Run cueop on an embedded local control plane with the samples applied",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctrl.SetLogger(zap.New(zap.UseFlagOptions(zapOpts)))
+			ctx, cancel := context.WithCancel(ctrl.SetupSignalHandler())
+			defer cancel()
+			return runDev(ctx, cmd, g, f)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.samples, "samples", "./config/samples", "directory of CRs to apply once the operator runs")
+	fl.StringVar(&f.kubeconfigOut, "kubeconfig-out", ".cueop/dev/kubeconfig", "where to write the kubeconfig of the local cluster")
+	fl.StringVar(&f.metricsAddr, "metrics-bind-address", "0", "metrics address (0 disables)")
+	fl.BoolVar(&f.exitWhenReady, "exit-when-ready", false, "exit 0 once every sample is Ready (non-zero on timeout)")
+	fl.DurationVar(&f.timeout, "timeout", 5*time.Minute, "with --exit-when-ready, how long to wait")
+	fl.IntVar(&f.nodes, "nodes", 3, "fake kwok nodes")
+	fl.IntVar(&f.maxConcurrent, "max-concurrent", 4, "CRs of one kind reconciled at once")
+	return cmd
+}
+
+func runDev(ctx context.Context, cmd *cobra.Command, g *globals, f *devFlags) error {
+	out := cmd.OutOrStdout()
+	if err := ensureBinaries(cmd); err != nil {
+		return err
+	}
+	start := time.Now()
+	fmt.Fprintln(out, "starting the local control plane (etcd, kube-apiserver, controller-manager, scheduler, kwok)...")
+	cluster, err := localcluster.Start(ctx, localcluster.Options{Nodes: f.nodes})
+	if err != nil {
+		return err
+	}
+	defer cluster.Stop()
+	fmt.Fprintf(out, "control plane ready in %s (logs: %s)\n", time.Since(start).Round(100*time.Millisecond), cluster.LogDir)
+	if err := writeKubeconfig(cluster.KubeconfigPath, f.kubeconfigOut); err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "kubectl --kubeconfig %s get redisclusters,staticsites,pods -A\n", f.kubeconfigOut)
+	op, err := devOperator(g, f, cluster)
+	if err != nil {
+		return err
+	}
+	runErr := make(chan error, 1)
+	opCtx, stopOp := context.WithCancel(ctx)
+	defer stopOp()
+	go func() { runErr <- op.Run(opCtx) }()
+	return followDev(ctx, out, op, cluster, f, runErr)
+}
+
+// ensureBinaries builds the control-plane binaries when they are missing and
+// the build script of this checkout is at hand.
+func ensureBinaries(cmd *cobra.Command) error {
+	if _, err := os.Stat(filepath.Join(localcluster.DefaultBinDir(), "kube-apiserver")); err == nil || os.Getenv(localcluster.BinDirEnv) != "" {
+		return nil
+	}
+	script := filepath.Join("hack", "k8s", "build.sh")
+	if _, err := os.Stat(script); err != nil {
+		return fmt.Errorf("control-plane binaries missing in %s and no %s here: run make k8s-bins in a cueop checkout", localcluster.DefaultBinDir(), script)
+	}
+	fmt.Fprintln(cmd.OutOrStdout(), "building the control-plane binaries (once, about 7 minutes)...")
+	build := exec.Command(script)
+	build.Stdout, build.Stderr = cmd.OutOrStdout(), cmd.ErrOrStderr()
+	return build.Run()
+}
+
+func writeKubeconfig(from, to string) error {
+	data, err := os.ReadFile(from)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(to), 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(to, data, 0o600)
+}
+
+func devOperator(g *globals, f *devFlags, cluster *localcluster.Cluster) (*operator.Operator, error) {
+	opts, err := g.renderOptions()
+	if err != nil {
+		return nil, err
+	}
+	return operator.New(cluster.Config, operator.Options{
+		Templates: g.templates, InstallCRDs: true, AllowedKinds: opts.AllowedKinds, MaxConcurrent: f.maxConcurrent,
+		Manager: ctrl.Options{Metrics: metricsserver.Options{BindAddress: f.metricsAddr}, HealthProbeBindAddress: "0"},
+	})
+}
+
+var errNotReady = errors.New("samples not ready")

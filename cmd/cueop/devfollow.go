@@ -1,0 +1,226 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/cueop/cueop/engine/golden"
+	"github.com/cueop/cueop/engine/operator"
+	"github.com/cueop/cueop/localcluster"
+)
+
+// followDev applies the samples, then prints a line per CR whenever its
+// status changes, until ctx is done, the operator fails or, with
+// --exit-when-ready, every sample is Ready.
+func followDev(ctx context.Context, out io.Writer, op *operator.Operator, cluster *localcluster.Cluster, f *devFlags, runErr <-chan error) error {
+	samples, err := readSamples(f.samples)
+	if err != nil {
+		return err
+	}
+	if err := applySamples(ctx, cluster, samples); err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "applied %d samples from %s; Ctrl-C stops everything\n", len(samples), f.samples)
+	p := &printer{out: out, last: map[string]string{}, ready: map[string]bool{}, want: len(samples), allReady: make(chan struct{})}
+	if err := p.follow(ctx, op, samples); err != nil {
+		return err
+	}
+	var timeout <-chan time.Time
+	if f.exitWhenReady {
+		timeout = time.After(f.timeout)
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case err := <-runErr:
+			return fmt.Errorf("operator stopped: %w", err)
+		case <-p.allReady:
+			if f.exitWhenReady {
+				fmt.Fprintln(out, "every sample is Ready")
+				return nil
+			}
+		case <-timeout:
+			return fmt.Errorf("%w after %s: %s", errNotReady, f.timeout, p.notReady())
+		}
+	}
+}
+
+func readSamples(dir string) ([]*unstructured.Unstructured, error) {
+	files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
+	if err != nil {
+		return nil, err
+	}
+	var objs []*unstructured.Unstructured
+	for _, file := range files {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			return nil, err
+		}
+		o, err := golden.ParseObjects(data)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", file, err)
+		}
+		objs = append(objs, o...)
+	}
+	if len(objs) == 0 {
+		return nil, fmt.Errorf("no sample in %s", dir)
+	}
+	return objs, nil
+}
+
+// applySamples applies the samples with server-side apply, waiting for
+// their CRDs to be served.
+func applySamples(ctx context.Context, cluster *localcluster.Cluster, samples []*unstructured.Unstructured) error {
+	c, err := client.New(cluster.Config, client.Options{})
+	if err != nil {
+		return err
+	}
+	deadline := time.Now().Add(time.Minute)
+	for _, s := range samples {
+		for {
+			err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(s.DeepCopy()), client.FieldOwner("cueop-dev"), client.ForceOwnership)
+			if err == nil {
+				break
+			}
+			if !meta.IsNoMatchError(err) || time.Now().After(deadline) {
+				return fmt.Errorf("apply sample %s %s: %w", s.GetKind(), s.GetName(), err)
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+	}
+	return nil
+}
+
+// printer prints one line per CR status change and tells when every sample
+// is Ready.
+type printer struct {
+	out      io.Writer
+	mu       sync.Mutex
+	last     map[string]string
+	ready    map[string]bool
+	want     int
+	allReady chan struct{}
+	closed   bool
+}
+
+func (p *printer) follow(ctx context.Context, op *operator.Operator, samples []*unstructured.Unstructured) error {
+	seen := map[string]bool{}
+	for _, s := range samples {
+		gvk := s.GroupVersionKind()
+		if seen[gvk.String()] {
+			continue
+		}
+		seen[gvk.String()] = true
+		u := &unstructured.Unstructured{}
+		u.SetGroupVersionKind(gvk)
+		inf, err := op.Parents().GetInformer(ctx, u)
+		if err != nil {
+			return fmt.Errorf("follow %s: %w", gvk.Kind, err)
+		}
+		show := func(obj any) {
+			if cr, ok := obj.(*unstructured.Unstructured); ok {
+				p.show(cr)
+			}
+		}
+		if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+			AddFunc: show, UpdateFunc: func(_, obj any) { show(obj) },
+		}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (p *printer) show(cr *unstructured.Unstructured) {
+	key := cr.GetKind() + " " + cr.GetNamespace() + "/" + cr.GetName()
+	line := summary(cr)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.last[key] == line {
+		return
+	}
+	p.last[key] = line
+	fmt.Fprintf(p.out, "%s  %-40s %s\n", time.Now().Format("15:04:05"), key, line)
+	p.ready[key] = isReady(cr)
+	if !p.closed && p.countReady() >= p.want {
+		p.closed = true
+		close(p.allReady)
+	}
+}
+
+func (p *printer) countReady() int {
+	n := 0
+	for _, r := range p.ready {
+		if r {
+			n++
+		}
+	}
+	return n
+}
+
+func (p *printer) notReady() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out []string
+	for key, line := range p.last {
+		if !p.ready[key] {
+			out = append(out, key+": "+line)
+		}
+	}
+	sort.Strings(out)
+	if len(out) == 0 {
+		return "no sample reported a status"
+	}
+	return strings.Join(out, "; ")
+}
+
+// summary is the status of any kind in one line: its scalar status fields
+// and its Ready condition.
+func summary(cr *unstructured.Unstructured) string {
+	st, _ := cr.Object["status"].(map[string]any)
+	var parts []string
+	for k, v := range st {
+		switch v.(type) {
+		case map[string]any, []any:
+		default:
+			if k != "observedGeneration" && k != "selector" {
+				parts = append(parts, fmt.Sprintf("%s=%v", k, v))
+			}
+		}
+	}
+	sort.Strings(parts)
+	cond := condition(cr, "Ready")
+	if cond == nil {
+		return strings.Join(append(parts, "Ready=Unknown"), " ")
+	}
+	return strings.Join(append(parts, fmt.Sprintf("Ready=%v (%v)", cond["status"], cond["reason"])), " ")
+}
+
+func condition(cr *unstructured.Unstructured, typ string) map[string]any {
+	conds, _, _ := unstructured.NestedSlice(cr.Object, "status", "conditions")
+	for _, c := range conds {
+		if m, ok := c.(map[string]any); ok && m["type"] == typ {
+			return m
+		}
+	}
+	return nil
+}
+
+func isReady(cr *unstructured.Unstructured) bool {
+	gen, _, _ := unstructured.NestedInt64(cr.Object, "status", "observedGeneration")
+	c := condition(cr, "Ready")
+	return c != nil && c["status"] == "True" && gen == cr.GetGeneration()
+}

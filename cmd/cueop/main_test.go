@@ -1,0 +1,106 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// run runs cueop with args from the repository root's point of view.
+func run(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	root := newRoot()
+	var out bytes.Buffer
+	root.SetOut(&out)
+	root.SetErr(&out)
+	root.SetArgs(append([]string{"--templates", "../../templates"}, args...))
+	err := root.Execute()
+	return out.String(), err
+}
+
+func TestRenderSample(t *testing.T) {
+	out, err := run(t, "render", "-f", "../../config/samples/cache_v1_rediscluster.yaml", "--status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"# pod-0\n", "kind: Pod", "name: sample-2", "image: redis:7.0", "# service\n", "kind: Service", "# status\n", "phase: Pending"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("render output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+func TestRenderBadInput(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.yaml")
+	os.WriteFile(bad, []byte("apiVersion: cache.example.com/v1\nkind: RedisCluster\nmetadata: {name: x}\nspec: {replicas: 0}\n"), 0o644)
+	unknown := filepath.Join(dir, "unknown.yaml")
+	os.WriteFile(unknown, []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n"), 0o644)
+	garbage := filepath.Join(dir, "garbage.yaml")
+	os.WriteFile(garbage, []byte(": : :\n\t- ["), 0o644)
+	for file, want := range map[string]string{
+		bad:                                "spec.replicas: invalid value 0 (out of bound >=1)",
+		unknown:                            "no template serves /v1, Kind=ConfigMap",
+		garbage:                            "want one custom resource",
+		filepath.Join(dir, "missing.yaml"): "no such file",
+	} {
+		_, err := run(t, "render", "-f", file)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("render %s: error %v, want %q", filepath.Base(file), err, want)
+		}
+	}
+}
+
+func TestVetAndTest(t *testing.T) {
+	if out, err := run(t, "vet", "--testdata", "../../testdata"); err != nil || !strings.Contains(out, "ok   rediscluster") {
+		t.Fatalf("vet: %v\n%s", err, out)
+	}
+	out, err := run(t, "test", "--testdata", "../../testdata")
+	if err != nil || !strings.Contains(out, "ok   ../../testdata/rediscluster/defaults.txtar") {
+		t.Fatalf("test: %v\n%s", err, out)
+	}
+}
+
+func TestTestReportsMismatch(t *testing.T) {
+	dir := t.TempDir()
+	os.MkdirAll(filepath.Join(dir, "rediscluster"), 0o755)
+	os.WriteFile(filepath.Join(dir, "rediscluster", "wrong.txtar"), []byte(
+		"-- parent.yaml --\napiVersion: cache.example.com/v1\nkind: RedisCluster\nmetadata: {name: x}\nspec: {replicas: 1}\n-- status.yaml --\nready: true\n"), 0o644)
+	out, err := run(t, "test", "--testdata", dir)
+	if err == nil || !strings.Contains(out, "status.yaml differs") || !strings.Contains(out, "- ready: true") || !strings.Contains(out, "+ ready: false") {
+		t.Fatalf("test: err=%v\n%s", err, out)
+	}
+}
+
+func TestVetCatchesSchemaErrors(t *testing.T) {
+	tmpl := filepath.Join(t.TempDir(), "templates")
+	os.MkdirAll(filepath.Join(tmpl, "cue.mod"), 0o755)
+	os.MkdirAll(filepath.Join(tmpl, "app"), 0o755)
+	os.WriteFile(filepath.Join(tmpl, "cue.mod", "module.cue"), []byte("module: \"t.example/t@v0\"\nlanguage: version: \"v0.17.0\"\n"), 0o644)
+	os.WriteFile(filepath.Join(tmpl, "app", "app.cue"), []byte(`package app
+resource: {group: "t.example.com", version: "v1", kind: "App"}
+#Spec: {}
+parent: metadata: name: string
+children: svc: {apiVersion: "v1", kind: "Service", metadata: name: parent.metadata.name, spec: prots: [{port: 80}]}
+`), 0o644)
+	data := filepath.Join(t.TempDir(), "testdata")
+	os.MkdirAll(filepath.Join(data, "app"), 0o755)
+	os.WriteFile(filepath.Join(data, "app", "a.txtar"), []byte("-- parent.yaml --\napiVersion: t.example.com/v1\nkind: App\nmetadata: {name: a}\nspec: {}\n"), 0o644)
+	root := newRoot()
+	var out bytes.Buffer
+	root.SetOut(&out)
+	root.SetArgs([]string{"--templates", tmpl, "vet", "--testdata", data})
+	err := root.Execute()
+	if err == nil || !strings.Contains(err.Error(), "children.svc") || !strings.Contains(err.Error(), "prots") {
+		t.Fatalf("vet: %v, want the misspelt field spec.prots of children.svc", err)
+	}
+}
+
+func TestVersion(t *testing.T) {
+	out, err := run(t, "version")
+	if err != nil || !strings.HasPrefix(out, "cueop ") {
+		t.Fatalf("version: %v %q", err, out)
+	}
+}

@@ -1,0 +1,71 @@
+// Package crdgen turns a kind into its apiextensions.k8s.io/v1
+// CustomResourceDefinition. It is a pure stage of the pipeline: values in
+// (the kind's resource, #Spec and #Status), a CRD out, no client. `cueop crd`,
+// `cueop vet` and the controller's --install-crds all call Generate, so the
+// CRD checked in under crds/ is the CRD the controller installs.
+//
+// # Schema
+//
+// Schema walks a cue.Value (its kind, default, doc comments, fields and
+// the expression tree of its constraints) and writes a structural OpenAPI
+// v3 schema. It does not use encoding/openapi, which cannot express
+// bounded numbers, `_`, `{...}` or `int | string` as the API server wants
+// them. The mapping:
+//
+//	int, number, float          type integer, number (int32 and int64 ranges add their format)
+//	string, bool, bytes         type string, boolean, string with format byte
+//	>=1 & <=10, >0, <100        minimum, maximum, exclusiveMinimum, exclusiveMaximum
+//	=~"re", !~"re", !="x"       pattern, not: {pattern}, not: {enum}
+//	strings.MinRunes/MaxRunes   minLength, maxLength
+//	list.MinItems/MaxItems      minItems, maxItems
+//	time.Time                   format date-time
+//	"a" | "b", 1 | 2            enum
+//	>5 | <1, "a" | =~"^x-"      anyOf (alternatives of one type)
+//	int | string                x-kubernetes-int-or-string (bounds on the int side,
+//	                            patterns or literals on the string side)
+//	null | T                    nullable
+//	*v | T                      default (regular fields only)
+//	{a: T, b?: T, c!: T}        properties; required: c, and a unless a is concrete
+//	[string]: T                 additionalProperties
+//	{...}, [string]: _          type object, x-kubernetes-preserve-unknown-fields
+//	_                           x-kubernetes-preserve-unknown-fields
+//	[...T]                      type array, items
+//	// comments                 description
+//
+// Required and default follow CUE: a regular field (`a: T`) that is not
+// concrete must be given, so it is required; one that is concrete (it has a
+// default, or a fixed value) is not, and its value becomes the schema's
+// default, so the API server fills in what CUE would. A struct field gets
+// the default `{}` (its fields bring their own defaults), a list default is
+// written only when it is not empty. Optional (`a?:`) and required
+// (`a!:`) fields get no default: CUE leaves an absent optional field
+// absent, and a required one must be given.
+//
+// What a structural schema cannot express is refused with a *SchemaError
+// naming the field (#Spec.a.b) and the CUE position (file:line:column):
+// lists with fixed elements (`[int, string]`), pattern constraints on some
+// field names (`[=~"^x"]: T`), structs with both fields and `[string]: T`,
+// disjunctions of several structs or lists or of types other than int and
+// string, bounds that are not concrete numbers, arithmetic, interpolation
+// and builtin validators other than those above. Bounds beyond the int64
+// range (those of float64, uint64) are dropped, because the API server
+// compares integers with a bound converted to int64, which overflows.
+//
+// # CRD
+//
+// FromResource (and Generate, for a template.Kind) builds the CRD around the
+// schemas: name <plural>.<group>, namespaced, one served and stored version,
+// the status subresource, the scale subresource when the resource names its
+// replica paths, printer columns (Ready and, at priority 1, Reason of the
+// Ready condition when the author gives none; Age always), the categories
+// "cueop" and the author's, the label app.kubernetes.io/managed-by=cueop and
+// the annotation cueop.dev/revision. .spec defaults to `{}` when #Spec has
+// no required fields, so a resource without a spec gets the spec's
+// defaults; .status holds #Status (without required fields: the engine may
+// write its conditions alone) plus observedGeneration, conditions
+// (metav1.Condition, a map list keyed by type) and revision.
+//
+// Validate checks a CRD with the API server's own code: CRD validation
+// (names, versions, schema, defaults, printer columns) and the structural
+// schema invariants. Generate does not call it; callers do.
+package crdgen
