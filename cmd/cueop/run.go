@@ -13,9 +13,9 @@ import (
 )
 
 type runFlags struct {
-	kubeconfig, metricsAddr, probeAddr, leaderNamespace string
-	installCRDs, leaderElect                            bool
-	maxConcurrent                                       int
+	kubeconfig, metricsAddr, probeAddr, leaderNamespace, namespace string
+	installCRDs, leaderElect                                       bool
+	maxConcurrent                                                  int
 }
 
 func newRun(g *globals, zapOpts *zap.Options) *cobra.Command {
@@ -37,6 +37,7 @@ func newRun(g *globals, zapOpts *zap.Options) *cobra.Command {
 	fl.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, in-cluster, ~/.kube/config)")
 	fl.BoolVar(&f.installCRDs, "install-crds", false, "apply the generated CRDs at start and when templates change")
 	fl.IntVar(&f.maxConcurrent, "max-concurrent", 4, "CRs of one kind reconciled at once")
+	fl.StringVar(&f.namespace, "namespace", "", "serve the CRs of this namespace only (default: all namespaces)")
 	fl.StringVar(&f.metricsAddr, "metrics-bind-address", ":8080", "metrics address (0 disables)")
 	fl.StringVar(&f.probeAddr, "health-probe-bind-address", ":8081", "/healthz and /readyz address (0 disables)")
 	fl.BoolVar(&f.leaderElect, "leader-elect", false, "run controllers on the elected leader only")
@@ -55,7 +56,7 @@ func newOperator(g *globals, f *runFlags) (*operator.Operator, error) {
 	}
 	op, err := operator.New(cfg, operator.Options{
 		Templates: g.templates, InstallCRDs: f.installCRDs, AllowedKinds: opts.AllowedKinds,
-		MaxConcurrent: f.maxConcurrent,
+		MaxConcurrent: f.maxConcurrent, Namespace: f.namespace,
 		Manager: ctrl.Options{
 			Metrics:                 metricsserver.Options{BindAddress: f.metricsAddr},
 			HealthProbeBindAddress:  f.probeAddr,

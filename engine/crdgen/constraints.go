@@ -45,7 +45,7 @@ func (w *walker) constraints(v cue.Value, l loc) (*facts, error) {
 // unary maps the unary constraints: bounds, regular expressions, (in)equality.
 func unary(v cue.Value, op cue.Op, args []cue.Value, l loc) (*facts, error) {
 	if len(args) != 1 {
-		return nil, l.errorf(v, "%v expressions cannot be expressed in an OpenAPI schema", op)
+		return nil, unsupportedOp(v, op, l)
 	}
 	switch op {
 	case cue.GreaterThanOp, cue.GreaterThanEqualOp, cue.LessThanOp, cue.LessThanEqualOp:
@@ -61,7 +61,11 @@ func unary(v cue.Value, op cue.Op, args []cue.Value, l loc) (*facts, error) {
 		}
 		return &facts{nots: []apiextensionsv1.JSONSchemaProps{{Enum: f.enum}}}, nil
 	}
-	return nil, l.errorf(v, "%v expressions cannot be expressed in an OpenAPI schema", op)
+	return nil, unsupportedOp(v, op, l)
+}
+
+func unsupportedOp(v cue.Value, op cue.Op, l loc) error {
+	return l.errorf(v, "%s: the operator %v cannot be expressed in an OpenAPI schema", formatValue(v), op)
 }
 
 func (w *walker) conjunction(args []cue.Value, l loc) (*facts, error) {
@@ -96,7 +100,13 @@ func literal(v cue.Value, l loc) (*facts, error) {
 	return f, nil
 }
 
+// boundFacts turns a bound into minimum or maximum. A bound by another field
+// (`<=replicas`) is a cross-field constraint no OpenAPI schema can hold: it
+// is left out of the schema and enforced when the CR is rendered.
 func boundFacts(op cue.Op, arg cue.Value, l loc) (*facts, error) {
+	if !arg.IsConcrete() && arg.IncompleteKind()&cue.NumberKind != 0 {
+		return &facts{}, nil
+	}
 	if !arg.IsConcrete() || arg.Kind()&cue.NumberKind == 0 {
 		return nil, l.errorf(arg, "bound %v%v: only bounds by a concrete number can be expressed in an OpenAPI schema", op, arg)
 	}

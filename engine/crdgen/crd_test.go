@@ -280,9 +280,11 @@ func TestValidateRejects(t *testing.T) {
 		},
 		want: "should be greater than or equal to 1",
 	}, {
-		name:   "printer column type",
-		mutate: func(c *apiextensionsv1.CustomResourceDefinition) { c.Spec.Versions[0].AdditionalPrinterColumns[0].Type = "text" },
-		want:   "additionalPrinterColumns[0].type",
+		name: "printer column type",
+		mutate: func(c *apiextensionsv1.CustomResourceDefinition) {
+			c.Spec.Versions[0].AdditionalPrinterColumns[0].Type = "text"
+		},
+		want: "additionalPrinterColumns[0].type",
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -125,7 +125,14 @@ func (g *gen) structLit(depth int) string {
 	return "{\n" + strings.Join(fields, "\n") + "\n}"
 }
 
+// maxGenDepth bounds the nesting of generated values: CUE's Expr costs
+// grow with the square of the nesting, and real schemas nest a few levels.
+const maxGenDepth = 4
+
 func (g *gen) value(depth int) string {
+	if depth > maxGenDepth {
+		return g.scalar(g.pick(7))
+	}
 	switch c := g.pick(20); c {
 	case 0, 1, 2, 3, 4, 5, 14:
 		return g.scalar(c)
@@ -176,9 +183,6 @@ func (g *gen) scalar(c int) string {
 }
 
 func (g *gen) composite(c, depth int) string {
-	if depth >= 3 {
-		return "string"
-	}
 	switch c {
 	case 7:
 		return g.structLit(depth + 1)

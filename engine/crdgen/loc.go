@@ -23,8 +23,10 @@ type loc struct {
 const (
 	// maxDepth bounds the nesting of fields, list elements and map values.
 	maxDepth = 64
-	// maxExprDepth bounds the nesting of one value's expression tree.
-	maxExprDepth = 512
+	// maxExprDepth bounds the nesting of one value's expression tree. It
+	// also bounds the time spent on pathological input: cue.Value.Expr
+	// costs grow with the square of the nesting below the value.
+	maxExprDepth = 100
 )
 
 func rootLoc(v cue.Value, path string) loc {

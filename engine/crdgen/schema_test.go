@@ -50,19 +50,19 @@ func TestSchema(t *testing.T) {
 		field: "n",
 		want:  "{type: integer, minimum: 1}",
 	}, {
-		name:  "number and float",
-		src:   `#Spec: {a: number & >=0.5, b: float}`,
-		want:  "{type: object, required: [a, b], properties: {a: {type: number, minimum: 0.5}, b: {type: number}}}",
+		name: "number and float",
+		src:  `#Spec: {a: number & >=0.5, b: float}`,
+		want: "{type: object, required: [a, b], properties: {a: {type: number, minimum: 0.5}, b: {type: number}}}",
 	}, {
-		name:  "int32 and uint8",
-		src:   `#Spec: {a?: int32, b?: uint8, c?: int64}`,
+		name: "int32 and uint8",
+		src:  `#Spec: {a?: int32, b?: uint8, c?: int64}`,
 		want: `{type: object, default: {}, properties: {
 			a: {type: integer, format: int32, minimum: -2147483648, maximum: 2147483647},
 			b: {type: integer, minimum: 0, maximum: 255},
 			c: {type: integer, format: int64}}}`,
 	}, {
-		name:  "bounds beyond int64 are dropped",
-		src:   `#Spec: {a?: uint64, b?: float64, c?: int & <=9223372036854775807 & >=0}`,
+		name: "bounds beyond int64 are dropped",
+		src:  `#Spec: {a?: uint64, b?: float64, c?: int & <=9223372036854775807 & >=0}`,
 		want: `{type: object, default: {}, properties: {
 			a: {type: integer, minimum: 0}, b: {type: number}, c: {type: integer, minimum: 0}}}`,
 	}, {
@@ -71,9 +71,9 @@ func TestSchema(t *testing.T) {
 		field: "version",
 		want:  `{type: string, default: "7.0"}`,
 	}, {
-		name:  "bool and bytes",
-		src:   `#Spec: {a: *true | bool, b?: bytes}`,
-		want:  "{type: object, default: {}, properties: {a: {type: boolean, default: true}, b: {type: string, format: byte}}}",
+		name: "bool and bytes",
+		src:  `#Spec: {a: *true | bool, b?: bytes}`,
+		want: "{type: object, default: {}, properties: {a: {type: boolean, default: true}, b: {type: string, format: byte}}}",
 	}, {
 		name:  "enum",
 		src:   `#Spec: mode: "a" | "b" | "c"`,
@@ -163,9 +163,9 @@ func TestSchema(t *testing.T) {
 			a: {type: integer, default: 1}, b: {type: string},
 			c: {type: object, default: {}, properties: {d: {type: string, default: x}}}}}`,
 	}, {
-		name:  "nested struct with a required field is required",
-		src:   `#Spec: {nested: {a: int}}`,
-		want:  "{type: object, required: [nested], properties: {nested: {type: object, required: [a], properties: {a: {type: integer}}}}}",
+		name: "nested struct with a required field is required",
+		src:  `#Spec: {nested: {a: int}}`,
+		want: "{type: object, required: [nested], properties: {nested: {type: object, required: [a], properties: {a: {type: integer}}}}}",
 	}, {
 		name:  "struct default",
 		src:   `#Spec: s: *{x: 1} | {x: int}`,
@@ -268,9 +268,9 @@ func TestSchema(t *testing.T) {
 		field: "s",
 		want:  "{type: object, nullable: true, properties: {a: {type: integer}}}",
 	}, {
-		name:  "quoted names, hidden fields and definitions",
-		src:   `#Spec: {"foo-bar"?: int, _hidden: int, #Def: int}`,
-		want:  `{type: object, default: {}, properties: {"foo-bar": {type: integer}}}`,
+		name: "quoted names, hidden fields and definitions",
+		src:  `#Spec: {"foo-bar"?: int, _hidden: int, #Def: int}`,
+		want: `{type: object, default: {}, properties: {"foo-bar": {type: integer}}}`,
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -322,7 +322,15 @@ func TestSchemaErrors(t *testing.T) {
 	}, {
 		name: "arithmetic",
 		src:  "#Spec: {\n\ta: int\n\tb: a + 1\n}",
-		want: []string{"#Spec.b (spec.cue:3:2)"},
+		want: []string{"#Spec.b (spec.cue:3:2)", "non-concrete value int in operand to +"},
+	}, {
+		name: "interpolation",
+		src:  "#Spec: {\n\ta: int\n\tb: \"x\\(a)\"\n}",
+		want: []string{"#Spec.b (spec.cue:3:2)", "invalid interpolation"},
+	}, {
+		name: "comparison of fields",
+		src:  "#Spec: {\n\ta: int\n\tb: int & >a\n}",
+		want: []string{"#Spec.b (spec.cue:3:2)", "non-concrete value a for bound >"},
 	}, {
 		name: "unknown validator",
 		src:  "import \"net\"\n#Spec: {\n\tip?: string & net.IPv4\n}",
@@ -347,6 +355,10 @@ func TestSchemaErrors(t *testing.T) {
 		name: "deep nesting",
 		src:  "#Spec: " + strings.Repeat("{a: ", 70) + "int" + strings.Repeat("}", 70),
 		want: []string{"#Spec.a.a.a.a", "nested more than 64 levels"},
+	}, {
+		name: "deep expression",
+		src:  "#Spec: s?: " + strings.Repeat("null | (", 150) + "string" + strings.Repeat(")", 150),
+		want: []string{"#Spec.s (spec.cue:1:", "expression nested more than 100 levels deep"},
 	}, {
 		name: "nested field",
 		src:  "#Spec: {\n\ta: {\n\t\tb: {\n\t\t\tc?: [int, int]\n\t\t}\n\t}\n}",

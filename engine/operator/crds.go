@@ -7,11 +7,11 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/cueop/cueop/engine/apply"
 	"github.com/cueop/cueop/engine/crdgen"
 	"github.com/cueop/cueop/engine/template"
 )
@@ -27,10 +27,16 @@ func (o *Operator) installCRD(ctx context.Context, k *template.Kind) error {
 	if err != nil {
 		return err
 	}
-	err = o.mgr.GetClient().Apply(ctx, client.ApplyConfigurationFromUnstructured(u),
-		client.FieldOwner(apply.DefaultFieldManager), client.ForceOwnership)
-	if err != nil {
-		return fmt.Errorf("CustomResourceDefinition %s apply failed: %w", crd.Name, err)
+	live := &unstructured.Unstructured{}
+	live.SetGroupVersionKind(u.GroupVersionKind())
+	if err := o.mgr.GetAPIReader().Get(ctx, client.ObjectKey{Name: crd.Name}, live); err != nil {
+		if !apierrors.IsNotFound(err) {
+			return fmt.Errorf("CustomResourceDefinition %s: %w", crd.Name, err)
+		}
+		live = nil
+	}
+	if _, err := o.applier.Apply(ctx, u, live); err != nil {
+		return err
 	}
 	return o.waitEstablished(ctx, crd.Name)
 }

@@ -8,15 +8,18 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/cueop/cueop/engine/operator"
@@ -26,7 +29,11 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.UseDevMode(false)))
+	if os.Getenv("CUEOP_TEST_LOG") != "" {
+		ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr)))
+	} else {
+		ctrl.SetLogger(logr.Discard())
+	}
 	clustertest.Main(m, localcluster.Options{})
 }
 
@@ -46,15 +53,23 @@ func copyTemplates(t *testing.T) string {
 	return dst
 }
 
-// startOperator runs an operator on dir until the test ends. cfg may carry a
+// startOperator runs an operator on dir, serving namespace ns, until the
+// test ends. cfg may carry a
 // counting transport; nil means the cluster's admin config.
-func startOperator(t *testing.T, dir string, cfg *rest.Config) {
+func startOperator(t *testing.T, dir, ns string, cfg *rest.Config) {
+	t.Helper()
+	t.Cleanup(startOperatorStoppable(t, dir, ns, cfg))
+}
+
+// startOperatorStoppable runs an operator on dir until the returned stop is
+// called; stop waits for it to end.
+func startOperatorStoppable(t *testing.T, dir, ns string, cfg *rest.Config) (stop func()) {
 	t.Helper()
 	if cfg == nil {
 		cfg = clustertest.Config()
 	}
 	op, err := operator.New(cfg, operator.Options{
-		Templates: dir, InstallCRDs: true, MaxConcurrent: 4,
+		Templates: dir, InstallCRDs: true, MaxConcurrent: 4, Namespace: ns,
 		Manager: ctrl.Options{Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0"},
 	})
 	if err != nil {
@@ -63,17 +78,44 @@ func startOperator(t *testing.T, dir string, cfg *rest.Config) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- op.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("operator: %v", err)
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			cancel()
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Errorf("operator: %v", err)
+				}
+			case <-time.After(30 * time.Second):
+				t.Error("operator did not stop within 30s")
 			}
-		case <-time.After(30 * time.Second):
-			t.Error("operator did not stop within 30s")
+		})
+	}
+}
+
+// appliesUnchanged is the count of children found in sync, from cueop's
+// metrics.
+func appliesUnchanged(t *testing.T) float64 {
+	t.Helper()
+	families, err := metrics.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var total float64
+	for _, f := range families {
+		if f.GetName() != "cueop_applies_total" {
+			continue
 		}
-	})
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "result" && l.GetValue() == "unchanged" {
+					total += m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return total
 }
 
 func newClient(t *testing.T) client.Client {

@@ -38,6 +38,9 @@ type Options struct {
 	AllowedKinds render.KindSet
 	// MaxConcurrent is the number of CRs of one kind reconciled at once.
 	MaxConcurrent int
+	// Namespace restricts the operator to the CRs (and children) of one
+	// namespace; empty means every namespace.
+	Namespace string
 	// Manager are the options of the controller-runtime manager (metrics,
 	// probes, leader election). Cache and client options are set here.
 	Manager ctrl.Options
@@ -67,11 +70,11 @@ func New(cfg *rest.Config, opts Options) (*Operator, error) {
 	if opts.MaxConcurrent <= 0 {
 		opts.MaxConcurrent = 4
 	}
-	mgr, err := ctrl.NewManager(cfg, managerOptions(opts.Manager))
+	mgr, err := ctrl.NewManager(cfg, managerOptions(opts.Manager, opts.Namespace))
 	if err != nil {
 		return nil, fmt.Errorf("manager: %w", err)
 	}
-	parents, err := cache.New(cfg, cache.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper()})
+	parents, err := cache.New(cfg, cache.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(), DefaultNamespaces: namespaces(opts.Namespace)})
 	if err != nil {
 		return nil, fmt.Errorf("parents cache: %w", err)
 	}
@@ -91,7 +94,8 @@ func New(cfg *rest.Config, opts Options) (*Operator, error) {
 
 // managerOptions makes the manager's cache hold only cueop's children and
 // its client read unstructured objects from that cache.
-func managerOptions(o ctrl.Options) ctrl.Options {
+func managerOptions(o ctrl.Options, namespace string) ctrl.Options {
+	o.Cache.DefaultNamespaces = namespaces(namespace)
 	if o.Scheme == nil {
 		o.Scheme = runtime.NewScheme()
 		utilruntime.Must(clientgoscheme.AddToScheme(o.Scheme))
@@ -100,6 +104,13 @@ func managerOptions(o ctrl.Options) ctrl.Options {
 	o.Cache.DefaultLabelSelector = labels.SelectorFromSet(labels.Set{render.LabelManagedBy: render.ManagedByValue})
 	o.Client.Cache = &client.CacheOptions{Unstructured: true}
 	return o
+}
+
+func namespaces(ns string) map[string]cache.Config {
+	if ns == "" {
+		return nil
+	}
+	return map[string]cache.Config{ns: {}}
 }
 
 // Manager is the controller-runtime manager; Run starts it.

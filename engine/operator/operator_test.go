@@ -47,7 +47,7 @@ func podImages(pods []unstructured.Unstructured) string {
 
 func TestRedisClusterLifecycle(t *testing.T) {
 	ns := clustertest.Namespace(t)
-	startOperator(t, copyTemplates(t), nil)
+	startOperator(t, copyTemplates(t), ns, nil)
 	c := newClient(t)
 
 	eventually(t, 30*time.Second, func() string {

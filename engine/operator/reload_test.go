@@ -62,7 +62,7 @@ func podsLabelled(t *testing.T, c client.Client, ns, cluster, key, value string,
 func TestHotReload(t *testing.T) {
 	ns := clustertest.Namespace(t)
 	dir := copyTemplates(t)
-	startOperator(t, dir, nil)
+	startOperator(t, dir, ns, nil)
 	c := newClient(t)
 	waitCRD(t)
 	mustKubectl(t, redisYAML(ns, "hot", 2, "7.0"), "apply", "-f", "-")
@@ -141,7 +141,7 @@ func TestConfigMapMountedTemplates(t *testing.T) {
 	ns := clustertest.Namespace(t)
 	root := filepath.Join(t.TempDir(), "mount")
 	writeVolume(t, root, "..2026_11_29_01", "../../templates", nil)
-	startOperator(t, root, nil)
+	startOperator(t, root, ns, nil)
 	c := newClient(t)
 	waitCRD(t)
 	mustKubectl(t, redisYAML(ns, "cm", 1, "7.0"), "apply", "-f", "-")

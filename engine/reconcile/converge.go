@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/cli-utils/pkg/kstatus/status"
@@ -54,7 +55,8 @@ func (r *run) live(c render.Child) *unstructured.Unstructured {
 // applyFailed marks the CR stalled when the API server refuses a child for
 // good (invalid, forbidden); other failures are retried with backoff.
 func (r *run) applyFailed(err error) {
-	if apierrors.IsInvalid(err) || apierrors.IsForbidden(err) || apierrors.IsBadRequest(err) {
+	terminating := apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause)
+	if !terminating && (apierrors.IsInvalid(err) || apierrors.IsForbidden(err) || apierrors.IsBadRequest(err)) {
 		r.stalled = &stall{reason: "ApplyRejected", message: err.Error()}
 		return
 	}

@@ -1,0 +1,162 @@
+package operator_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/cueop/cueop/localcluster/clustertest"
+)
+
+// stalled says why the CR is not Stalled with reason and a message holding
+// every part, or "".
+func stalled(t *testing.T, c client.Client, ns, name, reason string, parts ...string) string {
+	cr := getCR(t, c, ns, name)
+	cond := conditionOf(cr, "Stalled")
+	if cond == nil || cond["status"] != "True" || cond["reason"] != reason {
+		return fmt.Sprintf("Stalled = %v", cond)
+	}
+	for _, p := range parts {
+		if !strings.Contains(fmt.Sprint(cond["message"]), p) {
+			return fmt.Sprintf("Stalled message %q lacks %q", cond["message"], p)
+		}
+	}
+	if conditionStatus(cr, "Ready") != "False" {
+		return "Ready is not False"
+	}
+	return ""
+}
+
+func conditionOf(cr *unstructured.Unstructured, typ string) map[string]any {
+	conds, _, _ := unstructured.NestedSlice(cr.Object, "status", "conditions")
+	for _, c := range conds {
+		if m := c.(map[string]any); m["type"] == typ {
+			return m
+		}
+	}
+	return nil
+}
+
+func TestInvalidSpecStallsAndChangesNothing(t *testing.T) {
+	ns := clustertest.Namespace(t)
+	startOperator(t, copyTemplates(t), ns, nil)
+	c := newClient(t)
+	waitCRD(t)
+	cr := redisYAML(ns, "cross", 3, "7.0") + "  minReady: 5\n"
+	mustKubectl(t, cr, "apply", "-f", "-")
+	eventually(t, 30*time.Second, func() string {
+		return stalled(t, c, ns, "cross", "InvalidSpec", "spec.minReady", "out of bound <=3", "rediscluster.cue:")
+	})
+	if pods := listPods(t, c, ns, "cross"); len(pods) != 0 {
+		t.Fatalf("%d pods created for an invalid spec", len(pods))
+	}
+	out := mustKubectl(t, "", "-n", ns, "get", "events", "--field-selector", "involvedObject.name=cross")
+	if !strings.Contains(out, "InvalidSpec") {
+		t.Errorf("no InvalidSpec event:\n%s", out)
+	}
+	mustKubectl(t, "", "-n", ns, "patch", "rediscluster/cross", "--type=merge", "-p", `{"spec":{"minReady":2}}`)
+	eventually(t, 60*time.Second, func() string {
+		if conditionStatus(getCR(t, c, ns, "cross"), "Stalled") != "False" {
+			return "still stalled"
+		}
+		return readyStatus(t, c, ns, "cross", 3)
+	})
+}
+
+func TestRefusedChildStallsAndAppliesNothing(t *testing.T) {
+	ns := clustertest.Namespace(t)
+	dir := copyTemplates(t)
+	editTemplate(t, dir, func(s string) string {
+		return strings.Replace(s, `kind:       "Service"
+		metadata: {name: _name, labels: _selector}`, `kind:       "Service"
+		metadata: {name: _name, namespace: "kube-system", labels: _selector}`, 1)
+	})
+	startOperator(t, dir, ns, nil)
+	c := newClient(t)
+	waitCRD(t)
+	mustKubectl(t, redisYAML(ns, "escape", 2, "7.0"), "apply", "-f", "-")
+	eventually(t, 30*time.Second, func() string {
+		return stalled(t, c, ns, "escape", "ChildRefused", "children.service", `namespace "kube-system" refused`)
+	})
+	if pods := listPods(t, c, ns, "escape"); len(pods) != 0 {
+		t.Fatalf("%d pods applied although a sibling was refused", len(pods))
+	}
+}
+
+// countingTransport counts the requests that write.
+type countingTransport struct {
+	rt     http.RoundTripper
+	mu     sync.Mutex
+	writes []string
+	reads  int
+}
+
+func (c *countingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	c.mu.Lock()
+	switch req.Method {
+	case http.MethodGet, http.MethodHead, http.MethodOptions:
+		c.reads++
+	default:
+		c.writes = append(c.writes, req.Method+" "+req.URL.Path)
+	}
+	c.mu.Unlock()
+	return c.rt.RoundTrip(req)
+}
+
+func (c *countingTransport) snapshot() ([]string, int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]string(nil), c.writes...), c.reads
+}
+
+func countingConfig() (*rest.Config, *countingTransport) {
+	cfg := rest.CopyConfig(clustertest.Config())
+	ct := &countingTransport{}
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { ct.rt = rt; return ct })
+	return cfg, ct
+}
+
+// TestNoWritesOnResync restarts the operator over converged CRs: the new
+// operator reconciles every one of them and must not write anything.
+func TestNoWritesOnResync(t *testing.T) {
+	ns := clustertest.Namespace(t)
+	dir := copyTemplates(t)
+	c := newClient(t)
+	const n = 5
+	func() {
+		stop := startOperatorStoppable(t, dir, ns, nil)
+		defer stop()
+		waitCRD(t)
+		for i := range n {
+			mustKubectl(t, redisYAML(ns, fmt.Sprintf("idle-%d", i), 3, "7.0"), "apply", "-f", "-")
+		}
+		for i := range n {
+			eventually(t, 60*time.Second, func() string { return readyStatus(t, c, ns, fmt.Sprintf("idle-%d", i), 3) })
+		}
+	}()
+	before := appliesUnchanged(t)
+	cfg, ct := countingConfig()
+	startOperator(t, dir, ns, cfg)
+	eventually(t, 60*time.Second, func() string {
+		if got := appliesUnchanged(t) - before; got < n*5 {
+			return fmt.Sprintf("%v unchanged applies, want %d (every child of every CR checked)", got, n*5)
+		}
+		return ""
+	})
+	time.Sleep(2 * time.Second)
+	writes, reads := ct.snapshot()
+	if len(writes) != 0 {
+		t.Fatalf("%d write requests during a resync of converged CRs: %v", len(writes), writes)
+	}
+	t.Logf("resync of %d converged CRs: 0 writes, %d reads (lists and watches)", n, reads)
+}
+
+var _ = context.Background
