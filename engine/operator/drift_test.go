@@ -1,0 +1,137 @@
+package operator_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/cueop/cueop/localcluster/clustertest"
+)
+
+func TestDriftIsRepairedAndForeignFieldsKept(t *testing.T) {
+	ns := clustertest.Namespace(t)
+	startOperator(t, copyTemplates(t), ns, nil)
+	c := newClient(t)
+	waitCRD(t)
+	mustKubectl(t, redisYAML(ns, "drift", 2, "7.0"), "apply", "-f", "-")
+	eventually(t, 60*time.Second, func() string { return readyStatus(t, c, ns, "drift", 2) })
+
+	mustKubectl(t, "", "-n", ns, "label", "pod", "drift-0", "owner-team=payments")
+	start := time.Now()
+	mustKubectl(t, "", "-n", ns, "label", "pod", "drift-0", "app=hijacked", "--overwrite")
+	eventually(t, 10*time.Second, func() string {
+		pod := getPod(t, c, ns, "drift-0")
+		if pod.GetLabels()["app"] != "redis" {
+			return "app label still " + pod.GetLabels()["app"]
+		}
+		return ""
+	})
+	t.Logf("label drift repaired in %s", time.Since(start).Round(time.Millisecond))
+	if got := getPod(t, c, ns, "drift-0").GetLabels()["owner-team"]; got != "payments" {
+		t.Errorf("a label cueop does not set was changed: owner-team=%q", got)
+	}
+
+	mustKubectl(t, "", "-n", ns, "patch", "configmap", "drift-config", "--type=merge", "-p", `{"data":{"redis.conf":"port 1\n"}}`)
+	eventually(t, 10*time.Second, func() string {
+		cm := &unstructured.Unstructured{}
+		cm.SetAPIVersion("v1")
+		cm.SetKind("ConfigMap")
+		if err := c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "drift-config"}, cm); err != nil {
+			return err.Error()
+		}
+		if conf, _, _ := unstructured.NestedString(cm.Object, "data", "redis.conf"); !strings.Contains(conf, "port 6379") {
+			return "redis.conf not restored: " + conf
+		}
+		return ""
+	})
+}
+
+func getPod(t *testing.T, c client.Client, ns, name string) *unstructured.Unstructured {
+	t.Helper()
+	pod := &unstructured.Unstructured{}
+	pod.SetGroupVersionKind(podGVK)
+	if err := c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, pod); err != nil {
+		t.Fatal(err)
+	}
+	return pod
+}
+
+func TestImmutableChangeRecreatesOneAtATime(t *testing.T) {
+	ns := clustertest.Namespace(t)
+	dir := copyTemplates(t)
+	startOperator(t, dir, ns, nil)
+	c := newClient(t)
+	waitCRD(t)
+	mustKubectl(t, redisYAML(ns, "imm", 3, "7.0"), "apply", "-f", "-")
+	eventually(t, 60*time.Second, func() string { return readyStatus(t, c, ns, "imm", 3) })
+	old := podUIDs(t, c, ns, "imm")
+
+	editTemplate(t, dir, func(s string) string {
+		return strings.Replace(s, `args: ["/etc/redis/redis.conf"]`, `args: ["/etc/redis/redis.conf", "--loglevel", "warning"]`, 1)
+	})
+	minPods := 3
+	eventually(t, 90*time.Second, func() string {
+		pods := listPods(t, c, ns, "imm")
+		minPods = min(minPods, len(pods))
+		n := 0
+		for _, p := range pods {
+			containers, _, _ := unstructured.NestedSlice(p.Object, "spec", "containers")
+			if args := fmt.Sprint(containers[0].(map[string]any)["args"]); strings.Contains(args, "warning") {
+				n++
+			}
+		}
+		if n != 3 || len(pods) != 3 {
+			return fmt.Sprintf("%d of %d pods have the new args", n, len(pods))
+		}
+		return readyStatus(t, c, ns, "imm", 3)
+	})
+	if minPods < 2 {
+		t.Errorf("%d pods left at one point: recreation must replace one pod at a time", minPods)
+	}
+	if now := podUIDs(t, c, ns, "imm"); now == old {
+		t.Error("pods kept their UIDs: an immutable change needs a recreate")
+	}
+}
+
+func TestKindsComeAndGo(t *testing.T) {
+	ns := clustertest.Namespace(t)
+	dir := copyTemplates(t)
+	staticsite := filepath.Join(t.TempDir(), "staticsite")
+	must(t, os.Rename(filepath.Join(dir, "staticsite"), staticsite))
+	startOperator(t, dir, ns, nil)
+	c := newClient(t)
+	waitCRD(t)
+
+	// A new kind directory starts a controller and installs its CRD.
+	must(t, os.Rename(staticsite, filepath.Join(dir, "staticsite")))
+	eventually(t, 30*time.Second, func() string {
+		if _, err := kubectl(t, "", "get", "crd", "staticsites.web.example.com"); err != nil {
+			return "StaticSite CRD not installed"
+		}
+		return ""
+	})
+	mustKubectl(t, "apiVersion: web.example.com/v1\nkind: StaticSite\nmetadata:\n  name: site\n  namespace: "+ns+"\nspec:\n  replicas: 1\n", "apply", "-f", "-")
+	mustKubectl(t, "", "-n", ns, "wait", "--for=condition=Ready", "staticsite/site", "--timeout=90s")
+
+	// A removed kind stops its controller; CRs and children stay.
+	mustKubectl(t, redisYAML(ns, "stay", 1, "7.0"), "apply", "-f", "-")
+	eventually(t, 60*time.Second, func() string { return readyStatus(t, c, ns, "stay", 1) })
+	must(t, os.RemoveAll(filepath.Join(dir, "rediscluster")))
+	time.Sleep(2 * time.Second)
+	mustKubectl(t, "", "-n", ns, "scale", "rediscluster/stay", "--replicas=2")
+	time.Sleep(3 * time.Second)
+	if pods := listPods(t, c, ns, "stay"); len(pods) != 1 {
+		t.Errorf("%d pods after the kind was removed, want the 1 left untouched", len(pods))
+	}
+	cr := getCR(t, c, ns, "stay")
+	if gen, _, _ := unstructured.NestedInt64(cr.Object, "status", "observedGeneration"); gen != 1 || cr.GetGeneration() != 2 {
+		t.Errorf("status.observedGeneration = %d at generation %d: a removed kind's CRs must be left alone", gen, cr.GetGeneration())
+	}
+}
