@@ -28,9 +28,8 @@ build: ## Build bin/cueop.
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/cueop
 
 .PHONY: run
-run: build ## Run cueop on an embedded local control plane with the samples applied.
-	@echo "make run: the controller is not there yet (cueop dev comes with the controller); meanwhile:"
-	$(BIN) render -f config/samples/cache_v1_rediscluster.yaml --status
+run: k8s-bins build ## Run cueop on an embedded local control plane with the samples applied (Ctrl-C stops it).
+	$(BIN) dev --templates ./templates --samples ./config/samples
 
 .PHONY: crds
 crds: ## Regenerate crds/ from the templates.
@@ -50,9 +49,10 @@ vet: ## go vet, gofmt check and `cueop vet` on the templates.
 ##@ Tests
 
 .PHONY: test
-test: k8s-bins vet ## Run every test (with -race) and a short run of each fuzz target.
+test: k8s-bins vet build ## Run every test (with -race), the golden cases, a smoke run of `make run`, and each fuzz target briefly.
 	$(GO) test -race -count=1 -timeout 25m ./...
-	$(GO) run ./cmd/cueop test
+	$(BIN) test
+	$(BIN) dev --exit-when-ready --timeout 3m --zap-log-level error --kubeconfig-out $$(mktemp -d)/kubeconfig
 	$(MAKE) --no-print-directory fuzz FUZZTIME=$(FUZZTIME)
 
 .PHONY: fuzz

@@ -1,0 +1,94 @@
+package operator_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/cueop/cueop/engine/operator"
+	"github.com/cueop/cueop/localcluster/clustertest"
+)
+
+const leaseDuration = 4 * time.Second
+
+// startLeader runs an operator with leader election; its stop kills it
+// without releasing the lease, as a crash would.
+func startLeader(t *testing.T, dir, ns string) (stop func()) {
+	t.Helper()
+	renew, retry := 3*time.Second, 500*time.Millisecond
+	lease := leaseDuration
+	op, err := operator.New(clustertest.Config(), operator.Options{
+		Templates: dir, InstallCRDs: true, Namespace: ns,
+		Manager: ctrl.Options{
+			Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
+			LeaderElection: true, LeaderElectionNamespace: ns, LeaderElectionID: "cueop-leader",
+			LeaseDuration: &lease, RenewDeadline: &renew, RetryPeriod: &retry,
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = op.Run(ctx) }()
+	stopped := false
+	stop = func() {
+		if !stopped {
+			stopped = true
+			cancel()
+			<-done
+		}
+	}
+	t.Cleanup(stop)
+	return stop
+}
+
+func holder(t *testing.T, c client.Client, ns string) string {
+	lease := &coordinationv1.Lease{}
+	if err := c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "cueop-leader"}, lease); err != nil || lease.Spec.HolderIdentity == nil {
+		return ""
+	}
+	return *lease.Spec.HolderIdentity
+}
+
+func TestLeaderElectionHandsOver(t *testing.T) {
+	ns := clustertest.Namespace(t)
+	dir := copyTemplates(t)
+	c := newClient(t)
+	stopFirst := startLeader(t, dir, ns)
+	var first string
+	eventually(t, 30*time.Second, func() string {
+		if first = holder(t, c, ns); first == "" {
+			return "no leader"
+		}
+		return ""
+	})
+	startLeader(t, dir, ns)
+	waitCRD(t)
+	mustKubectl(t, redisYAML(ns, "led", 1, "7.0"), "apply", "-f", "-")
+	eventually(t, 60*time.Second, func() string { return readyStatus(t, c, ns, "led", 1) })
+	if h := holder(t, c, ns); h != first {
+		t.Fatalf("leader changed from %s to %s while the first ran", first, h)
+	}
+
+	stopFirst()
+	killed := time.Now()
+	eventually(t, leaseDuration+10*time.Second, func() string {
+		if h := holder(t, c, ns); h == first || h == "" {
+			return "lease still held by the killed leader"
+		}
+		return ""
+	})
+	handover := time.Since(killed)
+	mustKubectl(t, "", "-n", ns, "scale", "rediscluster/led", "--replicas=2")
+	eventually(t, 60*time.Second, func() string { return readyStatus(t, c, ns, "led", 2) })
+	t.Logf("leadership handed over %s after the leader was killed (lease %s)", handover.Round(100*time.Millisecond), leaseDuration)
+	if handover > leaseDuration+5*time.Second {
+		t.Errorf("handover took %s, want within the lease duration %s plus a few seconds", handover, leaseDuration)
+	}
+}
