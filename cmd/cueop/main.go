@@ -38,6 +38,7 @@ func newRoot() *cobra.Command {
 	root.PersistentFlags().StringVar(&g.allowedKinds, "allowed-kinds", render.DefaultAllowedKinds,
 		"comma-separated child kinds templates may create (Kind or Kind.group)")
 	root.AddCommand(newRender(g), newCRD(g), newVet(g), newTest(g), newVersion())
+	root.AddCommand(newManifests(g))
 	addServeCommands(root, g)
 	return root
 }

@@ -30,6 +30,11 @@ func TestSchema(t *testing.T) {
 		field: "n",
 		want:  "{type: integer, minimum: 1, maximum: 10}",
 	}, {
+		name:  "a bound by another field is left to render",
+		src:   `#Spec: {replicas: *3 | int & >=1, minReady?: int & >=1 & <=replicas}`,
+		field: "minReady",
+		want:  "{type: integer, minimum: 1}",
+	}, {
 		name:  "exclusive bounds",
 		src:   `#Spec: ratio: >0 & <100`,
 		field: "ratio",

@@ -5,13 +5,16 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	ctrlreconcile "sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/cueop/cueop/engine/reconcile"
@@ -91,6 +94,7 @@ func (o *Operator) start(ctx context.Context, k *template.Kind) error {
 	c, err := controller.NewUnmanaged("cueop-"+k.Name, controller.Options{
 		Reconciler: rec, MaxConcurrentReconciles: o.opts.MaxConcurrent,
 		SkipNameValidation: ptr.To(true), Logger: o.log.WithValues("kind", k.Resource.Kind),
+		RateLimiter: rateLimiter(),
 	})
 	if err != nil {
 		return fmt.Errorf("kind %s: controller: %w", k.Name, err)
@@ -109,6 +113,19 @@ func (o *Operator) start(ctx context.Context, k *template.Kind) error {
 	}()
 	o.log.Info("serving kind", "kind", k.Resource.Kind, "package", k.Name, "revision", k.Revision)
 	return nil
+}
+
+// Retry backoff of a CR whose reconcile fails: exponential from
+// retryBaseDelay, capped at retryMaxDelay, so a CR that keeps failing costs a
+// request every few minutes, not a storm. A real change (spec edit, child
+// event, new revision) still wakes it at once.
+const (
+	retryBaseDelay = 200 * time.Millisecond
+	retryMaxDelay  = 5 * time.Minute
+)
+
+func rateLimiter() workqueue.TypedRateLimiter[ctrlreconcile.Request] {
+	return workqueue.NewTypedItemExponentialFailureRateLimiter[ctrlreconcile.Request](retryBaseDelay, retryMaxDelay)
 }
 
 // watch makes c reconcile a CR when it changes, when a child it controls

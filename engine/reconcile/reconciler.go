@@ -123,6 +123,9 @@ func (r *run) converge(ctx context.Context) error {
 		return fmt.Errorf("%s: render: %w", r.subject(), err)
 	}
 	r.result_ = res
+	if !res.Ready {
+		r.waiting = "waiting for children to be ready"
+	}
 	if err := r.applyAll(ctx); err != nil {
 		return err
 	}
