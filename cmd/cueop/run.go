@@ -15,7 +15,8 @@ import (
 type runFlags struct {
 	kubeconfig, metricsAddr, probeAddr, leaderNamespace, namespace string
 	installCRDs, leaderElect                                       bool
-	maxConcurrent                                                  int
+	maxConcurrent, burst                                           int
+	qps                                                            float32
 }
 
 func newRun(g *globals, zapOpts *zap.Options) *cobra.Command {
@@ -37,6 +38,8 @@ func newRun(g *globals, zapOpts *zap.Options) *cobra.Command {
 	fl.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, in-cluster, ~/.kube/config)")
 	fl.BoolVar(&f.installCRDs, "install-crds", false, "apply the generated CRDs at start and when templates change")
 	fl.IntVar(&f.maxConcurrent, "max-concurrent", 4, "CRs of one kind reconciled at once")
+	fl.Float32Var(&f.qps, "kube-api-qps", operator.DefaultQPS, "client-side limit of API requests per second")
+	fl.IntVar(&f.burst, "kube-api-burst", operator.DefaultBurst, "client-side burst of API requests")
 	fl.StringVar(&f.namespace, "namespace", "", "serve the CRs of this namespace only (default: all namespaces)")
 	fl.StringVar(&f.metricsAddr, "metrics-bind-address", ":8080", "metrics address (0 disables)")
 	fl.StringVar(&f.probeAddr, "health-probe-bind-address", ":8081", "/healthz and /readyz address (0 disables)")
@@ -50,6 +53,7 @@ func newOperator(g *globals, f *runFlags) (*operator.Operator, error) {
 	if err != nil {
 		return nil, err
 	}
+	cfg.QPS, cfg.Burst = f.qps, f.burst
 	opts, err := g.renderOptions()
 	if err != nil {
 		return nil, err

@@ -70,6 +70,7 @@ func New(cfg *rest.Config, opts Options) (*Operator, error) {
 	if opts.MaxConcurrent <= 0 {
 		opts.MaxConcurrent = 4
 	}
+	cfg = withRateLimits(cfg)
 	mgr, err := ctrl.NewManager(cfg, managerOptions(opts.Manager, opts.Namespace))
 	if err != nil {
 		return nil, fmt.Errorf("manager: %w", err)
@@ -104,6 +105,24 @@ func managerOptions(o ctrl.Options, namespace string) ctrl.Options {
 	o.Cache.DefaultLabelSelector = labels.SelectorFromSet(labels.Set{render.LabelManagedBy: render.ManagedByValue})
 	o.Client.Cache = &client.CacheOptions{Unstructured: true}
 	return o
+}
+
+// Client-side rate limits used when the config sets none. client-go's own
+// defaults (5 requests per second) would throttle a rollout of a few hundred
+// children to minutes; cueop sends no request for a child in sync, so a
+// higher limit costs nothing in steady state.
+const (
+	DefaultQPS   = 100
+	DefaultBurst = 200
+)
+
+func withRateLimits(cfg *rest.Config) *rest.Config {
+	if cfg.QPS != 0 || cfg.RateLimiter != nil {
+		return cfg
+	}
+	cfg = rest.CopyConfig(cfg)
+	cfg.QPS, cfg.Burst = DefaultQPS, DefaultBurst
+	return cfg
 }
 
 func namespaces(ns string) map[string]cache.Config {
