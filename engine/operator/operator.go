@@ -9,6 +9,7 @@ import (
 	"github.com/go-logr/logr"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -97,6 +98,7 @@ func New(cfg *rest.Config, opts Options) (*Operator, error) {
 // its client read unstructured objects from that cache.
 func managerOptions(o ctrl.Options, namespace string) ctrl.Options {
 	o.Cache.DefaultNamespaces = namespaces(namespace)
+	o.Cache.DefaultTransform = keepOwnManagedFields
 	if o.Scheme == nil {
 		o.Scheme = runtime.NewScheme()
 		utilruntime.Must(clientgoscheme.AddToScheme(o.Scheme))
@@ -105,6 +107,27 @@ func managerOptions(o ctrl.Options, namespace string) ctrl.Options {
 	o.Cache.DefaultLabelSelector = labels.SelectorFromSet(labels.Set{render.LabelManagedBy: render.ManagedByValue})
 	o.Client.Cache = &client.CacheOptions{Unstructured: true}
 	return o
+}
+
+// keepOwnManagedFields drops from a cached child every managedFields entry
+// but cueop's own: the applier needs that one to tell whether an apply would
+// change anything, and the others only cost memory.
+func keepOwnManagedFields(obj any) (any, error) {
+	o, ok := obj.(metav1.Object)
+	if !ok {
+		return obj, nil
+	}
+	entries := o.GetManagedFields()
+	kept := entries[:0:0]
+	for _, e := range entries {
+		if e.Manager == apply.DefaultFieldManager {
+			kept = append(kept, e)
+		}
+	}
+	if len(kept) != len(entries) {
+		o.SetManagedFields(kept)
+	}
+	return obj, nil
 }
 
 // Client-side rate limits used when the config sets none. client-go's own
