@@ -22,7 +22,7 @@ type devFlags struct {
 	samples, kubeconfigOut, metricsAddr string
 	exitWhenReady                       bool
 	timeout                             time.Duration
-	nodes, maxConcurrent                int
+	nodes, maxConcurrent, maxInFlight   int
 }
 
 func newDev(g *globals, zapOpts *zap.Options) *cobra.Command {
@@ -46,6 +46,7 @@ func newDev(g *globals, zapOpts *zap.Options) *cobra.Command {
 	fl.DurationVar(&f.timeout, "timeout", 5*time.Minute, "with --exit-when-ready, how long to wait")
 	fl.IntVar(&f.nodes, "nodes", 3, "fake kwok nodes")
 	fl.IntVar(&f.maxConcurrent, "max-concurrent", 4, "CRs of one kind reconciled at once")
+	fl.IntVar(&f.maxInFlight, "rollout-max-in-flight", 50, "CRs of a kind moved to a new template revision at once (0: unlimited)")
 	return cmd
 }
 
@@ -111,7 +112,8 @@ func devOperator(g *globals, f *devFlags, cluster *localcluster.Cluster) (*opera
 	}
 	return operator.New(cluster.Config, operator.Options{
 		Templates: g.templates, InstallCRDs: true, AllowedKinds: opts.AllowedKinds, MaxConcurrent: f.maxConcurrent,
-		Manager: ctrl.Options{Metrics: metricsserver.Options{BindAddress: f.metricsAddr}, HealthProbeBindAddress: "0"},
+		RolloutMaxInFlight: f.maxInFlight,
+		Manager:            ctrl.Options{Metrics: metricsserver.Options{BindAddress: f.metricsAddr}, HealthProbeBindAddress: "0"},
 	})
 }
 

@@ -41,8 +41,13 @@ func followDev(ctx context.Context, out io.Writer, op *operator.Operator, cluste
 	if f.exitWhenReady {
 		timeout = time.After(f.timeout)
 	}
+	tick := time.NewTicker(500 * time.Millisecond)
+	defer tick.Stop()
+	rollouts := map[string]string{}
 	for {
 		select {
+		case <-tick.C:
+			printRollouts(out, op, rollouts)
 		case <-ctx.Done():
 			return nil
 		case err := <-runErr:
@@ -223,4 +228,31 @@ func isReady(cr *unstructured.Unstructured) bool {
 	gen, _, _ := unstructured.NestedInt64(cr.Object, "status", "observedGeneration")
 	c := condition(cr, "Ready")
 	return c != nil && c["status"] == "True" && gen == cr.GetGeneration()
+}
+
+// printRollouts prints one line per kind whose rollout state changed.
+func printRollouts(out io.Writer, op *operator.Operator, last map[string]string) {
+	for _, p := range op.Progress() {
+		line := rolloutLine(p)
+		if last[p.Kind] == line {
+			continue
+		}
+		if _, seen := last[p.Kind]; seen || p.Previous != "" {
+			fmt.Fprintf(out, "%s  %-40s %s\n", time.Now().Format("15:04:05"), "rollout "+p.Kind, line)
+		}
+		last[p.Kind] = line
+	}
+}
+
+func rolloutLine(p operator.KindProgress) string {
+	var revs []string
+	for rev, n := range p.PerRevision {
+		revs = append(revs, fmt.Sprintf("%d on %s", n, rev))
+	}
+	sort.Strings(revs)
+	line := fmt.Sprintf("revision %s: %s; %d in flight, %d waiting", p.Revision, strings.Join(revs, ", "), p.InFlight, p.Waiting)
+	if p.Halted {
+		line += fmt.Sprintf("; HALTED, %d stalled (fix the template to resume)", p.Stalled)
+	}
+	return line
 }

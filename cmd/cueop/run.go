@@ -15,7 +15,7 @@ import (
 type runFlags struct {
 	kubeconfig, metricsAddr, probeAddr, leaderNamespace, namespace string
 	installCRDs, leaderElect                                       bool
-	maxConcurrent, burst                                           int
+	maxConcurrent, burst, rolloutMaxInFlight                       int
 	qps                                                            float32
 }
 
@@ -38,6 +38,7 @@ func newRun(g *globals, zapOpts *zap.Options) *cobra.Command {
 	fl.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, in-cluster, ~/.kube/config)")
 	fl.BoolVar(&f.installCRDs, "install-crds", false, "apply the generated CRDs at start and when templates change")
 	fl.IntVar(&f.maxConcurrent, "max-concurrent", 4, "CRs of one kind reconciled at once")
+	fl.IntVar(&f.rolloutMaxInFlight, "rollout-max-in-flight", 50, "CRs of a kind moved to a new template revision at once (0: unlimited)")
 	fl.Float32Var(&f.qps, "kube-api-qps", operator.DefaultQPS, "client-side limit of API requests per second")
 	fl.IntVar(&f.burst, "kube-api-burst", operator.DefaultBurst, "client-side burst of API requests")
 	fl.StringVar(&f.namespace, "namespace", "", "serve the CRs of this namespace only (default: all namespaces)")
@@ -60,7 +61,7 @@ func newOperator(g *globals, f *runFlags) (*operator.Operator, error) {
 	}
 	op, err := operator.New(cfg, operator.Options{
 		Templates: g.templates, InstallCRDs: f.installCRDs, AllowedKinds: opts.AllowedKinds,
-		MaxConcurrent: f.maxConcurrent, Namespace: f.namespace,
+		MaxConcurrent: f.maxConcurrent, Namespace: f.namespace, RolloutMaxInFlight: f.rolloutMaxInFlight,
 		Manager: ctrl.Options{
 			Metrics:                 metricsserver.Options{BindAddress: f.metricsAddr},
 			HealthProbeBindAddress:  f.probeAddr,

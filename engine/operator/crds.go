@@ -70,13 +70,19 @@ func (o *Operator) loadFailed(ctx context.Context, err error, broken map[string]
 		if !ok {
 			continue
 		}
-		ref := &unstructured.Unstructured{}
-		ref.SetGroupVersionKind(apiextensionsv1.SchemeGroupVersion.WithKind("CustomResourceDefinition"))
-		if gerr := o.mgr.GetAPIReader().Get(ctx, client.ObjectKey{Name: kc.crdName}, ref); gerr != nil {
-			o.log.Error(gerr, "cannot report the template error on the CRD", "crd", kc.crdName)
-			continue
-		}
-		o.recorder.Event(ref, corev1.EventTypeWarning, "TemplateError",
+		o.crdEvent(ctx, kc.crdName, "TemplateError",
 			fmt.Sprintf("template of %s refused, revision %s keeps serving: %v", name, kc.rec.Kind().Revision, kerr))
 	}
+}
+
+// crdEvent emits a Warning Event on a CRD, where `kubectl describe crd`
+// shows it.
+func (o *Operator) crdEvent(ctx context.Context, crdName, reason, msg string) {
+	ref := &unstructured.Unstructured{}
+	ref.SetGroupVersionKind(apiextensionsv1.SchemeGroupVersion.WithKind("CustomResourceDefinition"))
+	if err := o.mgr.GetAPIReader().Get(ctx, client.ObjectKey{Name: crdName}, ref); err != nil {
+		o.log.Error(err, "cannot report on the CRD", "crd", crdName, "reason", reason)
+		return
+	}
+	o.recorder.Event(ref, corev1.EventTypeWarning, reason, msg)
 }

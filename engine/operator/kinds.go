@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -100,6 +101,7 @@ func (o *Operator) start(ctx context.Context, k *template.Kind) error {
 		return fmt.Errorf("kind %s: controller: %w", k.Name, err)
 	}
 	kc := &kindController{rec: rec, resync: make(chan event.GenericEvent), crdName: k.Resource.Plural + "." + k.Resource.Group}
+	o.pace(ctx, kc, k)
 	if err := o.watch(c, k, kc); err != nil {
 		return fmt.Errorf("kind %s: %w", k.Name, err)
 	}
@@ -149,6 +151,32 @@ func (o *Operator) watch(c controller.Controller, k *template.Kind, kc *kindCont
 		}
 	}
 	return nil
+}
+
+// pace sets up the rollout of new revisions of k's kind: paced by
+// RolloutMaxInFlight, woken through the resync channel, and halted with an
+// Event on the kind's CRD.
+func (o *Operator) pace(ctx context.Context, kc *kindController, k *template.Kind) {
+	ro := kc.rec.Rollout
+	ro.MaxInFlight = o.opts.RolloutMaxInFlight
+	ro.OnWake = func(key types.NamespacedName) {
+		obj := &unstructured.Unstructured{}
+		obj.SetGroupVersionKind(k.Resource.GroupVersionKind())
+		obj.SetNamespace(key.Namespace)
+		obj.SetName(key.Name)
+		go func() {
+			select {
+			case kc.resync <- event.GenericEvent{Object: obj}:
+			case <-ctx.Done():
+			}
+		}()
+	}
+	ro.OnHalt = func(bad *template.Kind, stalled []types.NamespacedName) {
+		msg := fmt.Sprintf("rollout of revision %s halted: %d CRs stalled on it (%v); CRs not yet moved stay on the previous revision until the template is fixed",
+			bad.Revision, len(stalled), stalled)
+		o.log.Error(nil, msg, "kind", bad.Resource.Kind)
+		o.crdEvent(ctx, kc.crdName, "RolloutHalted", msg)
+	}
 }
 
 // stop stops the controller of a removed kind. Its CRs and their children

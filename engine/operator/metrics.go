@@ -42,7 +42,7 @@ func NewMetrics() *Metrics {
 			Name: "cueop_template_load_errors_total", Help: "Template loads that failed.",
 		}),
 	}
-	metrics.Registry.MustRegister(m.renderSeconds, m.applies, m.revisions, m.loadErrors)
+	metrics.Registry.MustRegister(m.renderSeconds, m.applies, m.revisions, m.loadErrors, rolloutCollector{})
 	registered = m
 	return m
 }

@@ -39,6 +39,9 @@ type Options struct {
 	AllowedKinds render.KindSet
 	// MaxConcurrent is the number of CRs of one kind reconciled at once.
 	MaxConcurrent int
+	// RolloutMaxInFlight bounds the CRs of a kind moving to a new template
+	// revision at once; 0 means unlimited.
+	RolloutMaxInFlight int
 	// Namespace restricts the operator to the CRs (and children) of one
 	// namespace; empty means every namespace.
 	Namespace string
@@ -159,7 +162,11 @@ func namespaces(ns string) map[string]cache.Config {
 func (o *Operator) Manager() manager.Manager { return o.mgr }
 
 // Run runs the operator until ctx is done.
-func (o *Operator) Run(ctx context.Context) error { return o.mgr.Start(ctx) }
+func (o *Operator) Run(ctx context.Context) error {
+	running.Store(o, struct{}{})
+	defer running.Delete(o)
+	return o.mgr.Start(ctx)
+}
 
 // setupChildren resolves the allow-listed kinds the API server serves and
 // indexes their children by owner, before the cache starts.

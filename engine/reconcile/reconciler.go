@@ -4,9 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync/atomic"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/record"
@@ -23,9 +23,10 @@ import (
 const IndexOwnerUID = "cueop.ownerUID"
 
 // Reconciler converges the CRs of one kind. It is safe for concurrent use;
-// the kind is swapped atomically when its template changes.
+// a new template revision is rolled out through Rollout.
 type Reconciler struct {
-	kind atomic.Pointer[template.Kind]
+	// Rollout chooses the revision each CR is rendered with.
+	Rollout *Rollout
 
 	// Parents reads the CRs (an unfiltered cache).
 	Parents client.Reader
@@ -53,34 +54,38 @@ type Observer interface {
 
 // NewReconciler returns a reconciler serving k.
 func NewReconciler(k *template.Kind) *Reconciler {
-	r := &Reconciler{}
-	r.kind.Store(k)
-	return r
+	return &Reconciler{Rollout: NewRollout(k)}
 }
 
-// Kind is the kind currently served.
-func (r *Reconciler) Kind() *template.Kind { return r.kind.Load() }
+// Kind is the newest revision of the kind.
+func (r *Reconciler) Kind() *template.Kind { return r.Rollout.Current() }
 
-// SetKind serves k from the next reconcile on.
-func (r *Reconciler) SetKind(k *template.Kind) { r.kind.Store(k) }
+// SetKind rolls k out to the CRs of the kind.
+func (r *Reconciler) SetKind(k *template.Kind) { r.Rollout.SetKind(k) }
 
 // Reconcile converges one CR.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	k := r.Kind()
 	cr := &unstructured.Unstructured{}
-	cr.SetGroupVersionKind(k.Resource.GroupVersionKind())
+	cr.SetGroupVersionKind(r.Kind().Resource.GroupVersionKind())
 	if err := r.Parents.Get(ctx, req.NamespacedName, cr); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.Rollout.Forget(req.NamespacedName)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if cr.GetDeletionTimestamp() != nil {
+		r.Rollout.Forget(req.NamespacedName)
 		return ctrl.Result{}, nil // the garbage collector removes the children
 	}
+	rev, _, _ := unstructured.NestedString(cr.Object, "status", "revision")
+	k := r.Rollout.Choose(req.NamespacedName, rev)
 	run := &run{r: r, kind: k, cr: cr, log: log.FromContext(ctx)}
 	err := run.converge(ctx)
 	if serr := run.writeStatus(ctx); serr != nil {
 		err = errors.Join(err, serr)
 	}
 	run.emitEvents()
+	r.Rollout.Done(req.NamespacedName, k, err == nil && run.converged(), run.stalled != nil)
 	return run.result(), err
 }
 
@@ -130,6 +135,12 @@ func (r *run) converge(ctx context.Context) error {
 		return err
 	}
 	return r.prune(ctx)
+}
+
+// converged is true when the CR is ready and this reconcile found nothing
+// to change or wait for.
+func (r *run) converged() bool {
+	return r.stalled == nil && r.result_ != nil && r.result_.Ready && r.progressing() == ""
 }
 
 func (r *run) result() ctrl.Result {

@@ -1,0 +1,181 @@
+package operator_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	ctrl "sigs.k8s.io/controller-runtime"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/cueop/cueop/engine/operator"
+	"github.com/cueop/cueop/localcluster/clustertest"
+)
+
+// startPaced runs an operator with a rollout budget and returns it.
+func startPaced(t *testing.T, dir, ns string, maxInFlight int) *operator.Operator {
+	t.Helper()
+	op, err := operator.New(clustertest.Config(), operator.Options{
+		Templates: dir, InstallCRDs: true, Namespace: ns, RolloutMaxInFlight: maxInFlight,
+		Manager: ctrl.Options{Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- op.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	return op
+}
+
+func applyRedis(t *testing.T, ns, prefix string, n, replicas int) {
+	t.Helper()
+	var docs []string
+	for i := range n {
+		docs = append(docs, redisYAML(ns, fmt.Sprintf("%s%02d", prefix, i), replicas, "7.0"))
+	}
+	mustKubectl(t, strings.Join(docs, "---\n"), "apply", "-f", "-")
+}
+
+func allReady(t *testing.T, ns string, n int) func() string {
+	c := newClient(t)
+	return func() string {
+		if ready, _, total := readyCount(t, c, ns, ""); ready != n {
+			return fmt.Sprintf("%d of %d ready", ready, total)
+		}
+		return ""
+	}
+}
+
+// watchProgress samples the operator's rollout state until stop is closed
+// and returns the most CRs seen in flight at once.
+func watchProgress(op *operator.Operator, stop <-chan struct{}) func() int {
+	var mu sync.Mutex
+	most := 0
+	go func() {
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(20 * time.Millisecond):
+			}
+			for _, p := range op.Progress() {
+				mu.Lock()
+				most = max(most, p.InFlight)
+				mu.Unlock()
+			}
+		}
+	}()
+	return func() int { mu.Lock(); defer mu.Unlock(); return most }
+}
+
+func TestRolloutIsPaced(t *testing.T) {
+	ns := clustertest.Namespace(t)
+	dir := copyTemplates(t)
+	op := startPaced(t, dir, ns, 4)
+	c := newClient(t)
+	waitCRD(t)
+	const n = 20
+	applyRedis(t, ns, "p", n, 1)
+	eventually(t, 2*time.Minute, allReady(t, ns, n))
+	old := getCR(t, c, ns, "p00")
+	oldRev, _, _ := unstructured.NestedString(old.Object, "status", "revision")
+
+	stop := make(chan struct{})
+	most := watchProgress(op, stop)
+	editTemplate(t, dir, addPodLabel("paced"))
+	eventually(t, 2*time.Minute, func() string {
+		if why := podsLabelledAll(t, ns, "tier", "paced", n); why != "" {
+			return why
+		}
+		_, atRev, _ := readyCount(t, c, ns, redisProgress(t, op).Revision)
+		if atRev != n {
+			return fmt.Sprintf("%d of %d CRs converged to the new revision", atRev, n)
+		}
+		return ""
+	})
+	close(stop)
+	if m := most(); m > 4 || m == 0 {
+		t.Errorf("at most %d CRs were in flight, want between 1 and the budget of 4", m)
+	}
+	if newRev := redisProgress(t, op).Revision; newRev == oldRev {
+		t.Errorf("revision did not change: %s", newRev)
+	}
+	if ready, _, _ := readyCount(t, c, ns, ""); ready != n {
+		t.Errorf("%d of %d ready after the rollout", ready, n)
+	}
+}
+
+func podsLabelledAll(t *testing.T, ns, key, value string, want int) string {
+	c := newClient(t)
+	n := 0
+	for _, p := range listAllPods(t, c, ns) {
+		if p.GetLabels()[key] == value {
+			n++
+		}
+	}
+	if n != want {
+		return fmt.Sprintf("%d of %d pods have %s=%s", n, want, key, value)
+	}
+	return ""
+}
+
+// TestBadRevisionHalts rolls out a template the API server refuses (an
+// invalid label value): the first CRs moved stall, the rollout halts, the
+// others stay Ready on the previous revision, and fixing the template
+// resumes the rollout.
+func TestBadRevisionHalts(t *testing.T) {
+	ns := clustertest.Namespace(t)
+	dir := copyTemplates(t)
+	op := startPaced(t, dir, ns, 3)
+	c := newClient(t)
+	waitCRD(t)
+	const n = 12
+	applyRedis(t, ns, "h", n, 1)
+	eventually(t, 2*time.Minute, allReady(t, ns, n))
+	good := redisProgress(t, op).Revision
+
+	editTemplate(t, dir, addPodLabel("not a valid label value!"))
+	eventually(t, time.Minute, func() string {
+		p := redisProgress(t, op)
+		if !p.Halted || p.Revision == good {
+			return fmt.Sprintf("rollout not halted: %+v", p)
+		}
+		return ""
+	})
+	eventually(t, 30*time.Second, func() string { return crdEvent(t, c, "RolloutHalted", "halted") })
+	time.Sleep(2 * time.Second)
+	ready, onGood, _ := readyCount(t, c, ns, good)
+	if ready != n-3 || onGood != n-3 {
+		t.Errorf("after the halt: %d ready, %d converged on the good revision; want the %d CRs not moved", ready, onGood, n-3)
+	}
+
+	editTemplate(t, dir, func(s string) string {
+		return strings.Replace(s, `tier: "not a valid label value!"`, `tier: "fixed"`, 1)
+	})
+	eventually(t, 2*time.Minute, func() string {
+		if why := podsLabelledAll(t, ns, "tier", "fixed", n); why != "" {
+			return why
+		}
+		return allReady(t, ns, n)()
+	})
+	if p := redisProgress(t, op); p.Halted {
+		t.Errorf("rollout still halted after the fix: %+v", p)
+	}
+}
+
+func redisProgress(t *testing.T, op *operator.Operator) operator.KindProgress {
+	t.Helper()
+	for _, p := range op.Progress() {
+		if p.Kind == "RedisCluster" {
+			return p
+		}
+	}
+	t.Fatal("RedisCluster is not served")
+	return operator.KindProgress{}
+}

@@ -1,0 +1,72 @@
+package operator
+
+import (
+	"sort"
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/cueop/cueop/engine/reconcile"
+)
+
+// KindProgress is the rollout state of one kind.
+type KindProgress struct {
+	Kind, Package string
+	reconcile.Progress
+}
+
+// Progress returns the rollout state of every kind served.
+func (o *Operator) Progress() []KindProgress {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	var out []KindProgress
+	for name, kc := range o.kinds {
+		out = append(out, KindProgress{Kind: kc.rec.Kind().Resource.Kind, Package: name, Progress: kc.rec.Rollout.Progress()})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Package < out[j].Package })
+	return out
+}
+
+// running are the operators of this process, for the rollout collector.
+var running sync.Map // *Operator -> struct{}
+
+var (
+	crsDesc = prometheus.NewDesc("cueop_rollout_crs",
+		"CRs by the template revision they were last rendered with.", []string{"kind", "revision"}, nil)
+	inFlightDesc = prometheus.NewDesc("cueop_rollout_in_flight",
+		"CRs moving to the newest template revision.", []string{"kind"}, nil)
+	waitingDesc = prometheus.NewDesc("cueop_rollout_waiting",
+		"CRs waiting for their turn to move to the newest template revision.", []string{"kind"}, nil)
+	haltedDesc = prometheus.NewDesc("cueop_rollout_halted",
+		"1 when the rollout of the newest revision halted on stalled CRs.", []string{"kind", "revision"}, nil)
+)
+
+// rolloutCollector reports the rollout state of every running operator.
+type rolloutCollector struct{}
+
+func (rolloutCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{crsDesc, inFlightDesc, waitingDesc, haltedDesc} {
+		ch <- d
+	}
+}
+
+func (rolloutCollector) Collect(ch chan<- prometheus.Metric) {
+	running.Range(func(key, _ any) bool {
+		for _, p := range key.(*Operator).Progress() {
+			for rev, n := range p.PerRevision {
+				ch <- prometheus.MustNewConstMetric(crsDesc, prometheus.GaugeValue, float64(n), p.Kind, rev)
+			}
+			ch <- prometheus.MustNewConstMetric(inFlightDesc, prometheus.GaugeValue, float64(p.InFlight), p.Kind)
+			ch <- prometheus.MustNewConstMetric(waitingDesc, prometheus.GaugeValue, float64(p.Waiting), p.Kind)
+			ch <- prometheus.MustNewConstMetric(haltedDesc, prometheus.GaugeValue, boolValue(p.Halted), p.Kind, p.Revision)
+		}
+		return true
+	})
+}
+
+func boolValue(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}

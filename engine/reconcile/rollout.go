@@ -1,0 +1,190 @@
+package reconcile
+
+import (
+	"sort"
+	"sync"
+
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/cueop/cueop/engine/template"
+)
+
+// Rollout paces a kind's move to a new template revision: at most
+// MaxInFlight CRs render with the new revision until they converge; the
+// others keep being served by the previous revision meanwhile. When
+// HaltAfter of the CRs moved to the new revision end up Stalled, the rollout
+// halts: the CRs not yet moved stay on the previous revision until a new
+// revision (a fixed template) resumes it. A CR's spec changes are never held
+// back: a waiting CR is rendered with the previous revision at once.
+type Rollout struct {
+	// MaxInFlight bounds the CRs moving at once; 0 means unlimited.
+	MaxInFlight int
+	// HaltAfter is the number of moved CRs found Stalled that halts the
+	// rollout; 0 means 3.
+	HaltAfter int
+	// OnHalt is called once per halted rollout, with the revision and the
+	// stalled CRs. OnWake enqueues a CR whose turn has come. Both are called
+	// without the lock held and may be nil.
+	OnHalt func(k *template.Kind, stalled []types.NamespacedName)
+	OnWake func(key types.NamespacedName)
+
+	mu       sync.Mutex
+	current  *template.Kind
+	previous *template.Kind
+	inFlight map[types.NamespacedName]bool
+	waiting  map[types.NamespacedName]bool
+	stalled  map[types.NamespacedName]bool
+	halted   bool
+	revOf    map[types.NamespacedName]string
+}
+
+// NewRollout starts serving k.
+func NewRollout(k *template.Kind) *Rollout {
+	ro := &Rollout{revOf: map[types.NamespacedName]string{}}
+	ro.SetKind(k)
+	return ro
+}
+
+// Current is the newest revision.
+func (ro *Rollout) Current() *template.Kind {
+	ro.mu.Lock()
+	defer ro.mu.Unlock()
+	return ro.current
+}
+
+// SetKind starts a rollout to k. A halted rollout keeps its last good
+// revision as the one to fall back on; otherwise the revision being
+// replaced becomes it.
+func (ro *Rollout) SetKind(k *template.Kind) {
+	ro.mu.Lock()
+	defer ro.mu.Unlock()
+	if ro.current != nil && !ro.halted {
+		ro.previous = ro.current
+	}
+	ro.current = k
+	ro.halted = false
+	ro.inFlight = map[types.NamespacedName]bool{}
+	ro.waiting = map[types.NamespacedName]bool{}
+	ro.stalled = map[types.NamespacedName]bool{}
+}
+
+// Choose returns the revision to render a CR with, given the revision it
+// was last rendered with (status.revision, "" for a new CR).
+func (ro *Rollout) Choose(key types.NamespacedName, rev string) *template.Kind {
+	ro.mu.Lock()
+	defer ro.mu.Unlock()
+	switch {
+	case ro.previous == nil, rev == "", rev == ro.current.Revision, ro.inFlight[key]:
+		return ro.current
+	case !ro.halted && (ro.MaxInFlight == 0 || len(ro.inFlight) < ro.MaxInFlight):
+		delete(ro.waiting, key)
+		ro.inFlight[key] = true
+		return ro.current
+	}
+	ro.waiting[key] = true
+	return ro.previous
+}
+
+// Done records how a CR's reconcile with k ended.
+func (ro *Rollout) Done(key types.NamespacedName, k *template.Kind, converged, stalled bool) {
+	ro.mu.Lock()
+	ro.revOf[key] = k.Revision
+	var wake []types.NamespacedName
+	var halt []types.NamespacedName
+	if k == ro.current && ro.inFlight[key] {
+		switch {
+		case stalled:
+			ro.stalled[key] = true
+			if !ro.halted && len(ro.stalled) >= ro.haltAfter() {
+				ro.halted = true
+				halt = sortedKeys(ro.stalled)
+				wake = sortedKeys(ro.waiting)
+			}
+		case converged:
+			delete(ro.inFlight, key)
+			delete(ro.stalled, key)
+			wake = ro.nextWaiting()
+		}
+	}
+	ro.mu.Unlock()
+	ro.notify(k, halt, wake)
+}
+
+func (ro *Rollout) notify(k *template.Kind, halt, wake []types.NamespacedName) {
+	if len(halt) > 0 && ro.OnHalt != nil {
+		ro.OnHalt(k, halt)
+	}
+	if ro.OnWake != nil {
+		for _, key := range wake {
+			ro.OnWake(key)
+		}
+	}
+}
+
+// Forget drops a deleted CR.
+func (ro *Rollout) Forget(key types.NamespacedName) {
+	ro.mu.Lock()
+	wasInFlight := ro.inFlight[key]
+	delete(ro.inFlight, key)
+	delete(ro.waiting, key)
+	delete(ro.stalled, key)
+	delete(ro.revOf, key)
+	var wake []types.NamespacedName
+	if wasInFlight {
+		wake = ro.nextWaiting()
+	}
+	ro.mu.Unlock()
+	ro.notify(nil, nil, wake)
+}
+
+// nextWaiting picks the waiting CR to wake for a freed slot. The caller
+// holds the lock.
+func (ro *Rollout) nextWaiting() []types.NamespacedName {
+	if ro.halted || len(ro.waiting) == 0 {
+		return nil
+	}
+	next := sortedKeys(ro.waiting)[0]
+	delete(ro.waiting, next)
+	return []types.NamespacedName{next}
+}
+
+func (ro *Rollout) haltAfter() int {
+	if ro.HaltAfter > 0 {
+		return ro.HaltAfter
+	}
+	return 3
+}
+
+// Progress is a rollout's state, for metrics and `cueop dev`.
+type Progress struct {
+	Revision, Previous string
+	// PerRevision counts the CRs by the revision they were last rendered
+	// with.
+	PerRevision                map[string]int
+	InFlight, Waiting, Stalled int
+	Halted                     bool
+}
+
+// Progress returns the rollout's state.
+func (ro *Rollout) Progress() Progress {
+	ro.mu.Lock()
+	defer ro.mu.Unlock()
+	p := Progress{Revision: ro.current.Revision, PerRevision: map[string]int{},
+		InFlight: len(ro.inFlight), Waiting: len(ro.waiting), Stalled: len(ro.stalled), Halted: ro.halted}
+	if ro.previous != nil {
+		p.Previous = ro.previous.Revision
+	}
+	for _, rev := range ro.revOf {
+		p.PerRevision[rev]++
+	}
+	return p
+}
+
+func sortedKeys(m map[types.NamespacedName]bool) []types.NamespacedName {
+	out := make([]types.NamespacedName, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].String() < out[j].String() })
+	return out
+}
