@@ -124,9 +124,10 @@ func TestPrinterColumns(t *testing.T) {
 		want: `
 - {name: Ready, type: string, jsonPath: '.status.conditions[?(@.type=="Ready")].status', description: The status of the Ready condition.}
 - {name: Reason, type: string, jsonPath: '.status.conditions[?(@.type=="Ready")].reason', description: The reason of the Ready condition., priority: 1}
-- {name: Age, type: date, jsonPath: .metadata.creationTimestamp}`,
+- {name: Age, type: date, jsonPath: .metadata.creationTimestamp}
+- {name: Revision, type: string, jsonPath: .status.revision, description: The template revision the resource was last rendered with., priority: 1}`,
 	}, {
-		name: "custom columns get Age",
+		name: "custom columns get Age and Revision",
 		columns: []template.PrinterColumn{
 			{Name: "Replicas", Type: "integer", JSONPath: ".spec.replicas"},
 			{Name: "Phase", JSONPath: ".status.phase", Description: "The phase.", Priority: 1},
@@ -134,16 +135,19 @@ func TestPrinterColumns(t *testing.T) {
 		want: `
 - {name: Replicas, type: integer, jsonPath: .spec.replicas}
 - {name: Phase, type: string, jsonPath: .status.phase, description: The phase., priority: 1}
-- {name: Age, type: date, jsonPath: .metadata.creationTimestamp}`,
+- {name: Age, type: date, jsonPath: .metadata.creationTimestamp}
+- {name: Revision, type: string, jsonPath: .status.revision, description: The template revision the resource was last rendered with., priority: 1}`,
 	}, {
-		name: "custom Age is kept",
+		name: "custom Age and Revision are kept",
 		columns: []template.PrinterColumn{
 			{Name: "Created", Type: "date", JSONPath: ".metadata.creationTimestamp"},
 			{Name: "Version", Type: "string", JSONPath: ".spec.version"},
+			{Name: "Rev", Type: "string", JSONPath: ".status.revision"},
 		},
 		want: `
 - {name: Created, type: date, jsonPath: .metadata.creationTimestamp}
-- {name: Version, type: string, jsonPath: .spec.version}`,
+- {name: Version, type: string, jsonPath: .spec.version}
+- {name: Rev, type: string, jsonPath: .status.revision}`,
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
