@@ -16,8 +16,8 @@ import (
 	"github.com/spf13/cobra"
 	yaml3 "go.yaml.in/yaml/v3"
 	"golang.org/x/tools/txtar"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -32,6 +32,14 @@ import (
 // generated Deployment patch sets it to the child kinds the templates make.
 const allowedKindsEnv = "CUEOP_ALLOWED_KINDS"
 
+// allowedKindsFromEnv makes $CUEOP_ALLOWED_KINDS the default of
+// --allowed-kinds for cmd (`cueop run`); the flag still wins when given.
+func allowedKindsFromEnv(cmd *cobra.Command, g *globals) {
+	if v, ok := os.LookupEnv(allowedKindsEnv); ok && !cmd.Flags().Changed("allowed-kinds") {
+		g.allowedKinds = v
+	}
+}
+
 // Names the generated manifests share with the static ones in config/.
 const (
 	managerRoleName    = "cueop-manager"
@@ -41,10 +49,12 @@ const (
 	templatesVolume    = "templates"
 )
 
-// Paths of the generated files, relative to --out-dir.
+// Paths of the generated files, relative to --out-dir. The CRDs'
+// kustomization is a .yml so that it is not one of the crds/*.yaml that
+// `cueop crd --out-dir` replaces and TestCRDsUpToDate counts.
 const (
 	crdsDir           = "crds"
-	crdsKustomization = "crds/kustomization.yaml"
+	crdsKustomization = "crds/kustomization.yml"
 	rolePath          = "config/rbac/role.yaml"
 	templatesPath     = "config/manager/templates.yaml"
 	patchPath         = "config/manager/generated_patch.yaml"

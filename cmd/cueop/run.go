@@ -26,6 +26,7 @@ func newRun(g *globals, zapOpts *zap.Options) *cobra.Command {
 		Short: "Run the controller: serve every kind of the templates directory",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			allowedKindsFromEnv(cmd, g) // $CUEOP_ALLOWED_KINDS is the default of --allowed-kinds
 			ctrl.SetLogger(zap.New(zap.UseFlagOptions(zapOpts)))
 			op, err := newOperator(g, f)
 			if err != nil {

@@ -57,7 +57,7 @@ func (r *run) live(c render.Child) *unstructured.Unstructured {
 func (r *run) applyFailed(err error) {
 	terminating := apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause)
 	if !terminating && (apierrors.IsInvalid(err) || apierrors.IsForbidden(err) || apierrors.IsBadRequest(err)) {
-		r.stalled = &stall{reason: "ApplyRejected", message: err.Error()}
+		r.stalled = &stall{reason: ReasonApplyRejected, message: err.Error()}
 		return
 	}
 	r.waiting = "apply failed, retrying: " + err.Error()

@@ -28,6 +28,7 @@ const (
 	ReasonConverged        = "Converged"
 	ReasonProgressing      = "Progressing"
 	ReasonRollout          = "Rollout"
+	ReasonApplyRejected    = "ApplyRejected"
 )
 
 // desiredStatus is the status the CR should have after this reconcile: the
@@ -59,7 +60,7 @@ func (r *run) conditions(conds []metav1.Condition) []metav1.Condition {
 	switch {
 	case r.stalled != nil:
 		set(ConditionStalled, metav1.ConditionTrue, r.stalled.reason, r.stalled.message)
-		set(ConditionReconciling, metav1.ConditionFalse, r.stalled.reason, "stalled until the spec or the template changes")
+		set(ConditionReconciling, metav1.ConditionFalse, r.stalled.reason, stallHint(r.stalled.reason))
 		set(ConditionReady, metav1.ConditionFalse, r.stalled.reason, firstLine(r.stalled.message))
 		return conds
 	case r.progressing() != "":
@@ -74,6 +75,14 @@ func (r *run) conditions(conds []metav1.Condition) []metav1.Condition {
 		set(ConditionReady, metav1.ConditionFalse, ReasonChildrenNotReady, "waiting for children to be ready")
 	}
 	return conds
+}
+
+// stallHint tells what gets a stalled CR moving again.
+func stallHint(reason string) string {
+	if reason == ReasonApplyRejected {
+		return "the API server refused a child; retried with backoff, at once on a change of spec or template"
+	}
+	return "stalled until the spec or the template changes"
 }
 
 // progressing says what this reconcile changed or waits for, or "".

@@ -1,0 +1,208 @@
+package e2e
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/cueop/cueop/engine/golden"
+	"github.com/cueop/cueop/engine/operator"
+	"github.com/cueop/cueop/localcluster/clustertest"
+)
+
+// rbacKinds are the kinds of config/default applied for real by the RBAC
+// tests: everything but the controller's own workload.
+var rbacKinds = []string{"Namespace", "CustomResourceDefinition", "ServiceAccount",
+	"ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"}
+
+var applyOnce sync.Once
+
+// applyRBAC applies the namespace, CRDs and RBAC of config/default, once
+// per test binary, and waits for the CRDs to be established.
+func applyRBAC(t *testing.T, objs []*unstructured.Unstructured) {
+	t.Helper()
+	applyOnce.Do(func() {
+		var apply []*unstructured.Unstructured
+		var crds []string
+		for _, o := range objs {
+			if slices.Contains(rbacKinds, o.GetKind()) {
+				apply = append(apply, o)
+			}
+			if o.GetKind() == "CustomResourceDefinition" {
+				crds = append(crds, "crd/"+o.GetName())
+			}
+		}
+		mustKubectl(t, yamlStream(t, apply), "apply", "-f", "-")
+		mustKubectl(t, "", append([]string{"wait", "--for=condition=Established", "--timeout=60s"}, crds...)...)
+	})
+}
+
+// TestGeneratedRBACIsSufficient runs the operator as its ServiceAccount,
+// with only the generated RBAC, and requires every sample to become Ready:
+// the role lets it read its CRs, write their status, manage every child
+// kind, record events and hold the leader election lease.
+func TestGeneratedRBACIsSufficient(t *testing.T) {
+	objs := buildDefault(t)
+	applyRBAC(t, objs)
+	ns := clustertest.Namespace(t)
+	startOperator(t, asServiceAccount(), operator.Options{
+		Templates: templatesDir, InstallCRDs: false, Namespace: ns, AllowedKinds: allowedKinds(t, objs),
+		Manager: ctrl.Options{
+			LeaderElection: true, LeaderElectionNamespace: systemNS, LeaderElectionID: "cueop-leader-e2e",
+			Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
+		},
+	})
+	samples := readSamples(t, ns)
+	mustKubectl(t, yamlStream(t, samples), "apply", "-f", "-")
+	for _, s := range samples {
+		waitReady(t, ns, strings.ToLower(s.GetKind())+"/"+s.GetName())
+	}
+	if got := mustKubectl(t, "", "-n", ns, "get", "rediscluster/sample", "-o", "jsonpath={.status.readyReplicas}"); got != "3" {
+		t.Errorf("rediscluster/sample readyReplicas = %q, want 3", got)
+	}
+	eventually(t, 30*time.Second, func() string {
+		if out, _ := kubectl(t, "", "-n", ns, "get", "events", "--field-selector=involvedObject.name=sample", "-o", "name"); out == "" {
+			return "no event recorded for rediscluster/sample"
+		}
+		return ""
+	})
+	if holder := mustKubectl(t, "", "-n", systemNS, "get", "lease", "cueop-leader-e2e", "-o", "jsonpath={.spec.holderIdentity}"); holder == "" {
+		t.Error("lease cueop-leader-e2e has no holder")
+	}
+}
+
+// waitReady waits for the CR ref to be Ready; if it is not, the failure
+// shows its conditions, which name what the operator was refused.
+func waitReady(t *testing.T, ns, ref string) {
+	t.Helper()
+	if _, err := kubectl(t, "", "-n", ns, "wait", "--for=condition=Ready", "--timeout=120s", ref); err != nil {
+		conds, _ := kubectl(t, "", "-n", ns, "get", ref, "-o", "jsonpath={.status.conditions}")
+		t.Fatalf("%s not Ready: %v; conditions: %s", ref, err, conds)
+	}
+}
+
+// asServiceAccount is the cluster's admin config impersonating the
+// controller's ServiceAccount: the API server adds its groups.
+func asServiceAccount() *rest.Config {
+	cfg := clustertest.Config()
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: serviceAccount}
+	return cfg
+}
+
+// startOperator runs an operator on cfg until the test ends, and then
+// waits for it to stop.
+func startOperator(t *testing.T, cfg *rest.Config, opts operator.Options) {
+	t.Helper()
+	op, err := operator.New(cfg, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- op.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("operator: %v", err)
+			}
+		case <-time.After(30 * time.Second):
+			t.Error("operator did not stop within 30s")
+		}
+	})
+}
+
+// readSamples reads config/samples, moved to namespace ns.
+func readSamples(t *testing.T, ns string) []*unstructured.Unstructured {
+	t.Helper()
+	files, err := filepath.Glob("../config/samples/*.yaml")
+	must(t, err)
+	var objs []*unstructured.Unstructured
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		must(t, err)
+		o, err := golden.ParseObjects(data)
+		must(t, err)
+		objs = append(objs, o...)
+	}
+	if len(objs) == 0 {
+		t.Fatal("no sample in config/samples")
+	}
+	for _, o := range objs {
+		o.SetNamespace(ns)
+	}
+	return objs
+}
+
+// TestServiceAccountIsLeastPrivilege asks the API server what the
+// controller's ServiceAccount may do: what the operator needs, and not
+// Secrets, RBAC, impersonation or kinds the templates do not create.
+func TestServiceAccountIsLeastPrivilege(t *testing.T) {
+	applyRBAC(t, buildDefault(t))
+	ns := clustertest.Namespace(t)
+	inNS := func(args ...string) []string { return append(args, "-n", ns) }
+	cluster := func(args ...string) []string { return append(args, "--all-namespaces") }
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{inNS("create", "pods"), "yes"},
+		{inNS("delete", "deployments.apps"), "yes"},
+		{inNS("patch", "redisclusters.cache.example.com", "--subresource=status"), "yes"},
+		{[]string{"create", "leases.coordination.k8s.io", "-n", systemNS}, "yes"},
+		{inNS("create", "leases.coordination.k8s.io"), "no"},
+		{inNS("create", "secrets"), "no"},
+		{inNS("get", "secrets"), "no"},
+		{[]string{"list", "secrets", "-n", systemNS}, "no"},
+		{cluster("create", "clusterroles.rbac.authorization.k8s.io"), "no"},
+		{cluster("create", "clusterrolebindings.rbac.authorization.k8s.io"), "no"},
+		{inNS("create", "roles.rbac.authorization.k8s.io"), "no"},
+		{cluster("impersonate", "users"), "no"},
+		{inNS("create", "pods", "--subresource=exec"), "no"},
+		{inNS("create", "serviceaccounts"), "no"},
+		{inNS("create", "persistentvolumeclaims"), "no"},
+		{inNS("create", "redisclusters.cache.example.com"), "no"},
+		{cluster("delete", "customresourcedefinitions.apiextensions.k8s.io"), "no"},
+	} {
+		out, _ := kubectl(t, "", append([]string{"auth", "can-i", "--as=" + serviceAccount}, c.args...)...)
+		if got := strings.TrimSpace(out); got != c.want {
+			t.Errorf("kubectl auth can-i %s: %q, want %q", strings.Join(c.args, " "), got, c.want)
+		}
+	}
+}
+
+// TestRoleResourcesAreServed checks every resource the generated role names
+// against the API server's discovery: a plural spelt wrong would grant
+// nothing.
+func TestRoleResourcesAreServed(t *testing.T) {
+	objs := buildDefault(t)
+	applyRBAC(t, objs)
+	served := strings.Fields(mustKubectl(t, "", "api-resources", "-o", "name"))
+	var role rbacv1.ClusterRole
+	typed(t, find(t, objs, "ClusterRole", "cueop-manager"), &role)
+	for _, r := range role.Rules {
+		for _, g := range r.APIGroups {
+			for _, res := range r.Resources {
+				name := strings.SplitN(res, "/", 2)[0]
+				if g != "" {
+					name += "." + g
+				}
+				if !slices.Contains(served, name) {
+					t.Errorf("role rule names %s, which the API server does not serve", name)
+				}
+			}
+		}
+	}
+}
