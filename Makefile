@@ -38,7 +38,7 @@ crds: ## Regenerate crds/, config/rbac/role.yaml and config/manager's generated 
 .PHONY: fmt
 fmt: ## Format Go and CUE sources.
 	gofmt -w $$(git ls-files '*.go')
-	$(GO) run cuelang.org/go/cmd/cue fmt ./templates/... 2>/dev/null || true
+	cd templates && $(GO) run cuelang.org/go/cmd/cue@v0.17.1 fmt ./...
 
 .PHONY: vet
 vet: ## go vet, gofmt check and `cueop vet` on the templates.
