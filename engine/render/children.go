@@ -24,8 +24,11 @@ func exportChildren(v cue.Value, parent *unstructured.Unstructured, opts Options
 	children := make([]Child, 0, len(ids))
 	refused := &Error{Reason: ReasonChildRefused}
 	seen := map[string]string{}
+	// One walk validates every child of a good render; a bad one is looked
+	// for child by child, so that the error is still the first bad child's.
+	valid := v.Validate(cue.Concrete(true)) == nil
 	for _, id := range ids {
-		obj, err := exportChild(id, vals[id])
+		obj, err := exportChild(id, vals[id], valid)
 		if err != nil {
 			return nil, err
 		}
@@ -42,9 +45,16 @@ func exportChildren(v cue.Value, parent *unstructured.Unstructured, opts Options
 	return children, nil
 }
 
-func exportChild(id string, v cue.Value) (*unstructured.Unstructured, error) {
-	if err := v.Validate(cue.Concrete(true)); err != nil {
-		return nil, evalError(err)
+// exportChild validates and exports one child. valid tells that the whole
+// children struct validates, and so every child in it.
+func exportChild(id string, v cue.Value, valid bool) (*unstructured.Unstructured, error) {
+	if !valid {
+		if err := v.Validate(cue.Concrete(true)); err != nil {
+			return nil, evalError(err)
+		}
+	}
+	if obj, ok := exportObject(v); ok {
+		return &unstructured.Unstructured{Object: obj}, nil
 	}
 	var obj map[string]any
 	if err := v.Decode(&obj); err != nil {
@@ -86,25 +96,96 @@ func checkChild(id string, v cue.Value, obj *unstructured.Unstructured, parent *
 // labels and, when the parent has a uid, the controller owner reference.
 func setEngineFields(id string, obj, parent *unstructured.Unstructured) {
 	obj.SetNamespace(parent.GetNamespace())
+	if md, ok := plainMetadata(obj); ok {
+		addEngineFields(id, md, parent)
+		return
+	}
+	setEngineFieldsSlow(id, obj, parent)
+}
+
+// setEngineFieldsSlow sets the labels and the owner reference through the
+// unstructured getters and setters, which normalize what the template wrote
+// (labels that are not strings, owner references).
+func setEngineFieldsSlow(id string, obj, parent *unstructured.Unstructured) {
 	labels := obj.GetLabels()
 	if labels == nil {
 		labels = map[string]string{}
 	}
-	labels[LabelManagedBy] = ManagedByValue
-	labels[LabelID] = id
-	if uid := parent.GetUID(); uid != "" {
-		labels[LabelOwnerUID] = string(uid)
+	for k, v := range engineLabels(id, parent) {
+		labels[k] = v
 	}
 	obj.SetLabels(labels)
 	if parent.GetUID() == "" {
 		return
 	}
+	obj.SetOwnerReferences(append(obj.GetOwnerReferences(), ownerReference(parent)))
+}
+
+// plainMetadata returns the child's metadata when its labels are absent or
+// all strings and it has no owner references: the common case, where
+// addEngineFields gives what setEngineFieldsSlow gives without its copies
+// and the reflection of SetOwnerReferences.
+func plainMetadata(obj *unstructured.Unstructured) (map[string]any, bool) {
+	md, ok := obj.Object["metadata"].(map[string]any)
+	if !ok {
+		return nil, false
+	}
+	if _, has := md["ownerReferences"]; has {
+		return nil, false
+	}
+	labels, has := md["labels"]
+	if !has {
+		return md, true
+	}
+	m, ok := labels.(map[string]any)
+	if !ok {
+		return nil, false
+	}
+	for _, v := range m {
+		if _, ok := v.(string); !ok {
+			return nil, false
+		}
+	}
+	return md, true
+}
+
+// addEngineFields sets the management labels and the owner reference on
+// metadata that plainMetadata accepted.
+func addEngineFields(id string, md map[string]any, parent *unstructured.Unstructured) {
+	labels, _ := md["labels"].(map[string]any)
+	if labels == nil {
+		labels = map[string]any{}
+		md["labels"] = labels
+	}
+	for k, v := range engineLabels(id, parent) {
+		labels[k] = v
+	}
+	if parent.GetUID() == "" {
+		return
+	}
+	ref := ownerReference(parent)
+	md["ownerReferences"] = []any{map[string]any{
+		"apiVersion": ref.APIVersion, "kind": ref.Kind, "name": ref.Name, "uid": string(ref.UID),
+		"controller": true, "blockOwnerDeletion": true,
+	}}
+}
+
+// engineLabels are the labels the engine sets on child id.
+func engineLabels(id string, parent *unstructured.Unstructured) map[string]string {
+	labels := map[string]string{LabelManagedBy: ManagedByValue, LabelID: id}
+	if uid := parent.GetUID(); uid != "" {
+		labels[LabelOwnerUID] = string(uid)
+	}
+	return labels
+}
+
+// ownerReference is the controller reference to parent.
+func ownerReference(parent *unstructured.Unstructured) metav1.OwnerReference {
 	t := true
-	ref := metav1.OwnerReference{
+	return metav1.OwnerReference{
 		APIVersion: parent.GetAPIVersion(), Kind: parent.GetKind(), Name: parent.GetName(),
 		UID: parent.GetUID(), Controller: &t, BlockOwnerDeletion: &t,
 	}
-	obj.SetOwnerReferences(append(obj.GetOwnerReferences(), ref))
 }
 
 // defaultReady is true when every child exists and is Current by kstatus.

@@ -63,10 +63,7 @@ type Result struct {
 // the template is at fault.
 func Render(k *template.Kind, parent *unstructured.Unstructured, observed map[string]*unstructured.Unstructured, opts Options) (*Result, error) {
 	opts = opts.withDefaults()
-	v := k.Value.FillPath(cue.Path{}, map[string]any{
-		template.FieldParent:   parentValue(parent),
-		template.FieldObserved: observedValue(observed),
-	})
+	v := fill(k, parent, observed)
 	if err := specError(v, k.Spec.Pos()); err != nil {
 		return nil, err
 	}
@@ -83,6 +80,19 @@ func Render(k *template.Kind, parent *unstructured.Unstructured, observed map[st
 		return nil, err
 	}
 	return &Result{Children: children, Status: status, Ready: ready}, nil
+}
+
+// fill unifies the compiled template with the parent and the observed
+// children. It is k.Value.FillPath(cue.Path{}, x) without the wrapper vertex
+// FillPath builds and evaluates around x before unifying: converting x with
+// Encode (nil as _, as FillPath converts it) and unifying it directly
+// evaluates the filled data once instead of twice.
+func fill(k *template.Kind, parent *unstructured.Unstructured, observed map[string]*unstructured.Unstructured) cue.Value {
+	x := k.Value.Context().Encode(map[string]any{
+		template.FieldParent:   parentValue(parent),
+		template.FieldObserved: observedValue(observed),
+	}, cue.NilIsAny(true))
+	return k.Value.Unify(x)
 }
 
 // parentValue is the part of the CR a template sees.
@@ -111,24 +121,37 @@ func parentValue(p *unstructured.Unstructured) map[string]any {
 func observedValue(observed map[string]*unstructured.Unstructured) map[string]any {
 	out := make(map[string]any, len(observed))
 	for id, o := range observed {
-		obj := make(map[string]any, len(o.Object))
-		for k, v := range o.Object {
-			obj[k] = v
-		}
-		if md, ok := o.Object["metadata"].(map[string]any); ok {
-			md2 := make(map[string]any, len(md))
-			for k, v := range md {
-				if k != "managedFields" {
-					md2[k] = v
-				}
-			}
-			obj["metadata"] = md2
-		}
-		out[id] = obj
+		out[id] = withoutManagedFields(o.Object)
 	}
 	return out
 }
 
+// withoutManagedFields returns obj without metadata.managedFields. obj is
+// never changed: an object that has them is copied (two levels deep), one
+// that has none is returned as is.
+func withoutManagedFields(obj map[string]any) map[string]any {
+	md, ok := obj["metadata"].(map[string]any)
+	if !ok {
+		return obj
+	}
+	if _, has := md["managedFields"]; !has {
+		return obj
+	}
+	md2 := make(map[string]any, len(md))
+	for k, v := range md {
+		if k != "managedFields" {
+			md2[k] = v
+		}
+	}
+	out := make(map[string]any, len(obj))
+	for k, v := range obj {
+		out[k] = v
+	}
+	out["metadata"] = md2
+	return out
+}
+
+// exportStatus exports the template's status, checked against #Status.
 func exportStatus(k *template.Kind, v cue.Value) (map[string]any, error) {
 	sv := v.LookupPath(template.PathStatus)
 	if !sv.Exists() {
@@ -139,6 +162,9 @@ func exportStatus(k *template.Kind, v cue.Value) (map[string]any, error) {
 	}
 	if err := sv.Validate(cue.Concrete(true)); err != nil {
 		return nil, evalError(err)
+	}
+	if status, ok := exportObject(sv); ok {
+		return status, nil
 	}
 	var status map[string]any
 	if err := sv.Decode(&status); err != nil {
@@ -167,8 +193,9 @@ func sortedIDs(v cue.Value) ([]string, map[string]cue.Value, error) {
 	vals := map[string]cue.Value{}
 	var ids []string
 	for iter.Next() {
-		ids = append(ids, iter.Selector().Unquoted())
-		vals[iter.Selector().Unquoted()] = iter.Value()
+		id := iter.Selector().Unquoted()
+		ids = append(ids, id)
+		vals[id] = iter.Value()
 	}
 	sort.Strings(ids)
 	return ids, vals, nil

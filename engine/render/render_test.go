@@ -2,9 +2,13 @@ package render_test
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
+	"runtime"
 	"strings"
+	"sync"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -211,4 +215,68 @@ func TestRenderStatusFromObserved(t *testing.T) {
 	if res.Status["readyReplicas"] != int64(2) || res.Status["phase"] != "Degraded" || res.Ready {
 		t.Errorf("status = %v ready=%v; want 2 ready (pod-7 is not wanted), Degraded, not ready", res.Status, res.Ready)
 	}
+}
+
+// TestRenderConcurrent renders one compiled kind from several goroutines, as
+// a controller with several workers does; run with -race.
+func TestRenderConcurrent(t *testing.T) {
+	k := loadKind(t, "cache.example.com", "RedisCluster")
+	crs := make([]*unstructured.Unstructured, 6)
+	want := make([]*render.Result, len(crs))
+	for i := range crs {
+		crs[i] = redis(map[string]any{"replicas": int64(i + 1)})
+		res, err := render.Render(k, crs[i], readyPods(int64(i)), render.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want[i] = res
+	}
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Go(func() {
+			for j := range 3 * len(crs) {
+				i := (g + j) % len(crs)
+				got, err := render.Render(k, crs[i], readyPods(int64(i)), render.Options{})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if !reflect.DeepEqual(got, want[i]) {
+					t.Errorf("render %d differs when concurrent", i)
+				}
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// TestRenderHeapIsFlat renders many distinct CRs and checks that the heap
+// they leave behind stays flat: a render must not compile CUE (per-call
+// Compile grows a long-lived cue.Context by kilobytes a call).
+func TestRenderHeapIsFlat(t *testing.T) {
+	k := loadKind(t, "cache.example.com", "RedisCluster")
+	renderN := func(from, n int) {
+		for i := from; i < from+n; i++ {
+			cr := redis(map[string]any{"replicas": int64(i%3 + 1), "version": fmt.Sprintf("7.%d", i)})
+			cr.SetName(fmt.Sprintf("r%d", i))
+			if _, err := render.Render(k, cr, readyPods(int64(i%3+1)), render.Options{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	heap := func() int64 {
+		runtime.GC() // twice: the first leaves sync.Pool victims behind
+		runtime.GC()
+		var m runtime.MemStats
+		runtime.ReadMemStats(&m)
+		return int64(m.HeapAlloc)
+	}
+	renderN(0, 100)
+	before := heap()
+	const n = 500
+	renderN(100, n)
+	if grown := heap() - before; grown > n*1024 {
+		t.Errorf("heap grew by %d bytes over %d renders: about %d bytes a render", grown, n, grown/n)
+	}
+	runtime.KeepAlive(k) // else the kind itself is collected before the last count
 }
