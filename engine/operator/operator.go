@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/fsnotify/fsnotify"
 	"github.com/go-logr/logr"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -203,16 +204,24 @@ func (o *Operator) scope(gk schema.GroupKind) (namespaced, known bool) {
 // NeedLeaderElection makes the operator's controllers run on the leader only.
 func (o *Operator) NeedLeaderElection() bool { return true }
 
-// Start loads the templates, starts one controller per kind and watches the
-// templates directory until ctx is done. It is the manager's runnable.
+// Start watches the templates directory, loads the templates, starts one
+// controller per kind and reloads on every edit until ctx is done. The
+// watch is set up before the first load, so that no edit is missed. It is
+// the manager's runnable.
 func (o *Operator) Start(ctx context.Context) error {
 	if !o.mgr.GetCache().WaitForCacheSync(ctx) || !o.parents.WaitForCacheSync(ctx) {
 		return errors.New("caches did not sync")
 	}
+	w, err := fsnotify.NewWatcher()
+	if err != nil {
+		return fmt.Errorf("templates watch: %w", err)
+	}
+	defer w.Close()
+	o.addWatches(w)
 	if err := o.reload(ctx); err != nil && len(o.kindNames()) == 0 {
 		return fmt.Errorf("templates %s: %w", o.opts.Templates, err)
 	}
-	return o.watchTemplates(ctx)
+	return o.watchTemplates(ctx, w)
 }
 
 // Parents is the cache of the CRs, for callers that follow their status.

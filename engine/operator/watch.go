@@ -17,13 +17,7 @@ const debounce = 200 * time.Millisecond
 // changes, until ctx is done. A mounted ConfigMap swaps its `..data`
 // symlink atomically: that is an event on the root, and every directory is
 // watched anew after each reload.
-func (o *Operator) watchTemplates(ctx context.Context) error {
-	w, err := fsnotify.NewWatcher()
-	if err != nil {
-		return err
-	}
-	defer w.Close()
-	o.addWatches(w)
+func (o *Operator) watchTemplates(ctx context.Context, w *fsnotify.Watcher) error {
 	var timer <-chan time.Time
 	for {
 		select {
