@@ -90,6 +90,9 @@ func ParseParent(data []byte, k *template.Kind) (*unstructured.Unstructured, err
 	if gvk := p.GroupVersionKind(); gvk != k.Resource.GroupVersionKind() {
 		return nil, fmt.Errorf("%s %s is not a %s", gvk, p.GetName(), k.Resource.GroupVersionKind())
 	}
+	if p.GetName() == "" {
+		return nil, fmt.Errorf("%s has no metadata.name", k.Resource.GroupVersionKind().Kind)
+	}
 	if p.GetNamespace() == "" {
 		p.SetNamespace("default")
 	}

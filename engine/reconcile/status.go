@@ -43,13 +43,49 @@ func (r *run) desiredStatus() map[string]any {
 		}
 		st["revision"] = r.kind.Revision
 	} else {
+		owned := ownedStatusFields(r.cr, r.r.fieldManager())
 		for k, v := range old {
-			st[k] = v
+			if owned[k] {
+				st[k] = v
+			}
 		}
 	}
 	st["observedGeneration"] = r.cr.GetGeneration()
-	st["conditions"] = conditionsValue(r.conditions(oldConditions(old)))
+	st["conditions"] = conditionsValue(r.conditions(ownConditions(oldConditions(old))))
 	return st
+}
+
+// ownConditions keeps the condition types cueop sets: the others belong to
+// other field managers and are neither copied nor compared.
+func ownConditions(conds []metav1.Condition) []metav1.Condition {
+	var out []metav1.Condition
+	for _, c := range conds {
+		switch c.Type {
+		case ConditionReady, ConditionReconciling, ConditionStalled:
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// ownedStatusFields are the top-level status fields manager owns on cr,
+// from its managedFields.
+func ownedStatusFields(cr *unstructured.Unstructured, manager string) map[string]bool {
+	owned := map[string]bool{}
+	for _, mf := range cr.GetManagedFields() {
+		if mf.Manager != manager || mf.Subresource != "status" || mf.FieldsV1 == nil {
+			continue
+		}
+		var fields struct {
+			Status map[string]any `json:"f:status"`
+		}
+		if json.Unmarshal(mf.FieldsV1.Raw, &fields) == nil {
+			for k := range fields.Status {
+				owned[strings.TrimPrefix(k, "f:")] = true
+			}
+		}
+	}
+	return owned
 }
 
 func (r *run) conditions(conds []metav1.Condition) []metav1.Condition {
@@ -129,7 +165,17 @@ func (r *run) writeStatus(ctx context.Context) error {
 // sameStatus compares statuses as JSON, so that int and int64, or a nil
 // and an empty list, do not count as changes.
 func sameStatus(old any, st map[string]any) bool {
-	a, err1 := canonical(old)
+	m, _ := old.(map[string]any)
+	mine := make(map[string]any, len(st))
+	for k := range st {
+		if v, ok := m[k]; ok {
+			mine[k] = v
+		}
+	}
+	if _, ok := mine["conditions"]; ok {
+		mine["conditions"] = conditionsValue(ownConditions(oldConditions(m)))
+	}
+	a, err1 := canonical(mine)
 	b, err2 := canonical(st)
 	return err1 == nil && err2 == nil && reflect.DeepEqual(a, b)
 }

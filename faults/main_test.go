@@ -1,0 +1,532 @@
+package faults_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/rest"
+	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/cueop/cueop/engine/operator"
+	"github.com/cueop/cueop/engine/render"
+	"github.com/cueop/cueop/engine/template"
+	"github.com/cueop/cueop/localcluster"
+	"github.com/cueop/cueop/localcluster/clustertest"
+)
+
+// TestMain starts the package's shared control plane: etcd, kube-apiserver,
+// kube-controller-manager (its garbage collector deletes the children of a
+// deleted CR), kube-scheduler and kwok (fake nodes whose Pods turn Ready).
+// Tests that stop or starve the API server start a private one instead.
+func TestMain(m *testing.M) {
+	if os.Getenv("CUEOP_TEST_LOG") != "" {
+		ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr)))
+	} else {
+		ctrl.SetLogger(logr.Discard())
+		klog.SetLogger(logr.Discard()) // client-go's event broadcaster complains while an API server is down
+	}
+	clustertest.Main(m, localcluster.Options{})
+}
+
+var (
+	redisGVK  = schema.GroupVersionKind{Group: "cache.example.com", Version: "v1", Kind: "RedisCluster"}
+	siteGVK   = schema.GroupVersionKind{Group: "web.example.com", Version: "v1", Kind: "StaticSite"}
+	sharedGVK = schema.GroupVersionKind{Group: "faults.example.com", Version: "v1", Kind: "SharedStatus"}
+	podGVK    = schema.GroupVersionKind{Version: "v1", Kind: "Pod"}
+	svcGVK    = schema.GroupVersionKind{Version: "v1", Kind: "Service"}
+	cmGVK     = schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}
+)
+
+// env is one control plane as the tests see it: the shared one of
+// clustertest or a private one.
+type env struct {
+	cfg        *rest.Config
+	kubeconfig string
+	c          client.Client
+}
+
+func sharedEnv(t *testing.T) *env {
+	t.Helper()
+	return newEnv(t, clustertest.Config(), clustertest.Cluster().KubeconfigPath)
+}
+
+func newEnv(t *testing.T, cfg *rest.Config, kubeconfig string) *env {
+	t.Helper()
+	cfg = rest.CopyConfig(cfg)
+	cfg.QPS, cfg.Burst = 200, 400
+	c, err := client.New(cfg, client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &env{cfg: cfg, kubeconfig: kubeconfig, c: c}
+}
+
+// privateCluster starts a control plane of all five components for one
+// test, and stops it when the test ends.
+func privateCluster(t *testing.T, opts localcluster.Options) (*localcluster.Cluster, *env) {
+	t.Helper()
+	start := time.Now()
+	lc, err := localcluster.Start(t.Context(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			lc.Keep()
+			t.Logf("private control plane logs kept in %s", lc.LogDir)
+		}
+		if err := lc.Stop(); err != nil {
+			t.Errorf("stop private control plane: %v", err)
+		}
+	})
+	t.Logf("private control plane ready in %s", time.Since(start).Round(time.Millisecond))
+	return lc, newEnv(t, lc.Config, lc.KubeconfigPath)
+}
+
+// kubectl runs the real kubectl against e.
+func (e *env) kubectl(t *testing.T, stdin string, args ...string) (string, error) {
+	t.Helper()
+	cmd := exec.Command("kubectl", append([]string{"--kubeconfig", e.kubeconfig}, args...)...)
+	cmd.Stdin = strings.NewReader(stdin)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Run()
+	return out.String(), err
+}
+
+func (e *env) mustKubectl(t *testing.T, stdin string, args ...string) string {
+	t.Helper()
+	out, err := e.kubectl(t, stdin, args...)
+	if err != nil {
+		t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return out
+}
+
+// waitCRD waits until the CRD of gvk is established.
+func (e *env) waitCRD(t *testing.T, gvk schema.GroupVersionKind) {
+	t.Helper()
+	name := template.Pluralize(strings.ToLower(gvk.Kind)) + "." + gvk.Group
+	eventually(t, 60*time.Second, func() string {
+		out, err := e.kubectl(t, "", "get", "crd", name, "-o", `jsonpath={.status.conditions[?(@.type=="Established")].status}`)
+		if err != nil || out != "True" {
+			return "CRD " + name + " not established: " + out
+		}
+		return ""
+	})
+}
+
+// eventually polls cond every 200ms until it returns "" or the timeout ends;
+// then it fails with the last reason.
+func eventually(t *testing.T, timeout time.Duration, cond func() string) {
+	t.Helper()
+	if why := within(timeout, cond); why != "" {
+		t.Fatalf("not within %s: %s", timeout, why)
+	}
+}
+
+// within polls cond until it returns "" or the timeout ends, and returns
+// the last reason ("" on success).
+func within(timeout time.Duration, cond func() string) string {
+	deadline := time.Now().Add(timeout)
+	for {
+		why := cond()
+		if why == "" || time.Now().After(deadline) {
+			return why
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// copyTemplates copies the project's templates into a directory the test
+// may add kinds to. The shipped kinds must not be edited: their CRDs are
+// shared by every test of the control plane.
+func copyTemplates(t *testing.T) string {
+	t.Helper()
+	dst := filepath.Join(t.TempDir(), "templates")
+	if out, err := exec.Command("cp", "-r", "../templates", dst).CombinedOutput(); err != nil {
+		t.Fatalf("copy templates: %v: %s", err, out)
+	}
+	return dst
+}
+
+// writeKind writes a kind package <dir>/<pkg>/<pkg>.cue and returns the
+// file's path.
+func writeKind(t *testing.T, dir, pkg, src string) string {
+	t.Helper()
+	p := filepath.Join(dir, pkg, pkg+".cue")
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// startOperator runs an operator in this process on dir, serving namespace
+// ns of e through cfg (nil: e's config), until the returned stop is called
+// or the test ends.
+func startOperator(t *testing.T, e *env, dir, ns string, cfg *rest.Config) (stop func()) {
+	t.Helper()
+	if cfg == nil {
+		cfg = e.cfg
+	}
+	cfg = rest.CopyConfig(cfg)
+	cfg.QPS, cfg.Burst = 0, 0 // the operator's own defaults
+	op, err := operator.New(cfg, operator.Options{
+		Templates: dir, InstallCRDs: true, MaxConcurrent: 4, Namespace: ns,
+		Manager: ctrl.Options{Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- op.Run(ctx) }()
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Errorf("operator: %v", err)
+				}
+			case <-time.After(30 * time.Second):
+				t.Error("operator did not stop within 30s")
+			}
+		})
+	}
+	t.Cleanup(stop)
+	return stop
+}
+
+// redisYAML is a RedisCluster manifest.
+func redisYAML(ns, name string, replicas int) string {
+	return fmt.Sprintf("apiVersion: cache.example.com/v1\nkind: RedisCluster\nmetadata:\n  name: %s\n  namespace: %s\nspec:\n  replicas: %d\n", name, ns, replicas)
+}
+
+// applyRedis applies n RedisClusters of replicas Pods, named prefix-0 ..
+// prefix-(n-1), with one kubectl apply: they converge side by side.
+func (e *env) applyRedis(t *testing.T, ns, prefix string, n, replicas int) []string {
+	t.Helper()
+	var b strings.Builder
+	var names []string
+	for i := range n {
+		name := fmt.Sprintf("%s-%d", prefix, i)
+		names = append(names, name)
+		b.WriteString("---\n" + redisYAML(ns, name, replicas))
+	}
+	e.mustKubectl(t, b.String(), "apply", "-f", "-")
+	return names
+}
+
+func (e *env) get(t *testing.T, gvk schema.GroupVersionKind, ns, name string) (*unstructured.Unstructured, error) {
+	t.Helper()
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(gvk)
+	err := e.c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, u)
+	return u, err
+}
+
+func (e *env) mustGet(t *testing.T, gvk schema.GroupVersionKind, ns, name string) *unstructured.Unstructured {
+	t.Helper()
+	u, err := e.get(t, gvk, ns, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u
+}
+
+// list lists the objects of gvk in ns matching labels (nil: all).
+func (e *env) list(t *testing.T, gvk schema.GroupVersionKind, ns string, labels map[string]string) []unstructured.Unstructured {
+	t.Helper()
+	list := &unstructured.UnstructuredList{}
+	list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
+	opts := []client.ListOption{client.InNamespace(ns)}
+	if labels != nil {
+		opts = append(opts, client.MatchingLabels(labels))
+	}
+	if err := e.c.List(context.Background(), list, opts...); err != nil {
+		t.Fatal(err)
+	}
+	return list.Items
+}
+
+func condition(cr *unstructured.Unstructured, typ string) map[string]any {
+	conds, _, _ := unstructured.NestedSlice(cr.Object, "status", "conditions")
+	for _, c := range conds {
+		if m, ok := c.(map[string]any); ok && m["type"] == typ {
+			return m
+		}
+	}
+	return nil
+}
+
+func conditionStatus(cr *unstructured.Unstructured, typ string) string {
+	if c := condition(cr, typ); c != nil {
+		return fmt.Sprint(c["status"])
+	}
+	return ""
+}
+
+// redisReady says why the RedisCluster is not Ready with want ready
+// replicas at its current generation, or "".
+func redisReady(cr *unstructured.Unstructured, want int64) string {
+	ready, _, _ := unstructured.NestedInt64(cr.Object, "status", "readyReplicas")
+	phase, _, _ := unstructured.NestedString(cr.Object, "status", "phase")
+	gen, _, _ := unstructured.NestedInt64(cr.Object, "status", "observedGeneration")
+	if ready != want || phase != "Running" || gen != cr.GetGeneration() ||
+		conditionStatus(cr, "Ready") != "True" || conditionStatus(cr, "Stalled") != "False" {
+		return fmt.Sprintf("%s: generation %d, status %v", cr.GetName(), cr.GetGeneration(), cr.Object["status"])
+	}
+	return ""
+}
+
+// allRedisReady says which of the RedisClusters of ns named in want (name
+// -> replicas) is not Ready yet, or "".
+func (e *env) allRedisReady(t *testing.T, ns string, want map[string]int) string {
+	t.Helper()
+	byName := map[string]*unstructured.Unstructured{}
+	for _, cr := range e.list(t, redisGVK, ns, nil) {
+		byName[cr.GetName()] = &cr
+	}
+	notReady := 0
+	var first string
+	for _, name := range sortedKeys(want) {
+		cr, ok := byName[name]
+		why := "missing"
+		if ok {
+			why = redisReady(cr, int64(want[name]))
+		}
+		if why != "" {
+			notReady++
+			if first == "" {
+				first = name + ": " + why
+			}
+		}
+	}
+	if notReady > 0 {
+		return fmt.Sprintf("%d of %d RedisClusters not Ready; first: %s", notReady, len(want), first)
+	}
+	return ""
+}
+
+// readyCount is the number of RedisClusters of ns that are Ready.
+func (e *env) readyCount(t *testing.T, ns string) int {
+	n := 0
+	for _, cr := range e.list(t, redisGVK, ns, nil) {
+		if conditionStatus(&cr, "Ready") == "True" {
+			n++
+		}
+	}
+	return n
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// childKinds are the kinds cueop's shipped templates create.
+var childKinds = []schema.GroupVersionKind{
+	podGVK, svcGVK, cmGVK, {Group: "apps", Version: "v1", Kind: "Deployment"},
+}
+
+// parentKinds are the kinds whose CRs may own cueop's children in the
+// tests' namespaces.
+var parentKinds = []schema.GroupVersionKind{redisGVK, siteGVK, sharedGVK}
+
+// checkChildren says what is wrong with the children of the CRs of kind gvk
+// (RedisCluster or a copy of its template) in ns, or "": each CR of want (name -> replicas) has exactly its Pods
+// name-0 .. name-(replicas-1), one Service and one ConfigMap, each with
+// exactly one owner reference, the controller one to that CR (no
+// duplicate); and every object cueop labels as its own in ns has a live
+// controller owner whose uid it names (no orphan).
+func (e *env) checkChildren(t *testing.T, ns string, gvk schema.GroupVersionKind, want map[string]int) string {
+	t.Helper()
+	crs := map[string]*unstructured.Unstructured{} // by uid
+	byName := map[string]*unstructured.Unstructured{}
+	for _, pk := range parentKinds {
+		list := &unstructured.UnstructuredList{}
+		list.SetGroupVersionKind(pk.GroupVersion().WithKind(pk.Kind + "List"))
+		if err := e.c.List(context.Background(), list, client.InNamespace(ns)); err != nil {
+			if pk == gvk {
+				t.Fatal(err)
+			}
+			continue // a kind this test does not serve
+		}
+		for _, cr := range list.Items {
+			crs[string(cr.GetUID())] = &cr
+			if pk == gvk {
+				byName[cr.GetName()] = &cr
+			}
+		}
+	}
+	var problems []string
+	owned := map[string][]string{} // cr uid -> "Kind/name" of live children
+	for _, gvk := range childKinds {
+		for _, o := range e.list(t, gvk, ns, map[string]string{render.LabelManagedBy: render.ManagedByValue}) {
+			what := gvk.Kind + "/" + o.GetName()
+			if o.GetDeletionTimestamp() != nil {
+				continue // on its way out: the garbage collector or a prune deletes it
+			}
+			refs := o.GetOwnerReferences()
+			if len(refs) != 1 || refs[0].Controller == nil || !*refs[0].Controller {
+				problems = append(problems, fmt.Sprintf("%s has owner references %v, want exactly one controller reference", what, refs))
+				continue
+			}
+			uid := string(refs[0].UID)
+			cr, ok := crs[uid]
+			if !ok {
+				problems = append(problems, fmt.Sprintf("%s is an orphan: its owner %s %s (uid %s) does not exist", what, refs[0].Kind, refs[0].Name, uid))
+				continue
+			}
+			if cr.GetName() != refs[0].Name || o.GetLabels()[render.LabelOwnerUID] != uid {
+				problems = append(problems, fmt.Sprintf("%s: owner reference %s/%s, label %s=%s, want the owner %s", what, refs[0].Name, uid, render.LabelOwnerUID, o.GetLabels()[render.LabelOwnerUID], cr.GetName()))
+			}
+			owned[uid] = append(owned[uid], what)
+		}
+	}
+	for _, name := range sortedKeys(want) {
+		cr, ok := byName[name]
+		if !ok {
+			problems = append(problems, gvk.Kind+" "+name+" missing")
+			continue
+		}
+		var exp []string
+		for i := range want[name] {
+			exp = append(exp, fmt.Sprintf("Pod/%s-%d", name, i))
+		}
+		exp = append(exp, "Service/"+name, "ConfigMap/"+name+"-config")
+		got := owned[string(cr.GetUID())]
+		sort.Strings(exp)
+		sort.Strings(got)
+		if strings.Join(got, ",") != strings.Join(exp, ",") {
+			problems = append(problems, fmt.Sprintf("%s %s owns %v, want exactly %v", gvk.Kind, name, got, exp))
+		}
+	}
+	if len(problems) > 0 {
+		return fmt.Sprintf("%d problems: %s", len(problems), strings.Join(problems[:min(len(problems), 5)], "; "))
+	}
+	return ""
+}
+
+// podUIDs maps each live Pod of ns cueop manages to its uid.
+func (e *env) podUIDs(t *testing.T, ns string) map[string]string {
+	t.Helper()
+	uids := map[string]string{}
+	for _, p := range e.list(t, podGVK, ns, map[string]string{render.LabelManagedBy: render.ManagedByValue}) {
+		if p.GetDeletionTimestamp() == nil {
+			uids[p.GetName()] = string(p.GetUID())
+		}
+	}
+	return uids
+}
+
+func uniform(names []string, replicas int) map[string]int {
+	m := map[string]int{}
+	for _, n := range names {
+		m[n] = replicas
+	}
+	return m
+}
+
+// countingTransport records the requests that write, and the status code
+// of every response, of the client it wraps.
+type countingTransport struct {
+	rt     http.RoundTripper
+	mu     sync.Mutex
+	writes []string
+	at     []time.Time
+	codes  map[int]int
+}
+
+func (c *countingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := c.rt.RoundTrip(req)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch req.Method {
+	case http.MethodGet, http.MethodHead, http.MethodOptions:
+	default:
+		c.writes = append(c.writes, req.Method+" "+req.URL.Path)
+		c.at = append(c.at, time.Now())
+	}
+	if err == nil {
+		if c.codes == nil {
+			c.codes = map[int]int{}
+		}
+		c.codes[resp.StatusCode]++
+	}
+	return resp, err
+}
+
+// since returns the writes recorded after the first n.
+func (c *countingTransport) since(n int) []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]string(nil), c.writes[n:]...)
+}
+
+// lastWrite is when the last write was sent (zero: none).
+func (c *countingTransport) lastWrite() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.at) == 0 {
+		return time.Time{}
+	}
+	return c.at[len(c.at)-1]
+}
+
+// quiet waits until the client has sent no write for d.
+func (c *countingTransport) quiet(t *testing.T, d, timeout time.Duration) {
+	t.Helper()
+	eventually(t, timeout, func() string {
+		if since := time.Since(c.lastWrite()); since < d {
+			return fmt.Sprintf("last write %s ago", since.Round(time.Millisecond))
+		}
+		return ""
+	})
+}
+
+func (c *countingTransport) count() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.writes)
+}
+
+func (c *countingTransport) code(code int) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.codes[code]
+}
+
+// countingConfig is a copy of cfg whose requests ct counts.
+func countingConfig(cfg *rest.Config) (*rest.Config, *countingTransport) {
+	cfg = rest.CopyConfig(cfg)
+	ct := &countingTransport{}
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { ct.rt = rt; return ct })
+	return cfg, ct
+}

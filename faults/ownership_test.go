@@ -1,0 +1,161 @@
+package faults_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cueop/cueop/localcluster/clustertest"
+)
+
+// podLabelApply is a server-side apply configuration of one Pod label.
+func podLabelApply(ns, pod, key, value string) string {
+	return fmt.Sprintf("apiVersion: v1\nkind: Pod\nmetadata:\n  name: %s\n  namespace: %s\n  labels:\n    %s: %s\n", pod, ns, key, value)
+}
+
+// labelOwners lists the field managers that own metadata.labels.<key> of
+// the Pod.
+func (e *env) labelOwners(t *testing.T, ns, pod, key string) []string {
+	t.Helper()
+	var owners []string
+	for _, mf := range e.mustGet(t, podGVK, ns, pod).GetManagedFields() {
+		if mf.FieldsV1 == nil {
+			continue
+		}
+		var fields map[string]map[string]map[string]any
+		if err := json.Unmarshal(mf.FieldsV1.Raw, &fields); err != nil {
+			continue // not shaped like metadata.labels
+		}
+		if _, ok := fields["f:metadata"]["f:labels"]["f:"+key]; ok {
+			owners = append(owners, mf.Manager+"/"+string(mf.Operation))
+		}
+	}
+	return owners
+}
+
+// TestForeignFieldManager has other field managers take the `app` label
+// cueop sets on its Pods: a forced server-side apply, `kubectl label
+// --overwrite` and `kubectl patch`. cueop takes the field back with one
+// apply per intrusion and then stays quiet (no fight, no hot loop); a label
+// cueop does not render is left to its owner and costs cueop no request.
+// The first intrusion lands while 20 RedisClusters converge.
+func TestForeignFieldManager(t *testing.T) {
+	t.Parallel()
+	ns := clustertest.Namespace(t)
+	e := sharedEnv(t)
+	cfg, ct := countingConfig(e.cfg)
+	startOperator(t, e, copyTemplates(t), ns, cfg)
+	e.waitCRD(t, redisGVK)
+	names := e.applyRedis(t, ns, "f", 20, 3)
+	want := uniform(names, 3)
+
+	eventually(t, 60*time.Second, func() string {
+		if _, err := e.get(t, podGVK, ns, "f-0-0"); err != nil {
+			return err.Error()
+		}
+		return ""
+	})
+	e.mustKubectl(t, podLabelApply(ns, "f-0-0", "app", "hijacked"),
+		"apply", "--server-side", "--force-conflicts", "--field-manager=intruder", "-f", "-")
+	eventually(t, 120*time.Second, func() string { return e.allRedisReady(t, ns, want) })
+	eventually(t, 30*time.Second, func() string { return e.checkChildren(t, ns, redisGVK, want) })
+	if got := e.mustGet(t, podGVK, ns, "f-0-0").GetLabels()["app"]; got != "redis" {
+		t.Errorf("Pod f-0-0 taken over during convergence: app=%q, want redis", got)
+	}
+	ct.quiet(t, 2*time.Second, 60*time.Second)
+
+	const window = 10 * time.Second
+	for _, tc := range []struct {
+		name, pod string
+		intrude   func(pod string)
+		restored  bool // cueop renders the field and takes it back
+	}{
+		{"ServerSideApplyForceConflicts", "f-1-0", func(pod string) {
+			e.mustKubectl(t, podLabelApply(ns, pod, "app", "hijacked"),
+				"apply", "--server-side", "--force-conflicts", "--field-manager=intruder", "-f", "-")
+		}, true},
+		{"LabelOverwrite", "f-2-0", func(pod string) {
+			e.mustKubectl(t, "", "-n", ns, "label", "pod", pod, "app=hijacked", "--overwrite")
+		}, true},
+		{"MergePatch", "f-3-0", func(pod string) {
+			e.mustKubectl(t, "", "-n", ns, "patch", "pod", pod, "--type=merge", "-p", `{"metadata":{"labels":{"app":"hijacked"}}}`)
+		}, true},
+		{"FieldCueopDoesNotRender", "f-4-0", func(pod string) {
+			e.mustKubectl(t, podLabelApply(ns, pod, "team", "payments"),
+				"apply", "--server-side", "--field-manager=intruder", "-f", "-")
+		}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			n0, t0 := ct.count(), time.Now()
+			tc.intrude(tc.pod)
+			if tc.restored {
+				eventually(t, window, func() string {
+					if got := e.mustGet(t, podGVK, ns, tc.pod).GetLabels()["app"]; got != "redis" {
+						return "app=" + got
+					}
+					return ""
+				})
+				t.Logf("app label restored %s after the intrusion", time.Since(t0).Round(time.Millisecond))
+			}
+			time.Sleep(time.Until(t0.Add(window)))
+
+			writes := ct.since(n0)
+			podPath := "/api/v1/namespaces/" + ns + "/pods/"
+			var applies, status, events, other int
+			for _, w := range writes {
+				switch {
+				case w == "PATCH "+podPath+tc.pod:
+					applies++
+				case strings.HasSuffix(w, "/status"):
+					status++
+				case strings.Contains(w, "/events"):
+					events++
+				default:
+					other++ // another child, or anything else
+				}
+			}
+			t.Logf("cueop's writes in the %s after the intrusion: %d %v", window, len(writes), writes)
+			want := 0
+			if tc.restored {
+				want = 1
+			}
+			// One apply and its Event; the status goes Reconciling=True
+			// ("updated 1") and back to False, and a reconcile that read the
+			// CR from a cache one write behind may repeat the last status
+			// (a no-op apply): at most 4 status writes. Nothing else.
+			if applies != want || other != 0 || status > 4*want || events > want {
+				t.Errorf("%d applies of Pod %s, %d status writes, %d events, %d other writes; want %d, at most %d, at most %d, 0",
+					applies, tc.pod, status, events, other, want, 4*want, want)
+			}
+			if last := ct.lastWrite(); len(writes) > 0 && last.Sub(t0) > window/2 {
+				t.Errorf("cueop still writing %s after the intrusion: a fight or a hot loop", last.Sub(t0).Round(time.Millisecond))
+			}
+
+			pod := e.mustGet(t, podGVK, ns, tc.pod)
+			if got := pod.GetLabels()["app"]; got != "redis" {
+				t.Errorf("app=%q, want redis", got)
+			}
+			if owners := e.labelOwners(t, ns, tc.pod, "app"); strings.Join(owners, ",") != "cueop/Apply" {
+				t.Errorf("metadata.labels.app owned by %v, want cueop's apply alone", owners)
+			}
+			if !tc.restored {
+				if got := pod.GetLabels()["team"]; got != "payments" {
+					t.Errorf("a label cueop does not render was changed: team=%q", got)
+				}
+				if owners := e.labelOwners(t, ns, tc.pod, "team"); strings.Join(owners, ",") != "intruder/Apply" {
+					t.Errorf("metadata.labels.team owned by %v, want the intruder alone", owners)
+				}
+			}
+		})
+	}
+
+	// Having lost the field, the intruder cannot take it again without
+	// forcing: the API server names cueop as the conflicting manager.
+	out, err := e.kubectl(t, podLabelApply(ns, "f-1-0", "app", "hijacked"),
+		"apply", "--server-side", "--field-manager=intruder", "-f", "-")
+	if err == nil || !strings.Contains(out, `conflict with "cueop"`) {
+		t.Errorf("unforced apply of a field cueop owns: err=%v, want a conflict with cueop:\n%s", err, out)
+	}
+}
