@@ -50,9 +50,16 @@ func (rolloutCollector) Describe(ch chan<- *prometheus.Desc) {
 	}
 }
 
+// Collect reports each kind once, even when several operators of this
+// process (tests, a standby replica) serve it.
 func (rolloutCollector) Collect(ch chan<- prometheus.Metric) {
+	seen := map[string]bool{}
 	running.Range(func(key, _ any) bool {
 		for _, p := range key.(*Operator).Progress() {
+			if seen[p.Kind] {
+				continue
+			}
+			seen[p.Kind] = true
 			for rev, n := range p.PerRevision {
 				ch <- prometheus.MustNewConstMetric(crsDesc, prometheus.GaugeValue, float64(n), p.Kind, rev)
 			}

@@ -1,0 +1,196 @@
+package baseline_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/cueop/cueop/bench/baseline"
+	"github.com/cueop/cueop/bench/harness"
+	"github.com/cueop/cueop/localcluster"
+	"github.com/cueop/cueop/localcluster/clustertest"
+)
+
+func TestMain(m *testing.M) {
+	if os.Getenv("CUEOP_TEST_LOG") != "" {
+		ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr)))
+	} else {
+		ctrl.SetLogger(logr.Discard())
+	}
+	clustertest.Main(m, localcluster.Options{})
+}
+
+// start runs the baseline on namespace ns until the returned stop is called.
+func start(t *testing.T, cfg *rest.Config, ns string) (stop func()) {
+	t.Helper()
+	opts := baseline.ManagerOptions(ns)
+	opts.Metrics = metricsserver.Options{BindAddress: "0"}
+	opts.HealthProbeBindAddress = "0"
+	opts.Controller.SkipNameValidation = ptrTo(true)
+	mgr, err := ctrl.NewManager(cfg, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := baseline.Setup(mgr, 4); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	return func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+// reconciles is the baseline's count of reconciles in this process.
+func reconciles(t *testing.T) float64 {
+	t.Helper()
+	families, err := metrics.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n float64
+	for _, f := range families {
+		if f.GetName() == "controller_runtime_reconcile_total" {
+			for _, m := range f.GetMetric() {
+				n += m.GetCounter().GetValue()
+			}
+		}
+	}
+	return n
+}
+
+func ptrTo[T any](v T) *T { return &v }
+
+func newClient(t *testing.T) client.Client {
+	t.Helper()
+	opts := baseline.ManagerOptions("")
+	c, err := client.New(clustertest.Config(), client.Options{Scheme: opts.Scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func eventually(t *testing.T, timeout time.Duration, cond func() string) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	why := cond()
+	for why != "" && time.Now().Before(deadline) {
+		time.Sleep(100 * time.Millisecond)
+		why = cond()
+	}
+	if why != "" {
+		t.Fatalf("not within %s: %s", timeout, why)
+	}
+}
+
+func converged(c client.Client, ns, name string, replicas int) string {
+	rc := &baseline.RedisCluster{}
+	if err := c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, rc); err != nil {
+		return err.Error()
+	}
+	st := rc.Status
+	if int(st.ReadyReplicas) != replicas || st.Phase != "Running" || st.ObservedGeneration != rc.Generation ||
+		len(st.Conditions) != 1 || st.Conditions[0].Status != metav1.ConditionTrue {
+		return fmt.Sprintf("%s: status %+v", name, st)
+	}
+	pods := &corev1.PodList{}
+	if err := c.List(context.Background(), pods, client.InNamespace(ns), client.MatchingLabels{"cluster": name}); err != nil {
+		return err.Error()
+	}
+	n := 0
+	for _, p := range pods.Items {
+		if p.DeletionTimestamp == nil {
+			n++
+		}
+	}
+	if n != replicas {
+		return fmt.Sprintf("%s: %d pods, want %d", name, n, replicas)
+	}
+	return ""
+}
+
+// TestBaseline runs the baseline on a real control plane: it converges,
+// scales down, repairs a label, and a restarted baseline writes nothing for
+// converged CRs (the no-op rule the benchmark relies on).
+func TestBaseline(t *testing.T) {
+	ctx := context.Background()
+	if err := harness.InstallCRD(ctx, clustertest.Config(), "../../templates"); err != nil {
+		t.Fatal(err)
+	}
+	ns := clustertest.Namespace(t)
+	c := newClient(t)
+	stop := start(t, clustertest.Config(), ns)
+	for i, replicas := range []int32{2, 3} {
+		rc := &baseline.RedisCluster{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("rc-%d", i), Namespace: ns},
+			Spec: baseline.RedisClusterSpec{Replicas: replicas}}
+		if err := c.Create(ctx, rc); err != nil {
+			t.Fatal(err)
+		}
+	}
+	eventually(t, 60*time.Second, func() string { return converged(c, ns, "rc-0", 2) })
+	eventually(t, 60*time.Second, func() string { return converged(c, ns, "rc-1", 3) })
+
+	rc := &baseline.RedisCluster{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "rc-1"}, rc); err != nil {
+		t.Fatal(err)
+	}
+	rc.Spec.Replicas = 1
+	if err := c.Update(ctx, rc); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 60*time.Second, func() string { return converged(c, ns, "rc-1", 1) })
+
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "rc-0-0", Namespace: ns}}
+	patch := client.RawPatch("application/merge-patch+json", []byte(`{"metadata":{"labels":{"app":"hijacked"}}}`))
+	if err := c.Patch(ctx, pod, patch, client.FieldOwner("someone")); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 10*time.Second, func() string {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(pod), pod); err != nil {
+			return err.Error()
+		}
+		if pod.Labels["app"] != "redis" {
+			return "app label is " + pod.Labels["app"]
+		}
+		return ""
+	})
+	stop()
+
+	cfg := clustertest.Config()
+	counter := harness.Count(cfg)
+	before := reconciles(t)
+	stop = start(t, cfg, ns)
+	defer stop()
+	eventually(t, 30*time.Second, func() string {
+		if n := reconciles(t) - before; n < 2 {
+			return fmt.Sprintf("%v reconciles after the restart, want 2", n)
+		}
+		return ""
+	})
+	time.Sleep(2 * time.Second)
+	if got := counter.Snapshot(); got.Writes != 0 || got.Reads+got.Watches == 0 {
+		t.Fatalf("restart over converged CRs: %d writes (%v), %d reads: want 0 writes", got.Writes, got.WritesBy, got.Reads)
+	}
+	for _, n := range []string{"rc-0", "rc-1"} {
+		if why := converged(c, ns, n, map[string]int{"rc-0": 2, "rc-1": 1}[n]); why != "" {
+			t.Error(why)
+		}
+	}
+}

@@ -1,0 +1,376 @@
+// Command bench measures cueop side by side with the hand-written operator
+// of package baseline, in one run, and rewrites its section of
+// docs/benchmarks.md. `make bench` runs it from the module root:
+//
+//	go run ./bench/cmd/bench
+//
+// It first runs the Go benchmarks of package bench (cueop's render against
+// the hand-written builder), then starts one local control plane
+// (localcluster, with kwok nodes) and, on it, alternates the two operators,
+// each in a process of its own with a counting transport on its
+// rest.Config: N RedisClusters applied at once until all are Ready, in a
+// fresh namespace per run, deleted between runs. After each operator's last
+// run it restarts that operator on the converged CRs (a full resync with a
+// fresh cache) and leaves it idle, then edits Pod labels by hand (drift);
+// cueop also goes through a template edit (hot reload).
+//
+// Settings (environment):
+//
+//	BENCH_N       RedisClusters per run (default 600; see docs/benchmarks.md)
+//	BENCH_RUNS    convergence runs per operator (default 3)
+//	BENCH_IDLE    idle period after the resync (default 2m)
+//	BENCH_DRIFT   hand edits for drift repair (default 20)
+//	BENCH_NODES   kwok nodes (default 10)
+//	BENCH_COUNT   -count of the Go benchmarks (default 5; 0 skips them)
+//	BENCH_DOC     the file to rewrite (default docs/benchmarks.md; "-" for none)
+//	BENCH_OUT     logs and CPU profiles (default bench/out)
+//	BENCH_PROFILE CPU profile every operator process (default 1)
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/go-logr/logr"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/cueop/cueop/bench/harness"
+	"github.com/cueop/cueop/localcluster"
+)
+
+// config are the settings of one benchmark run.
+type config struct {
+	N, Runs, Drift, Nodes, Count int
+	Idle                         time.Duration
+	Doc, Out                     string
+	Profile                      bool
+}
+
+func envInt(name string, def int) int {
+	if v := os.Getenv(name); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			fatalf("%s=%q: want a number >= 0", name, v)
+		}
+		return n
+	}
+	return def
+}
+
+func loadConfig() config {
+	c := config{
+		N: envInt("BENCH_N", 600), Runs: envInt("BENCH_RUNS", 3), Drift: envInt("BENCH_DRIFT", 20),
+		Nodes: envInt("BENCH_NODES", 10), Count: envInt("BENCH_COUNT", 5),
+		Idle: 2 * time.Minute, Doc: "docs/benchmarks.md", Out: "bench/out", Profile: envInt("BENCH_PROFILE", 1) != 0,
+	}
+	if v := os.Getenv("BENCH_IDLE"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			fatalf("BENCH_IDLE=%q: %v", v, err)
+		}
+		c.Idle = d
+	}
+	if v := os.Getenv("BENCH_DOC"); v != "" {
+		c.Doc = v
+	}
+	if v := os.Getenv("BENCH_OUT"); v != "" {
+		c.Out = v
+	}
+	if c.N < 1 || c.Runs < 1 {
+		fatalf("BENCH_N and BENCH_RUNS must be at least 1")
+	}
+	return c
+}
+
+func fatalf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "bench: "+format+"\n", args...)
+	os.Exit(1)
+}
+
+func main() {
+	if len(os.Args) > 1 && os.Args[1] == "operator" {
+		if err := runOperator(os.Args[2:]); err != nil {
+			fatalf("operator: %v", err)
+		}
+		return
+	}
+	cfg := loadConfig()
+	if err := os.MkdirAll(cfg.Out, 0o755); err != nil {
+		fatalf("%v", err)
+	}
+	ctrl.SetLogger(logr.Discard())
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	d := &driver{cfg: cfg, start: time.Now()}
+	rep, err := d.run(ctx)
+	if err != nil {
+		fatalf("%v (logs in %s)", err, cfg.Out)
+	}
+	md := rep.markdown()
+	fmt.Println(md)
+	if cfg.Doc != "-" {
+		if err := writeSection(cfg.Doc, md); err != nil {
+			fatalf("%v", err)
+		}
+		fmt.Printf("bench: wrote %s (section %q) in %s\n", cfg.Doc, sectionTitle, time.Since(d.start).Round(time.Second))
+	}
+}
+
+// driver runs the benchmark.
+type driver struct {
+	cfg     config
+	start   time.Time
+	cluster *localcluster.Cluster
+	rest    *rest.Config
+	cs      kubernetes.Interface
+	dyn     dynamic.Interface
+	meta    metadata.Interface
+	tmp     string // the templates copies, removed at the end
+}
+
+// logf prints progress with the time elapsed since the start.
+func (d *driver) logf(format string, args ...any) {
+	fmt.Printf("[%6.1fs] %s\n", time.Since(d.start).Seconds(), fmt.Sprintf(format, args...))
+}
+
+func (d *driver) run(ctx context.Context) (*report, error) {
+	rep := &report{cfg: d.cfg, started: time.Now()}
+	tmp, err := os.MkdirTemp("", "cueop-bench-")
+	if err != nil {
+		return nil, err
+	}
+	d.tmp = tmp
+	defer os.RemoveAll(tmp)
+	rep.machine = machineInfo()
+	if d.cfg.Count > 0 {
+		d.logf("render benchmarks (-count %d)", d.cfg.Count)
+		if rep.render, err = runGoBench(ctx, d.cfg.Count); err != nil {
+			return nil, err
+		}
+	}
+	d.logf("starting the local control plane (%d kwok nodes)", d.cfg.Nodes)
+	qps := []string{"--kube-api-qps=1000", "--kube-api-burst=2000"}
+	c, err := localcluster.Start(ctx, localcluster.Options{
+		Nodes: d.cfg.Nodes,
+		// The scheduler's and controller-manager's client-side limits (50 and
+		// 20 QPS) would bound both operators alike and hide the difference.
+		ExtraArgs: map[string][]string{
+			localcluster.KubeScheduler: qps, localcluster.KubeControllerManager: qps,
+			// Deleting a run's namespace deletes collections of thousands.
+			localcluster.KubeAPIServer: {"--delete-collection-workers=8"},
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	d.cluster = c
+	defer func() {
+		if err := c.Stop(); err != nil {
+			d.logf("stop control plane: %v", err)
+		}
+	}()
+	if err := d.clients(); err != nil {
+		return nil, err
+	}
+	rep.versions = d.versions(ctx)
+	if err := d.measure(ctx, rep); err != nil {
+		return nil, err
+	}
+	rep.profiles = d.profiles(rep)
+	rep.elapsed = time.Since(d.start)
+	return rep, nil
+}
+
+func (d *driver) clients() error {
+	d.rest = rest.CopyConfig(d.cluster.Config)
+	d.rest.QPS, d.rest.Burst = 1000, 2000
+	var err error
+	if d.cs, err = kubernetes.NewForConfig(d.rest); err != nil {
+		return err
+	}
+	if d.dyn, err = dynamic.NewForConfig(d.rest); err != nil {
+		return err
+	}
+	d.meta, err = metadata.NewForConfig(d.rest)
+	return err
+}
+
+// ops are the operators compared, in the order of the even runs.
+var ops = []string{"cueop", "baseline"}
+
+// measure runs every phase on the control plane.
+func (d *driver) measure(ctx context.Context, rep *report) error {
+	tmpl, err := d.templatesCopy()
+	if err != nil {
+		return err
+	}
+	if err := harness.InstallCRD(ctx, d.rest, tmpl); err != nil {
+		return err
+	}
+	if err := d.warmUp(ctx); err != nil {
+		return fmt.Errorf("warm-up: %w", err)
+	}
+	for run := range d.cfg.Runs {
+		order := ops
+		if run%2 == 1 {
+			order = []string{ops[1], ops[0]}
+		}
+		for i, op := range order {
+			last := run == d.cfg.Runs-1
+			final := last && i == len(order)-1
+			if err := d.oneRun(ctx, rep, op, run, last, final); err != nil {
+				return fmt.Errorf("%s run %d: %w", op, run+1, err)
+			}
+		}
+	}
+	return nil
+}
+
+// warmUp converges min(N, 100) CRs with the baseline, unrecorded: the
+// first run on a fresh control plane is slower, whichever operator it is.
+func (d *driver) warmUp(ctx context.Context) error {
+	ns, err := d.namespace(ctx, "bench-warm-up-")
+	if err != nil {
+		return err
+	}
+	p, err := d.startOperator(ctx, "baseline", "warm-up", ns, "")
+	if err != nil {
+		return err
+	}
+	defer p.stop()
+	cr, err := d.trackCRs(ctx, ns)
+	if err != nil {
+		return err
+	}
+	defer cr.stop()
+	n := min(d.cfg.N, 100)
+	start := time.Now()
+	if err := d.createCRs(ctx, ns, n); err != nil {
+		return err
+	}
+	if _, err := waitFor(ctx, 10*time.Minute, func() bool { return cr.readyCount() == n }); err != nil {
+		return err
+	}
+	p.stop()
+	d.logf("warm-up: %d CRs Ready in %.1fs", n, time.Since(start).Seconds())
+	_, err = d.deleteNamespace(ctx, ns)
+	return err
+}
+
+// oneRun is one convergence run of op; after the last one, the steady
+// state, hot reload (cueop) and drift phases follow on the same CRs. The
+// namespace is deleted afterwards, but for the final run: the control plane
+// stops then anyway.
+func (d *driver) oneRun(ctx context.Context, rep *report, op string, run int, last, final bool) error {
+	ns, err := d.namespace(ctx, fmt.Sprintf("bench-%s-%d-", op, run+1))
+	if err != nil {
+		return err
+	}
+	tmpl, err := d.templatesCopy()
+	if err != nil {
+		return err
+	}
+	name := fmt.Sprintf("%s-run%d", op, run+1)
+	p, err := d.startOperator(ctx, op, name, ns, tmpl)
+	if err != nil {
+		return err
+	}
+	defer p.stop()
+	cr, err := d.trackCRs(ctx, ns)
+	if err != nil {
+		return err
+	}
+	defer cr.stop()
+	res, err := d.converge(ctx, p, cr, ns)
+	if err != nil {
+		return err
+	}
+	res.Op, res.Run, res.Profile = op, run, p.Profile
+	p.stop()
+	rep.conv = append(rep.conv, res)
+	rep.scalable += res.Settle
+	d.logf("%s run %d: %d CRs Ready in %.1fs; %.1f writes/CR; peak heap %s",
+		op, run+1, d.cfg.N, res.Conv.Seconds(), perCR(res.Counts.Writes, d.cfg.N), mib(res.Stats.PeakHeapInuse))
+	if last {
+		if err := d.afterConvergence(ctx, rep, op, ns, tmpl, cr); err != nil {
+			return err
+		}
+	}
+	if final {
+		return nil
+	}
+	dur, err := d.deleteNamespace(ctx, ns)
+	if err != nil {
+		return err
+	}
+	rep.deletes = append(rep.deletes, dur)
+	rep.scalable += dur
+	d.logf("%s run %d: namespace deleted in %.1fs", op, run+1, dur.Seconds())
+	return nil
+}
+
+// afterConvergence restarts op on the converged CRs of ns: steady state,
+// then hot reload (cueop) and drift repair, with the same process.
+func (d *driver) afterConvergence(ctx context.Context, rep *report, op, ns, tmpl string, cr *crTracker) error {
+	p, err := d.startOperator(ctx, op, op+"-steady", ns, tmpl)
+	if err != nil {
+		return err
+	}
+	defer p.stop()
+	st, err := d.steady(ctx, p)
+	if err != nil {
+		return err
+	}
+	st.Op = op
+	rep.steady = append(rep.steady, st)
+	rep.scalable += st.Resync
+	d.logf("%s steady: resync in %.1fs, %d writes over resync + %s idle", op, st.Resync.Seconds(), st.Counts.Writes, d.cfg.Idle)
+	pods, err := d.trackPods(ctx, ns)
+	if err != nil {
+		return err
+	}
+	defer pods.stop()
+	if op == "cueop" {
+		rl, err := d.hotReload(ctx, p, cr, pods, tmpl)
+		if err != nil {
+			return err
+		}
+		rep.reload = rl
+		rep.scalable += rl.Duration
+		d.logf("hot reload: %d CRs at the new revision in %.1fs, min Ready %d", d.cfg.N, rl.Duration.Seconds(), rl.MinReady)
+	}
+	dr, err := d.drift(ctx, ns, pods)
+	if err != nil {
+		return err
+	}
+	dr.Op = op
+	rep.drift = append(rep.drift, dr)
+	d.logf("%s drift: p50 %s p99 %s", op, dr.quantile(0.5), dr.quantile(0.99))
+	p.stop()
+	return nil
+}
+
+// templatesCopy copies the RedisCluster kind of ./templates (and the CUE
+// module file) into a fresh directory, which one cueop process serves.
+func (d *driver) templatesCopy() (string, error) {
+	dir, err := os.MkdirTemp(d.tmp, "templates-")
+	if err != nil {
+		return "", err
+	}
+	for _, sub := range []string{"cue.mod", "rediscluster"} {
+		if err := os.CopyFS(filepath.Join(dir, sub), os.DirFS(filepath.Join("templates", sub))); err != nil {
+			return "", err
+		}
+	}
+	return filepath.Abs(dir)
+}

@@ -1,0 +1,221 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"runtime/metrics"
+	"runtime/pprof"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"k8s.io/client-go/tools/clientcmd"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/cueop/cueop/bench/baseline"
+	"github.com/cueop/cueop/bench/harness"
+	"github.com/cueop/cueop/engine/operator"
+)
+
+// opStats is what an operator process reports on /stats.
+type opStats struct {
+	harness.Counts
+	// Ready is true once the operator's caches have synced.
+	Ready bool `json:"ready"`
+	// Reconciles and QueueDepth sum controller-runtime's
+	// controller_runtime_reconcile_total and workqueue_depth.
+	Reconciles float64 `json:"reconciles"`
+	QueueDepth float64 `json:"queueDepth"`
+	// Heap figures in bytes, sampled every 100ms since the process started:
+	// HeapInuse as runtime.MemStats defines it (objects plus unused space in
+	// in-use spans) and HeapAlloc (live and unswept objects).
+	HeapInuse     uint64 `json:"heapInuse"`
+	PeakHeapInuse uint64 `json:"peakHeapInuse"`
+	PeakHeapAlloc uint64 `json:"peakHeapAlloc"`
+	// CPUSeconds is user+system CPU time; MaxRSS the peak resident set
+	// (VmHWM), in bytes.
+	CPUSeconds float64 `json:"cpuSeconds"`
+	MaxRSS     int64   `json:"maxRSS"`
+}
+
+// The Maximum concurrent reconciles of both operators (cueop's default).
+const maxConcurrent = 4
+
+// runOperator is the `bench operator` subcommand: one operator, cueop or
+// the baseline, in a process of its own, so that its memory and CPU are its
+// own. It serves its counters on -stats and stops on SIGTERM.
+func runOperator(args []string) error {
+	fs := flag.NewFlagSet("operator", flag.ExitOnError)
+	kind := fs.String("kind", "", "cueop or baseline")
+	kubeconfig := fs.String("kubeconfig", "", "kubeconfig file")
+	namespace := fs.String("namespace", "", "namespace to serve")
+	templates := fs.String("templates", "", "templates directory (cueop)")
+	statsAddr := fs.String("stats", "127.0.0.1:0", "address of the /stats endpoint")
+	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile to this file")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr)))
+	cfg, err := clientcmd.BuildConfigFromFlags("", *kubeconfig)
+	if err != nil {
+		return err
+	}
+	counter := harness.Count(cfg)
+	mopts := ctrl.Options{Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0"}
+
+	var run func(context.Context) error
+	var synced func(context.Context) bool
+	switch *kind {
+	case "cueop":
+		// QPS and Burst left unset: operator.New sets its defaults.
+		op, err := operator.New(cfg, operator.Options{
+			Templates: *templates, MaxConcurrent: maxConcurrent, Namespace: *namespace, Manager: mopts,
+		})
+		if err != nil {
+			return err
+		}
+		run = op.Run
+		synced = func(ctx context.Context) bool {
+			return op.Manager().GetCache().WaitForCacheSync(ctx) && op.Parents().WaitForCacheSync(ctx)
+		}
+	case "baseline":
+		cfg.QPS, cfg.Burst = operator.DefaultQPS, operator.DefaultBurst // the same limits as cueop
+		o := baseline.ManagerOptions(*namespace)
+		o.Metrics, o.HealthProbeBindAddress = mopts.Metrics, mopts.HealthProbeBindAddress
+		mgr, err := ctrl.NewManager(cfg, o)
+		if err != nil {
+			return err
+		}
+		if err := baseline.Setup(mgr, maxConcurrent); err != nil {
+			return err
+		}
+		run = mgr.Start
+		synced = mgr.GetCache().WaitForCacheSync
+	default:
+		return fmt.Errorf("-kind %q: want cueop or baseline", *kind)
+	}
+
+	if *cpuprofile != "" {
+		f, err := os.Create(*cpuprofile)
+		if err != nil {
+			return err
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer func() {
+			pprof.StopCPUProfile()
+			f.Close()
+		}()
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	var ready atomic.Bool
+	heap := &heapSampler{}
+	go heap.run(ctx)
+	ln, err := net.Listen("tcp", *statsAddr)
+	if err != nil {
+		return err
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/stats", func(w http.ResponseWriter, _ *http.Request) {
+		st := opStats{Counts: counter.Snapshot(), Ready: ready.Load()}
+		st.Reconciles, st.QueueDepth = controllerMetrics()
+		st.HeapInuse, st.PeakHeapInuse, st.PeakHeapAlloc = heap.get()
+		st.CPUSeconds, st.MaxRSS = rusage()
+		_ = json.NewEncoder(w).Encode(st)
+	})
+	mux.HandleFunc("/debug/pprof/heap", func(w http.ResponseWriter, _ *http.Request) {
+		_ = pprof.Lookup("heap").WriteTo(w, 0)
+	})
+	srv := &http.Server{Handler: mux}
+	go func() { _ = srv.Serve(ln) }()
+	defer srv.Close()
+	go func() {
+		if synced(ctx) {
+			ready.Store(true)
+		}
+	}()
+	if err := run(ctx); err != nil && !errors.Is(err, context.Canceled) {
+		return err
+	}
+	return nil
+}
+
+// controllerMetrics sums the reconciles and the work queue depths of the
+// process's controllers.
+func controllerMetrics() (reconciles, depth float64) {
+	families, err := crmetrics.Registry.Gather()
+	if err != nil {
+		return 0, 0
+	}
+	for _, f := range families {
+		for _, m := range f.GetMetric() {
+			switch f.GetName() {
+			case "controller_runtime_reconcile_total":
+				reconciles += m.GetCounter().GetValue()
+			case "workqueue_depth":
+				depth += m.GetGauge().GetValue()
+			}
+		}
+	}
+	return reconciles, depth
+}
+
+// heapSampler keeps the peak heap figures, read from runtime/metrics (no
+// stop-the-world, unlike runtime.ReadMemStats).
+type heapSampler struct {
+	mu                       sync.Mutex
+	inuse, peakInuse, peakAl uint64
+}
+
+func (h *heapSampler) run(ctx context.Context) {
+	samples := []metrics.Sample{
+		{Name: "/memory/classes/heap/objects:bytes"},
+		{Name: "/memory/classes/heap/unused:bytes"},
+	}
+	t := time.NewTicker(100 * time.Millisecond)
+	defer t.Stop()
+	for {
+		metrics.Read(samples)
+		alloc := samples[0].Value.Uint64()
+		inuse := alloc + samples[1].Value.Uint64()
+		h.mu.Lock()
+		h.inuse = inuse
+		h.peakInuse = max(h.peakInuse, inuse)
+		h.peakAl = max(h.peakAl, alloc)
+		h.mu.Unlock()
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+func (h *heapSampler) get() (inuse, peakInuse, peakAlloc uint64) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.inuse, h.peakInuse, h.peakAl
+}
+
+// rusage returns the process's CPU time and peak RSS (VmHWM).
+func rusage() (cpuSeconds float64, maxRSS int64) {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0, 0
+	}
+	tv := func(t syscall.Timeval) float64 { return float64(t.Sec) + float64(t.Usec)/1e6 }
+	return tv(ru.Utime) + tv(ru.Stime), ru.Maxrss * 1024
+}

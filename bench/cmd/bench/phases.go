@@ -1,0 +1,357 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/cueop/cueop/bench/harness"
+	"github.com/cueop/cueop/engine/template"
+)
+
+// namespace creates a fresh namespace and waits for its default
+// ServiceAccount (Pods are refused without it).
+func (d *driver) namespace(ctx context.Context, prefix string) (string, error) {
+	ns, err := d.cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: prefix}}, metav1.CreateOptions{})
+	if err != nil {
+		return "", err
+	}
+	err = wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		_, err := d.cs.CoreV1().ServiceAccounts(ns.Name).Get(ctx, "default", metav1.GetOptions{})
+		return err == nil, nil
+	})
+	return ns.Name, err
+}
+
+// deleteNamespace deletes ns and waits until it is gone. What the runs
+// created goes first, collection by collection and without grace period (no
+// kubelet would confirm a Pod's end anyway), so that the namespace
+// controller finds it nearly empty.
+func (d *driver) deleteNamespace(ctx context.Context, ns string) (time.Duration, error) {
+	start := time.Now()
+	zero := int64(0)
+	opts := metav1.DeleteOptions{GracePeriodSeconds: &zero}
+	for _, gvr := range []schema.GroupVersionResource{
+		crGVR,
+		corev1.SchemeGroupVersion.WithResource("pods"),
+		corev1.SchemeGroupVersion.WithResource("services"),
+		corev1.SchemeGroupVersion.WithResource("configmaps"),
+		{Group: "discovery.k8s.io", Version: "v1", Resource: "endpointslices"},
+		corev1.SchemeGroupVersion.WithResource("events"),
+	} {
+		if err := d.dyn.Resource(gvr).Namespace(ns).DeleteCollection(ctx, opts, metav1.ListOptions{}); err != nil {
+			return 0, fmt.Errorf("delete %s in %s: %w", gvr.Resource, ns, err)
+		}
+	}
+	d.logf("namespace %s emptied in %.1fs", ns, time.Since(start).Seconds())
+	if err := d.cs.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{}); err != nil {
+		return 0, err
+	}
+	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 10*time.Minute, true, func(ctx context.Context) (bool, error) {
+		_, err := d.cs.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+		return apierrors.IsNotFound(err), nil
+	})
+	return time.Since(start), err
+}
+
+// convResult is one convergence run of one operator.
+type convResult struct {
+	Op      string
+	Run     int
+	Create  time.Duration // all N CRs created
+	Half    time.Duration // half of them Ready
+	Conv    time.Duration // all Ready
+	Settle  time.Duration // no more writes, queue empty
+	Counts  harness.Counts
+	Stats   opStats // at the end, for memory and CPU
+	Profile string
+	// CPU is the machine's and the control plane's CPU use from the first
+	// create until all were Ready; OpCores the operator's.
+	CPU     cpuUse
+	OpCores float64
+}
+
+// converge creates N RedisClusters at once (16 clients in parallel) and
+// waits until every one is Ready, then until the operator settles (no
+// write for 2s and an empty work queue), so that the request counts hold
+// everything converging cost.
+func (d *driver) converge(ctx context.Context, p *opProc, cr *crTracker, ns string) (convResult, error) {
+	var res convResult
+	s0 := p.mustStats()
+	cpu0 := d.cpuSnapshot()
+	start := time.Now()
+	if err := d.createCRs(ctx, ns, d.cfg.N); err != nil {
+		return res, err
+	}
+	res.Create = time.Since(start)
+	halfAt, err := waitFor(ctx, 15*time.Minute, func() bool { return cr.readyCount() >= (d.cfg.N+1)/2 })
+	if err != nil {
+		return res, fmt.Errorf("half Ready: %w (%d Ready)", err, cr.readyCount())
+	}
+	res.Half = halfAt.Sub(start)
+	allAt, err := waitFor(ctx, 15*time.Minute, func() bool { return cr.readyCount() == d.cfg.N })
+	if err != nil {
+		return res, fmt.Errorf("all Ready: %w (%d Ready)", err, cr.readyCount())
+	}
+	res.Conv = allAt.Sub(start)
+	res.CPU = cpu0.until(d.cpuSnapshot(), res.Conv.Seconds())
+	res.OpCores = (p.mustStats().CPUSeconds - s0.CPUSeconds) / res.Conv.Seconds()
+	st, err := settle(ctx, p, time.Minute)
+	if err != nil {
+		return res, err
+	}
+	res.Settle = time.Since(start)
+	res.Counts, res.Stats = st.Counts.Sub(s0.Counts), st
+	p.saveHeapProfile(d.cfg.Out)
+	return res, nil
+}
+
+// settle waits until p sent no write for 2s and its queue is empty, at most
+// timeout, and returns its stats then.
+func settle(ctx context.Context, p *opProc, timeout time.Duration) (opStats, error) {
+	deadline := time.Now().Add(timeout)
+	last := p.mustStats()
+	quiet := time.Now()
+	for time.Now().Before(deadline) {
+		select {
+		case <-ctx.Done():
+			return last, ctx.Err()
+		case <-time.After(250 * time.Millisecond):
+		}
+		st := p.mustStats()
+		if st.Writes != last.Writes || st.QueueDepth > 0 {
+			quiet = time.Now()
+		}
+		last = st
+		if time.Since(quiet) >= 2*time.Second {
+			return last, nil
+		}
+	}
+	return last, nil
+}
+
+// waitFor polls cond every 10ms and returns when it first held.
+func waitFor(ctx context.Context, timeout time.Duration, cond func() bool) (time.Time, error) {
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			return time.Time{}, fmt.Errorf("not within %s", timeout)
+		}
+		select {
+		case <-ctx.Done():
+			return time.Time{}, ctx.Err()
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	return time.Now(), nil
+}
+
+func crName(i int) string { return fmt.Sprintf("rc-%05d", i) }
+
+func (d *driver) createCRs(ctx context.Context, ns string, n int) error {
+	const workers = 16
+	jobs := make(chan int)
+	errs := make(chan error, workers)
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range jobs {
+				u := &unstructured.Unstructured{Object: map[string]any{
+					"apiVersion": "cache.example.com/v1", "kind": "RedisCluster",
+					"metadata": map[string]any{"name": crName(i), "namespace": ns},
+					"spec":     map[string]any{"replicas": int64(3), "version": "7.0"},
+				}}
+				if _, err := d.dyn.Resource(crGVR).Namespace(ns).Create(ctx, u, metav1.CreateOptions{}); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	go func() {
+		defer close(jobs)
+		for i := range n {
+			select {
+			case jobs <- i:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	wg.Wait()
+	close(errs)
+	return <-errs
+}
+
+// steadyResult is the steady state of one operator: a restart over N
+// converged CRs (fresh cache, every CR reconciled), then the idle period.
+type steadyResult struct {
+	Op     string
+	Resync time.Duration
+	Idle   time.Duration
+	// ResyncWrites are the writes until the resync ended; Counts everything
+	// the new process sent, resync and idle.
+	ResyncWrites int64
+	Counts       harness.Counts
+	Reconciles   float64
+	Stats        opStats
+}
+
+func (d *driver) steady(ctx context.Context, p *opProc) (steadyResult, error) {
+	var res steadyResult
+	start := time.Now()
+	_, err := waitFor(ctx, 10*time.Minute, func() bool {
+		st := p.mustStats()
+		return st.Reconciles >= float64(d.cfg.N) && st.QueueDepth == 0
+	})
+	if err != nil {
+		return res, fmt.Errorf("resync: %w", err)
+	}
+	res.Resync = time.Since(start)
+	res.ResyncWrites = p.mustStats().Writes
+	idleStart := time.Now()
+	select {
+	case <-ctx.Done():
+		return res, ctx.Err()
+	case <-time.After(d.cfg.Idle):
+	}
+	res.Idle = time.Since(idleStart)
+	res.Stats = p.mustStats()
+	res.Counts, res.Reconciles = res.Stats.Counts, res.Stats.Reconciles
+	return res, nil
+}
+
+// reloadResult is cueop's hot reload of a template edit that relabels
+// every Pod.
+type reloadResult struct {
+	Duration   time.Duration // every CR at the new revision, Reconciling=False, every Pod relabelled
+	PodsDone   time.Duration // every Pod relabelled
+	MinReady   int
+	Counts     harness.Counts
+	Revision   string
+	PodsLabels int
+}
+
+const reloadLabel = "bench-reload"
+
+func (d *driver) hotReload(ctx context.Context, p *opProc, cr *crTracker, pods *podTracker, tmpl string) (reloadResult, error) {
+	var res reloadResult
+	file := filepath.Join(tmpl, "rediscluster", "rediscluster.cue")
+	src, err := os.ReadFile(file)
+	if err != nil {
+		return res, err
+	}
+	old := `metadata: {name: "\(_name)-\(i)", labels: _selector}`
+	edited := strings.Replace(string(src), old,
+		`metadata: {name: "\(_name)-\(i)", labels: _selector & {"`+reloadLabel+`": "v1"}}`, 1)
+	if edited == string(src) {
+		return res, fmt.Errorf("%s: the Pod metadata line %q is gone: update the benchmark's edit", file, old)
+	}
+	// The new revision, as the operator computes it, from a scratch copy.
+	scratch, err := d.templatesCopy()
+	if err != nil {
+		return res, err
+	}
+	if err := os.WriteFile(filepath.Join(scratch, "rediscluster", "rediscluster.cue"), []byte(edited), 0o644); err != nil {
+		return res, err
+	}
+	set, err := template.Load(scratch)
+	if err != nil {
+		return res, err
+	}
+	res.Revision = set.Lookup("cache.example.com", "RedisCluster").Revision
+	_ = os.RemoveAll(scratch)
+
+	s0 := p.mustStats()
+	cr.resetMin()
+	start := time.Now()
+	tmp := file + ".tmp"
+	if err := os.WriteFile(tmp, []byte(edited), 0o644); err != nil {
+		return res, err
+	}
+	if err := os.Rename(tmp, file); err != nil {
+		return res, err
+	}
+	want := 3 * d.cfg.N
+	podsAt, err := waitFor(ctx, 15*time.Minute, func() bool {
+		n, _ := pods.labelled(reloadLabel, "v1")
+		return n == want
+	})
+	if err != nil {
+		n, all := pods.labelled(reloadLabel, "v1")
+		return res, fmt.Errorf("hot reload: %d of %d pods relabelled: %w", n, all, err)
+	}
+	res.PodsDone = podsAt.Sub(start)
+	doneAt, err := waitFor(ctx, 15*time.Minute, func() bool {
+		return cr.count(func(s crState) bool { return s.revision == res.Revision && s.reconciling == "False" }) == d.cfg.N
+	})
+	if err != nil {
+		return res, fmt.Errorf("hot reload: CRs not at revision %s: %w", res.Revision, err)
+	}
+	res.Duration = doneAt.Sub(start)
+	res.MinReady = cr.min()
+	st, err := settle(ctx, p, time.Minute)
+	if err != nil {
+		return res, err
+	}
+	res.Counts = st.Counts.Sub(s0.Counts)
+	return res, nil
+}
+
+// driftResult are the repair latencies of hand edits of a label an
+// operator owns.
+type driftResult struct {
+	Op        string
+	Latencies []time.Duration
+}
+
+func (r driftResult) quantile(q float64) time.Duration {
+	if len(r.Latencies) == 0 {
+		return 0
+	}
+	s := append([]time.Duration(nil), r.Latencies...)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	i := int(q*float64(len(s)-1) + 0.5)
+	return s[min(i, len(s)-1)]
+}
+
+// drift edits label app of one Pod at a time (a merge patch by another
+// field manager, as `kubectl label --overwrite` does) and measures the time
+// from the edit until the watch shows the operator's value again.
+func (d *driver) drift(ctx context.Context, ns string, pods *podTracker) (driftResult, error) {
+	var res driftResult
+	for i := range d.cfg.Drift {
+		name := fmt.Sprintf("%s-%d", crName((i*7919)%d.cfg.N), i%3)
+		w := pods.watchLabel(name, "app")
+		patch := []byte(fmt.Sprintf(`{"metadata":{"labels":{"app":"drifted-%d"}}}`, i))
+		start := time.Now()
+		pod, err := d.cs.CoreV1().Pods(ns).Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: "bench-drift"})
+		if err != nil {
+			return res, err
+		}
+		rv, _ := strconv.ParseUint(pod.ResourceVersion, 10, 64)
+		at, err := pods.await(ctx, name, w, rv, "redis", 30*time.Second)
+		if err != nil {
+			return res, err
+		}
+		res.Latencies = append(res.Latencies, at.Sub(start))
+		time.Sleep(100 * time.Millisecond)
+	}
+	return res, nil
+}

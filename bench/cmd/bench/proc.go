@@ -1,0 +1,150 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// opProc is an operator running in a child process (`bench operator`).
+type opProc struct {
+	kind, name string
+	cmd        *exec.Cmd
+	addr       string
+	exited     chan struct{} // closed when the process has ended
+	err        error         // its exit status, once exited is closed
+	stopOnce   sync.Once
+	Profile    string // CPU profile file, "" when none
+}
+
+// startOperator starts an operator of kind on namespace ns and waits until
+// its caches have synced. name names its log and profile files in d.out.
+func (d *driver) startOperator(ctx context.Context, kind, name, ns, templates string) (*opProc, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	p := &opProc{kind: kind, name: name, addr: fmt.Sprintf("127.0.0.1:%d", port), exited: make(chan struct{})}
+	args := []string{"operator", "-kind", kind, "-namespace", ns, "-kubeconfig", d.cluster.KubeconfigPath,
+		"-templates", templates, "-stats", p.addr}
+	if d.cfg.Profile {
+		p.Profile = filepath.Join(d.cfg.Out, name+".cpu.pprof")
+		args = append(args, "-cpuprofile", p.Profile)
+	}
+	logf, err := os.Create(filepath.Join(d.cfg.Out, name+".log"))
+	if err != nil {
+		return nil, err
+	}
+	p.cmd = exec.Command(self, args...)
+	p.cmd.Stdout, p.cmd.Stderr = logf, logf
+	// The operator dies with the driver, whatever ends the driver.
+	p.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := p.cmd.Start(); err != nil {
+		logf.Close()
+		return nil, err
+	}
+	go func() {
+		p.err = p.cmd.Wait()
+		logf.Close()
+		close(p.exited)
+	}()
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		st, err := p.stats()
+		if err == nil && st.Ready {
+			return p, nil
+		}
+		select {
+		case <-p.exited:
+			return nil, fmt.Errorf("operator %s exited before it was ready: %v (log: %s)", name, p.err, logf.Name())
+		case <-ctx.Done():
+			p.stop()
+			return nil, ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			p.stop()
+			return nil, fmt.Errorf("operator %s not ready within 2 minutes (log: %s)", name, logf.Name())
+		}
+	}
+}
+
+var statsClient = &http.Client{Timeout: 10 * time.Second}
+
+// stats reads the operator's counters.
+func (p *opProc) stats() (opStats, error) {
+	var st opStats
+	resp, err := statsClient.Get("http://" + p.addr + "/stats")
+	if err != nil {
+		return st, err
+	}
+	defer resp.Body.Close()
+	return st, json.NewDecoder(resp.Body).Decode(&st)
+}
+
+// saveHeapProfile writes the operator's heap profile to d.cfg.Out when
+// profiling is on.
+func (p *opProc) saveHeapProfile(dir string) {
+	if p.Profile == "" {
+		return
+	}
+	resp, err := statsClient.Get("http://" + p.addr + "/debug/pprof/heap")
+	if err != nil {
+		return
+	}
+	defer resp.Body.Close()
+	f, err := os.Create(filepath.Join(dir, p.name+".heap.pprof"))
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	_, _ = io.Copy(f, resp.Body)
+}
+
+// mustStats is stats for a running operator; a failure ends the benchmark.
+func (p *opProc) mustStats() opStats {
+	st, err := p.stats()
+	if err != nil {
+		panic(fmt.Errorf("operator %s: stats: %w", p.name, err))
+	}
+	return st
+}
+
+// stop ends the operator (SIGTERM, SIGKILL after 30s) and waits for it; the
+// CPU profile is complete afterwards.
+func (p *opProc) stop() {
+	if p == nil || p.cmd.Process == nil {
+		return
+	}
+	p.stopOnce.Do(func() {
+		_ = p.cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-p.exited:
+		case <-time.After(30 * time.Second):
+			_ = p.cmd.Process.Kill()
+			<-p.exited
+		}
+	})
+}
+
+func freePort() (int, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port, nil
+}
