@@ -80,7 +80,10 @@ func New(cfg *rest.Config, opts Options) (*Operator, error) {
 	if err != nil {
 		return nil, fmt.Errorf("manager: %w", err)
 	}
-	parents, err := cache.New(cfg, cache.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(), DefaultNamespaces: namespaces(opts.Namespace)})
+	// Of a CR's managedFields only cueop's own entries are read (the status
+	// fields it owns); the others only cost memory.
+	parents, err := cache.New(cfg, cache.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(),
+		DefaultNamespaces: namespaces(opts.Namespace), DefaultTransform: keepOwnManagedFields})
 	if err != nil {
 		return nil, fmt.Errorf("parents cache: %w", err)
 	}
