@@ -1,18 +1,12 @@
 package e2e
 
 import (
-	"bytes"
-	"os"
 	"os/exec"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/yaml"
 
 	"github.com/cueop/cueop/engine/golden"
@@ -33,35 +27,10 @@ const (
 // clusters do, so that the role must grant what setting blockOwnerDeletion
 // on a child's owner reference needs.
 func TestMain(m *testing.M) {
-	if os.Getenv("CUEOP_TEST_LOG") != "" {
-		ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr)))
-	} else {
-		ctrl.SetLogger(logr.Discard())
-	}
+	clustertest.SetLogger()
 	clustertest.Main(m, localcluster.Options{ExtraArgs: map[string][]string{
 		localcluster.KubeAPIServer: {"--enable-admission-plugins=OwnerReferencesPermissionEnforcement"},
 	}})
-}
-
-// kubectl runs the real kubectl against the test cluster, from this
-// directory.
-func kubectl(t *testing.T, stdin string, args ...string) (string, error) {
-	t.Helper()
-	cmd := exec.Command("kubectl", append([]string{"--kubeconfig", clustertest.Cluster().KubeconfigPath}, args...)...)
-	cmd.Stdin = strings.NewReader(stdin)
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	err := cmd.Run()
-	return out.String(), err
-}
-
-func mustKubectl(t *testing.T, stdin string, args ...string) string {
-	t.Helper()
-	out, err := kubectl(t, stdin, args...)
-	if err != nil {
-		t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
-	}
-	return out
 }
 
 // buildDefault is `kubectl kustomize config/default`, parsed. It needs no
@@ -117,17 +86,9 @@ func yamlStream(t *testing.T, objs []*unstructured.Unstructured) string {
 	return b.String()
 }
 
-// eventually polls cond every 200ms until it returns "" or the timeout
-// ends; then it fails with the last reason.
-func eventually(t *testing.T, timeout time.Duration, cond func() string) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	var why string
-	for time.Now().Before(deadline) {
-		if why = cond(); why == "" {
-			return
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-	t.Fatalf("not within %s: %s", timeout, why)
-}
+// The cluster helpers, by their short names.
+var (
+	kubectl     = clustertest.Kubectl
+	mustKubectl = clustertest.MustKubectl
+	eventually  = clustertest.Eventually
+)

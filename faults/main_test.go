@@ -14,14 +14,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
-	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/cueop/cueop/engine/operator"
@@ -36,12 +33,7 @@ import (
 // deleted CR), kube-scheduler and kwok (fake nodes whose Pods turn Ready).
 // Tests that stop or starve the API server start a private one instead.
 func TestMain(m *testing.M) {
-	if os.Getenv("CUEOP_TEST_LOG") != "" {
-		ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr)))
-	} else {
-		ctrl.SetLogger(logr.Discard())
-		klog.SetLogger(logr.Discard()) // client-go's event broadcaster complains while an API server is down
-	}
+	clustertest.SetLogger() // client-go's event broadcaster complains while an API server is down
 	clustertest.Main(m, localcluster.Options{})
 }
 

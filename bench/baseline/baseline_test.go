@@ -3,17 +3,14 @@ package baseline_test
 import (
 	"context"
 	"fmt"
-	"os"
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
@@ -24,11 +21,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	if os.Getenv("CUEOP_TEST_LOG") != "" {
-		ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr)))
-	} else {
-		ctrl.SetLogger(logr.Discard())
-	}
+	clustertest.SetLogger()
 	clustertest.Main(m, localcluster.Options{})
 }
 
@@ -85,19 +78,6 @@ func newClient(t *testing.T) client.Client {
 		t.Fatal(err)
 	}
 	return c
-}
-
-func eventually(t *testing.T, timeout time.Duration, cond func() string) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	why := cond()
-	for why != "" && time.Now().Before(deadline) {
-		time.Sleep(100 * time.Millisecond)
-		why = cond()
-	}
-	if why != "" {
-		t.Fatalf("not within %s: %s", timeout, why)
-	}
 }
 
 func converged(c client.Client, ns, name string, replicas int) string {
@@ -194,3 +174,5 @@ func TestBaseline(t *testing.T) {
 		}
 	}
 }
+
+var eventually = clustertest.Eventually

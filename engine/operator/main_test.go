@@ -1,24 +1,19 @@
 package operator_test
 
 import (
-	"bytes"
 	"context"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
@@ -29,11 +24,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	if os.Getenv("CUEOP_TEST_LOG") != "" {
-		ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr)))
-	} else {
-		ctrl.SetLogger(logr.Discard())
-	}
+	clustertest.SetLogger()
 	clustertest.Main(m, localcluster.Options{})
 }
 
@@ -127,41 +118,6 @@ func newClient(t *testing.T) client.Client {
 	return c
 }
 
-// kubectl runs the real kubectl against the test cluster.
-func kubectl(t *testing.T, stdin string, args ...string) (string, error) {
-	t.Helper()
-	cmd := exec.Command("kubectl", append([]string{"--kubeconfig", clustertest.Cluster().KubeconfigPath}, args...)...)
-	cmd.Stdin = strings.NewReader(stdin)
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	err := cmd.Run()
-	return out.String(), err
-}
-
-func mustKubectl(t *testing.T, stdin string, args ...string) string {
-	t.Helper()
-	out, err := kubectl(t, stdin, args...)
-	if err != nil {
-		t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
-	}
-	return out
-}
-
-// eventually polls cond every 100ms until it returns "" or the timeout ends;
-// then it fails with the last reason.
-func eventually(t *testing.T, timeout time.Duration, cond func() string) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	var why string
-	for time.Now().Before(deadline) {
-		if why = cond(); why == "" {
-			return
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	t.Fatalf("not within %s: %s", timeout, why)
-}
-
 func listPods(t *testing.T, c client.Client, ns, cluster string) []unstructured.Unstructured {
 	t.Helper()
 	list := &unstructured.UnstructuredList{}
@@ -192,3 +148,10 @@ func redisYAML(ns, name string, replicas int, version string) string {
 	return "apiVersion: cache.example.com/v1\nkind: RedisCluster\nmetadata:\n  name: " + name +
 		"\n  namespace: " + ns + "\nspec:\n  replicas: " + strconv.Itoa(replicas) + "\n  version: \"" + version + "\"\n"
 }
+
+// The cluster helpers, by their short names.
+var (
+	kubectl     = clustertest.Kubectl
+	mustKubectl = clustertest.MustKubectl
+	eventually  = clustertest.Eventually
+)

@@ -2,6 +2,7 @@ package operator
 
 import (
 	"os"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -19,14 +20,19 @@ type Metrics struct {
 	loadErrors    prometheus.Counter
 }
 
-var registered *Metrics
+var (
+	registerOnce sync.Once
+	registered   *Metrics
+)
 
 // NewMetrics returns the process's metrics, registered once with
-// controller-runtime's registry.
+// controller-runtime's registry. It is safe for concurrent use.
 func NewMetrics() *Metrics {
-	if registered != nil {
-		return registered
-	}
+	registerOnce.Do(func() { registered = newMetrics() })
+	return registered
+}
+
+func newMetrics() *Metrics {
 	m := &Metrics{
 		renderSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "cueop_render_duration_seconds", Help: "Time to render one CR.",
@@ -43,7 +49,6 @@ func NewMetrics() *Metrics {
 		}),
 	}
 	metrics.Registry.MustRegister(m.renderSeconds, m.applies, m.revisions, m.loadErrors, rolloutCollector{})
-	registered = m
 	return m
 }
 
