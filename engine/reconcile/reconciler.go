@@ -85,6 +85,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		err = errors.Join(err, serr)
 	}
 	run.emitEvents()
+	if ctx.Err() != nil {
+		return ctrl.Result{}, nil // shutting down: the next leader picks the CR up
+	}
 	r.Rollout.Done(req.NamespacedName, k, err == nil && run.converged(), run.stalled != nil)
 	return run.result(), err
 }
