@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"sync"
@@ -59,22 +60,29 @@ func (d *driver) trackCRs(ctx context.Context, ns string) (*crTracker, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	t := &crTracker{st: map[string]crState{}, cancel: cancel}
 	f := dynamicinformer.NewFilteredDynamicSharedInformerFactory(d.dyn, 0, ns, nil)
-	inf := f.ForResource(crGVR).Informer()
-	_, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    t.set,
-		UpdateFunc: func(_, obj any) { t.set(obj) },
-		DeleteFunc: t.del,
-	})
-	if err != nil {
+	if err := startInformer(ctx, f.ForResource(crGVR).Informer(), f.Start, t.set, t.del); err != nil {
 		cancel()
-		return nil, err
-	}
-	f.Start(ctx.Done())
-	if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
-		cancel()
-		return nil, fmt.Errorf("RedisCluster watch in %s did not sync", ns)
+		return nil, fmt.Errorf("RedisCluster watch in %s: %w", ns, err)
 	}
 	return t, nil
+}
+
+// startInformer sends inf's events to set and del, starts it with start and
+// waits for its first list.
+func startInformer(ctx context.Context, inf cache.SharedIndexInformer, start func(<-chan struct{}), set, del func(any)) error {
+	_, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    set,
+		UpdateFunc: func(_, obj any) { set(obj) },
+		DeleteFunc: del,
+	})
+	if err != nil {
+		return err
+	}
+	start(ctx.Done())
+	if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
+		return errors.New("did not sync")
+	}
+	return nil
 }
 
 func (t *crTracker) set(obj any) {
@@ -176,19 +184,9 @@ func (d *driver) trackPods(ctx context.Context, ns string) (*podTracker, error) 
 	t := &podTracker{labels: map[string]map[string]string{}, waiters: map[string]*podWaiter{}, cancel: cancel}
 	f := metadatainformer.NewFilteredSharedInformerFactory(d.meta, 0, ns, nil)
 	inf := f.ForResource(corev1.SchemeGroupVersion.WithResource("pods")).Informer()
-	_, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    t.set,
-		UpdateFunc: func(_, obj any) { t.set(obj) },
-		DeleteFunc: t.del,
-	})
-	if err != nil {
+	if err := startInformer(ctx, inf, f.Start, t.set, t.del); err != nil {
 		cancel()
-		return nil, err
-	}
-	f.Start(ctx.Done())
-	if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
-		cancel()
-		return nil, fmt.Errorf("Pod watch in %s did not sync", ns)
+		return nil, fmt.Errorf("Pod watch in %s: %w", ns, err)
 	}
 	return t, nil
 }
