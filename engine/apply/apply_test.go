@@ -2,6 +2,7 @@ package apply_test
 
 import (
 	"context"
+	"encoding/json"
 	"testing"
 	"time"
 
@@ -39,6 +40,29 @@ func (e *env) wantNeeds(t *testing.T, a *apply.Applier, desired *unstructured.Un
 	t.Logf("NeedsApply = %v %s", needs, why)
 }
 
+// fieldsAsText is a copy of live with every managedFields entry's fieldsV1
+// as JSON text, as the operator's children cache keeps it.
+func fieldsAsText(t *testing.T, live *unstructured.Unstructured) *unstructured.Unstructured {
+	t.Helper()
+	out := live.DeepCopy()
+	entries, _, _ := unstructured.NestedSlice(out.Object, "metadata", "managedFields")
+	if len(entries) == 0 {
+		t.Fatal("live object has no managedFields")
+	}
+	for _, e := range entries {
+		entry := e.(map[string]any)
+		b, err := json.Marshal(entry["fieldsV1"])
+		if err != nil {
+			t.Fatal(err)
+		}
+		entry["fieldsV1"] = string(b)
+	}
+	if err := unstructured.SetNestedSlice(out.Object, entries, "metadata", "managedFields"); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
 func configMap(ns, name string) *unstructured.Unstructured {
 	return &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "v1", "kind": "ConfigMap",
@@ -64,6 +88,10 @@ func TestUnchanged(t *testing.T) {
 			}
 			logManagedFields(t, live)
 			e.wantNeeds(t, a, desired, false)
+			// The operator's cache keeps fieldsV1 as JSON text.
+			if needs, why, err := a.NeedsApply(desired, fieldsAsText(t, live)); err != nil || needs {
+				t.Fatalf("NeedsApply with fieldsV1 as text = %v (%s), %v; want false", needs, why, err)
+			}
 			n := e.requests.Load()
 			if got, err := a.Apply(context.Background(), desired, live); err != nil || got != apply.Unchanged {
 				t.Fatalf("Apply = %s, %v; want unchanged", got, err)
@@ -84,6 +112,9 @@ func TestDesiredChange(t *testing.T) {
 	desired.SetLabels(map[string]string{"app": "demo", "tier": "web"})
 	e.wantNeeds(t, a, desired, true)
 	live := e.live(t, desired)
+	if needs, _, err := a.NeedsApply(desired, fieldsAsText(t, live)); err != nil || !needs {
+		t.Fatalf("NeedsApply with fieldsV1 as text = %v, %v; want true", needs, err)
+	}
 	n := e.requests.Load()
 	if got, err := a.Apply(context.Background(), desired, live); err != nil || got != apply.Updated {
 		t.Fatalf("Apply = %s, %v; want updated", got, err)

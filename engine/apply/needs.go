@@ -142,7 +142,7 @@ func ownedFields(live *unstructured.Unstructured, manager, apiVersion string) (s
 		if v := entry["apiVersion"]; v != apiVersion {
 			return nil, fmt.Sprintf("fields of %s recorded for apiVersion %v, want %s", manager, v, apiVersion), nil
 		}
-		raw, err := json.Marshal(entry["fieldsV1"])
+		raw, err := fieldsJSON(entry["fieldsV1"])
 		if err != nil {
 			return nil, "", err
 		}
@@ -153,6 +153,16 @@ func ownedFields(live *unstructured.Unstructured, manager, apiVersion string) (s
 		return set, "", nil
 	}
 	return nil, "no fields applied by " + manager, nil
+}
+
+// fieldsJSON is the JSON of a managedFields entry's fieldsV1: the decoded
+// tree as the API server sends it, or its JSON text as the operator's cache
+// keeps it.
+func fieldsJSON(v any) ([]byte, error) {
+	if s, ok := v.(string); ok {
+		return []byte(s), nil
+	}
+	return json.Marshal(v)
 }
 
 func isEmpty(v any) bool { return v == nil || v == "" }

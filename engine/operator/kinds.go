@@ -89,7 +89,7 @@ func (o *Operator) serve(ctx context.Context, k *template.Kind) error {
 
 func (o *Operator) start(ctx context.Context, k *template.Kind) error {
 	rec := reconcile.NewReconciler(k)
-	rec.Parents, rec.Children, rec.Client = o.parents, o.mgr.GetCache(), o.mgr.GetClient()
+	rec.Parents, rec.Children, rec.Client, rec.Scheme = o.parents, o.mgr.GetCache(), o.mgr.GetClient(), o.mgr.GetScheme()
 	rec.ChildKinds, rec.Applier, rec.Recorder, rec.Observer = o.childKinds, o.applier, o.recorder, o.metrics
 	rec.Options.AllowedKinds, rec.Options.Scope = o.opts.AllowedKinds, o.scope
 	c, err := controller.NewUnmanaged("cueop-"+k.Name, controller.Options{
@@ -141,9 +141,7 @@ func (o *Operator) watch(c controller.Controller, k *template.Kind, kc *kindCont
 	}
 	owner := handler.EnqueueRequestForOwner(o.mgr.GetScheme(), o.mgr.GetRESTMapper(), parent, handler.OnlyControllerOwner())
 	for _, gvk := range o.childKinds {
-		child := &unstructured.Unstructured{}
-		child.SetGroupVersionKind(gvk)
-		srcs = append(srcs, source.Kind[client.Object](o.mgr.GetCache(), child, owner))
+		srcs = append(srcs, source.Kind[client.Object](o.mgr.GetCache(), o.childObject(gvk), owner))
 	}
 	for _, s := range srcs {
 		if err := c.Watch(s); err != nil {

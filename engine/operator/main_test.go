@@ -66,6 +66,13 @@ func startOperatorStoppable(t *testing.T, dir, ns string, cfg *rest.Config) (sto
 	if err != nil {
 		t.Fatal(err)
 	}
+	return runOperator(t, op)
+}
+
+// runOperator runs op until the returned stop is called; stop waits for it
+// to end.
+func runOperator(t *testing.T, op *operator.Operator) (stop func()) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- op.Run(ctx) }()

