@@ -157,7 +157,7 @@ func exportStatus(k *template.Kind, v cue.Value) (map[string]any, error) {
 	if !sv.Exists() {
 		return map[string]any{}, nil
 	}
-	if k.Status.Exists() {
+	if k.Status.Exists() && !k.StatusChecked {
 		sv = sv.Unify(k.Status)
 	}
 	if err := sv.Validate(cue.Concrete(true)); err != nil {

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"cuelang.org/go/cue"
+	"cuelang.org/go/cue/ast"
 	cueerrors "cuelang.org/go/cue/errors"
 	"cuelang.org/go/cue/token"
 )
@@ -66,11 +67,56 @@ func newKind(v cue.Value) (*Kind, error) {
 	if r := v.LookupPath(PathReady); r.Exists() && r.IncompleteKind()&cue.BoolKind == 0 {
 		return nil, fmt.Errorf("%s: %s must be a bool, not %v", r.Pos(), PathReady, r.IncompleteKind())
 	}
-	prepared := v.FillPath(PathParentSpec, spec)
-	if err := prepared.Err(); err != nil {
-		return nil, fmt.Errorf("%s conflicts with %s: %w", PathParentSpec, PathSpec, Positioned(err))
+	prepared := v
+	// A template that declares parent: spec: #Spec, as authors are told to,
+	// has its spec constrained already: filling #Spec again would make every
+	// render evaluate it, and its disjunctions, twice.
+	if !constrainedBy(v, v.LookupPath(PathParentSpec), PathSpec) {
+		prepared = v.FillPath(PathParentSpec, spec)
+		if err := prepared.Err(); err != nil {
+			return nil, fmt.Errorf("%s conflicts with %s: %w", PathParentSpec, PathSpec, Positioned(err))
+		}
 	}
-	return &Kind{Resource: res, Spec: spec, Status: status, Value: prepared}, nil
+	statusChecked := status.Exists() && constrainedBy(v, v.LookupPath(PathStatus), PathStatusDef)
+	return &Kind{Resource: res, Spec: spec, Status: status, StatusChecked: statusChecked, Value: prepared}, nil
+}
+
+// constrainedBy reports whether x is written as a reference to the
+// package's definition def, alone or as an operand of &, in a single
+// declaration: unifying x with def again would change nothing. Anything
+// else (several declarations, embeddings, references to a definition of
+// the same name elsewhere) is reported false, so that the caller unifies.
+func constrainedBy(pkg, x cue.Value, def cue.Path) bool {
+	want := pkg.LookupPath(def).Pos()
+	if !want.IsValid() {
+		return false
+	}
+	refers := func(y cue.Value) bool {
+		root, p := y.ReferencePath()
+		return p.String() == def.String() && root.LookupPath(def).Pos() == want
+	}
+	src := x.Source()
+	if f, ok := src.(*ast.Field); ok {
+		src = f.Value
+	}
+	switch src := src.(type) {
+	case *ast.Ident:
+		return refers(x)
+	case *ast.BinaryExpr:
+		if src.Op != token.AND {
+			return false
+		}
+		op, args := x.Expr()
+		if op != cue.AndOp {
+			return false
+		}
+		for _, a := range args {
+			if refers(a) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func posOf(v cue.Value) string {

@@ -57,6 +57,9 @@ type Kind struct {
 	// Status is the `#Status` definition; it does not exist when the kind
 	// declares no status fields of its own.
 	Status cue.Value
+	// StatusChecked tells that the template writes its status as
+	// #Status & {...}, so that a render need not unify it with Status again.
+	StatusChecked bool
 	// Value is the whole compiled package.
 	Value cue.Value
 }
