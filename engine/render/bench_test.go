@@ -2,6 +2,7 @@ package render_test
 
 import (
 	"fmt"
+	"os"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -24,6 +25,34 @@ func BenchmarkRender(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// BenchmarkRenderFullPods is BenchmarkRender/replicas=3 with the Pods as
+// the API server returns them (testdata/pod.json: spec, status, owner
+// reference; no managedFields, which the render strips), which cost far
+// more to convert than readyPods.
+func BenchmarkRenderFullPods(b *testing.B) {
+	k := loadKind(b, "cache.example.com", "RedisCluster")
+	data, err := os.ReadFile("testdata/pod.json")
+	if err != nil {
+		b.Fatal(err)
+	}
+	cr := redis(map[string]any{"replicas": int64(3), "version": "7.2"})
+	observed := map[string]*unstructured.Unstructured{}
+	for i := range 3 {
+		o := &unstructured.Unstructured{}
+		if err := o.UnmarshalJSON(data); err != nil {
+			b.Fatal(err)
+		}
+		o.SetName(fmt.Sprintf("r-%d", i))
+		observed[fmt.Sprintf("pod-%d", i)] = o
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := render.Render(k, cr, observed, render.Options{}); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
 
