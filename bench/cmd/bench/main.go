@@ -9,16 +9,20 @@
 // (localcluster, with kwok nodes) and, on it, alternates the two operators,
 // each in a process of its own with a counting transport on its
 // rest.Config: N RedisClusters applied at once until all are Ready, in a
-// fresh namespace per run, deleted between runs. After each operator's last
-// run it restarts that operator on the converged CRs (a full resync with a
-// fresh cache) and leaves it idle, then edits Pod labels by hand (drift);
-// cueop also goes through a template edit (hot reload).
+// fresh namespace per run, deleted between runs but for each operator's
+// last. Then it restarts each operator on the converged CRs of its last run
+// (a full resync with a fresh cache) and leaves both idle while the
+// retry-storm test of package engine/operator runs beside them; then cueop
+// goes through a template edit (hot reload) and both through Pod labels
+// edited by hand (drift).
 //
 // Settings (environment):
 //
-//	BENCH_N       RedisClusters per run (default 600; see docs/benchmarks.md)
+//	BENCH_N       RedisClusters per run (default 1000)
 //	BENCH_RUNS    convergence runs per operator (default 3)
 //	BENCH_IDLE    idle period after the resync (default 2m)
+//	BENCH_STORM   CUEOP_STORM_DURATION of the retry-storm test run during
+//	              the idle period (default 5m; 0 skips it)
 //	BENCH_DRIFT   hand edits for drift repair (default 20)
 //	BENCH_NODES   kwok nodes (default 10)
 //	BENCH_COUNT   -count of the Go benchmarks (default 5; 0 skips them)
@@ -51,7 +55,7 @@ import (
 // config are the settings of one benchmark run.
 type config struct {
 	N, Runs, Drift, Nodes, Count int
-	Idle                         time.Duration
+	Idle, Storm                  time.Duration
 	Doc, Out                     string
 	Profile                      bool
 }
@@ -69,17 +73,12 @@ func envInt(name string, def int) int {
 
 func loadConfig() config {
 	c := config{
-		N: envInt("BENCH_N", 600), Runs: envInt("BENCH_RUNS", 3), Drift: envInt("BENCH_DRIFT", 20),
+		N: envInt("BENCH_N", 1000), Runs: envInt("BENCH_RUNS", 3), Drift: envInt("BENCH_DRIFT", 20),
 		Nodes: envInt("BENCH_NODES", 10), Count: envInt("BENCH_COUNT", 5),
-		Idle: 2 * time.Minute, Doc: "docs/benchmarks.md", Out: "bench/out", Profile: envInt("BENCH_PROFILE", 1) != 0,
+		Doc: "docs/benchmarks.md", Out: "bench/out", Profile: envInt("BENCH_PROFILE", 1) != 0,
 	}
-	if v := os.Getenv("BENCH_IDLE"); v != "" {
-		d, err := time.ParseDuration(v)
-		if err != nil {
-			fatalf("BENCH_IDLE=%q: %v", v, err)
-		}
-		c.Idle = d
-	}
+	c.Idle = envDuration("BENCH_IDLE", 2*time.Minute)
+	c.Storm = envDuration("BENCH_STORM", 5*time.Minute)
 	if v := os.Getenv("BENCH_DOC"); v != "" {
 		c.Doc = v
 	}
@@ -90,6 +89,21 @@ func loadConfig() config {
 		fatalf("BENCH_N and BENCH_RUNS must be at least 1")
 	}
 	return c
+}
+
+func envDuration(name string, def time.Duration) time.Duration {
+	v := os.Getenv(name)
+	if v == "" {
+		return def
+	}
+	if v == "0" {
+		return 0
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d < 0 {
+		fatalf("%s=%q: want a duration such as 2m", name, v)
+	}
+	return d
 }
 
 func fatalf(format string, args ...any) {
@@ -123,6 +137,9 @@ func main() {
 			fatalf("%v", err)
 		}
 		fmt.Printf("bench: wrote %s (section %q) in %s\n", cfg.Doc, sectionTitle, time.Since(d.start).Round(time.Second))
+	}
+	if rep.storm != nil && !rep.storm.Passed {
+		fatalf("the retry-storm test failed: %s", rep.storm.summary())
 	}
 }
 
@@ -220,20 +237,28 @@ func (d *driver) measure(ctx context.Context, rep *report) error {
 	if err := d.warmUp(ctx); err != nil {
 		return fmt.Errorf("warm-up: %w", err)
 	}
+	kept := map[string]*keptRun{}
+	defer func() {
+		for _, k := range kept {
+			k.cr.stop()
+		}
+	}()
 	for run := range d.cfg.Runs {
 		order := ops
 		if run%2 == 1 {
 			order = []string{ops[1], ops[0]}
 		}
-		for i, op := range order {
-			last := run == d.cfg.Runs-1
-			final := last && i == len(order)-1
-			if err := d.oneRun(ctx, rep, op, run, last, final); err != nil {
+		for _, op := range order {
+			k, err := d.oneRun(ctx, rep, op, run, run == d.cfg.Runs-1)
+			if err != nil {
 				return fmt.Errorf("%s run %d: %w", op, run+1, err)
+			}
+			if k != nil {
+				kept[op] = k
 			}
 		}
 	}
-	return nil
+	return d.afterConvergence(ctx, rep, kept)
 }
 
 // warmUp converges min(N, 100) CRs with the baseline, unrecorded: the
@@ -267,33 +292,40 @@ func (d *driver) warmUp(ctx context.Context) error {
 	return err
 }
 
-// oneRun is one convergence run of op; after the last one, the steady
-// state, hot reload (cueop) and drift phases follow on the same CRs. The
-// namespace is deleted afterwards, but for the final run: the control plane
-// stops then anyway.
-func (d *driver) oneRun(ctx context.Context, rep *report, op string, run int, last, final bool) error {
+// keptRun is an operator's last convergence run, whose converged CRs the
+// steady state, hot reload and drift phases reuse.
+type keptRun struct {
+	ns, tmpl string
+	cr       *crTracker
+}
+
+// oneRun is one convergence run of op. The namespace is deleted afterwards,
+// but for each operator's last run, which is kept for the phases after
+// convergence (the other operator's last run thus converges beside these
+// idle objects).
+func (d *driver) oneRun(ctx context.Context, rep *report, op string, run int, last bool) (*keptRun, error) {
 	ns, err := d.namespace(ctx, fmt.Sprintf("bench-%s-%d-", op, run+1))
 	if err != nil {
-		return err
+		return nil, err
 	}
 	tmpl, err := d.templatesCopy()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	name := fmt.Sprintf("%s-run%d", op, run+1)
 	p, err := d.startOperator(ctx, op, name, ns, tmpl)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer p.stop()
 	cr, err := d.trackCRs(ctx, ns)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	defer cr.stop()
 	res, err := d.converge(ctx, p, cr, ns)
 	if err != nil {
-		return err
+		cr.stop()
+		return nil, err
 	}
 	res.Op, res.Run, res.Profile = op, run, p.Profile
 	p.stop()
@@ -302,61 +334,91 @@ func (d *driver) oneRun(ctx context.Context, rep *report, op string, run int, la
 	d.logf("%s run %d: %d CRs Ready in %.1fs; %.1f writes/CR; peak heap %s",
 		op, run+1, d.cfg.N, res.Conv.Seconds(), perCR(res.Counts.Writes, d.cfg.N), mib(res.Stats.PeakHeapInuse))
 	if last {
-		if err := d.afterConvergence(ctx, rep, op, ns, tmpl, cr); err != nil {
-			return err
-		}
+		return &keptRun{ns: ns, tmpl: tmpl, cr: cr}, nil
 	}
-	if final {
-		return nil
-	}
+	cr.stop()
 	dur, err := d.deleteNamespace(ctx, ns)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	rep.deletes = append(rep.deletes, dur)
 	rep.scalable += dur
 	d.logf("%s run %d: namespace deleted in %.1fs", op, run+1, dur.Seconds())
-	return nil
+	return nil, nil
 }
 
-// afterConvergence restarts op on the converged CRs of ns: steady state,
-// then hot reload (cueop) and drift repair, with the same process.
-func (d *driver) afterConvergence(ctx context.Context, rep *report, op, ns, tmpl string, cr *crTracker) error {
-	p, err := d.startOperator(ctx, op, op+"-steady", ns, tmpl)
-	if err != nil {
-		return err
-	}
-	defer p.stop()
-	st, err := d.steady(ctx, p)
-	if err != nil {
-		return err
-	}
-	st.Op = op
-	rep.steady = append(rep.steady, st)
-	rep.scalable += st.Resync
-	d.logf("%s steady: resync in %.1fs, %d writes over resync + %s idle", op, st.Resync.Seconds(), st.Counts.Writes, d.cfg.Idle)
-	pods, err := d.trackPods(ctx, ns)
-	if err != nil {
-		return err
-	}
-	defer pods.stop()
-	if op == "cueop" {
-		rl, err := d.hotReload(ctx, p, cr, pods, tmpl)
+// afterConvergence restarts each operator on the converged CRs of its last
+// run, one after the other (the full resync), then leaves both idle
+// together for the idle period, during which the retry-storm test runs
+// beside them (nothing is timed then: the idle period counts requests).
+// Hot reload (cueop) and drift repair follow, each operator with the same
+// process.
+func (d *driver) afterConvergence(ctx context.Context, rep *report, kept map[string]*keptRun) error {
+	procs := map[string]*opProc{}
+	defer func() {
+		for _, p := range procs {
+			p.stop()
+		}
+	}()
+	var steady []*steadyResult
+	for _, op := range ops {
+		k := kept[op]
+		p, err := d.startOperator(ctx, op, op+"-steady", k.ns, k.tmpl)
 		if err != nil {
 			return err
 		}
-		rep.reload = rl
-		rep.scalable += rl.Duration
-		d.logf("hot reload: %d CRs at the new revision in %.1fs, min Ready %d", d.cfg.N, rl.Duration.Seconds(), rl.MinReady)
+		procs[op] = p
+		st, err := d.resync(ctx, p)
+		if err != nil {
+			return fmt.Errorf("%s: %w", op, err)
+		}
+		st.Op = op
+		steady = append(steady, st)
+		d.logf("%s steady: resync in %.1fs, %d writes", op, st.Resync.Seconds(), st.ResyncWrites)
 	}
-	dr, err := d.drift(ctx, ns, pods)
-	if err != nil {
-		return err
+	idleEnd := time.Now().Add(d.cfg.Idle)
+	storm := d.startStorm(ctx)
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(time.Until(idleEnd)):
 	}
-	dr.Op = op
-	rep.drift = append(rep.drift, dr)
-	d.logf("%s drift: p50 %s p99 %s", op, dr.quantile(0.5), dr.quantile(0.99))
-	p.stop()
+	if storm != nil {
+		res := storm.wait()
+		rep.storm = &res
+		d.logf("retry storm: %s", rep.storm.summary())
+	}
+	for i, op := range ops {
+		st := steady[i]
+		st.endIdle(procs[op])
+		rep.steady = append(rep.steady, *st)
+		rep.scalable += st.Resync
+		d.logf("%s steady: %d writes over resync + %s idle", op, st.Counts.Writes, st.Idle.Round(time.Second))
+	}
+	for _, op := range ops {
+		k, p := kept[op], procs[op]
+		pods, err := d.trackPods(ctx, k.ns)
+		if err != nil {
+			return err
+		}
+		defer pods.stop()
+		if op == "cueop" {
+			rl, err := d.hotReload(ctx, p, k.cr, pods, k.tmpl)
+			if err != nil {
+				return err
+			}
+			rep.reload = rl
+			rep.scalable += rl.Duration
+			d.logf("hot reload: %d CRs at the new revision in %.1fs, min Ready %d", d.cfg.N, rl.Duration.Seconds(), rl.MinReady)
+		}
+		dr, err := d.drift(ctx, k.ns, pods)
+		if err != nil {
+			return err
+		}
+		dr.Op = op
+		rep.drift = append(rep.drift, dr)
+		d.logf("%s drift: p50 %s p99 %s", op, dr.quantile(0.5), dr.quantile(0.99))
+	}
 	return nil
 }
 

@@ -211,30 +211,32 @@ type steadyResult struct {
 	Counts       harness.Counts
 	Reconciles   float64
 	Stats        opStats
+	idleStart    time.Time
 }
 
-func (d *driver) steady(ctx context.Context, p *opProc) (steadyResult, error) {
-	var res steadyResult
+// resync waits until p, started on N converged CRs, reconciled every one
+// of them and emptied its queue.
+func (d *driver) resync(ctx context.Context, p *opProc) (*steadyResult, error) {
+	res := &steadyResult{}
 	start := time.Now()
 	_, err := waitFor(ctx, 10*time.Minute, func() bool {
 		st := p.mustStats()
 		return st.Reconciles >= float64(d.cfg.N) && st.QueueDepth == 0
 	})
 	if err != nil {
-		return res, fmt.Errorf("resync: %w", err)
+		return nil, fmt.Errorf("resync: %w", err)
 	}
 	res.Resync = time.Since(start)
 	res.ResyncWrites = p.mustStats().Writes
-	idleStart := time.Now()
-	select {
-	case <-ctx.Done():
-		return res, ctx.Err()
-	case <-time.After(d.cfg.Idle):
-	}
-	res.Idle = time.Since(idleStart)
+	res.idleStart = time.Now()
+	return res, nil
+}
+
+// endIdle ends the idle period of p, begun when its resync ended.
+func (res *steadyResult) endIdle(p *opProc) {
+	res.Idle = time.Since(res.idleStart)
 	res.Stats = p.mustStats()
 	res.Counts, res.Reconciles = res.Stats.Counts, res.Stats.Reconciles
-	return res, nil
 }
 
 // reloadResult is cueop's hot reload of a template edit that relabels

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"regexp"
 	"runtime"
 	"runtime/debug"
 	"slices"
@@ -35,6 +36,7 @@ type report struct {
 	conv     []convResult
 	deletes  []time.Duration
 	steady   []steadyResult
+	storm    *stormResult
 	reload   reloadResult
 	drift    []driftResult
 	profiles string
@@ -281,7 +283,7 @@ func (r *report) markdown() string {
 		r.started.UTC().Format("2006-01-02 15:04 MST"), r.elapsed.Round(time.Second))
 	p("- Machine: %s, %s at the end. Other engineers build and test on the same machine meanwhile: absolute figures are upper bounds; the ratios compare runs made alternately on the same control plane.\n", r.machine, loadavg())
 	p("- Versions: %s.\n", r.versions)
-	p("- Setup: N = %d RedisClusters per run (replicas 3: a ConfigMap, a Service and 3 Pods each, %d objects), %d convergence runs per operator, alternating (cueop first in runs 1, 3, ...), each in a fresh namespace deleted afterwards. One local control plane (etcd, kube-apiserver, kube-controller-manager and kube-scheduler at 1000 QPS, kwok with %d nodes). Each operator runs in a process of its own (`bench operator`), scoped to the run's namespace, 4 concurrent reconciles, client QPS 100 / burst 200 (cueop's default when unset, given to the baseline explicitly; controller-runtime's client keeps one token bucket per resource type), a counting RoundTripper on its rest.Config and a CPU profile.\n",
+	p("- Setup: N = %d RedisClusters per run (replicas 3: a ConfigMap, a Service and 3 Pods each, %d objects), %d convergence runs per operator, alternating (cueop first in runs 1, 3, ...), each in a fresh namespace deleted afterwards, but for each operator's last run, kept for the phases that follow (so the last run of the second operator converges beside the idle objects of the first's). One local control plane (etcd, kube-apiserver, kube-controller-manager and kube-scheduler at 1000 QPS, kwok with %d nodes). Each operator runs in a process of its own (`bench operator`), scoped to the run's namespace, 4 concurrent reconciles, client QPS 100 / burst 200 (cueop's default when unset, given to the baseline explicitly; controller-runtime's client keeps one token bucket per resource type), a counting RoundTripper on its rest.Config and a CPU profile.\n",
 		n, 5*n, r.cfg.Runs, r.cfg.Nodes)
 	p("- Baseline: `bench/baseline`, the course chapter's Reconcile done right (typed API, hand-written deep copies, server-side apply of a ConfigMap, a Service and one Pod per index, writes only when the cached object differs, status counted from ready Pods and written only when changed, cache without managedFields, no Events). `TestSameObjects` checks that it builds the same objects as cueop's render (apiVersion, kind, name, namespace, spec, data, the template's labels and the owner reference; the management labels, cueop's `cueop.dev/applied-hash` annotation and the field manager differ by design).\n")
 	if n != 1000 {
@@ -303,6 +305,7 @@ func (r *report) markdown() string {
 	r.memory(p)
 	r.reloadSection(p)
 	r.driftSection(p)
+	r.stormSection(p)
 	if r.profiles != "" {
 		p("### CPU profiles\n\n%s", r.profiles)
 	}
@@ -323,7 +326,7 @@ func (r *report) targets(p func(string, ...any)) {
 	}
 	cs, bs := r.steadyOf("cueop"), r.steadyOf("baseline")
 	if cs != nil && bs != nil {
-		p("| writes during resync + %s idle | %d | %d | | cueop 0 | %s |\n", r.cfg.Idle, cs.Counts.Writes, bs.Counts.Writes, mark(cs.Counts.Writes == 0))
+		p("| writes during resync + %s idle | %d | %d | | cueop 0 | %s |\n", min(cs.Idle, bs.Idle).Round(time.Second), cs.Counts.Writes, bs.Counts.Writes, mark(cs.Counts.Writes == 0))
 	}
 	if cu := r.runs("cueop"); len(cu) > 0 {
 		heaps := r.values("cueop", func(c convResult) float64 { return float64(c.Stats.PeakHeapInuse) / (1 << 20) })
@@ -344,6 +347,13 @@ func (r *report) targets(p func(string, ...any)) {
 	if cd != nil && bd != nil {
 		p("| drift repair p99 (ms, %d edits) | %d | %d | | < 1000 ms | %s |\n", len(cd.Latencies),
 			cd.quantile(0.99).Milliseconds(), bd.quantile(0.99).Milliseconds(), mark(cd.quantile(0.99) < time.Second))
+	}
+	if st := r.storm; st != nil {
+		if m := stormFigures.FindStringSubmatch(st.Line); m != nil {
+			p("| retry storm: requests while 20 CRs stay stuck for %s | %s | n/a | | ≤ %s (the backoff's bound) | %s |\n", st.Duration, m[1], m[2], mark(st.Passed))
+		} else {
+			p("| retry storm (%s) | %s | n/a | | test passes | %s |\n", st.Duration, st.Line, mark(st.Passed))
+		}
 	}
 	p("\n")
 }
@@ -460,13 +470,29 @@ func (r *report) steadySection(p func(string, ...any)) {
 	if cs == nil || bs == nil {
 		return
 	}
-	p("### Steady state\n\nAfter its last run, each operator is restarted on its %d converged CRs: a new process with a fresh cache reconciles every CR (the full resync: reconciles ≥ N and an empty queue), then stays idle for %s (BENCH_IDLE). Every request of the new process is counted.\n\n", r.cfg.N, r.cfg.Idle)
+	p("### Steady state\n\nAfter the last runs, each operator is restarted on the %d converged CRs of its last run, one after the other: a new process with a fresh cache reconciles every CR (the full resync: reconciles ≥ N and an empty queue). Then both stay idle together for at least %s (BENCH_IDLE), and until the retry-storm test, run meanwhile on a control plane of its own, has ended. Every request of the new process is counted.\n\n", r.cfg.N, r.cfg.Idle)
 	p("| | cueop | baseline |\n|---|---|---|\n")
 	p("| resync (s) | %.1f | %.1f |\n", cs.Resync.Seconds(), bs.Resync.Seconds())
+	p("| idle after the resync | %s | %s |\n", cs.Idle.Round(time.Second), bs.Idle.Round(time.Second))
 	p("| reconciles | %.0f | %.0f |\n", cs.Reconciles, bs.Reconciles)
 	p("| writes during the resync | %d | %d |\n", cs.ResyncWrites, bs.ResyncWrites)
 	p("| writes during resync + idle | %d%s | %d%s |\n", cs.Counts.Writes, fmtBy(cs.Counts.WritesBy), bs.Counts.Writes, fmtBy(bs.Counts.WritesBy))
 	p("| reads (GET, LIST) / watch requests | %d / %d | %d / %d |\n\n", cs.Counts.Reads, cs.Counts.Watches, bs.Counts.Reads, bs.Counts.Watches)
+}
+
+var stormFigures = regexp.MustCompile(`: (\d+) requests .*limit (\d+)`)
+
+func (r *report) stormSection(p func(string, ...any)) {
+	s := r.storm
+	if s == nil {
+		return
+	}
+	verdict := "**failed**"
+	if s.Passed {
+		verdict = "passed"
+	}
+	p("### Retry storm (cueop)\n\n`TestNoRetryStorm` of `engine/operator` with `CUEOP_STORM_DURATION=%s` (BENCH_STORM), run during the idle period on a control plane of its own: 10 CRs whose Pods never become ready and 10 whose applies keep failing, held for %s; every request of the operator is counted. It %s in %s: %s.\n\n",
+		s.Duration, s.Duration, verdict, s.Elapsed.Round(time.Second), s.Line)
 }
 
 func fmtBy(m map[string]int64) string {

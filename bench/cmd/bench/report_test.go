@@ -73,3 +73,16 @@ func TestResourceNames(t *testing.T) {
 		}
 	}
 }
+
+// TestStormFigures reads the summary line TestNoRetryStorm logs.
+func TestStormFigures(t *testing.T) {
+	out := []byte("=== RUN   TestNoRetryStorm\n    storm_test.go:81: 5m0s with 10 never-ready and 10 always-failing CRs: 86 requests (80 writes), limit 140; a retry every 3s would be 2000\n--- PASS: TestNoRetryStorm (312.4s)\n")
+	m := stormLine.FindSubmatch(out)
+	if m == nil {
+		t.Fatal("no summary line found")
+	}
+	f := stormFigures.FindStringSubmatch(string(m[1]))
+	if f == nil || f[1] != "86" || f[2] != "140" {
+		t.Fatalf("figures %q, want 86 requests and limit 140", f)
+	}
+}

@@ -1,0 +1,67 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"time"
+)
+
+// stormRun is the retry-storm test of package engine/operator
+// (TestNoRetryStorm), run by the driver during the idle period: it starts a
+// control plane of its own and holds stuck CRs for BENCH_STORM.
+type stormRun struct {
+	start time.Time
+	done  chan stormResult
+}
+
+// stormResult is how the retry-storm test ended.
+type stormResult struct {
+	Duration time.Duration // the test's hold time (BENCH_STORM)
+	Elapsed  time.Duration // the whole `go test`
+	Passed   bool
+	Line     string // the test's own summary line
+	Log      string
+}
+
+var stormLine = regexp.MustCompile(`storm_test\.go:\d+: (.*)`)
+
+func (r stormResult) summary() string {
+	verdict := "FAILED"
+	if r.Passed {
+		verdict = "passed"
+	}
+	return fmt.Sprintf("%s in %s: %s (log %s)", verdict, r.Elapsed.Round(time.Second), r.Line, r.Log)
+}
+
+// startStorm starts the retry-storm test unless BENCH_STORM is 0.
+func (d *driver) startStorm(ctx context.Context) *stormRun {
+	if d.cfg.Storm == 0 {
+		return nil
+	}
+	r := &stormRun{start: time.Now(), done: make(chan stormResult, 1)}
+	log := filepath.Join(d.cfg.Out, "storm.log")
+	d.logf("retry storm: TestNoRetryStorm with CUEOP_STORM_DURATION=%s, beside the idle operators", d.cfg.Storm)
+	go func() {
+		cmd := exec.CommandContext(ctx, "go", "test", "-count=1", "-run", "^TestNoRetryStorm$", "-v", "./engine/operator/")
+		cmd.Env = append(os.Environ(), "CUEOP_STORM_DURATION="+d.cfg.Storm.String())
+		var out bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &out
+		err := cmd.Run()
+		_ = os.WriteFile(log, out.Bytes(), 0o644)
+		res := stormResult{Duration: d.cfg.Storm, Elapsed: time.Since(r.start), Passed: err == nil, Log: log}
+		if m := stormLine.FindSubmatch(out.Bytes()); m != nil {
+			res.Line = string(m[1])
+		} else {
+			res.Line = "no summary line"
+		}
+		r.done <- res
+	}()
+	return r
+}
+
+func (r *stormRun) wait() stormResult { return <-r.done }
