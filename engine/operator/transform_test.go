@@ -67,3 +67,39 @@ func TestCompactChild(t *testing.T) {
 		t.Fatalf("typed child kept %v", mf)
 	}
 }
+
+// TestCompactParent checks the parents cache's transform: only cueop's
+// status entry is kept, naming the top-level status fields it owns, as
+// the status writer reads them.
+func TestCompactParent(t *testing.T) {
+	cr := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "cache.example.com/v1", "kind": "RedisCluster",
+		"metadata": map[string]any{"name": "r", "namespace": "ns", "managedFields": []any{
+			map[string]any{"manager": "kubectl-client-side-apply", "operation": "Update", "fieldsType": "FieldsV1",
+				"fieldsV1": map[string]any{"f:spec": map[string]any{"f:replicas": map[string]any{}}}},
+			map[string]any{"manager": "other", "operation": "Apply", "subresource": "status", "fieldsType": "FieldsV1",
+				"fieldsV1": map[string]any{"f:status": map[string]any{"f:foreign": map[string]any{}}}},
+			map[string]any{"manager": apply.DefaultFieldManager, "operation": "Apply", "apiVersion": "cache.example.com/v1",
+				"subresource": "status", "fieldsType": "FieldsV1", "fieldsV1": map[string]any{"f:status": map[string]any{
+					"f:readyReplicas": map[string]any{},
+					"f:conditions":    map[string]any{`k:{"type":"Ready"}`: map[string]any{".": map[string]any{}, "f:status": map[string]any{}}},
+				}}},
+		}},
+	}}
+	got, err := compactParent(cr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mf := got.(*unstructured.Unstructured).GetManagedFields()
+	if len(mf) != 1 || mf[0].Manager != apply.DefaultFieldManager || mf[0].Subresource != "status" || mf[0].APIVersion != "cache.example.com/v1" {
+		t.Fatalf("kept %+v, want cueop's status entry only", mf)
+	}
+	var fields map[string]map[string]map[string]any
+	if err := json.Unmarshal(mf[0].FieldsV1.Raw, &fields); err != nil {
+		t.Fatal(err)
+	}
+	status := fields["f:status"]
+	if len(status) != 2 || status["f:readyReplicas"] == nil || status["f:conditions"] == nil || len(status["f:conditions"]) != 0 {
+		t.Fatalf("fieldsV1 = %s, want the two top-level status fields, emptied", mf[0].FieldsV1.Raw)
+	}
+}
