@@ -17,11 +17,9 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	"github.com/cueop/cueop/engine/operator"
+	"github.com/cueop/cueop/engine/operator/operatortest"
 	"github.com/cueop/cueop/engine/render"
 	"github.com/cueop/cueop/engine/template"
 	"github.com/cueop/cueop/localcluster"
@@ -183,32 +181,7 @@ func startOperator(t *testing.T, e *env, dir, ns string, cfg *rest.Config) (stop
 	}
 	cfg = rest.CopyConfig(cfg)
 	cfg.QPS, cfg.Burst = 0, 0 // the operator's own defaults
-	op, err := operator.New(cfg, operator.Options{
-		Templates: dir, InstallCRDs: true, MaxConcurrent: 4, Namespace: ns,
-		Manager: ctrl.Options{Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0"},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- op.Run(ctx) }()
-	var once sync.Once
-	stop = func() {
-		once.Do(func() {
-			cancel()
-			select {
-			case err := <-done:
-				if err != nil {
-					t.Errorf("operator: %v", err)
-				}
-			case <-time.After(30 * time.Second):
-				t.Error("operator did not stop within 30s")
-			}
-		})
-	}
-	t.Cleanup(stop)
-	return stop
+	return operatortest.Start(t, cfg, operatortest.Options(dir, ns))
 }
 
 // redisYAML is a RedisCluster manifest.

@@ -8,11 +8,9 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	"github.com/cueop/cueop/engine/operator"
+	"github.com/cueop/cueop/engine/operator/operatortest"
 	"github.com/cueop/cueop/engine/render"
 	"github.com/cueop/cueop/localcluster/clustertest"
 )
@@ -78,12 +76,9 @@ func TestCustomKindChild(t *testing.T) {
 	must(t, os.WriteFile(filepath.Join(dir, "gadget", "gadget.cue"), []byte(gadgetTemplate), 0o644))
 	allowed := render.MustKindSet("Widget.parts.example.com," + render.DefaultAllowedKinds)
 	start := func() func() {
-		op, err := operator.New(clustertest.Config(), operator.Options{
-			Templates: dir, InstallCRDs: true, Namespace: ns, AllowedKinds: allowed,
-			Manager: ctrl.Options{Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0"},
-		})
-		must(t, err)
-		return runOperator(t, op)
+		opts := operatortest.Options(dir, ns)
+		opts.AllowedKinds = allowed
+		return operatortest.Start(t, clustertest.Config(), opts)
 	}
 	stop := start()
 	eventually(t, 30*time.Second, func() string {

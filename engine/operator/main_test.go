@@ -5,19 +5,15 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"sync"
 	"testing"
-	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	"github.com/cueop/cueop/engine/operator"
+	"github.com/cueop/cueop/engine/operator/operatortest"
 	_ "github.com/cueop/cueop/internal/update"
 	"github.com/cueop/cueop/localcluster"
 	"github.com/cueop/cueop/localcluster/clustertest"
@@ -45,51 +41,21 @@ func copyTemplates(t *testing.T) string {
 }
 
 // startOperator runs an operator on dir, serving namespace ns, until the
-// test ends. cfg may carry a
-// counting transport; nil means the cluster's admin config.
+// test ends. cfg may carry a counting transport; nil means the cluster's
+// admin config.
 func startOperator(t *testing.T, dir, ns string, cfg *rest.Config) {
 	t.Helper()
-	t.Cleanup(startOperatorStoppable(t, dir, ns, cfg))
+	startOperatorStoppable(t, dir, ns, cfg)
 }
 
 // startOperatorStoppable runs an operator on dir until the returned stop is
-// called; stop waits for it to end.
+// called or the test ends; stop waits for it to end.
 func startOperatorStoppable(t *testing.T, dir, ns string, cfg *rest.Config) (stop func()) {
 	t.Helper()
 	if cfg == nil {
 		cfg = clustertest.Config()
 	}
-	op, err := operator.New(cfg, operator.Options{
-		Templates: dir, InstallCRDs: true, MaxConcurrent: 4, Namespace: ns,
-		Manager: ctrl.Options{Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0"},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return runOperator(t, op)
-}
-
-// runOperator runs op until the returned stop is called; stop waits for it
-// to end.
-func runOperator(t *testing.T, op *operator.Operator) (stop func()) {
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- op.Run(ctx) }()
-	var once sync.Once
-	return func() {
-		once.Do(func() {
-			cancel()
-			select {
-			case err := <-done:
-				if err != nil {
-					t.Errorf("operator: %v", err)
-				}
-			case <-time.After(30 * time.Second):
-				t.Error("operator did not stop within 30s")
-			}
-		})
-	}
+	return operatortest.Start(t, cfg, operatortest.Options(dir, ns))
 }
 
 // appliesUnchanged is the count of children found in sync, from cueop's

@@ -1,7 +1,6 @@
 package operator_test
 
 import (
-	"context"
 	"io"
 	"net"
 	"net/http"
@@ -14,6 +13,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/cueop/cueop/engine/operator"
+	"github.com/cueop/cueop/engine/operator/operatortest"
 	"github.com/cueop/cueop/localcluster/clustertest"
 )
 
@@ -49,10 +49,7 @@ func TestMetricsAndProbes(t *testing.T) {
 	}
 	must(t, op.Manager().AddHealthzCheck("healthz", healthz.Ping))
 	must(t, op.Manager().AddReadyzCheck("readyz", healthz.Ping))
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- op.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
+	operatortest.Run(t, op)
 
 	c := newClient(t)
 	waitCRD(t)

@@ -1,0 +1,62 @@
+// Package operatortest runs cueop operators in tests, in the test's own
+// process.
+package operatortest
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/cueop/cueop/engine/operator"
+)
+
+// Options are the options tests run an operator with: the templates of
+// dir, CRDs installed, 4 concurrent reconciles, scoped to namespace ns, and
+// no metrics or probe listener (tests read the metrics registry).
+func Options(dir, ns string) operator.Options {
+	return operator.Options{
+		Templates: dir, InstallCRDs: true, MaxConcurrent: 4, Namespace: ns,
+		Manager: ctrl.Options{Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0"},
+	}
+}
+
+// Start builds an operator on cfg and runs it like Run.
+func Start(t testing.TB, cfg *rest.Config, opts operator.Options) (stop func()) {
+	t.Helper()
+	op, err := operator.New(cfg, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Run(t, op)
+}
+
+// Run runs op until the returned stop is called or the test ends. stop
+// waits for the operator to end (30 seconds at most) and reports an error
+// it ended with; calling it again does nothing.
+func Run(t testing.TB, op *operator.Operator) (stop func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- op.Run(ctx) }()
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Errorf("operator: %v", err)
+				}
+			case <-time.After(30 * time.Second):
+				t.Error("operator did not stop within 30s")
+			}
+		})
+	}
+	t.Cleanup(stop)
+	return stop
+}
