@@ -9,27 +9,23 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	ctrl "sigs.k8s.io/controller-runtime"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/cueop/cueop/engine/operator"
+	"github.com/cueop/cueop/engine/operator/operatortest"
 	"github.com/cueop/cueop/localcluster/clustertest"
 )
 
 // startPaced runs an operator with a rollout budget and returns it.
 func startPaced(t *testing.T, dir, ns string, maxInFlight int) *operator.Operator {
 	t.Helper()
-	op, err := operator.New(clustertest.Config(), operator.Options{
-		Templates: dir, InstallCRDs: true, Namespace: ns, RolloutMaxInFlight: maxInFlight,
-		Manager: ctrl.Options{Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0"},
-	})
+	opts := operatortest.Options(dir, ns)
+	opts.RolloutMaxInFlight = maxInFlight
+	op, err := operator.New(clustertest.Config(), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- op.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
+	operatortest.Run(t, op)
 	return op
 }
 
@@ -178,4 +174,59 @@ func redisProgress(t *testing.T, op *operator.Operator) operator.KindProgress {
 	}
 	t.Fatal("RedisCluster is not served")
 	return operator.KindProgress{}
+}
+
+// TestRestartMidRolloutStaysPaced edits the template into a bad revision
+// while the operator is down. The new process never served the CRs'
+// revision, so it cannot render waiting CRs with it: it moves them within
+// the budget, halts after 3 stalled, and leaves the others untouched and
+// Ready until a fixed template resumes the rollout.
+func TestRestartMidRolloutStaysPaced(t *testing.T) {
+	ns := clustertest.Namespace(t)
+	dir := copyTemplates(t)
+	stop := operatortest.Start(t, clustertest.Config(), operatortest.Options(dir, ns))
+	c := newClient(t)
+	waitCRD(t)
+	const n = 12
+	applyRedis(t, ns, "rs", n, 1)
+	eventually(t, 2*time.Minute, allReady(t, ns, n))
+	stop()
+
+	editTemplate(t, dir, addPodLabel("not a valid label value!"))
+	op := startPaced(t, dir, ns, 4)
+	eventually(t, time.Minute, func() string {
+		for _, p := range op.Progress() {
+			if p.Kind == "RedisCluster" && p.Halted {
+				return ""
+			}
+		}
+		return fmt.Sprintf("rollout not halted: %+v", op.Progress())
+	})
+	time.Sleep(2 * time.Second)
+	bad := redisProgress(t, op).Revision
+	list := &unstructured.UnstructuredList{}
+	list.SetGroupVersionKind(redisGVK.GroupVersion().WithKind("RedisClusterList"))
+	must(t, c.List(context.Background(), list, client.InNamespace(ns)))
+	moved := 0
+	for i := range list.Items {
+		cr := &list.Items[i]
+		if rev, _, _ := unstructured.NestedString(cr.Object, "status", "revision"); rev == bad {
+			moved++
+		} else if ready := conditionStatus(cr, "Ready"); ready != "True" {
+			t.Errorf("%s, not moved, is Ready=%s", cr.GetName(), ready)
+		}
+	}
+	if moved < 3 || moved > 4 {
+		t.Errorf("%d CRs moved to the bad revision after the restart, want 3 or 4 (budget 4, halt after 3)", moved)
+	}
+
+	editTemplate(t, dir, func(s string) string {
+		return strings.Replace(s, `tier: "not a valid label value!"`, `tier: "fixed"`, 1)
+	})
+	eventually(t, 2*time.Minute, func() string {
+		if why := podsLabelledAll(t, ns, "tier", "fixed", n); why != "" {
+			return why
+		}
+		return allReady(t, ns, n)()
+	})
 }

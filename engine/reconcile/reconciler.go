@@ -82,7 +82,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, nil // the garbage collector removes the children
 	}
 	rev, _, _ := unstructured.NestedString(cr.Object, "status", "revision")
-	k := r.Rollout.Choose(req.NamespacedName, rev)
+	observed, _, _ := unstructured.NestedInt64(cr.Object, "status", "observedGeneration")
+	k := r.Rollout.Choose(req.NamespacedName, rev, observed != cr.GetGeneration())
+	if k == nil {
+		return ctrl.Result{}, nil // waits for its turn (Rollout.OnWake), left as it is
+	}
 	run := &run{r: r, kind: k, cr: cr, log: log.FromContext(ctx)}
 	err := run.converge(ctx)
 	if serr := run.writeStatus(ctx); serr != nil {

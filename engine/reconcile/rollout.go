@@ -15,7 +15,8 @@ import (
 // HaltAfter of the CRs moved to the new revision end up Stalled, the rollout
 // halts: the CRs not yet moved stay on the previous revision until a new
 // revision (a fixed template) resumes it. A CR's spec changes are never held
-// back: a waiting CR is rendered with the previous revision at once.
+// back: a waiting CR is rendered with the previous revision at once. After
+// a restart the previous revision is unknown: see Choose.
 type Rollout struct {
 	// MaxInFlight bounds the CRs moving at once; 0 means unlimited.
 	MaxInFlight int
@@ -69,19 +70,31 @@ func (ro *Rollout) SetKind(k *template.Kind) {
 }
 
 // Choose returns the revision to render a CR with, given the revision it
-// was last rendered with (status.revision, "" for a new CR).
-func (ro *Rollout) Choose(key types.NamespacedName, rev string) *template.Kind {
+// was last rendered with (status.revision, "" for a new CR) and whether its
+// spec changed since (generation != status.observedGeneration).
+//
+// A CR rendered with a revision this process never served (it was edited
+// while the operator was down) moves like any other, within the budget.
+// While it waits its turn Choose returns nil, as there is no previous
+// revision to render it with: its children and status stay as the earlier
+// revision left them, and a halted rollout leaves it so. A spec change
+// moves it at once unless the rollout is halted.
+func (ro *Rollout) Choose(key types.NamespacedName, rev string, specChanged bool) *template.Kind {
 	ro.mu.Lock()
 	defer ro.mu.Unlock()
 	switch {
-	case ro.previous == nil, rev == "", rev == ro.current.Revision, ro.inFlight[key]:
+	case rev == "", rev == ro.current.Revision, ro.inFlight[key]:
 		return ro.current
-	case !ro.halted && (ro.MaxInFlight == 0 || len(ro.inFlight) < ro.MaxInFlight):
+	case !ro.halted && (ro.MaxInFlight == 0 || len(ro.inFlight) < ro.MaxInFlight),
+		ro.previous == nil && specChanged && !ro.halted:
 		delete(ro.waiting, key)
 		ro.inFlight[key] = true
 		return ro.current
 	}
 	ro.waiting[key] = true
+	if ro.previous == nil {
+		ro.revOf[key] = rev
+	}
 	return ro.previous
 }
 
