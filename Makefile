@@ -66,5 +66,5 @@ fuzz: ## Run every fuzz target for FUZZTIME each (make fuzz FUZZTIME=5m for a lo
 
 .PHONY: bench
 bench: k8s-bins ## Run the benchmarks: engine micro-benchmarks, then cueop vs a hand-written operator on a local control plane with the 5-minute retry-storm test (BENCH_N=1000 by default; results: docs/benchmarks.md).
-	$(GO) test -run '^$$' -bench . -benchmem -count 6 ./engine/... | tee bench.out
+	$(GO) test -run '^$$' -bench . -benchmem -count 4 ./engine/... | tee bench.out
 	$(GO) run ./bench/cmd/bench

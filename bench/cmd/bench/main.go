@@ -153,6 +153,8 @@ type driver struct {
 	dyn     dynamic.Interface
 	meta    metadata.Interface
 	tmp     string // the templates copies, removed at the end
+	// stormBin is the retry-storm test binary, built at the start.
+	stormBin string
 }
 
 // logf prints progress with the time elapsed since the start.
@@ -169,6 +171,9 @@ func (d *driver) run(ctx context.Context) (*report, error) {
 	d.tmp = tmp
 	defer os.RemoveAll(tmp)
 	rep.machine = machineInfo()
+	if err := d.buildStorm(ctx); err != nil {
+		return nil, err
+	}
 	if d.cfg.Count > 0 {
 		d.logf("render benchmarks (-count %d)", d.cfg.Count)
 		if rep.render, err = runGoBench(ctx, d.cfg.Count); err != nil {

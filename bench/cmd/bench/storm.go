@@ -47,7 +47,8 @@ func (d *driver) startStorm(ctx context.Context) *stormRun {
 	log := filepath.Join(d.cfg.Out, "storm.log")
 	d.logf("retry storm: TestNoRetryStorm with CUEOP_STORM_DURATION=%s, beside the idle operators", d.cfg.Storm)
 	go func() {
-		cmd := exec.CommandContext(ctx, "go", "test", "-count=1", "-run", "^TestNoRetryStorm$", "-v", "./engine/operator/")
+		cmd := exec.CommandContext(ctx, d.stormBin, "-test.count=1", "-test.run=^TestNoRetryStorm$", "-test.v")
+		cmd.Dir = filepath.Join("engine", "operator") // the test reads ../../templates
 		cmd.Env = append(os.Environ(), "CUEOP_STORM_DURATION="+d.cfg.Storm.String())
 		var out bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, &out
@@ -62,6 +63,24 @@ func (d *driver) startStorm(ctx context.Context) *stormRun {
 		r.done <- res
 	}()
 	return r
+}
+
+// buildStorm compiles the test binary of package engine/operator, at the
+// start of the run: the tree may be edited meanwhile.
+func (d *driver) buildStorm(ctx context.Context) error {
+	if d.cfg.Storm == 0 {
+		return nil
+	}
+	bin, err := filepath.Abs(filepath.Join(d.tmp, "operator.test"))
+	if err != nil {
+		return err
+	}
+	cmd := exec.CommandContext(ctx, "go", "test", "-c", "-o", bin, "./engine/operator/")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("build the retry-storm test: %w\n%s", err, out)
+	}
+	d.stormBin = bin
+	return nil
 }
 
 func (r *stormRun) wait() stormResult { return <-r.done }
