@@ -98,6 +98,40 @@ children: svc: {apiVersion: "v1", kind: "Service", metadata: name: parent.metada
 	}
 }
 
+// TestVetCatchesBoundsOverBudget: a schema that accepts a spec rendering
+// more children than the budget fails vet, naming the field and its bound.
+func TestVetCatchesBoundsOverBudget(t *testing.T) {
+	tmpl := filepath.Join(t.TempDir(), "templates")
+	os.MkdirAll(filepath.Join(tmpl, "cue.mod"), 0o755)
+	os.MkdirAll(filepath.Join(tmpl, "fleet"), 0o755)
+	os.WriteFile(filepath.Join(tmpl, "cue.mod", "module.cue"), []byte("module: \"t.example/t@v0\"\nlanguage: version: \"v0.17.0\"\n"), 0o644)
+	src := `package fleet
+import "list"
+resource: {group: "t.example.com", version: "v1", kind: "Fleet"}
+#Spec: {size: *1 | int & >=1 & <=MAX, nested: {weight: *1 | int & <=3}}
+parent: {metadata: name: string, spec: #Spec}
+children: {for i in list.Range(0, parent.spec.size, 1) {"cm-\(i)": {apiVersion: "v1", kind: "ConfigMap", metadata: name: "\(parent.metadata.name)-\(i)"}}}
+`
+	data := filepath.Join(t.TempDir(), "testdata")
+	os.MkdirAll(filepath.Join(data, "fleet"), 0o755)
+	os.WriteFile(filepath.Join(data, "fleet", "a.txtar"), []byte("-- parent.yaml --\napiVersion: t.example.com/v1\nkind: Fleet\nmetadata: {name: a}\nspec: {size: 2}\n"), 0o644)
+	vet := func(max string) error {
+		os.WriteFile(filepath.Join(tmpl, "fleet", "fleet.cue"), []byte(strings.Replace(src, "MAX", max, 1)), 0o644)
+		root := newRoot()
+		root.SetOut(&bytes.Buffer{})
+		root.SetArgs([]string{"--templates", tmpl, "vet", "--testdata", data})
+		return root.Execute()
+	}
+	if err := vet("400"); err != nil {
+		t.Fatalf("vet with size <= 400 (within the budget of 500): %v", err)
+	}
+	err := vet("1000")
+	if err == nil || !strings.Contains(err.Error(), "spec.size=1000") || !strings.Contains(err.Error(), "render budget of 500") {
+		t.Fatalf("vet with size <= 1000: %v, want the bound named and the budget", err)
+	}
+	t.Log(err)
+}
+
 func TestVersion(t *testing.T) {
 	out, err := run(t, "version")
 	if err != nil || !strings.HasPrefix(out, "cueop ") {

@@ -5,10 +5,16 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/tools/txtar"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/cueop/cueop/engine/crdgen"
 	"github.com/cueop/cueop/engine/golden"
 	"github.com/cueop/cueop/engine/kschema"
 	"github.com/cueop/cueop/engine/render"
@@ -47,7 +53,8 @@ func newVet(g *globals) *cobra.Command {
 }
 
 // vetCases renders every golden case that should succeed and checks each
-// child against the schema of its kind.
+// child against the schema of its kind, then the first such case with the
+// spec at the schema's bounds (vetBounds).
 func vetCases(set *template.Set, dir string, opts render.Options) error {
 	var errs []error
 	for _, k := range set.Kinds {
@@ -55,33 +62,45 @@ func vetCases(set *template.Set, dir string, opts render.Options) error {
 		if len(paths) == 0 {
 			errs = append(errs, fmt.Errorf("kind %s: no golden case in %s", k.Name, filepath.Join(dir, k.Name)))
 		}
+		var base *unstructured.Unstructured
 		for _, p := range paths {
-			if err := vetCase(k, p, opts); err != nil {
+			parent, err := vetCase(k, p, opts)
+			if err != nil {
 				errs = append(errs, fmt.Errorf("%s: %w", p, err))
+			} else if base == nil {
+				base = parent
+			}
+		}
+		if base != nil {
+			if err := vetBounds(k, base, opts); err != nil {
+				errs = append(errs, fmt.Errorf("kind %s: %w", k.Name, err))
 			}
 		}
 	}
 	return errors.Join(errs...)
 }
 
-func vetCase(k *template.Kind, path string, opts render.Options) error {
+// vetCase renders a golden case that should succeed and checks its
+// children; it returns the case's parent, nil for a case that expects an
+// error.
+func vetCase(k *template.Kind, path string, opts render.Options) (*unstructured.Unstructured, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	ar := txtar.Parse(data)
 	for _, f := range ar.Files {
 		if f.Name == golden.SectionError {
-			return nil
+			return nil, nil
 		}
 	}
 	parent, err := golden.ParseParent(sectionData(ar, golden.SectionParent), k)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	res, err := render.Render(k, parent, nil, opts)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	var errs []error
 	for _, c := range res.Children {
@@ -89,7 +108,72 @@ func vetCase(k *template.Kind, path string, opts render.Options) error {
 			errs = append(errs, fmt.Errorf("children.%s: %w", c.ID, err))
 		}
 	}
-	return errors.Join(errs...)
+	return parent, errors.Join(errs...)
+}
+
+// vetBounds renders parent with every numeric spec field the schema bounds
+// set to its maximum. A spec the schema accepts must not render more
+// children than the render budget: the operator would refuse that CR, and
+// only after evaluating every child (slow and memory-hungry for large
+// bounds). Specs the template refuses otherwise (cross-field constraints)
+// prove nothing and pass.
+func vetBounds(k *template.Kind, parent *unstructured.Unstructured, opts render.Options) error {
+	crd, err := crdgen.Generate(k)
+	if err != nil {
+		return err
+	}
+	schema := crd.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"]
+	max := parent.DeepCopy()
+	spec, _ := max.Object["spec"].(map[string]any)
+	if spec == nil {
+		spec = map[string]any{}
+		max.Object["spec"] = spec
+	}
+	var set []string
+	setMaximums(schema, spec, "spec", &set)
+	if len(set) == 0 {
+		return nil
+	}
+	_, err = render.Render(k, max, nil, opts)
+	var rerr *render.Error
+	if errors.As(err, &rerr) && rerr.Reason == render.ReasonChildRefused && strings.Contains(err.Error(), "render budget") {
+		return fmt.Errorf("#Spec accepts %s, which renders more children than the budget (%w): lower those bounds",
+			strings.Join(set, ", "), err)
+	}
+	return nil
+}
+
+// setMaximums sets in obj every integer or number field of s that has a
+// maximum, and the same within nested objects present in obj or required;
+// set collects "path=value".
+func setMaximums(s apiextensionsv1.JSONSchemaProps, obj map[string]any, path string, set *[]string) {
+	names := make([]string, 0, len(s.Properties))
+	for name := range s.Properties {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		p := s.Properties[name]
+		switch {
+		case (p.Type == "integer" || p.Type == "number") && p.Maximum != nil:
+			v := any(*p.Maximum)
+			if p.Type == "integer" {
+				v = int64(*p.Maximum)
+			}
+			obj[name] = v
+			*set = append(*set, fmt.Sprintf("%s.%s=%v", path, name, v))
+		case p.Type == "object" && len(p.Properties) > 0:
+			sub, _ := obj[name].(map[string]any)
+			if sub == nil {
+				if !slices.Contains(s.Required, name) {
+					continue
+				}
+				sub = map[string]any{}
+				obj[name] = sub
+			}
+			setMaximums(p, sub, path+"."+name, set)
+		}
+	}
 }
 
 func sectionData(ar *txtar.Archive, name string) []byte {
