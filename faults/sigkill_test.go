@@ -8,7 +8,7 @@ import (
 	"github.com/cueop/cueop/localcluster/clustertest"
 )
 
-// TestKilledMidConvergence SIGKILLs a running `cueop run` while 20
+// TestKilledMidConvergence SIGKILLs a running `cueop run` while 10 of 20
 // RedisClusters converge, changes one CR while no operator runs, and starts
 // cueop again: it resumes, converges every CR, keeps every Pod it had
 // already created (same uid), prunes only what the spec no longer asks for,
@@ -21,15 +21,18 @@ func TestKilledMidConvergence(t *testing.T) {
 	first := startCueop(t, e, dir, ns)
 	e.waitCRD(t, redisGVK)
 
-	names := e.applyRedis(t, ns, "k", 20, 3)
-	want := uniform(names, 3)
-	start := time.Now()
+	// Half the CRs converge; the other half is applied and the operator
+	// killed at once, while it works on them.
+	names := e.applyRedis(t, ns, "k", 10, 3)
 	eventually(t, 60*time.Second, func() string {
-		if n := e.readyCount(t, ns); n < 1 {
-			return fmt.Sprintf("%d RedisClusters Ready", n)
+		if n := e.readyCount(t, ns); n < len(names) {
+			return fmt.Sprintf("%d of %d RedisClusters Ready", n, len(names))
 		}
 		return ""
 	})
+	start := time.Now()
+	names = append(names, e.applyRedis(t, ns, "m", 10, 3)...)
+	want := uniform(names, 3)
 	first.kill(t)
 	killedAt := time.Since(start)
 	// What the killed operator left: the Pods it created, the CRs it had

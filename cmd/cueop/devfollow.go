@@ -25,6 +25,8 @@ import (
 // status changes, until ctx is done, the operator fails or, with
 // --exit-when-ready, every sample is Ready.
 func followDev(ctx context.Context, out io.Writer, op *operator.Operator, cluster *localcluster.Cluster, f *devFlags, runErr <-chan error) error {
+	// Status lines come from informer handlers, rollout lines from here.
+	out = &lockedWriter{w: out}
 	samples, err := readSamples(f.samples)
 	if err != nil {
 		return err
@@ -147,6 +149,18 @@ func (p *printer) follow(ctx context.Context, op *operator.Operator, samples []*
 		}
 	}
 	return nil
+}
+
+// lockedWriter serialises the writes of several goroutines.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(b []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(b)
 }
 
 func (p *printer) show(cr *unstructured.Unstructured) {

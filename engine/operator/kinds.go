@@ -25,6 +25,7 @@ import (
 // kindController is the running controller of one kind.
 type kindController struct {
 	rec     *reconcile.Reconciler
+	ctrl    controller.Controller
 	cancel  context.CancelFunc
 	resync  chan event.GenericEvent
 	crdName string
@@ -90,7 +91,8 @@ func (o *Operator) serve(ctx context.Context, k *template.Kind) error {
 func (o *Operator) start(ctx context.Context, k *template.Kind) error {
 	rec := reconcile.NewReconciler(k)
 	rec.Parents, rec.Children, rec.Client, rec.Scheme = o.parents, o.mgr.GetCache(), o.mgr.GetClient(), o.mgr.GetScheme()
-	rec.ChildKinds, rec.Applier, rec.Recorder, rec.Observer = o.childKinds, o.applier, o.recorder, o.metrics
+	rec.ChildKinds, rec.WatchKind = o.watchedKinds, o.watchKind
+	rec.Applier, rec.Recorder, rec.Observer = o.applier, o.recorder, o.metrics
 	rec.Options.AllowedKinds, rec.Options.Scope = o.opts.AllowedKinds, o.scope
 	c, err := controller.NewUnmanaged("cueop-"+k.Name, controller.Options{
 		Reconciler: rec, MaxConcurrentReconciles: o.opts.MaxConcurrent,
@@ -100,7 +102,7 @@ func (o *Operator) start(ctx context.Context, k *template.Kind) error {
 	if err != nil {
 		return fmt.Errorf("kind %s: controller: %w", k.Name, err)
 	}
-	kc := &kindController{rec: rec, resync: make(chan event.GenericEvent), crdName: k.Resource.Plural + "." + k.Resource.Group}
+	kc := &kindController{rec: rec, ctrl: c, resync: make(chan event.GenericEvent), crdName: k.Resource.Plural + "." + k.Resource.Group}
 	o.pace(ctx, kc, k)
 	if err := o.watch(c, k, kc); err != nil {
 		return fmt.Errorf("kind %s: %w", k.Name, err)
@@ -131,7 +133,8 @@ func rateLimiter() workqueue.TypedRateLimiter[ctrlreconcile.Request] {
 }
 
 // watch makes c reconcile a CR when it changes, when a child it controls
-// changes, and when its kind is resynced.
+// changes (of the child kinds watched, now and later), and when its kind is
+// resynced.
 func (o *Operator) watch(c controller.Controller, k *template.Kind, kc *kindController) error {
 	parent := &unstructured.Unstructured{}
 	parent.SetGroupVersionKind(k.Resource.GroupVersionKind())
@@ -139,16 +142,12 @@ func (o *Operator) watch(c controller.Controller, k *template.Kind, kc *kindCont
 		source.Kind[client.Object](o.parents, parent, &handler.EnqueueRequestForObject{}),
 		source.Channel(kc.resync, &handler.EnqueueRequestForObject{}),
 	}
-	owner := handler.EnqueueRequestForOwner(o.mgr.GetScheme(), o.mgr.GetRESTMapper(), parent, handler.OnlyControllerOwner())
-	for _, gvk := range o.childKinds {
-		srcs = append(srcs, source.Kind[client.Object](o.mgr.GetCache(), o.childObject(gvk), owner))
-	}
 	for _, s := range srcs {
 		if err := c.Watch(s); err != nil {
 			return err
 		}
 	}
-	return nil
+	return o.addChildWatches(kc)
 }
 
 // pace sets up the rollout of new revisions of k's kind: paced by
@@ -183,6 +182,7 @@ func (o *Operator) stop(ctx context.Context, name string) {
 	kc := o.kinds[name]
 	kc.cancel()
 	delete(o.kinds, name)
+	o.removeChildWatches(kc)
 	k := kc.rec.Kind()
 	parent := &unstructured.Unstructured{}
 	parent.SetGroupVersionKind(k.Resource.GroupVersionKind())

@@ -26,7 +26,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/cueop/cueop/engine/apply"
-	"github.com/cueop/cueop/engine/reconcile"
 	"github.com/cueop/cueop/engine/render"
 )
 
@@ -62,7 +61,7 @@ type Operator struct {
 	metrics  *Metrics
 	log      logr.Logger
 
-	childKinds []schema.GroupVersionKind
+	children childWatch
 
 	mu    sync.Mutex
 	kinds map[string]*kindController // by kind name
@@ -94,7 +93,7 @@ func New(cfg *rest.Config, opts Options) (*Operator, error) {
 		log:      mgr.GetLogger().WithName("cueop"),
 		kinds:    map[string]*kindController{},
 	}
-	if err := o.setupChildren(context.Background()); err != nil {
+	if err := o.resolveChildKinds(cfg); err != nil {
 		return nil, err
 	}
 	return o, errors.Join(mgr.Add(parents), mgr.Add(o))
@@ -254,26 +253,6 @@ func (o *Operator) Run(ctx context.Context) error {
 	return o.mgr.Start(ctx)
 }
 
-// setupChildren resolves the allow-listed kinds the API server serves and
-// indexes their children by owner, before the cache starts.
-func (o *Operator) setupChildren(ctx context.Context) error {
-	for gk := range o.opts.AllowedKinds {
-		m, err := o.mgr.GetRESTMapper().RESTMapping(gk)
-		if err != nil {
-			o.log.Info("allowed kind not served by the API server, not watched", "kind", gk.String(), "error", err.Error())
-			continue
-		}
-		if m.Scope.Name() != meta.RESTScopeNameNamespace {
-			return fmt.Errorf("allowed kinds: %s is cluster-scoped; children live in their parent's namespace", gk)
-		}
-		o.childKinds = append(o.childKinds, m.GroupVersionKind)
-		if err := o.mgr.GetFieldIndexer().IndexField(ctx, o.childObject(m.GroupVersionKind), reconcile.IndexOwnerUID, reconcile.OwnerUIDIndex); err != nil {
-			return fmt.Errorf("index %s children: %w", gk, err)
-		}
-	}
-	return nil
-}
-
 // childObject is the object the cache holds children of kind gvk as: typed
 // when the scheme knows the kind (a third of the memory), else unstructured.
 // reconcile.Reconciler.Scheme makes the reconciler list them alike.
@@ -308,6 +287,9 @@ func (o *Operator) NeedLeaderElection() bool { return true }
 func (o *Operator) Start(ctx context.Context) error {
 	if !o.mgr.GetCache().WaitForCacheSync(ctx) || !o.parents.WaitForCacheSync(ctx) {
 		return errors.New("caches did not sync")
+	}
+	if err := o.discoverChildren(ctx); err != nil {
+		return err
 	}
 	w, err := fsnotify.NewWatcher()
 	if err != nil {

@@ -4,6 +4,9 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"path"
+	"slices"
+	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -91,12 +94,14 @@ func TestRefusedChildStallsAndAppliesNothing(t *testing.T) {
 	}
 }
 
-// countingTransport counts the requests that write.
+// countingTransport counts the requests that write, and records the
+// resources watched.
 type countingTransport struct {
-	rt     http.RoundTripper
-	mu     sync.Mutex
-	writes []string
-	reads  int
+	rt      http.RoundTripper
+	mu      sync.Mutex
+	writes  []string
+	reads   int
+	watched []string // last path segment of every watch request
 }
 
 func (c *countingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -104,6 +109,9 @@ func (c *countingTransport) RoundTrip(req *http.Request) (*http.Response, error)
 	switch req.Method {
 	case http.MethodGet, http.MethodHead, http.MethodOptions:
 		c.reads++
+		if req.URL.Query().Get("watch") == "true" {
+			c.watched = append(c.watched, path.Base(req.URL.Path))
+		}
 	default:
 		c.writes = append(c.writes, req.Method+" "+req.URL.Path)
 	}
@@ -157,6 +165,18 @@ func TestNoWritesOnResync(t *testing.T) {
 		t.Fatalf("%d write requests during a resync of converged CRs: %v", len(writes), writes)
 	}
 	t.Logf("resync of %d converged CRs: 0 writes, %d reads (lists and watches)", n, reads)
+
+	// Only the child kinds that have children are watched, not every
+	// allowed kind.
+	ct.mu.Lock()
+	watched := slices.Clone(ct.watched)
+	ct.mu.Unlock()
+	sort.Strings(watched)
+	watched = slices.Compact(watched)
+	want := []string{"configmaps", "pods", "redisclusters", "services", "staticsites"}
+	if !slices.Equal(watched, want) {
+		t.Errorf("watched %v, want %v", watched, want)
+	}
 }
 
 var _ = context.Background

@@ -19,7 +19,7 @@ import (
 func (r *run) observe(ctx context.Context) error {
 	r.observed = map[string]*unstructured.Unstructured{}
 	uid := string(r.cr.GetUID())
-	for _, gvk := range r.r.ChildKinds {
+	for _, gvk := range r.r.ChildKinds() {
 		items, err := r.r.listChildren(ctx, gvk, r.cr.GetNamespace(), uid)
 		if err != nil {
 			return fmt.Errorf("%s: list %s children: %w", r.subject(), gvk.Kind, err)

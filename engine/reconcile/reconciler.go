@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -33,8 +34,13 @@ type Reconciler struct {
 	Parents client.Reader
 	// Children reads children from a cache indexed by IndexOwnerUID.
 	Children client.Reader
-	// ChildKinds are the kinds children may have, as served.
-	ChildKinds []schema.GroupVersionKind
+	// ChildKinds returns the kinds whose children Children caches: a
+	// reconcile lists the children of each.
+	ChildKinds func() []schema.GroupVersionKind
+	// WatchKind, when set, makes Children cache the children of a kind, and
+	// is called for every kind a render produces before its children are
+	// applied.
+	WatchKind func(ctx context.Context, gk schema.GroupKind) error
 	// Scheme, when set, names the child kinds Children caches as typed
 	// objects; the others are cached unstructured.
 	Scheme *runtime.Scheme
@@ -142,10 +148,34 @@ func (r *run) converge(ctx context.Context) error {
 	if !res.Ready {
 		r.waiting = "waiting for children to be ready"
 	}
+	if err := r.watchKinds(ctx); err != nil {
+		return err
+	}
 	if err := r.applyAll(ctx); err != nil {
 		return err
 	}
 	return r.prune(ctx)
+}
+
+// watchKinds makes sure the kinds of every rendered child are watched. A
+// kind not watched before has no children to observe: it had none managed
+// by cueop when the operator started, and only this process creates them.
+func (r *run) watchKinds(ctx context.Context) error {
+	if r.r.WatchKind == nil {
+		return nil
+	}
+	var done []schema.GroupKind
+	for _, c := range r.result_.Children {
+		gk := c.Object.GroupVersionKind().GroupKind()
+		if slices.Contains(done, gk) {
+			continue
+		}
+		done = append(done, gk)
+		if err := r.r.WatchKind(ctx, gk); err != nil {
+			return fmt.Errorf("%s: %w", r.subject(), err)
+		}
+	}
+	return nil
 }
 
 // converged is true when the CR is ready and this reconcile found nothing
