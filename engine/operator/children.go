@@ -2,6 +2,7 @@ package operator
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -47,17 +48,35 @@ func (o *Operator) resolveChildKinds(cfg *rest.Config) error {
 	o.children = childWatch{served: map[schema.GroupKind]*meta.RESTMapping{}, meta: mc,
 		watched: map[schema.GroupKind]bool{}, watchers: map[*kindController]bool{}}
 	for gk := range o.opts.AllowedKinds {
-		m, err := o.mgr.GetRESTMapper().RESTMapping(gk)
-		if err != nil {
-			o.log.Info("allowed kind not served by the API server, not watched", "kind", gk.String(), "error", err.Error())
+		m, err := o.resolveChildKind(gk)
+		if errors.Is(err, errNotServed) {
+			o.log.Info("allowed kind not served by the API server (yet), not watched", "kind", gk.String(), "error", err.Error())
 			continue
 		}
-		if m.Scope.Name() != meta.RESTScopeNameNamespace {
-			return fmt.Errorf("allowed kinds: %s is cluster-scoped; children live in their parent's namespace", gk)
+		if err != nil {
+			return err
 		}
 		o.children.served[gk] = m
 	}
 	return nil
+}
+
+var errNotServed = errors.New("not served by the API server")
+
+// resolveChildKind resolves an allowed kind to the resource the API server
+// serves it as.
+func (o *Operator) resolveChildKind(gk schema.GroupKind) (*meta.RESTMapping, error) {
+	if !o.opts.AllowedKinds[gk] {
+		return nil, fmt.Errorf("kind %s is not in the allowed kinds", gk)
+	}
+	m, err := o.mgr.GetRESTMapper().RESTMapping(gk)
+	if err != nil {
+		return nil, fmt.Errorf("kind %s: %w: %w", gk, errNotServed, err)
+	}
+	if m.Scope.Name() != meta.RESTScopeNameNamespace {
+		return nil, fmt.Errorf("allowed kinds: %s is cluster-scoped; children live in their parent's namespace", gk)
+	}
+	return m, nil
 }
 
 // discoverChildren watches every served allowed kind that has children
@@ -104,7 +123,12 @@ func (o *Operator) watchKind(ctx context.Context, gk schema.GroupKind) error {
 	}
 	m, ok := w.served[gk]
 	if !ok {
-		return fmt.Errorf("kind %s is not served by the API server", gk)
+		// An allowed kind whose CRD was installed after the start.
+		var err error
+		if m, err = o.resolveChildKind(gk); err != nil {
+			return err
+		}
+		w.served[gk] = m
 	}
 	obj := o.childObject(m.GroupVersionKind)
 	if err := o.mgr.GetFieldIndexer().IndexField(ctx, obj, reconcile.IndexOwnerUID, reconcile.OwnerUIDIndex); err != nil {

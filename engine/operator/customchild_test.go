@@ -63,13 +63,12 @@ status: {
 ready: status.size == parent.spec.size
 `
 
-// TestCustomKindChild runs a kind whose child is of a custom kind: it
-// converges, a resync with a fresh cache finds it in sync (no apply), and
-// a hand edit of its field is repaired.
+// TestCustomKindChild runs a kind whose child is of a custom kind, whose
+// CRD is installed after the operator started: it converges, a resync with
+// a fresh cache finds it in sync (no apply), and a hand edit of its field
+// is repaired.
 func TestCustomKindChild(t *testing.T) {
 	ns := clustertest.Namespace(t)
-	mustKubectl(t, widgetCRD, "apply", "-f", "-")
-	mustKubectl(t, "", "wait", "--for=condition=Established", "crd/widgets.parts.example.com", "--timeout=30s")
 	dir := t.TempDir()
 	must(t, os.CopyFS(filepath.Join(dir, "cue.mod"), os.DirFS("../../templates/cue.mod")))
 	must(t, os.MkdirAll(filepath.Join(dir, "gadget"), 0o755))
@@ -87,6 +86,9 @@ func TestCustomKindChild(t *testing.T) {
 		}
 		return ""
 	})
+	// The child kind's CRD comes after the operator started.
+	mustKubectl(t, widgetCRD, "apply", "-f", "-")
+	mustKubectl(t, "", "wait", "--for=condition=Established", "crd/widgets.parts.example.com", "--timeout=30s")
 	mustKubectl(t, "apiVersion: parts.example.com/v1\nkind: Gadget\nmetadata:\n  name: g\n  namespace: "+ns+"\nspec:\n  size: 2\n", "apply", "-f", "-")
 	mustKubectl(t, "", "-n", ns, "wait", "--for=condition=Ready", "gadget/g", "--timeout=60s")
 	stop()
