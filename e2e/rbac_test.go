@@ -12,12 +12,14 @@ import (
 
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/cueop/cueop/engine/golden"
 	"github.com/cueop/cueop/engine/operator"
+	"github.com/cueop/cueop/engine/operator/operatortest"
 	"github.com/cueop/cueop/localcluster/clustertest"
 )
 
@@ -56,7 +58,7 @@ func TestGeneratedRBACIsSufficient(t *testing.T) {
 	objs := buildDefault(t)
 	applyRBAC(t, objs)
 	ns := clustertest.Namespace(t)
-	startOperator(t, asServiceAccount(), operator.Options{
+	operatortest.Start(t, asServiceAccount(), operator.Options{
 		Templates: templatesDir, InstallCRDs: false, Namespace: ns, AllowedKinds: allowedKinds(t, objs),
 		Manager: ctrl.Options{
 			LeaderElection: true, LeaderElectionNamespace: systemNS, LeaderElectionID: "cueop-leader-e2e",
@@ -82,6 +84,33 @@ func TestGeneratedRBACIsSufficient(t *testing.T) {
 	}
 }
 
+// TestAllowedKindBeyondRBACFailsClearly allows a child kind the generated
+// role does not grant (Secret): the operator, looking for the children it
+// manages at start, stops with an error naming the resource and the
+// refusal, instead of waiting forever on a watch.
+func TestAllowedKindBeyondRBACFailsClearly(t *testing.T) {
+	objs := buildDefault(t)
+	applyRBAC(t, objs)
+	ns := clustertest.Namespace(t)
+	allowed := allowedKinds(t, objs)
+	allowed[schema.GroupKind{Kind: "Secret"}] = true
+	op, err := operator.New(asServiceAccount(), operator.Options{
+		Templates: templatesDir, Namespace: ns, AllowedKinds: allowed,
+		Manager: ctrl.Options{Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0"},
+	})
+	must(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	err = op.Run(ctx)
+	if err == nil || !strings.Contains(err.Error(), "secrets") || !strings.Contains(err.Error(), "forbidden") {
+		t.Fatalf("operator ended with %v, want the secrets list refused", err)
+	}
+	if ctx.Err() != nil {
+		t.Fatalf("the operator ran until the deadline: %v", err)
+	}
+	t.Log(err)
+}
+
 // waitReady waits for the CR ref to be Ready; if it is not, the failure
 // shows its conditions, which name what the operator was refused.
 func waitReady(t *testing.T, ns, ref string) {
@@ -98,30 +127,6 @@ func asServiceAccount() *rest.Config {
 	cfg := clustertest.Config()
 	cfg.Impersonate = rest.ImpersonationConfig{UserName: serviceAccount}
 	return cfg
-}
-
-// startOperator runs an operator on cfg until the test ends, and then
-// waits for it to stop.
-func startOperator(t *testing.T, cfg *rest.Config, opts operator.Options) {
-	t.Helper()
-	op, err := operator.New(cfg, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- op.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("operator: %v", err)
-			}
-		case <-time.After(30 * time.Second):
-			t.Error("operator did not stop within 30s")
-		}
-	})
 }
 
 // readSamples reads config/samples, moved to namespace ns.

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sort"
 	"sync"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -34,7 +35,8 @@ type childWatch struct {
 	meta   metadata.Interface
 
 	mu       sync.Mutex
-	watched  map[schema.GroupKind]bool
+	indexed  map[schema.GroupKind]bool // informer created and indexed by owner
+	watched  map[schema.GroupKind]bool // and synced, with every controller watching it
 	kinds    []schema.GroupVersionKind // watched, in the order they were added
 	watchers map[*kindController]bool  // running controllers, each watching every kind watched
 }
@@ -46,7 +48,7 @@ func (o *Operator) resolveChildKinds(cfg *rest.Config) error {
 		return err
 	}
 	o.children = childWatch{served: map[schema.GroupKind]*meta.RESTMapping{}, meta: mc,
-		watched: map[schema.GroupKind]bool{}, watchers: map[*kindController]bool{}}
+		indexed: map[schema.GroupKind]bool{}, watched: map[schema.GroupKind]bool{}, watchers: map[*kindController]bool{}}
 	for gk := range o.opts.AllowedKinds {
 		m, err := o.resolveChildKind(gk)
 		if errors.Is(err, errNotServed) {
@@ -62,6 +64,9 @@ func (o *Operator) resolveChildKinds(cfg *rest.Config) error {
 }
 
 var errNotServed = errors.New("not served by the API server")
+
+// syncTimeout bounds the wait for a newly watched kind's informer to sync.
+const syncTimeout = 30 * time.Second
 
 // resolveChildKind resolves an allowed kind to the resource the API server
 // serves it as.
@@ -131,11 +136,18 @@ func (o *Operator) watchKind(ctx context.Context, gk schema.GroupKind) error {
 		w.served[gk] = m
 	}
 	obj := o.childObject(m.GroupVersionKind)
-	if err := o.mgr.GetFieldIndexer().IndexField(ctx, obj, reconcile.IndexOwnerUID, reconcile.OwnerUIDIndex); err != nil {
-		return fmt.Errorf("index %s children: %w", gk, err)
+	if !w.indexed[gk] {
+		if err := o.mgr.GetFieldIndexer().IndexField(ctx, obj, reconcile.IndexOwnerUID, reconcile.OwnerUIDIndex); err != nil {
+			return fmt.Errorf("index %s children: %w", gk, err)
+		}
+		w.indexed[gk] = true
 	}
-	if _, err := o.mgr.GetCache().GetInformer(ctx, obj); err != nil {
-		return fmt.Errorf("watch %s children: %w", gk, err)
+	// A watch the API server refuses (RBAC) never syncs: fail the reconcile
+	// (retried with backoff) rather than hold every other one.
+	sctx, cancel := context.WithTimeout(ctx, syncTimeout)
+	defer cancel()
+	if _, err := o.mgr.GetCache().GetInformer(sctx, obj); err != nil {
+		return fmt.Errorf("watch %s children (list and watch permitted?): %w", gk, err)
 	}
 	for kc := range w.watchers {
 		if err := kc.ctrl.Watch(o.childSource(kc, m.GroupVersionKind)); err != nil {
