@@ -141,20 +141,9 @@ func keepOwnManagedFields(obj any) (any, error) {
 // fieldsV1 cut down to those, the others are dropped. A cached
 // RedisCluster is about 4 KiB instead of 9.
 func compactParent(obj any) (any, error) {
-	u, ok := obj.(*unstructured.Unstructured)
-	if !ok {
-		return keepOwnManagedFields(obj)
-	}
-	md, _ := u.Object["metadata"].(map[string]any)
-	entries, _ := md["managedFields"].([]any)
-	if len(entries) == 0 {
-		return u, nil
-	}
-	var kept []any
-	for _, e := range entries {
-		entry, _ := e.(map[string]any)
+	return rewriteManagedFields(obj, func(entry map[string]any) (map[string]any, error) {
 		if entry["manager"] != apply.DefaultFieldManager || entry["subresource"] != "status" {
-			continue
+			return nil, nil
 		}
 		fields, _ := entry["fieldsV1"].(map[string]any)
 		status, _ := fields["f:status"].(map[string]any)
@@ -162,17 +151,11 @@ func compactParent(obj any) (any, error) {
 		for k := range status {
 			top[k] = map[string]any{}
 		}
-		kept = append(kept, map[string]any{
+		return map[string]any{
 			"manager": entry["manager"], "operation": entry["operation"], "apiVersion": entry["apiVersion"],
 			"fieldsType": entry["fieldsType"], "subresource": "status", "fieldsV1": map[string]any{"f:status": top},
-		})
-	}
-	if kept == nil {
-		delete(md, "managedFields")
-	} else {
-		md["managedFields"] = kept
-	}
-	return u, nil
+		}, nil
+	})
 }
 
 // compactChild is the children cache's transform: keepOwnManagedFields,
@@ -180,10 +163,29 @@ func compactParent(obj any) (any, error) {
 // entry keeps its fieldsV1 as JSON text, which the applier reads as is
 // (apply.fieldsJSON): a string costs a fraction of the decoded tree (a
 // cached Pod 17.8 KiB instead of 23.5 KiB). Children of kinds the scheme
-// knows are cached typed, where fieldsV1 is already raw JSON. The parents
-// cache keeps the decoded form: the status writer reads a CR's entries
-// with GetManagedFields.
+// knows are cached typed, where fieldsV1 is already raw JSON.
 func compactChild(obj any) (any, error) {
+	return rewriteManagedFields(obj, func(entry map[string]any) (map[string]any, error) {
+		if entry["manager"] != apply.DefaultFieldManager {
+			return nil, nil
+		}
+		if f, ok := entry["fieldsV1"]; ok {
+			if _, text := f.(string); !text {
+				b, err := json.Marshal(f)
+				if err != nil {
+					return nil, err
+				}
+				entry["fieldsV1"] = string(b)
+			}
+		}
+		return entry, nil
+	})
+}
+
+// rewriteManagedFields replaces each managedFields entry of an unstructured
+// object with what rewrite returns for it, dropping it on nil; a typed
+// object goes through keepOwnManagedFields.
+func rewriteManagedFields(obj any, rewrite func(entry map[string]any) (map[string]any, error)) (any, error) {
 	u, ok := obj.(*unstructured.Unstructured)
 	if !ok {
 		return keepOwnManagedFields(obj)
@@ -196,19 +198,13 @@ func compactChild(obj any) (any, error) {
 	var kept []any
 	for _, e := range entries {
 		entry, _ := e.(map[string]any)
-		if entry["manager"] != apply.DefaultFieldManager {
-			continue
+		out, err := rewrite(entry)
+		if err != nil {
+			return nil, fmt.Errorf("managedFields of %s %s/%s: %w", u.GetKind(), u.GetNamespace(), u.GetName(), err)
 		}
-		if f, ok := entry["fieldsV1"]; ok {
-			if _, text := f.(string); !text {
-				b, err := json.Marshal(f)
-				if err != nil {
-					return nil, fmt.Errorf("managedFields of %s %s/%s: %w", u.GetKind(), u.GetNamespace(), u.GetName(), err)
-				}
-				entry["fieldsV1"] = string(b)
-			}
+		if out != nil {
+			kept = append(kept, out)
 		}
-		kept = append(kept, entry)
 	}
 	if kept == nil {
 		delete(md, "managedFields")
