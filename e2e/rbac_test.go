@@ -94,10 +94,9 @@ func TestAllowedKindBeyondRBACFailsClearly(t *testing.T) {
 	ns := clustertest.Namespace(t)
 	allowed := allowedKinds(t, objs)
 	allowed[schema.GroupKind{Kind: "Secret"}] = true
-	op, err := operator.New(asServiceAccount(), operator.Options{
-		Templates: templatesDir, Namespace: ns, AllowedKinds: allowed,
-		Manager: ctrl.Options{Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0"},
-	})
+	opts := operatortest.Options(templatesDir, ns)
+	opts.InstallCRDs, opts.AllowedKinds = false, allowed
+	op, err := operator.New(asServiceAccount(), opts)
 	must(t, err)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()

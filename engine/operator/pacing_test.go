@@ -1,7 +1,6 @@
 package operator_test
 
 import (
-	"context"
 	"fmt"
 	"strings"
 	"sync"
@@ -9,7 +8,6 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/cueop/cueop/engine/operator"
 	"github.com/cueop/cueop/engine/operator/operatortest"
@@ -151,6 +149,16 @@ func TestBadRevisionHalts(t *testing.T) {
 		t.Errorf("after the halt: %d ready, %d converged on the good revision; want the %d CRs not moved", ready, onGood, n-3)
 	}
 
+	fixBadLabel(t, dir, ns, n)
+	if p := redisProgress(t, op); p.Halted {
+		t.Errorf("rollout still halted after the fix: %+v", p)
+	}
+}
+
+// fixBadLabel fixes the label addPodLabel("not a valid label value!")
+// broke, and waits until the n CRs of ns converged on the fixed revision.
+func fixBadLabel(t *testing.T, dir, ns string, n int) {
+	t.Helper()
 	editTemplate(t, dir, func(s string) string {
 		return strings.Replace(s, `tier: "not a valid label value!"`, `tier: "fixed"`, 1)
 	})
@@ -160,20 +168,25 @@ func TestBadRevisionHalts(t *testing.T) {
 		}
 		return allReady(t, ns, n)()
 	})
-	if p := redisProgress(t, op); p.Halted {
-		t.Errorf("rollout still halted after the fix: %+v", p)
-	}
 }
 
 func redisProgress(t *testing.T, op *operator.Operator) operator.KindProgress {
 	t.Helper()
+	p, ok := kindProgress(op, "RedisCluster")
+	if !ok {
+		t.Fatal("RedisCluster is not served")
+	}
+	return p
+}
+
+// kindProgress is the rollout progress of kind, if op serves it yet.
+func kindProgress(op *operator.Operator, kind string) (operator.KindProgress, bool) {
 	for _, p := range op.Progress() {
-		if p.Kind == "RedisCluster" {
-			return p
+		if p.Kind == kind {
+			return p, true
 		}
 	}
-	t.Fatal("RedisCluster is not served")
-	return operator.KindProgress{}
+	return operator.KindProgress{}, false
 }
 
 // TestRestartMidRolloutStaysPaced edits the template into a bad revision
@@ -195,21 +208,18 @@ func TestRestartMidRolloutStaysPaced(t *testing.T) {
 	editTemplate(t, dir, addPodLabel("not a valid label value!"))
 	op := startPaced(t, dir, ns, 4)
 	eventually(t, time.Minute, func() string {
-		for _, p := range op.Progress() {
-			if p.Kind == "RedisCluster" && p.Halted {
-				return ""
-			}
+		if p, ok := kindProgress(op, "RedisCluster"); !ok || !p.Halted {
+			return fmt.Sprintf("rollout not halted: %+v", op.Progress())
 		}
-		return fmt.Sprintf("rollout not halted: %+v", op.Progress())
+		return ""
 	})
 	time.Sleep(2 * time.Second)
 	bad := redisProgress(t, op).Revision
-	list := &unstructured.UnstructuredList{}
-	list.SetGroupVersionKind(redisGVK.GroupVersion().WithKind("RedisClusterList"))
-	must(t, c.List(context.Background(), list, client.InNamespace(ns)))
+	list, err := listRedis(c, ns)
+	must(t, err)
 	moved := 0
-	for i := range list.Items {
-		cr := &list.Items[i]
+	for i := range list {
+		cr := &list[i]
 		if rev, _, _ := unstructured.NestedString(cr.Object, "status", "revision"); rev == bad {
 			moved++
 		} else if ready := conditionStatus(cr, "Ready"); ready != "True" {
@@ -220,13 +230,5 @@ func TestRestartMidRolloutStaysPaced(t *testing.T) {
 		t.Errorf("%d CRs moved to the bad revision after the restart, want 3 or 4 (budget 4, halt after 3)", moved)
 	}
 
-	editTemplate(t, dir, func(s string) string {
-		return strings.Replace(s, `tier: "not a valid label value!"`, `tier: "fixed"`, 1)
-	})
-	eventually(t, 2*time.Minute, func() string {
-		if why := podsLabelledAll(t, ns, "tier", "fixed", n); why != "" {
-			return why
-		}
-		return allReady(t, ns, n)()
-	})
+	fixBadLabel(t, dir, ns, n)
 }

@@ -17,14 +17,13 @@ import (
 // readyCount counts the CRs of ns whose Ready condition is True and the
 // CRs at revision rev (any revision when rev is "").
 func readyCount(t *testing.T, c client.Client, ns, rev string) (ready, atRev, total int) {
-	list := &unstructured.UnstructuredList{}
-	list.SetGroupVersionKind(redisGVK.GroupVersion().WithKind("RedisClusterList"))
-	if err := c.List(context.Background(), list, client.InNamespace(ns)); err != nil {
+	list, err := listRedis(c, ns)
+	if err != nil {
 		t.Error(err)
 		return 0, 0, 0
 	}
-	for i := range list.Items {
-		cr := &list.Items[i]
+	for i := range list {
+		cr := &list[i]
 		if conditionStatus(cr, "Ready") == "True" {
 			ready++
 		}
@@ -34,7 +33,15 @@ func readyCount(t *testing.T, c client.Client, ns, rev string) (ready, atRev, to
 			}
 		}
 	}
-	return ready, atRev, len(list.Items)
+	return ready, atRev, len(list)
+}
+
+// listRedis lists the RedisClusters of ns.
+func listRedis(c client.Client, ns string) ([]unstructured.Unstructured, error) {
+	list := &unstructured.UnstructuredList{}
+	list.SetGroupVersionKind(redisGVK.GroupVersion().WithKind("RedisClusterList"))
+	err := c.List(context.Background(), list, client.InNamespace(ns))
+	return list.Items, err
 }
 
 // TestTemplateEditKeepsEveryCRReady edits the template under 100 ready CRs
