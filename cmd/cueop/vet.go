@@ -14,7 +14,6 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/cueop/cueop/engine/crdgen"
 	"github.com/cueop/cueop/engine/golden"
 	"github.com/cueop/cueop/engine/kschema"
 	"github.com/cueop/cueop/engine/render"
@@ -36,10 +35,11 @@ func newVet(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if _, err := generateCRDs(set); err != nil {
+			crds, err := generateCRDs(set)
+			if err != nil {
 				return err
 			}
-			if err := vetCases(set, dir, opts); err != nil {
+			if err := vetCases(set, crds, dir, opts); err != nil {
 				return err
 			}
 			for _, k := range set.Kinds {
@@ -55,9 +55,9 @@ func newVet(g *globals) *cobra.Command {
 // vetCases renders every golden case that should succeed and checks each
 // child against the schema of its kind, then the first such case with the
 // spec at the schema's bounds (vetBounds).
-func vetCases(set *template.Set, dir string, opts render.Options) error {
+func vetCases(set *template.Set, crds []*apiextensionsv1.CustomResourceDefinition, dir string, opts render.Options) error {
 	var errs []error
-	for _, k := range set.Kinds {
+	for i, k := range set.Kinds {
 		paths, _ := filepath.Glob(filepath.Join(dir, k.Name, "*.txtar"))
 		if len(paths) == 0 {
 			errs = append(errs, fmt.Errorf("kind %s: no golden case in %s", k.Name, filepath.Join(dir, k.Name)))
@@ -72,7 +72,7 @@ func vetCases(set *template.Set, dir string, opts render.Options) error {
 			}
 		}
 		if base != nil {
-			if err := vetBounds(k, base, opts); err != nil {
+			if err := vetBounds(k, crds[i], base, opts); err != nil {
 				errs = append(errs, fmt.Errorf("kind %s: %w", k.Name, err))
 			}
 		}
@@ -111,17 +111,13 @@ func vetCase(k *template.Kind, path string, opts render.Options) (*unstructured.
 	return parent, errors.Join(errs...)
 }
 
-// vetBounds renders parent with every numeric spec field the schema bounds
+// vetBounds renders parent with every numeric spec field crd's schema bounds
 // set to its maximum. A spec the schema accepts must not render more
 // children than the render budget: the operator would refuse that CR, and
 // only after evaluating every child (slow and memory-hungry for large
 // bounds). Specs the template refuses otherwise (cross-field constraints)
 // prove nothing and pass.
-func vetBounds(k *template.Kind, parent *unstructured.Unstructured, opts render.Options) error {
-	crd, err := crdgen.Generate(k)
-	if err != nil {
-		return err
-	}
+func vetBounds(k *template.Kind, crd *apiextensionsv1.CustomResourceDefinition, parent *unstructured.Unstructured, opts render.Options) error {
 	schema := crd.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"]
 	max := parent.DeepCopy()
 	spec, _ := max.Object["spec"].(map[string]any)
@@ -134,7 +130,7 @@ func vetBounds(k *template.Kind, parent *unstructured.Unstructured, opts render.
 	if len(set) == 0 {
 		return nil
 	}
-	_, err = render.Render(k, max, nil, opts)
+	_, err := render.Render(k, max, nil, opts)
 	var rerr *render.Error
 	if errors.As(err, &rerr) && rerr.Reason == render.ReasonChildRefused && strings.Contains(err.Error(), "render budget") {
 		return fmt.Errorf("#Spec accepts %s, which renders more children than the budget (%w): lower those bounds",
