@@ -11,7 +11,9 @@ import (
 
 // Rollout paces a kind's move to a new template revision: at most
 // MaxInFlight CRs render with the new revision until they converge; the
-// others keep being served by the previous revision meanwhile. When
+// others keep being served by the revision they were last rendered with
+// meanwhile, so edits in quick succession (A to B to C) stay paced: a CR
+// still on A waits on A, not on B. When
 // HaltAfter of the CRs moved to the new revision end up Stalled, the rollout
 // halts: the CRs not yet moved stay on the previous revision until a new
 // revision (a fixed template) resumes it. A CR's spec changes are never held
@@ -31,17 +33,23 @@ type Rollout struct {
 
 	mu       sync.Mutex
 	current  *template.Kind
-	previous *template.Kind
+	previous *template.Kind // the last good revision, for CRs left on a halted one
+	// served are the revisions this process served and did not halt, that
+	// CRs were last rendered with: a waiting CR is rendered with its own.
+	served   map[string]*template.Kind
+	halts    map[string]bool // revisions whose rollout halted
 	inFlight map[types.NamespacedName]bool
 	waiting  map[types.NamespacedName]bool
 	stalled  map[types.NamespacedName]bool
 	halted   bool
 	revOf    map[types.NamespacedName]string
+	crsOn    map[string]int // CRs by revOf, to forget revisions no CR is on
 }
 
 // NewRollout starts serving k.
 func NewRollout(k *template.Kind) *Rollout {
-	ro := &Rollout{revOf: map[types.NamespacedName]string{}}
+	ro := &Rollout{revOf: map[types.NamespacedName]string{}, crsOn: map[string]int{},
+		served: map[string]*template.Kind{}, halts: map[string]bool{}}
 	ro.SetKind(k)
 	return ro
 }
@@ -62,7 +70,14 @@ func (ro *Rollout) SetKind(k *template.Kind) {
 	if ro.current != nil && !ro.halted {
 		ro.previous = ro.current
 	}
+	if ro.current != nil && ro.halted {
+		ro.halts[ro.current.Revision] = true
+		delete(ro.served, ro.current.Revision)
+	}
 	ro.current = k
+	delete(ro.halts, k.Revision)
+	ro.served[k.Revision] = k
+	ro.forgetUnused()
 	ro.halted = false
 	ro.inFlight = map[types.NamespacedName]bool{}
 	ro.waiting = map[types.NamespacedName]bool{}
@@ -73,35 +88,39 @@ func (ro *Rollout) SetKind(k *template.Kind) {
 // was last rendered with (status.revision, "" for a new CR) and whether its
 // spec changed since (generation != status.observedGeneration).
 //
+// A CR over the budget waits its turn, rendered meanwhile with the revision
+// it is on, or with the last good one when that revision's rollout halted.
 // A CR rendered with a revision this process never served (it was edited
 // while the operator was down) moves like any other, within the budget.
-// While it waits its turn Choose returns nil, as there is no previous
-// revision to render it with: its children and status stay as the earlier
-// revision left them, and a halted rollout leaves it so. A spec change
-// moves it at once unless the rollout is halted.
+// While it waits its turn Choose returns nil, as there is no revision to
+// render it with: its children and status stay as the earlier revision left
+// them, and a halted rollout leaves it so. A spec change moves it at once
+// unless the rollout is halted.
 func (ro *Rollout) Choose(key types.NamespacedName, rev string, specChanged bool) *template.Kind {
 	ro.mu.Lock()
 	defer ro.mu.Unlock()
+	own, known := ro.served[rev]
+	if !known && ro.halts[rev] {
+		own, known = ro.previous, ro.previous != nil
+	}
 	switch {
 	case rev == "", rev == ro.current.Revision, ro.inFlight[key]:
 		return ro.current
 	case !ro.halted && (ro.MaxInFlight == 0 || len(ro.inFlight) < ro.MaxInFlight),
-		ro.previous == nil && specChanged && !ro.halted:
+		!known && specChanged && !ro.halted:
 		delete(ro.waiting, key)
 		ro.inFlight[key] = true
 		return ro.current
 	}
 	ro.waiting[key] = true
-	if ro.previous == nil {
-		ro.revOf[key] = rev
-	}
-	return ro.previous
+	ro.setRev(key, rev)
+	return own
 }
 
 // Done records how a CR's reconcile with k ended.
 func (ro *Rollout) Done(key types.NamespacedName, k *template.Kind, converged, stalled bool) {
 	ro.mu.Lock()
-	ro.revOf[key] = k.Revision
+	ro.setRev(key, k.Revision)
 	var wake []types.NamespacedName
 	var halt []types.NamespacedName
 	if k == ro.current && ro.inFlight[key] {
@@ -141,7 +160,7 @@ func (ro *Rollout) Forget(key types.NamespacedName) {
 	delete(ro.inFlight, key)
 	delete(ro.waiting, key)
 	delete(ro.stalled, key)
-	delete(ro.revOf, key)
+	ro.setRev(key, "")
 	var wake []types.NamespacedName
 	if wasInFlight {
 		wake = ro.nextWaiting()
@@ -150,15 +169,67 @@ func (ro *Rollout) Forget(key types.NamespacedName) {
 	ro.notify(nil, nil, wake)
 }
 
-// nextWaiting picks the waiting CR to wake for a freed slot. The caller
-// holds the lock.
+// nextWaiting picks the waiting CR to wake for a freed slot and gives it
+// the slot, so that the slot is freed again (and the next CR woken) however
+// its reconcile ends, even when the CR turns out deleted. The caller holds
+// the lock.
 func (ro *Rollout) nextWaiting() []types.NamespacedName {
 	if ro.halted || len(ro.waiting) == 0 {
 		return nil
 	}
 	next := sortedKeys(ro.waiting)[0]
 	delete(ro.waiting, next)
+	ro.inFlight[next] = true
 	return []types.NamespacedName{next}
+}
+
+// setRev records the revision a CR was last rendered with ("" when it is
+// gone), forgetting a served revision no CR is on any more. The caller
+// holds the lock.
+func (ro *Rollout) setRev(key types.NamespacedName, rev string) {
+	old, had := ro.revOf[key]
+	if had && old == rev {
+		return
+	}
+	if had {
+		ro.crsOn[old]--
+		if ro.crsOn[old] <= 0 {
+			delete(ro.crsOn, old)
+			ro.forget(old)
+		}
+	}
+	if rev == "" {
+		delete(ro.revOf, key)
+		return
+	}
+	ro.revOf[key] = rev
+	ro.crsOn[rev]++
+}
+
+// forgetUnused forgets the served revisions no CR is on. The caller holds
+// the lock.
+func (ro *Rollout) forgetUnused() {
+	for rev := range ro.served {
+		if ro.crsOn[rev] == 0 {
+			ro.forget(rev)
+		}
+	}
+	for rev := range ro.halts {
+		if ro.crsOn[rev] == 0 {
+			delete(ro.halts, rev)
+		}
+	}
+}
+
+// forget drops a served revision unless it is the current or the last good
+// one; its compiled template is then left to the garbage collector.
+func (ro *Rollout) forget(rev string) {
+	if rev != ro.current.Revision && (ro.previous == nil || rev != ro.previous.Revision) {
+		delete(ro.served, rev)
+	}
+	if ro.crsOn[rev] == 0 {
+		delete(ro.halts, rev)
+	}
 }
 
 func (ro *Rollout) haltAfter() int {

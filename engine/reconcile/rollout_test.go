@@ -87,3 +87,102 @@ func TestRolloutKnownPrevious(t *testing.T) {
 		t.Fatalf("spec change over the budget got %v, want the previous revision", k)
 	}
 }
+
+// TestRolloutChainedEdits edits A to B, then B to C while B rolls out: the
+// CRs still on A wait on A (not moved to B at once), those on B wait on B,
+// and the budget holds for C.
+func TestRolloutChainedEdits(t *testing.T) {
+	a, b, c := &template.Kind{Revision: "A"}, &template.Kind{Revision: "B"}, &template.Kind{Revision: "C"}
+	ro := NewRollout(a)
+	ro.MaxInFlight = 2
+	for i := range 6 {
+		ro.Done(key(i), a, true, false)
+	}
+	ro.SetKind(b)
+	for i := range 2 {
+		if k := ro.Choose(key(i), "A", false); k != b {
+			t.Fatalf("cr-%02d within the budget got %v, want B", i, k)
+		}
+	}
+	ro.Done(key(0), b, true, false) // cr-00 on B; its slot goes to cr-02 (woken)
+	ro.SetKind(c)
+	got := map[string]int{}
+	for i := range 6 {
+		rev := "A"
+		if i == 0 {
+			rev = "B"
+		}
+		if k := ro.Choose(key(i), rev, false); k != nil {
+			got[k.Revision]++
+		}
+	}
+	if got["C"] != 2 || got["B"] != 0 || got["A"] != 4 {
+		t.Fatalf("after A to B to C with a budget of 2, rendered %v; want 2 on C, the other 4 on A (their own revision)", got)
+	}
+	// cr-00 was moved to C (first within budget); a CR on B over the
+	// budget is rendered with B.
+	if k := ro.Choose(key(9), "B", false); k != b {
+		t.Fatalf("a waiting CR on B got %v, want B", k)
+	}
+	if p := ro.Progress(); p.InFlight != 2 || p.Waiting != 5 {
+		t.Fatalf("progress %+v, want 2 in flight and 5 waiting", p)
+	}
+}
+
+// TestRolloutWokenDeletedFreesSlot: a CR woken for a freed slot that turns
+// out deleted frees the slot again, and the next waiting CR is woken.
+func TestRolloutWokenDeletedFreesSlot(t *testing.T) {
+	r1, r2 := &template.Kind{Revision: "r1"}, &template.Kind{Revision: "r2"}
+	ro := NewRollout(r1)
+	ro.MaxInFlight = 1
+	var woken []types.NamespacedName
+	ro.OnWake = func(k types.NamespacedName) { woken = append(woken, k) }
+	for i := range 3 {
+		ro.Done(key(i), r1, true, false)
+	}
+	ro.SetKind(r2)
+	for i := range 3 {
+		ro.Choose(key(i), "r1", false)
+	}
+	ro.Done(key(0), r2, true, false)
+	if len(woken) != 1 || woken[0] != key(1) {
+		t.Fatalf("woken %v, want cr-01", woken)
+	}
+	// A spec change of another waiting CR does not take the woken CR's slot.
+	if k := ro.Choose(key(2), "r1", true); k != r1 {
+		t.Fatalf("cr-02 took the slot given to cr-01: got %v, want r1", k)
+	}
+	ro.Forget(key(1)) // cr-01 was deleted before its turn came
+	if len(woken) != 2 || woken[1] != key(2) {
+		t.Fatalf("woken %v, want cr-02 after cr-01 turned out deleted", woken)
+	}
+	if k := ro.Choose(key(2), "r1", false); k != r2 {
+		t.Fatalf("woken cr-02 got %v, want r2", k)
+	}
+}
+
+// TestRolloutForgetsUnusedRevisions: a revision no CR is on any more is
+// not kept (its compiled template is freed), but the current and the last
+// good ones are.
+func TestRolloutForgetsUnusedRevisions(t *testing.T) {
+	ro := NewRollout(&template.Kind{Revision: "r0"})
+	for i := 1; i <= 5; i++ {
+		k := &template.Kind{Revision: fmt.Sprintf("r%d", i)}
+		ro.SetKind(k)
+		ro.Choose(key(0), "", false)
+		ro.Done(key(0), k, true, false)
+	}
+	ro.mu.Lock()
+	defer ro.mu.Unlock()
+	if len(ro.served) != 2 || ro.served["r5"] == nil || ro.served["r4"] == nil {
+		t.Fatalf("served revisions %v, want r5 (current) and r4 (last good)", keys(ro.served))
+	}
+}
+
+func keys(m map[string]*template.Kind) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
