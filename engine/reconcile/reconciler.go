@@ -190,6 +190,9 @@ func (r *run) rerender(ctx context.Context) error {
 	if err := r.render(); err != nil || r.result_ == nil {
 		return err
 	}
+	// Should this render want yet other objects, they are what the rest of
+	// the reconcile (recreate) takes as each child's observed object.
+	r.observed = renderedView(r.result_.Children, r.owned, r.observed)
 	return r.watchKinds(ctx)
 }
 
