@@ -23,7 +23,7 @@ func newRender(g *globals) *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVarP(&file, "filename", "f", "", "the custom resource (YAML)")
-	cmd.Flags().StringVar(&observed, "observed", "", "YAML stream of live children, matched to ids by apiVersion, kind and name")
+	cmd.Flags().StringVar(&observed, "observed", "", "YAML stream of live children, matched to ids by group, kind and name")
 	cmd.Flags().BoolVar(&withStatus, "status", false, "also print the status and readiness")
 	_ = cmd.MarkFlagRequired("filename")
 	return cmd

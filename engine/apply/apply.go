@@ -63,26 +63,36 @@ func (a *Applier) Apply(ctx context.Context, desired, live *unstructured.Unstruc
 	if p.why == "" {
 		return Unchanged, nil
 	}
-	if err := a.send(ctx, p.object); err != nil {
+	rv, err := a.send(ctx, p.object)
+	if err != nil {
 		return "", err
 	}
 	if live == nil {
 		return Created, nil
 	}
+	if p.skew && rv != "" && rv == live.GetResourceVersion() {
+		// The server kept live as it was: in sync, and remembered as such,
+		// so that the same live state sends no request again.
+		if p.memoable {
+			a.memo.add(p.key)
+		}
+		return Unchanged, nil
+	}
 	return Updated, nil
 }
 
-// send applies obj, forcing ownership of every field it holds.
-func (a *Applier) send(ctx context.Context, obj *unstructured.Unstructured) error {
+// send applies obj, forcing ownership of every field it holds, and returns
+// the resourceVersion the API server answers with.
+func (a *Applier) send(ctx context.Context, obj *unstructured.Unstructured) (string, error) {
 	// Apply decodes the response into the object it is given; a fresh
 	// Unstructured keeps the maps obj shares with the caller's object intact.
 	out := &unstructured.Unstructured{Object: obj.Object}
 	err := a.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(out),
 		client.FieldOwner(a.fieldManager()), client.ForceOwnership)
 	if err != nil {
-		return fmt.Errorf("%s apply failed: %w", subject(obj), err)
+		return "", fmt.Errorf("%s apply failed: %w", subject(obj), err)
 	}
-	return nil
+	return out.GetResourceVersion(), nil
 }
 
 // subject names obj in errors: "Pod ns/name".

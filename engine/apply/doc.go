@@ -76,6 +76,14 @@
 // the sets by field path prefix, and additionally every value desired sets
 // must be in live (list items matched in order; see deduced.go).
 //
+// When no schema at hand types desired (a field the compiled client-go
+// schema or the TypeConverter does not know: a newer cluster, a changed
+// CRD), rule 3 cannot be computed and NeedsApply is true. Apply then sends
+// the apply and compares the resourceVersion the API server returns with
+// live's: the same means nothing changed, so it reports Unchanged and
+// remembers (hash, uid, resourceVersion) as in sync below. Schema skew costs
+// one request per change of the live object, never an error or a loop.
+//
 // The informer cache must keep managedFields: a transform that strips them
 // (cache.TransformStripManagedFields) makes every NeedsApply true, so every
 // reconcile sends an apply (a no-op on the server, but a request). Keeping

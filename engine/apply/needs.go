@@ -21,6 +21,13 @@ import (
 type plan struct {
 	object *unstructured.Unstructured
 	why    string
+	// skew is set when no schema at hand types the object (a field the
+	// compiled client-go schema or the TypeConverter does not know: a newer
+	// cluster, a changed CRD). Then the apply is sent, and the
+	// resourceVersion it returns tells whether it changed anything.
+	skew     bool
+	key      memoKey
+	memoable bool
 }
 
 // NeedsApply reports whether applying desired would change live, and why.
@@ -48,15 +55,26 @@ func (a *Applier) plan(desired, live *unstructured.Unstructured) (plan, error) {
 		p.why = fmt.Sprintf("%s is %q, want %q", AnnotationAppliedHash, got, hash)
 		return p, nil
 	}
-	key, memoable := keyOf(hash, live)
-	if memoable && a.memo.has(key) {
+	p.key, p.memoable = keyOf(hash, live)
+	if p.memoable && a.memo.has(p.key) {
 		return p, nil
 	}
-	if p.why, err = a.fieldsDiffer(obj, live); err == nil && p.why == "" && memoable {
-		a.memo.add(key)
+	p.why, err = a.fieldsDiffer(obj, live)
+	var skew *schemaSkew
+	if errors.As(err, &skew) {
+		p.why, p.skew, err = skew.Error()+": the apply decides", true, nil
+	}
+	if err == nil && p.why == "" && p.memoable {
+		a.memo.add(p.key)
 	}
 	return p, err
 }
+
+// schemaSkew is a schema that cannot type the desired object.
+type schemaSkew struct{ err error }
+
+func (e *schemaSkew) Error() string { return "schema cannot type the object (" + e.err.Error() + ")" }
+func (e *schemaSkew) Unwrap() error { return e.err }
 
 // fieldsDiffer compares the fields the field manager owns on live with the
 // fields of obj (stamped). It returns "" when they agree.
@@ -67,7 +85,7 @@ func (a *Applier) fieldsDiffer(obj, live *unstructured.Unstructured) (string, er
 	}
 	want, exact, err := a.fieldSet(obj)
 	if err != nil {
-		return "", err
+		return "", &schemaSkew{err}
 	}
 	if exact {
 		if want.Equals(owned) {

@@ -71,7 +71,8 @@ func (a *Applier) recreate(ctx context.Context, desired, live *unstructured.Unst
 			return err
 		}
 	}
-	return a.send(ctx, obj)
+	_, err = a.send(ctx, obj)
+	return err
 }
 
 // waitGone polls until live's name is free or held by another UID.

@@ -48,7 +48,8 @@ func Evaluate(set *template.Set, k *template.Kind, ar *txtar.Archive, opts rende
 
 // RenderObserved renders parent with live children that are not yet keyed
 // by child id: a first render without them names the ids, then each live
-// object is matched to the child with its apiVersion, kind and name.
+// object is matched to the child with its group, kind and name (a child is
+// the same object at any version).
 func RenderObserved(k *template.Kind, parent *unstructured.Unstructured, live []*unstructured.Unstructured, opts render.Options) (*render.Result, error) {
 	first, err := render.Render(k, parent, nil, opts)
 	if err != nil || len(live) == 0 {
@@ -73,7 +74,7 @@ func RenderObserved(k *template.Kind, parent *unstructured.Unstructured, live []
 }
 
 func objectKey(o *unstructured.Unstructured) string {
-	return o.GetAPIVersion() + "/" + o.GetKind() + "/" + o.GetName()
+	return o.GroupVersionKind().Group + "/" + o.GetKind() + "/" + o.GetName()
 }
 
 // ParseParent reads a CR and checks that it is of kind k. A CR without a

@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
+	"github.com/cueop/cueop/engine/apply"
 	"github.com/cueop/cueop/engine/reconcile"
 	"github.com/cueop/cueop/engine/render"
 )
@@ -28,17 +29,34 @@ import (
 // are watched (cached, indexed by owner, and listed by every reconcile) only
 // once needed: at start, the kinds that already have children managed by
 // cueop; later, a kind the first time a template renders a child of it. A
-// kind stays watched for the life of the process, so that prune still sees
-// the children of a kind a template stopped rendering.
+// kind is watched at the version templates render it (a child is the same
+// object at any version, but the template reads and the no-op decision
+// compares it at the version it writes), so a kind two templates render at
+// two versions is watched at both. A watch stays for the life of the
+// process, so that prune still sees the children of a kind a template
+// stopped rendering.
 type childWatch struct {
-	served map[schema.GroupKind]*meta.RESTMapping // allowed kinds the API server serves
+	served map[schema.GroupKind]*meta.RESTMapping // allowed kinds the API server serves, at their preferred version
 	meta   metadata.Interface
 
 	mu       sync.Mutex
-	indexed  map[schema.GroupKind]bool // informer created and indexed by owner
-	watched  map[schema.GroupKind]bool // and synced, with every controller watching it
+	watches  map[schema.GroupVersionKind]*kindWatch
 	kinds    []schema.GroupVersionKind // watched, in the order they were added
 	watchers map[*kindController]bool  // running controllers, each watching every kind watched
+}
+
+// kindWatch is the watch of the children of one kind at one version.
+type kindWatch struct {
+	indexed bool          // informer created and indexed by owner
+	watched bool          // and synced, with every controller watching it
+	syncing *watchAttempt // the attempt under way, if any
+}
+
+// watchAttempt is one wait for an informer to sync; the callers that come
+// meanwhile share its outcome.
+type watchAttempt struct {
+	done chan struct{}
+	err  error
 }
 
 // resolveChildKinds resolves the allow-listed kinds the API server serves.
@@ -48,9 +66,9 @@ func (o *Operator) resolveChildKinds(cfg *rest.Config) error {
 		return err
 	}
 	o.children = childWatch{served: map[schema.GroupKind]*meta.RESTMapping{}, meta: mc,
-		indexed: map[schema.GroupKind]bool{}, watched: map[schema.GroupKind]bool{}, watchers: map[*kindController]bool{}}
+		watches: map[schema.GroupVersionKind]*kindWatch{}, watchers: map[*kindController]bool{}}
 	for gk := range o.opts.AllowedKinds {
-		m, err := o.resolveChildKind(gk)
+		m, err := o.resolveChildKind(gk, "")
 		if errors.Is(err, errNotServed) {
 			o.log.Info("allowed kind not served by the API server (yet), not watched", "kind", gk.String(), "error", err.Error())
 			continue
@@ -68,14 +86,21 @@ var errNotServed = errors.New("not served by the API server")
 // syncTimeout bounds the wait for a newly watched kind's informer to sync.
 const syncTimeout = 30 * time.Second
 
-// resolveChildKind resolves an allowed kind to the resource the API server
-// serves it as.
-func (o *Operator) resolveChildKind(gk schema.GroupKind) (*meta.RESTMapping, error) {
+// resolveChildKind resolves an allowed kind, at version or else at the
+// preferred one, to the resource the API server serves it as.
+func (o *Operator) resolveChildKind(gk schema.GroupKind, version string) (*meta.RESTMapping, error) {
 	if !o.opts.AllowedKinds[gk] {
 		return nil, fmt.Errorf("kind %s is not in the allowed kinds", gk)
 	}
-	m, err := o.mgr.GetRESTMapper().RESTMapping(gk)
+	var versions []string
+	if version != "" {
+		versions = []string{version}
+	}
+	m, err := o.mgr.GetRESTMapper().RESTMapping(gk, versions...)
 	if err != nil {
+		if version != "" {
+			return nil, fmt.Errorf("kind %s version %s: %w: %w", gk, version, errNotServed, err)
+		}
 		return nil, fmt.Errorf("kind %s: %w: %w", gk, errNotServed, err)
 	}
 	if m.Scope.Name() != meta.RESTScopeNameNamespace {
@@ -101,7 +126,7 @@ func (o *Operator) discoverChildren(ctx context.Context) error {
 			return fmt.Errorf("list the %s managed by cueop: %w", m.Resource.Resource, err)
 		}
 		if len(list.Items) > 0 {
-			if err := o.watchKind(ctx, gk); err != nil {
+			if err := o.watchKind(ctx, o.appliedVersion(m, list.Items[0].ManagedFields)); err != nil {
 				return err
 			}
 		}
@@ -116,47 +141,103 @@ func (o *Operator) watchedKinds() []schema.GroupVersionKind {
 	return slices.Clone(o.children.kinds)
 }
 
-// watchKind watches the children of kind gk, unless it already does: their
+// appliedVersion is the kind of m at the version cueop last applied a
+// child with (the version its template renders), when the API server serves
+// it, else at the preferred version.
+func (o *Operator) appliedVersion(m *meta.RESTMapping, fields []metav1.ManagedFieldsEntry) schema.GroupVersionKind {
+	for _, e := range fields {
+		if e.Manager != apply.DefaultFieldManager || e.Operation != metav1.ManagedFieldsOperationApply || e.Subresource != "" {
+			continue
+		}
+		gv, err := schema.ParseGroupVersion(e.APIVersion)
+		if err != nil || gv.Group != m.GroupVersionKind.Group {
+			break
+		}
+		if _, err := o.resolveChildKind(m.GroupVersionKind.GroupKind(), gv.Version); err == nil {
+			return gv.WithKind(m.GroupVersionKind.Kind)
+		}
+	}
+	return m.GroupVersionKind
+}
+
+// watchKind watches the children of kind gvk, unless it already does: their
 // informer is indexed by owner and synced, and every running controller
-// watches them, before it returns.
-func (o *Operator) watchKind(ctx context.Context, gk schema.GroupKind) error {
+// watches them, before it returns. The wait for the informer to sync holds
+// no lock: a kind whose watch cannot sync (RBAC, a broken conversion)
+// delays only the reconciles that render it, and those share one wait.
+func (o *Operator) watchKind(ctx context.Context, gvk schema.GroupVersionKind) error {
 	w := &o.children
 	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.watched[gk] {
+	kw := w.watches[gvk]
+	if kw == nil {
+		kw = &kindWatch{}
+		w.watches[gvk] = kw
+	}
+	if kw.watched {
+		w.mu.Unlock()
 		return nil
 	}
-	m, ok := w.served[gk]
-	if !ok {
-		// An allowed kind whose CRD was installed after the start.
-		var err error
-		if m, err = o.resolveChildKind(gk); err != nil {
-			return err
+	if a := kw.syncing; a != nil {
+		w.mu.Unlock()
+		select {
+		case <-a.done:
+			return a.err
+		case <-ctx.Done():
+			return ctx.Err()
 		}
-		w.served[gk] = m
+	}
+	a := &watchAttempt{done: make(chan struct{})}
+	kw.syncing = a
+	w.mu.Unlock()
+
+	m, err := o.startWatch(ctx, gvk, kw)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if err == nil {
+		err = o.addWatch(kw, m)
+	}
+	kw.syncing, a.err = nil, err
+	close(a.done)
+	return err
+}
+
+// startWatch creates the informer of gvk's children, indexed by owner, and
+// waits (syncTimeout at most) for it to sync. Only the caller that set
+// kw.syncing runs it.
+func (o *Operator) startWatch(ctx context.Context, gvk schema.GroupVersionKind, kw *kindWatch) (*meta.RESTMapping, error) {
+	m, err := o.resolveChildKind(gvk.GroupKind(), gvk.Version)
+	if err != nil {
+		return nil, err
 	}
 	obj := o.childObject(m.GroupVersionKind)
-	if !w.indexed[gk] {
+	if !kw.indexed {
 		if err := o.mgr.GetFieldIndexer().IndexField(ctx, obj, reconcile.IndexOwnerUID, reconcile.OwnerUIDIndex); err != nil {
-			return fmt.Errorf("index %s children: %w", gk, err)
+			return nil, fmt.Errorf("index %s children: %w", gvk, err)
 		}
-		w.indexed[gk] = true
+		kw.indexed = true
 	}
 	// A watch the API server refuses (RBAC) never syncs: fail the reconcile
-	// (retried with backoff) rather than hold every other one.
+	// (retried with backoff) rather than wait for good.
 	sctx, cancel := context.WithTimeout(ctx, syncTimeout)
 	defer cancel()
 	if _, err := o.mgr.GetCache().GetInformer(sctx, obj); err != nil {
-		return fmt.Errorf("watch %s children (list and watch permitted?): %w", gk, err)
+		return nil, fmt.Errorf("watch %s children (list and watch permitted?): %w", m.Resource.GroupResource(), err)
 	}
+	return m, nil
+}
+
+// addWatch makes every running controller watch the synced children of m's
+// kind, and later ones too. The caller holds the lock.
+func (o *Operator) addWatch(kw *kindWatch, m *meta.RESTMapping) error {
+	w := &o.children
 	for kc := range w.watchers {
 		if err := kc.ctrl.Watch(o.childSource(kc, m.GroupVersionKind)); err != nil {
-			return fmt.Errorf("watch %s children: %w", gk, err)
+			return fmt.Errorf("watch %s children: %w", m.GroupVersionKind, err)
 		}
 	}
-	w.watched[gk] = true
+	kw.watched = true
 	w.kinds = append(w.kinds, m.GroupVersionKind)
-	o.log.Info("watching children", "kind", gk.String())
+	o.log.Info("watching children", "kind", m.GroupVersionKind.GroupKind().String(), "version", m.GroupVersionKind.Version)
 	return nil
 }
 

@@ -42,14 +42,10 @@ func (r *run) applyAll(ctx context.Context) error {
 	return r.recreate(ctx, immutable)
 }
 
-// live is the observed object for c, or nil when none or when the child
-// changed its kind or name (the old object is then pruned).
+// live is the live object c is (same group, kind and name, at any version),
+// or nil when none; see matchLive.
 func (r *run) live(c render.Child) *unstructured.Unstructured {
-	o, ok := r.observed[c.ID]
-	if !ok || o.GroupVersionKind() != c.Object.GroupVersionKind() || o.GetName() != c.Object.GetName() {
-		return nil
-	}
-	return o
+	return r.owned.matchLive(c.Object)
 }
 
 // applyFailed marks the CR stalled when the API server refuses a child for
@@ -100,23 +96,11 @@ func (r *run) othersReady(id string) bool {
 	return true
 }
 
-// prune deletes every owned child the render no longer has. It runs only
-// after every apply succeeded.
+// prune deletes every owned child the render no longer has (see
+// pruneVictims). It runs only after every apply succeeded.
 func (r *run) prune(ctx context.Context) error {
-	wanted := map[string]bool{}
-	for _, c := range r.result_.Children {
-		if r.live(c) != nil {
-			wanted[c.ID] = true
-		}
-	}
-	victims := append([]*unstructured.Unstructured{}, r.extra...)
-	for id, o := range r.observed {
-		if !wanted[id] {
-			victims = append(victims, o)
-		}
-	}
 	var errs []error
-	for _, o := range victims {
+	for _, o := range pruneVictims(r.result_.Children, r.owned) {
 		err := r.r.Applier.Prune(ctx, o)
 		r.r.applied(r.kind.Resource.Kind, apply.Pruned, err)
 		if err != nil {

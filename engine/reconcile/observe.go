@@ -14,20 +14,20 @@ import (
 	"github.com/cueop/cueop/engine/render"
 )
 
-// observe lists, from the cache, every child the CR owns, keyed by child id.
-// Owned objects that share an id with another are kept aside for pruning.
+// observe lists, from the cache, every child the CR controls, at every
+// version watched, and what the template sees of them, keyed by child id.
 func (r *run) observe(ctx context.Context) error {
-	r.observed = map[string]*unstructured.Unstructured{}
+	var objs []*unstructured.Unstructured
 	uid := string(r.cr.GetUID())
 	for _, gvk := range r.r.ChildKinds() {
 		items, err := r.r.listChildren(ctx, gvk, r.cr.GetNamespace(), uid)
 		if err != nil {
 			return fmt.Errorf("%s: list %s children: %w", r.subject(), gvk.Kind, err)
 		}
-		for _, obj := range items {
-			r.add(obj)
-		}
+		objs = append(objs, items...)
 	}
+	r.owned = sortChildren(r.cr, objs)
+	r.observed = r.owned.templateView(r.r.fieldManager())
 	return nil
 }
 
@@ -107,18 +107,6 @@ func toUnstructured(obj runtime.Object, gvk schema.GroupVersionKind) (*unstructu
 		m["metadata"].(map[string]any)["managedFields"] = entries
 	}
 	return u, nil
-}
-
-func (r *run) add(obj *unstructured.Unstructured) {
-	id := obj.GetLabels()[render.LabelID]
-	if !isControlledBy(obj, r.cr) {
-		return // labels can be copied; ownership cannot
-	}
-	if _, dup := r.observed[id]; id == "" || dup {
-		r.extra = append(r.extra, obj)
-		return
-	}
-	r.observed[id] = obj
 }
 
 func isControlledBy(obj, owner *unstructured.Unstructured) bool {

@@ -37,10 +37,10 @@ type Reconciler struct {
 	// ChildKinds returns the kinds whose children Children caches: a
 	// reconcile lists the children of each.
 	ChildKinds func() []schema.GroupVersionKind
-	// WatchKind, when set, makes Children cache the children of a kind, and
-	// is called for every kind a render produces before its children are
-	// applied.
-	WatchKind func(ctx context.Context, gk schema.GroupKind) error
+	// WatchKind, when set, makes Children cache the children of a kind at a
+	// version, and is called for every kind and version a render produces
+	// before its children are applied.
+	WatchKind func(ctx context.Context, gvk schema.GroupVersionKind) error
 	// Scheme, when set, names the child kinds Children caches as typed
 	// objects; the others are cached unstructured.
 	Scheme *runtime.Scheme
@@ -116,12 +116,15 @@ type run struct {
 		Error(err error, msg string, kv ...any)
 	}
 
-	observed map[string]*unstructured.Unstructured
-	extra    []*unstructured.Unstructured // owned, but not matching a child id
-	result_  *render.Result
-	stalled  *stall
-	actions  map[apply.Action][]string
-	waiting  string // why the CR is not converged yet, if it is not
+	observed map[string]*unstructured.Unstructured // what the template sees, by child id
+	owned    liveChildren                          // every child the CR controls
+	// observeFailed is why the children could not be listed: the reconcile
+	// knows nothing new about them and must not say it converged.
+	observeFailed error
+	result_       *render.Result
+	stalled       *stall
+	actions       map[apply.Action][]string
+	waiting       string // why the CR is not converged yet, if it is not
 }
 
 // stall is why a CR cannot progress without a change of spec or template.
@@ -131,24 +134,16 @@ type stall struct {
 
 func (r *run) converge(ctx context.Context) error {
 	if err := r.observe(ctx); err != nil {
+		r.observeFailed = err
 		return err
 	}
-	start := time.Now()
-	res, err := render.Render(r.kind, r.cr, r.observed, r.r.options())
-	r.r.rendered(r.kind.Resource.Kind, time.Since(start), err)
-	var rerr *render.Error
-	if errors.As(err, &rerr) {
-		r.stalled = &stall{reason: rerr.Reason, message: rerr.Error()}
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("%s: render: %w", r.subject(), err)
-	}
-	r.result_ = res
-	if !res.Ready {
-		r.waiting = "waiting for children to be ready"
+	if err := r.render(); err != nil || r.result_ == nil {
+		return err
 	}
 	if err := r.watchKinds(ctx); err != nil {
+		return err
+	}
+	if err := r.rerender(ctx); err != nil || r.result_ == nil {
 		return err
 	}
 	if err := r.applyAll(ctx); err != nil {
@@ -157,21 +152,67 @@ func (r *run) converge(ctx context.Context) error {
 	return r.prune(ctx)
 }
 
-// watchKinds makes sure the kinds of every rendered child are watched. A
-// kind not watched before has no children to observe: it had none managed
-// by cueop when the operator started, and only this process creates them.
+// render renders the CR with what observe saw. A render error the template
+// or the spec must fix stalls the CR (r.result_ stays nil).
+func (r *run) render() error {
+	start := time.Now()
+	res, err := render.Render(r.kind, r.cr, r.observed, r.r.options())
+	r.r.rendered(r.kind.Resource.Kind, time.Since(start), err)
+	var rerr *render.Error
+	if errors.As(err, &rerr) {
+		r.result_, r.stalled = nil, &stall{reason: rerr.Reason, message: rerr.Error()}
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("%s: render: %w", r.subject(), err)
+	}
+	r.result_, r.waiting = res, ""
+	if !res.Ready {
+		r.waiting = "waiting for children to be ready"
+	}
+	return nil
+}
+
+// rerender observes and renders once more when the template saw, for a
+// child it renders, another object than the one that child is: the old
+// object of a renamed child, or its object at another version than the one
+// rendered (now watched, so listed at it). Then the children's observed
+// objects are the ones the template asked for.
+func (r *run) rerender(ctx context.Context) error {
+	if !misread(r.result_.Children, r.owned, r.observed) {
+		return nil
+	}
+	if err := r.observe(ctx); err != nil {
+		r.result_, r.observeFailed = nil, err
+		return err
+	}
+	r.observed = renderedView(r.result_.Children, r.owned, r.observed)
+	if err := r.render(); err != nil || r.result_ == nil {
+		return err
+	}
+	// Should this render want yet other objects, they are what the rest of
+	// the reconcile (recreate) takes as each child's observed object.
+	r.observed = renderedView(r.result_.Children, r.owned, r.observed)
+	return r.watchKinds(ctx)
+}
+
+// watchKinds makes sure the kinds of every rendered child are watched, at
+// the version rendered. A kind not watched before has no children to
+// observe: it had none managed by cueop when the operator started, and only
+// this process creates them.
 func (r *run) watchKinds(ctx context.Context) error {
 	if r.r.WatchKind == nil {
 		return nil
 	}
-	var done []schema.GroupKind
+	var done []schema.GroupVersionKind
 	for _, c := range r.result_.Children {
-		gk := c.Object.GroupVersionKind().GroupKind()
-		if slices.Contains(done, gk) {
+		gvk := c.Object.GroupVersionKind()
+		if slices.Contains(done, gvk) {
 			continue
 		}
-		done = append(done, gk)
-		if err := r.r.WatchKind(ctx, gk); err != nil {
+		done = append(done, gvk)
+		if err := r.r.WatchKind(ctx, gvk); err != nil {
+			r.waiting = "watch failed, retrying: " + err.Error()
 			return fmt.Errorf("%s: %w", r.subject(), err)
 		}
 	}

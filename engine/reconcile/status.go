@@ -29,6 +29,7 @@ const (
 	ReasonProgressing      = "Progressing"
 	ReasonRollout          = "Rollout"
 	ReasonApplyRejected    = "ApplyRejected"
+	ReasonObserveFailed    = "ObserveFailed"
 )
 
 // desiredStatus is the status the CR should have after this reconcile: the
@@ -51,6 +52,14 @@ func (r *run) desiredStatus() map[string]any {
 		}
 	}
 	st["observedGeneration"] = r.cr.GetGeneration()
+	if r.observeFailed != nil {
+		// Nothing was learnt about the children: the generation is not
+		// observed (kstatus keeps the CR in progress).
+		delete(st, "observedGeneration")
+		if og, ok := old["observedGeneration"]; ok {
+			st["observedGeneration"] = og
+		}
+	}
 	st["conditions"] = conditionsValue(r.conditions(ownConditions(oldConditions(old))))
 	return st
 }
@@ -94,6 +103,11 @@ func (r *run) conditions(conds []metav1.Condition) []metav1.Condition {
 		meta.SetStatusCondition(&conds, metav1.Condition{Type: t, Status: s, Reason: reason, Message: msg, ObservedGeneration: gen})
 	}
 	switch {
+	case r.observeFailed != nil:
+		msg := "children could not be listed, retrying: " + r.observeFailed.Error()
+		set(ConditionReconciling, metav1.ConditionUnknown, ReasonObserveFailed, msg)
+		set(ConditionReady, metav1.ConditionUnknown, ReasonObserveFailed, msg)
+		return conds
 	case r.stalled != nil:
 		set(ConditionStalled, metav1.ConditionTrue, r.stalled.reason, r.stalled.message)
 		set(ConditionReconciling, metav1.ConditionFalse, r.stalled.reason, stallHint(r.stalled.reason))
