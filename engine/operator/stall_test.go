@@ -140,7 +140,7 @@ func TestNoWritesOnResync(t *testing.T) {
 	c := newClient(t)
 	const n = 5
 	func() {
-		stop := startOperatorStoppable(t, dir, ns, nil)
+		_, stop := startOperatorStoppable(t, dir, ns, nil)
 		defer stop()
 		waitCRD(t)
 		for i := range n {
@@ -152,14 +152,14 @@ func TestNoWritesOnResync(t *testing.T) {
 	}()
 	before := appliesUnchanged(t)
 	cfg, ct := countingConfig()
-	startOperator(t, dir, ns, cfg)
+	act := startOperator(t, dir, ns, cfg)
 	eventually(t, 60*time.Second, func() string {
 		if got := appliesUnchanged(t) - before; got < n*5 {
 			return fmt.Sprintf("%v unchanged applies, want %d (every child of every CR checked)", got, n*5)
 		}
 		return ""
 	})
-	time.Sleep(2 * time.Second)
+	act.Settled(t, 0, 60*time.Second)
 	writes, reads := ct.snapshot()
 	if len(writes) != 0 {
 		t.Fatalf("%d write requests during a resync of converged CRs: %v", len(writes), writes)
