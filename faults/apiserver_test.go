@@ -15,7 +15,7 @@ import (
 func (e *env) namespace(t *testing.T, name string) string {
 	t.Helper()
 	e.mustKubectl(t, "", "create", "namespace", name)
-	eventually(t, 30*time.Second, func() string {
+	eventually(t, 60*time.Second, func() string {
 		if _, err := e.kubectl(t, "", "-n", name, "get", "serviceaccount", "default"); err != nil {
 			return "no default ServiceAccount in " + name
 		}
@@ -65,7 +65,7 @@ func TestAPIServerRestartMidConvergence(t *testing.T) {
 	t.Logf("kube-apiserver down for %s", restarted.Sub(stopped).Round(time.Millisecond))
 
 	eventually(t, 120*time.Second, func() string { return e.allRedisReady(t, ns, want) })
-	eventually(t, 30*time.Second, func() string { return e.checkChildren(t, ns, redisGVK, want) })
+	eventually(t, 60*time.Second, func() string { return e.checkChildren(t, ns, redisGVK, want) })
 	t.Logf("converged %s after the restart", time.Since(restarted).Round(time.Millisecond))
 
 	// Converged means quiet: the operator settles, and a second look then

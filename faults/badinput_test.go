@@ -314,7 +314,7 @@ func TestBadInputRefused(t *testing.T) {
 	t.Logf("renders of the Flood CR: %v", renders[max(0, len(renders)-2):])
 
 	// Nothing but the healthy CRs' children exists in the namespace.
-	eventually(t, 30*time.Second, func() string { return e.checkChildren(t, ns, redisGVK, map[string]int{"good": 3}) })
+	eventually(t, 60*time.Second, func() string { return e.checkChildren(t, ns, redisGVK, map[string]int{"good": 3}) })
 	if op.exited() {
 		t.Errorf("cueop exited: %s", tail(op.log(t), 20))
 	}

@@ -480,27 +480,6 @@ func (c *countingTransport) since(n int) []string {
 	return append([]string(nil), c.writes[n:]...)
 }
 
-// lastWrite is when the last write was sent (zero: none).
-func (c *countingTransport) lastWrite() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if len(c.at) == 0 {
-		return time.Time{}
-	}
-	return c.at[len(c.at)-1]
-}
-
-// quiet waits until the client has sent no write for d.
-func (c *countingTransport) quiet(t *testing.T, d, timeout time.Duration) {
-	t.Helper()
-	eventually(t, timeout, func() string {
-		if since := time.Since(c.lastWrite()); since < d {
-			return fmt.Sprintf("last write %s ago", since.Round(time.Millisecond))
-		}
-		return ""
-	})
-}
-
 func (c *countingTransport) count() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()

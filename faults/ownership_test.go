@@ -60,7 +60,7 @@ func TestForeignFieldManager(t *testing.T) {
 	e.mustKubectl(t, podLabelApply(ns, "f-0-0", "app", "hijacked"),
 		"apply", "--server-side", "--force-conflicts", "--field-manager=intruder", "-f", "-")
 	eventually(t, 120*time.Second, func() string { return e.allRedisReady(t, ns, want) })
-	eventually(t, 30*time.Second, func() string { return e.checkChildren(t, ns, redisGVK, want) })
+	eventually(t, 60*time.Second, func() string { return e.checkChildren(t, ns, redisGVK, want) })
 	if got := e.mustGet(t, podGVK, ns, "f-0-0").GetLabels()["app"]; got != "redis" {
 		t.Errorf("Pod f-0-0 taken over during convergence: app=%q, want redis", got)
 	}

@@ -59,7 +59,7 @@ func TestForeignStatusLeftToItsOwner(t *testing.T) {
 	e.mustKubectl(t, "", "-n", ns, "scale", "sharedstatus/fs", "--replicas=3")
 	eventually(t, 60*time.Second, func() string { return sharedReady(t, e, ns, map[string]int{"fs": 3}) })
 	e.mustKubectl(t, "", "-n", ns, "patch", "sharedstatus/fs", "--type=merge", "-p", `{"spec":{"minReady":5}}`)
-	eventually(t, 30*time.Second, func() string {
+	eventually(t, 60*time.Second, func() string {
 		if s := conditionStatus(e.mustGet(t, sharedGVK, ns, "fs"), "Stalled"); s != "True" {
 			return "Stalled=" + s
 		}

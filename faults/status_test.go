@@ -152,8 +152,8 @@ func TestConcurrentStatusWriter(t *testing.T) {
 	if n := ct.code(409); n > 0 {
 		t.Errorf("cueop got %d 409 Conflict responses", n)
 	}
-	eventually(t, 30*time.Second, func() string { return sharedReady(t, e, ns, want) })
-	eventually(t, 30*time.Second, func() string { return e.checkChildren(t, ns, sharedGVK, want) })
+	eventually(t, 60*time.Second, func() string { return sharedReady(t, e, ns, want) })
+	eventually(t, 60*time.Second, func() string { return e.checkChildren(t, ns, sharedGVK, want) })
 	for _, name := range names {
 		cr := e.mustGet(t, sharedGVK, ns, name)
 		if note, _, _ := unstructured.NestedString(cr.Object, "status", "note"); note != last[name] {

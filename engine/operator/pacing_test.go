@@ -144,7 +144,7 @@ func TestBadRevisionHalts(t *testing.T) {
 		}
 		return ""
 	})
-	eventually(t, 30*time.Second, func() string { return crdEvent(t, c, "RolloutHalted", "halted") })
+	eventually(t, 60*time.Second, func() string { return crdEvent(t, c, "RolloutHalted", "halted") })
 	// The halted rollout moves no other CR: the operator settles (the
 	// stalled CRs' retries back off beyond operatortest.Quiet) with the
 	// others untouched.

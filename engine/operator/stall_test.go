@@ -55,7 +55,7 @@ func TestInvalidSpecStallsAndChangesNothing(t *testing.T) {
 	waitCRD(t)
 	cr := redisYAML(ns, "cross", 3, "7.0") + "  minReady: 5\n"
 	mustKubectl(t, cr, "apply", "-f", "-")
-	eventually(t, 30*time.Second, func() string {
+	eventually(t, 60*time.Second, func() string {
 		return stalled(t, c, ns, "cross", "InvalidSpec", "spec.minReady", "out of bound <=3", "rediscluster.cue:")
 	})
 	if pods := listPods(t, c, ns, "cross"); len(pods) != 0 {
@@ -86,7 +86,7 @@ func TestRefusedChildStallsAndAppliesNothing(t *testing.T) {
 	c := newClient(t)
 	waitCRD(t)
 	mustKubectl(t, redisYAML(ns, "escape", 2, "7.0"), "apply", "-f", "-")
-	eventually(t, 30*time.Second, func() string {
+	eventually(t, 60*time.Second, func() string {
 		return stalled(t, c, ns, "escape", "ChildRefused", "children.service", `namespace "kube-system" refused`)
 	})
 	if pods := listPods(t, c, ns, "escape"); len(pods) != 0 {
