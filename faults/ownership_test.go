@@ -87,7 +87,8 @@ func TestForeignFieldManager(t *testing.T) {
 		}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			n0, r0, t0 := ct.count(), act.Reconciles(), time.Now()
+			cr := strings.TrimSuffix(tc.pod, "-0")
+			n0, r0, t0 := ct.count(), act.ReconcilesOf("name", cr), time.Now()
 			tc.intrude(tc.pod)
 			if tc.restored {
 				eventually(t, 60*time.Second, func() string {
@@ -101,7 +102,7 @@ func TestForeignFieldManager(t *testing.T) {
 				// The Pod's event reconciles its CR, which finds nothing
 				// to apply.
 				eventually(t, 60*time.Second, func() string {
-					if act.Reconciles() == r0 {
+					if act.ReconcilesOf("name", cr) == r0 {
 						return "no reconcile after the intrusion"
 					}
 					return ""
