@@ -6,6 +6,9 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/cueop/cueop/localcluster/clustertest"
@@ -57,6 +60,18 @@ func TestWaitingOnChildrenCostsNothing(t *testing.T) {
 	e.waitCRD(t, waiterGVK)
 	e.mustKubectl(t, "apiVersion: faults.example.com/v1\nkind: Waiter\nmetadata: {name: w, namespace: "+ns+"}\n", "apply", "-f", "-")
 	eventually(t, 60*time.Second, func() string { return e.waiting(t, ns, "w") })
+	// The operator's caches hold the CR and its ConfigMap as they are now:
+	// the events of its own writes have reached it. Then it settles.
+	eventually(t, 2*time.Minute, func() string {
+		cr := &unstructured.Unstructured{}
+		cr.SetGroupVersionKind(waiterGVK)
+		cr.SetNamespace(ns)
+		cr.SetName("w")
+		if why := act.Caught(e.c, cr); why != "" {
+			return why
+		}
+		return act.Caught(e.c, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "w-gate"}})
+	})
 	act.Settled(t, 0, 60*time.Second)
 
 	// The window starts once the operator settled; 10 s is many times what

@@ -1,6 +1,7 @@
 package operatortest
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"strings"
@@ -9,19 +10,22 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/cueop/cueop/engine/operator"
 )
 
-// Quiet is how long an operator must have done nothing, after its last
-// reconcile ended, for Settled to call it settled. A reconcile that writes
-// causes watch events, and the reconciles they enqueue start within
-// milliseconds on an idle machine; Quiet leaves room for the scheduling
-// delays of a loaded 2-core machine running the race detector (a few
-// hundred milliseconds seen), with a wide margin.
+// Quiet is how long Settled wants an operator to have done nothing. A
+// reconcile's writes cause watch events, and the reconciles they enqueue
+// start within milliseconds on an idle machine; Quiet leaves room for the
+// scheduling delays of a loaded 2-core machine running the race detector.
+// On a machine loaded far beyond its cores the watch events themselves can
+// come seconds late (up to 9 s seen at a load average of 25): where a late
+// event would matter, wait for Caught first.
 const Quiet = 3 * time.Second
 
 // Activity follows what one operator does, to tell when it has settled: its
@@ -40,6 +44,9 @@ type Activity struct {
 	lastWrite      time.Time
 	logs           []LogLine
 	done           []map[string]string // the log values of each reconcile ended
+
+	// Operator is the operator followed, when StartObserved started it.
+	Operator *operator.Operator
 }
 
 // LogLine is one message an operator logged (below V(5)), with its
@@ -71,11 +78,49 @@ func ObserveManager(cfg *rest.Config, opts *ctrl.Options) (*rest.Config, *Activi
 	return cfg, a
 }
 
-// StartObserved is Start with an Activity following the operator.
+// StartObserved is Start with an Activity following the operator;
+// Activity.Operator is the operator started.
 func StartObserved(t testing.TB, cfg *rest.Config, opts operator.Options) (*Activity, func()) {
 	t.Helper()
 	cfg, a := Observe(cfg, &opts)
-	return a, Start(t, cfg, opts)
+	op, err := operator.New(cfg, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.Operator = op
+	return a, Run(t, op)
+}
+
+// Caught says why the operator's caches do not hold obj as the API server
+// has it now, or "": the positive sign that every watch event of obj,
+// those of the operator's own writes included, has reached the operator.
+// The cache asked is its cache of CRs when its kind is served, else that
+// of children; obj must be of a kind that cache already watches, typed
+// when the operator caches the kind typed (a built-in kind), or the cache
+// starts a new watch for it.
+func (a *Activity) Caught(c client.Client, obj client.Object) string {
+	ctx := context.Background()
+	key := client.ObjectKeyFromObject(obj)
+	live := obj.DeepCopyObject().(client.Object)
+	if err := c.Get(ctx, key, live); err != nil {
+		return fmt.Sprintf("%T %s: %v", obj, key, err)
+	}
+	cache := a.Operator.Manager().GetCache()
+	if u, ok := obj.(*unstructured.Unstructured); ok {
+		for _, p := range a.Operator.Progress() {
+			if p.Kind == u.GetKind() {
+				cache = a.Operator.Parents()
+			}
+		}
+	}
+	cached := obj.DeepCopyObject().(client.Object)
+	if err := cache.Get(ctx, key, cached); err != nil {
+		return fmt.Sprintf("%T %s not in the operator's cache: %v", obj, key, err)
+	}
+	if cached.GetResourceVersion() != live.GetResourceVersion() {
+		return fmt.Sprintf("the operator's cache holds %T %s at resourceVersion %s, the API server at %s", obj, key, cached.GetResourceVersion(), live.GetResourceVersion())
+	}
+	return ""
 }
 
 // Reconciles is the number of reconciles that ended so far.
@@ -141,18 +186,24 @@ func (a *Activity) Busy(quiet time.Duration) string {
 }
 
 // Settled waits until the operator has settled: no reconcile and no write
-// request under way, and none ended for quiet (Quiet when 0). It is the
-// positive sign of quiet a "nothing happens" window starts from; it cannot
-// see a retry held back by the rate limiter for longer than quiet. It
-// fails the test with what the operator was doing when timeout passes.
+// request under way, and none ended for quiet (Quiet when 0), counted from
+// the call at the earliest, so that what happened before it has quiet to
+// show. It is the positive sign of quiet a "nothing happens" window starts
+// from; it cannot see a retry held back by the rate limiter for longer
+// than quiet. It fails the test with what the operator was doing when
+// timeout passes.
 func (a *Activity) Settled(t testing.TB, quiet, timeout time.Duration) {
 	t.Helper()
 	if quiet == 0 {
 		quiet = Quiet
 	}
-	deadline := time.Now().Add(timeout)
+	start := time.Now()
+	deadline := start.Add(timeout)
 	for {
 		why := a.Busy(quiet)
+		if why == "" && time.Since(start) < quiet {
+			why = "waiting " + quiet.String() + " from the call"
+		}
 		if why == "" {
 			return
 		}
