@@ -73,7 +73,7 @@ func TestGeneratedRBACIsSufficient(t *testing.T) {
 	if got := mustKubectl(t, "", "-n", ns, "get", "rediscluster/sample", "-o", "jsonpath={.status.readyReplicas}"); got != "3" {
 		t.Errorf("rediscluster/sample readyReplicas = %q, want 3", got)
 	}
-	eventually(t, 30*time.Second, func() string {
+	eventually(t, 60*time.Second, func() string {
 		if out, _ := kubectl(t, "", "-n", ns, "get", "events", "--field-selector=involvedObject.name=sample", "-o", "name"); out == "" {
 			return "no event recorded for rediscluster/sample"
 		}

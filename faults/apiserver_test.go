@@ -15,7 +15,7 @@ import (
 func (e *env) namespace(t *testing.T, name string) string {
 	t.Helper()
 	e.mustKubectl(t, "", "create", "namespace", name)
-	eventually(t, 30*time.Second, func() string {
+	eventually(t, 60*time.Second, func() string {
 		if _, err := e.kubectl(t, "", "-n", name, "get", "serviceaccount", "default"); err != nil {
 			return "no default ServiceAccount in " + name
 		}
@@ -35,7 +35,7 @@ func TestAPIServerRestartMidConvergence(t *testing.T) {
 	lc, e := privateCluster(t, localcluster.Options{})
 	ns := e.namespace(t, "restart")
 	dir := copyTemplates(t)
-	startOperator(t, e, dir, ns, nil)
+	act := startOperator(t, e, dir, ns, nil)
 	e.waitCRD(t, redisGVK)
 
 	names := e.applyRedis(t, ns, "r", 20, 3)
@@ -65,13 +65,13 @@ func TestAPIServerRestartMidConvergence(t *testing.T) {
 	t.Logf("kube-apiserver down for %s", restarted.Sub(stopped).Round(time.Millisecond))
 
 	eventually(t, 120*time.Second, func() string { return e.allRedisReady(t, ns, want) })
-	eventually(t, 30*time.Second, func() string { return e.checkChildren(t, ns, redisGVK, want) })
+	eventually(t, 60*time.Second, func() string { return e.checkChildren(t, ns, redisGVK, want) })
 	t.Logf("converged %s after the restart", time.Since(restarted).Round(time.Millisecond))
 
-	// Converged means quiet: a second look a little later finds the same
-	// children (nothing recreated behind the scenes).
+	// Converged means quiet: the operator settles, and a second look then
+	// finds the same children (nothing recreated behind the scenes).
 	uids := e.podUIDs(t, ns)
-	time.Sleep(2 * time.Second)
+	act.Settled(t, 0, 2*time.Minute)
 	if again := e.podUIDs(t, ns); fmt.Sprint(again) != fmt.Sprint(uids) {
 		t.Errorf("Pods changed after convergence:\n%v\n%v", uids, again)
 	}

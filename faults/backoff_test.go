@@ -6,36 +6,43 @@ import (
 	"testing"
 	"time"
 
-	"sigs.k8s.io/controller-runtime/pkg/metrics"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/cueop/cueop/localcluster/clustertest"
 )
 
-// renders is the number of renders of kind so far, from the metrics of
-// the operators of this process.
-func renders(t *testing.T, kind string) float64 {
+// waiterTemplate is a kind whose CR is ready only once someone labels its
+// ConfigMap gate=open.
+const waiterTemplate = `package waiter
+
+resource: {group: "faults.example.com", version: "v1", kind: "Waiter"}
+#Spec: {note: *"" | string}
+#Status: {gate: string}
+parent: {metadata: name: string, spec: #Spec}
+observed: [string]: {...}
+children: cm: {apiVersion: "v1", kind: "ConfigMap", metadata: name: "\(parent.metadata.name)-gate"}
+_gate: [if observed.cm != _|_ if observed.cm.metadata.labels.gate != _|_ {observed.cm.metadata.labels.gate}, "closed"][0]
+status: gate: _gate
+ready: _gate == "open"
+`
+
+var waiterGVK = schema.GroupVersionKind{Group: "faults.example.com", Version: "v1", Kind: "Waiter"}
+
+// waiting says why the Waiter ns/name is not yet in the state it settles
+// in while its gate is closed, or "".
+func (e *env) waiting(t *testing.T, ns, name string) string {
 	t.Helper()
-	// Gather reports an error when two operators of this process serve the
-	// same kind (their rollout gauges collide) but still returns every
-	// family, this one included.
-	families, err := metrics.Registry.Gather()
-	if err != nil && len(families) == 0 {
-		t.Fatal(err)
+	cr := e.mustGet(t, waiterGVK, ns, name)
+	if c := condition(cr, "Reconciling"); c == nil || c["status"] != "True" || c["message"] != "waiting for children to be ready" {
+		return fmt.Sprintf("Reconciling = %v", c)
 	}
-	var n float64
-	for _, f := range families {
-		if f.GetName() != "cueop_render_duration_seconds" {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == "kind" && l.GetValue() == kind {
-					n += float64(m.GetHistogram().GetSampleCount())
-				}
-			}
-		}
+	if conditionStatus(cr, "Ready") != "False" {
+		return "Ready is not False"
 	}
-	return n
+	return ""
 }
 
 // TestWaitingOnChildrenCostsNothing serves a kind whose CR is ready only
@@ -47,51 +54,45 @@ func TestWaitingOnChildrenCostsNothing(t *testing.T) {
 	ns := clustertest.Namespace(t)
 	e := sharedEnv(t)
 	dir := copyTemplates(t)
-	writeKind(t, dir, "waiter", `package waiter
-
-resource: {group: "faults.example.com", version: "v1", kind: "Waiter"}
-#Spec: {note: *"" | string}
-#Status: {gate: string}
-parent: {metadata: name: string, spec: #Spec}
-observed: [string]: {...}
-children: cm: {apiVersion: "v1", kind: "ConfigMap", metadata: name: "\(parent.metadata.name)-gate"}
-_gate: [if observed.cm != _|_ if observed.cm.metadata.labels.gate != _|_ {observed.cm.metadata.labels.gate}, "closed"][0]
-status: gate: _gate
-ready: _gate == "open"
-`)
+	writeKind(t, dir, "waiter", waiterTemplate)
 	cfg, ct := countingConfig(e.cfg)
-	startOperator(t, e, dir, ns, cfg)
-	gvk := sharedGVK
-	gvk.Kind = "Waiter"
-	e.waitCRD(t, gvk)
+	act := startOperator(t, e, dir, ns, cfg)
+	e.waitCRD(t, waiterGVK)
 	e.mustKubectl(t, "apiVersion: faults.example.com/v1\nkind: Waiter\nmetadata: {name: w, namespace: "+ns+"}\n", "apply", "-f", "-")
-	eventually(t, 30*time.Second, func() string {
-		cr := e.mustGet(t, gvk, ns, "w")
-		if c := condition(cr, "Reconciling"); c == nil || c["status"] != "True" || !strings.Contains(fmt.Sprint(c["message"]), "waiting for children to be ready") {
-			return fmt.Sprintf("Reconciling = %v", c)
+	eventually(t, 60*time.Second, func() string { return e.waiting(t, ns, "w") })
+	// The operator's caches hold the CR and its ConfigMap as they are now:
+	// the events of its own writes have reached it. Then it settles.
+	eventually(t, 2*time.Minute, func() string {
+		cr := &unstructured.Unstructured{}
+		cr.SetGroupVersionKind(waiterGVK)
+		cr.SetNamespace(ns)
+		cr.SetName("w")
+		if why := act.Caught(e.c, cr); why != "" {
+			return why
 		}
-		if conditionStatus(cr, "Ready") != "False" {
-			return "Ready is not False"
-		}
-		return ""
+		return act.Caught(e.c, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "w-gate"}})
 	})
-	ct.quiet(t, 2*time.Second, 30*time.Second)
+	act.Settled(t, 0, 60*time.Second)
 
-	r0, w0 := renders(t, "Waiter"), ct.count()
-	time.Sleep(10 * time.Second)
-	if r, w := renders(t, "Waiter")-r0, ct.since(w0); r != 0 || len(w) != 0 {
-		t.Errorf("a CR waiting on its children cost %v renders and %d writes in 10s, want none: %v", r, len(w), w)
+	// The window starts once the operator settled; 10 s is many times what
+	// a requeue or a poll would take to show.
+	const window = 10 * time.Second
+	r0, w0 := act.Reconciles(), ct.count()
+	time.Sleep(window)
+	if r, w := act.Reconciles()-r0, ct.since(w0); r != 0 || len(w) != 0 {
+		t.Errorf("a CR waiting on its children cost %d reconciles and %d writes in %s, want none: %v\n%s",
+			r, len(w), window, w, strings.Join(ct.bodiesSince(w0), "\n"))
 	}
 
 	start := time.Now()
 	e.mustKubectl(t, "", "-n", ns, "label", "configmap", "w-gate", "gate=open")
-	eventually(t, 5*time.Second, func() string {
-		if s := conditionStatus(e.mustGet(t, gvk, ns, "w"), "Ready"); s != "True" {
+	eventually(t, 60*time.Second, func() string {
+		if s := conditionStatus(e.mustGet(t, waiterGVK, ns, "w"), "Ready"); s != "True" {
 			return "Ready=" + s
 		}
 		return ""
 	})
-	t.Logf("woken and Ready %s after its child changed; %v renders", time.Since(start).Round(time.Millisecond), renders(t, "Waiter")-r0)
+	t.Logf("woken and Ready %s after its child changed; %d reconciles", time.Since(start).Round(time.Millisecond), act.Reconciles()-r0)
 }
 
 // TestFailingApplyBacksOff puts a RedisCluster in a namespace whose quota
@@ -106,51 +107,100 @@ func TestFailingApplyBacksOff(t *testing.T) {
 	cfg, ct := countingConfig(e.cfg)
 	startOperator(t, e, copyTemplates(t), ns, cfg)
 	e.waitCRD(t, redisGVK)
-	eventually(t, 30*time.Second, func() string {
+	eventually(t, 60*time.Second, func() string {
 		out, _ := e.kubectl(t, "", "-n", ns, "get", "resourcequota", "no-pods", "-o", "jsonpath={.status.hard.pods}")
 		if out != "0" {
 			return "quota not active yet"
 		}
 		return ""
 	})
-	start := time.Now()
 	e.mustKubectl(t, redisYAML(ns, "q", 1), "apply", "-f", "-")
-	eventually(t, 30*time.Second, func() string {
+	eventually(t, 60*time.Second, func() string {
 		return stalledWith(e.mustGet(t, redisGVK, ns, "q"), "ApplyRejected", rx(`Pod .*q-0.*exceeded quota`))
 	})
-	time.Sleep(time.Until(start.Add(20 * time.Second)))
 
-	// The attempts to apply the Pod, and the gaps between them.
+	// The attempts to apply the Pod, over the 20 s that follow the first.
+	podApply := "PATCH /api/v1/namespaces/" + ns + "/pods/q-0"
+	attempts := func() []time.Time {
+		ct.mu.Lock()
+		defer ct.mu.Unlock()
+		var at []time.Time
+		for i, w := range ct.writes {
+			if w == podApply {
+				at = append(at, ct.at[i])
+			}
+		}
+		return at
+	}
+	const window = 20 * time.Second
+	first := attempts()[0]
+	time.Sleep(time.Until(first.Add(window)))
 	var at []time.Time
-	ct.mu.Lock()
-	for i, w := range ct.writes {
-		if w == "PATCH /api/v1/namespaces/"+ns+"/pods/q-0" {
-			at = append(at, ct.at[i])
+	for _, a := range attempts() {
+		if a.Sub(first) <= window {
+			at = append(at, a)
 		}
 	}
-	ct.mu.Unlock()
 	var gaps []string
 	for i := 1; i < len(at); i++ {
 		gaps = append(gaps, at[i].Sub(at[i-1]).Round(10*time.Millisecond).String())
 	}
-	t.Logf("%d attempts in 20s, gaps %v", len(at), gaps)
-	// 0, 0.2, 0.4, ... 6.4s: about 7 to 9 attempts in 20s; a loop would
-	// make hundreds.
-	if len(at) < 4 || len(at) > 12 {
-		t.Errorf("%d attempts to apply the refused Pod in 20s, want an exponential backoff (4 to 12)", len(at))
+	t.Logf("%d attempts in %s, gaps %v", len(at), window, gaps)
+	// 0, 0.2, 0.6, 1.4, 3, 6.2, 12.6 s, and one more for each status
+	// write's event: about 7 to 9 attempts; a slow machine makes fewer, a
+	// loop would make hundreds.
+	if len(at) < 3 || len(at) > 20 {
+		t.Errorf("%d attempts to apply the refused Pod in %s, want an exponential backoff (3 to 20), gaps %v", len(at), window, gaps)
 	}
 	if len(at) >= 3 {
 		if last := at[len(at)-1].Sub(at[len(at)-2]); last < 2*time.Second {
-			t.Errorf("last retry gap %s: the backoff did not grow", last)
+			t.Errorf("last retry gap %s: the backoff did not grow, gaps %v", last, gaps)
 		}
 	}
 
 	// The quota goes; a change to the CR wakes it without waiting for the
-	// backoff.
+	// backoff. Right after an attempt, the next retry is at least twice the
+	// longest gap so far away (each failure doubles the delay): the Pod must
+	// come before.
+	n := len(attempts())
+	eventually(t, 10*time.Minute, func() string {
+		if len(attempts()) == n {
+			return fmt.Sprintf("no retry after %d attempts", n)
+		}
+		return ""
+	})
+	all := attempts()
+	last, gap := all[len(all)-1], time.Duration(0)
+	for i := 1; i < len(all); i++ {
+		gap = max(gap, all[i].Sub(all[i-1]))
+	}
 	e.mustKubectl(t, "", "-n", ns, "delete", "resourcequota", "no-pods")
-	time.Sleep(time.Second) // the quota admission cache
+	// The quota admission acts on its own cache of quotas: wait until it
+	// lets a Pod in (a server-side dry run goes through admission).
+	eventually(t, 60*time.Second, func() string {
+		pod := "apiVersion: v1\nkind: Pod\nmetadata: {name: probe, namespace: " + ns + "}\nspec: {containers: [{name: c, image: redis}]}\n"
+		if out, err := e.kubectl(t, pod, "create", "--dry-run=server", "-f", "-"); err != nil {
+			return "a Pod is still refused: " + out
+		}
+		return ""
+	})
 	woken := time.Now()
+	next := last.Add(2 * gap)
+	if time.Until(next) < 5*time.Second {
+		t.Fatalf("the quota took %s to go: the next retry (%s away) would wake the CR anyway", woken.Sub(last).Round(time.Millisecond), time.Until(next).Round(time.Millisecond))
+	}
 	e.mustKubectl(t, "", "-n", ns, "annotate", "rediscluster/q", "poke=1")
-	eventually(t, 10*time.Second, func() string { return e.allRedisReady(t, ns, map[string]int{"q": 1}) })
+	eventually(t, 60*time.Second, func() string {
+		if _, err := e.get(t, podGVK, ns, "q-0"); err != nil {
+			return "Pod q-0: " + err.Error()
+		}
+		return ""
+	})
+	created := time.Now()
+	t.Logf("Pod created %s after the poke; the next retry was %s after it", created.Sub(woken).Round(time.Millisecond), next.Sub(woken).Round(time.Millisecond))
+	if created.After(next) {
+		t.Errorf("Pod created %s after the poke, after the next retry was due (%s): the poke did not wake the CR", created.Sub(woken).Round(time.Millisecond), next.Sub(woken).Round(time.Millisecond))
+	}
+	eventually(t, 2*time.Minute, func() string { return e.allRedisReady(t, ns, map[string]int{"q": 1}) })
 	t.Logf("Ready %s after the poke", time.Since(woken).Round(time.Millisecond))
 }

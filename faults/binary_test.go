@@ -78,7 +78,8 @@ func startCueop(t *testing.T, e *env, dir, ns string, extra ...string) *cueopPro
 	return p
 }
 
-// stop ends the process group: SIGTERM, then SIGKILL after 10 s.
+// stop ends the process group: SIGTERM, then SIGKILL after 60 s (the
+// manager's graceful shutdown takes up to 30 s).
 func (p *cueopProc) stop(t *testing.T) {
 	select {
 	case <-p.done:
@@ -88,8 +89,8 @@ func (p *cueopProc) stop(t *testing.T) {
 	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGTERM)
 	select {
 	case <-p.done:
-	case <-time.After(10 * time.Second):
-		t.Errorf("cueop (pid %d) ignored SIGTERM for 10s", p.cmd.Process.Pid)
+	case <-time.After(60 * time.Second):
+		t.Errorf("cueop (pid %d) ignored SIGTERM for 60s", p.cmd.Process.Pid)
 		p.kill(t)
 	}
 	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL) // whatever is left of the group
@@ -103,8 +104,8 @@ func (p *cueopProc) kill(t *testing.T) {
 	}
 	select {
 	case <-p.done:
-	case <-time.After(10 * time.Second):
-		t.Fatalf("cueop (pid %d) still running 10s after SIGKILL", p.cmd.Process.Pid)
+	case <-time.After(30 * time.Second):
+		t.Fatalf("cueop (pid %d) still running 30s after SIGKILL", p.cmd.Process.Pid)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -172,16 +173,17 @@ func writeKind(t *testing.T, dir, pkg, src string) string {
 }
 
 // startOperator runs an operator in this process on dir, serving namespace
-// ns of e through cfg (nil: e's config), until the returned stop is called
-// or the test ends.
-func startOperator(t *testing.T, e *env, dir, ns string, cfg *rest.Config) (stop func()) {
+// ns of e through cfg (nil: e's config), until the test ends, and returns
+// what follows its activity.
+func startOperator(t *testing.T, e *env, dir, ns string, cfg *rest.Config) *operatortest.Activity {
 	t.Helper()
 	if cfg == nil {
 		cfg = e.cfg
 	}
 	cfg = rest.CopyConfig(cfg)
 	cfg.QPS, cfg.Burst = 0, 0 // the operator's own defaults
-	return operatortest.Start(t, cfg, operatortest.Options(dir, ns))
+	a, _ := operatortest.StartObserved(t, cfg, operatortest.Options(dir, ns))
+	return a
 }
 
 // redisYAML is a RedisCluster manifest.
@@ -426,6 +428,7 @@ type countingTransport struct {
 	mu     sync.Mutex
 	writes []string
 	at     []time.Time
+	bodies []string // of each write, cut to 4 KiB
 	codes  map[int]int
 }
 
@@ -438,6 +441,7 @@ func (c *countingTransport) RoundTrip(req *http.Request) (*http.Response, error)
 	default:
 		c.writes = append(c.writes, req.Method+" "+req.URL.Path)
 		c.at = append(c.at, time.Now())
+		c.bodies = append(c.bodies, requestBody(req))
 	}
 	if err == nil {
 		if c.codes == nil {
@@ -448,32 +452,32 @@ func (c *countingTransport) RoundTrip(req *http.Request) (*http.Response, error)
 	return resp, err
 }
 
+// requestBody is the body of req, cut to 4 KiB, or "".
+func requestBody(req *http.Request) string {
+	if req.GetBody == nil {
+		return ""
+	}
+	r, err := req.GetBody()
+	if err != nil {
+		return ""
+	}
+	defer r.Close()
+	b, _ := io.ReadAll(io.LimitReader(r, 4<<10))
+	return string(b)
+}
+
+// bodiesSince returns the bodies of the writes recorded after the first n.
+func (c *countingTransport) bodiesSince(n int) []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]string(nil), c.bodies[n:]...)
+}
+
 // since returns the writes recorded after the first n.
 func (c *countingTransport) since(n int) []string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return append([]string(nil), c.writes[n:]...)
-}
-
-// lastWrite is when the last write was sent (zero: none).
-func (c *countingTransport) lastWrite() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if len(c.at) == 0 {
-		return time.Time{}
-	}
-	return c.at[len(c.at)-1]
-}
-
-// quiet waits until the client has sent no write for d.
-func (c *countingTransport) quiet(t *testing.T, d, timeout time.Duration) {
-	t.Helper()
-	eventually(t, timeout, func() string {
-		if since := time.Since(c.lastWrite()); since < d {
-			return fmt.Sprintf("last write %s ago", since.Round(time.Millisecond))
-		}
-		return ""
-	})
 }
 
 func (c *countingTransport) count() int {

@@ -106,7 +106,7 @@ func (p *cutProxy) restore(t *testing.T) {
 	t.Helper()
 	var ln net.Listener
 	var err error
-	for range 50 {
+	for range 300 { // 30 s
 		if ln, err = net.Listen("tcp", p.addr); err == nil {
 			break
 		}

@@ -60,7 +60,7 @@ func TestKilledMidConvergence(t *testing.T) {
 	restart := time.Now()
 	startCueop(t, e, dir, ns)
 	eventually(t, 120*time.Second, func() string { return e.allRedisReady(t, ns, want) })
-	eventually(t, 30*time.Second, func() string { return e.checkChildren(t, ns, redisGVK, want) })
+	eventually(t, 60*time.Second, func() string { return e.checkChildren(t, ns, redisGVK, want) })
 	t.Logf("converged %s after the restart", time.Since(restart).Round(time.Millisecond))
 
 	after := e.podUIDs(t, ns)

@@ -26,7 +26,7 @@ func TestForeignStatusLeftToItsOwner(t *testing.T) {
 	dir := copyTemplates(t)
 	addSharedStatusKind(t, dir)
 	cfg, ct := countingConfig(e.cfg)
-	startOperator(t, e, dir, ns, cfg)
+	act := startOperator(t, e, dir, ns, cfg)
 	e.waitCRD(t, sharedGVK)
 	e.mustKubectl(t, "apiVersion: faults.example.com/v1\nkind: SharedStatus\nmetadata:\n  name: fs\n  namespace: "+ns+"\nspec:\n  replicas: 2\n", "apply", "-f", "-")
 	eventually(t, 60*time.Second, func() string { return sharedReady(t, e, ns, map[string]int{"fs": 2}) })
@@ -37,12 +37,20 @@ func TestForeignStatusLeftToItsOwner(t *testing.T) {
 		return e.c.Status().Apply(context.Background(), client.ApplyConfigurationFromUnstructured(obj), client.FieldOwner("status-writer"))
 	}
 	backup := map[string]any{"type": "example.com/Backup", "status": "True", "reason": "Done", "message": "backed up", "lastTransitionTime": "2026-01-01T00:00:00Z"}
-	ct.quiet(t, 2*time.Second, 30*time.Second)
-	n0 := ct.count()
+	act.Settled(t, 0, 2*time.Minute)
+	n0, r0 := ct.count(), act.ReconcilesOf("name", "fs")
 	if err := foreign(map[string]any{"note": "one", "conditions": []any{backup}}); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(3 * time.Second)
+	// The change's event reconciles the CR; once the operator settled after
+	// it, whatever that reconcile would write is written.
+	eventually(t, 60*time.Second, func() string {
+		if act.ReconcilesOf("name", "fs") == r0 {
+			return "no reconcile after the foreign status change"
+		}
+		return ""
+	})
+	act.Settled(t, 0, 2*time.Minute)
 	if w := ct.since(n0); len(w) != 0 {
 		t.Errorf("cueop wrote %v after a foreign status change of a converged CR, want nothing", w)
 	}
@@ -51,7 +59,7 @@ func TestForeignStatusLeftToItsOwner(t *testing.T) {
 	e.mustKubectl(t, "", "-n", ns, "scale", "sharedstatus/fs", "--replicas=3")
 	eventually(t, 60*time.Second, func() string { return sharedReady(t, e, ns, map[string]int{"fs": 3}) })
 	e.mustKubectl(t, "", "-n", ns, "patch", "sharedstatus/fs", "--type=merge", "-p", `{"spec":{"minReady":5}}`)
-	eventually(t, 30*time.Second, func() string {
+	eventually(t, 60*time.Second, func() string {
 		if s := conditionStatus(e.mustGet(t, sharedGVK, ns, "fs"), "Stalled"); s != "True" {
 			return "Stalled=" + s
 		}
@@ -67,10 +75,19 @@ func TestForeignStatusLeftToItsOwner(t *testing.T) {
 		}
 	}
 	// The owner changes its field and removes its condition, unforced.
+	r0 = act.ReconcilesOf("name", "fs")
 	if err := foreign(map[string]any{"note": "two"}); err != nil {
 		t.Errorf("the owner of status.note cannot change it any more: %v", err)
 	}
-	time.Sleep(time.Second)
+	// The stalled CR is reconciled on the change and must not put the
+	// removed condition back.
+	eventually(t, 60*time.Second, func() string {
+		if act.ReconcilesOf("name", "fs") == r0 {
+			return "no reconcile after the foreign status change"
+		}
+		return ""
+	})
+	act.Settled(t, 0, 2*time.Minute)
 	cr = e.mustGet(t, sharedGVK, ns, "fs")
 	if c := condition(cr, "example.com/Backup"); c != nil {
 		t.Errorf("the example.com/Backup condition survived its owner's removal: %v", c)

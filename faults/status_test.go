@@ -2,8 +2,12 @@ package faults_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -12,8 +16,10 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/cueop/cueop/engine/operator/operatortest"
 	"github.com/cueop/cueop/localcluster/clustertest"
 )
 
@@ -82,7 +88,7 @@ func TestConcurrentStatusWriter(t *testing.T) {
 	dir := copyTemplates(t)
 	addSharedStatusKind(t, dir)
 	cfg, ct := countingConfig(e.cfg)
-	startOperator(t, e, dir, ns, cfg)
+	act := startOperator(t, e, dir, ns, cfg)
 	e.waitCRD(t, sharedGVK)
 
 	var b strings.Builder
@@ -146,8 +152,8 @@ func TestConcurrentStatusWriter(t *testing.T) {
 	if n := ct.code(409); n > 0 {
 		t.Errorf("cueop got %d 409 Conflict responses", n)
 	}
-	eventually(t, 30*time.Second, func() string { return sharedReady(t, e, ns, want) })
-	eventually(t, 30*time.Second, func() string { return e.checkChildren(t, ns, sharedGVK, want) })
+	eventually(t, 60*time.Second, func() string { return sharedReady(t, e, ns, want) })
+	eventually(t, 60*time.Second, func() string { return e.checkChildren(t, ns, sharedGVK, want) })
 	for _, name := range names {
 		cr := e.mustGet(t, sharedGVK, ns, name)
 		if note, _, _ := unstructured.NestedString(cr.Object, "status", "note"); note != last[name] {
@@ -166,8 +172,12 @@ func TestConcurrentStatusWriter(t *testing.T) {
 	// Once converged, a foreign status change costs cueop at most one
 	// status write of that CR (a no-op apply today, see docs/reliability.md)
 	// and nothing else: the writers do not wake each other up.
-	ct.quiet(t, 2*time.Second, 30*time.Second)
+	act.Settled(t, 0, 2*time.Minute)
 	n0 := ct.count()
+	r0 := map[string]int{}
+	for _, name := range names[:5] {
+		r0[name] = act.ReconcilesOf("name", name)
+	}
 	for _, name := range names[:5] {
 		obj := &unstructured.Unstructured{Object: map[string]any{
 			"apiVersion": "faults.example.com/v1", "kind": "SharedStatus",
@@ -178,7 +188,17 @@ func TestConcurrentStatusWriter(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	time.Sleep(3 * time.Second)
+	// Each change's event reconciles its CR; once the operator settled
+	// after them, whatever they cost is written.
+	eventually(t, 60*time.Second, func() string {
+		for _, name := range names[:5] {
+			if act.ReconcilesOf("name", name) == r0[name] {
+				return name + " not reconciled after its foreign status change"
+			}
+		}
+		return ""
+	})
+	act.Settled(t, 0, 2*time.Minute)
 	after := ct.since(n0)
 	t.Logf("cueop's writes after 5 foreign status changes of converged CRs: %d", len(after))
 	if len(after) > 5 {
@@ -204,4 +224,102 @@ func sharedReady(t *testing.T, e *env, ns string, want map[string]int) string {
 		}
 	}
 	return ""
+}
+
+// lagWatches returns a copy of cfg whose watches of resource (a plural)
+// hand each chunk they read over d late: a cache they feed lags the API
+// server by d.
+func lagWatches(cfg *rest.Config, resource string, d time.Duration) *rest.Config {
+	cfg = rest.CopyConfig(cfg)
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripFunc(func(req *http.Request) (*http.Response, error) {
+			resp, err := rt.RoundTrip(req)
+			if err == nil && req.URL.Query().Get("watch") == "true" && path.Base(req.URL.Path) == resource {
+				resp.Body = &lagReader{ReadCloser: resp.Body, d: d}
+			}
+			return resp, err
+		})
+	})
+	return cfg
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
+
+type lagReader struct {
+	io.ReadCloser
+	d time.Duration
+}
+
+func (r *lagReader) Read(p []byte) (int, error) {
+	n, err := r.ReadCloser.Read(p)
+	if n > 0 {
+		time.Sleep(r.d)
+	}
+	return n, err
+}
+
+// TestStatusWrittenOnceWhileCacheLags has the operator's watch of its CRs
+// lag 2 s behind the API server. A new Waiter's first reconcile creates its
+// ConfigMap and writes the status; the ConfigMap's event comes at once and
+// reconciles the CR again while the cache still holds it without that
+// status. That reconcile must not write the status again from the stale
+// copy (resetting the conditions' lastTransitionTime, which the next one
+// puts back): each status write changes the status, and a condition's
+// lastTransitionTime moves only when its status changes.
+func TestStatusWrittenOnceWhileCacheLags(t *testing.T) {
+	t.Parallel()
+	const lag = 2 * time.Second
+	ns := clustertest.Namespace(t)
+	e := sharedEnv(t)
+	dir := copyTemplates(t)
+	writeKind(t, dir, "waiter", waiterTemplate)
+	cfg, ct := countingConfig(lagWatches(e.cfg, "waiters", lag))
+	act := startOperator(t, e, dir, ns, cfg)
+	e.waitCRD(t, waiterGVK)
+	e.mustKubectl(t, "apiVersion: faults.example.com/v1\nkind: Waiter\nmetadata: {name: lag, namespace: "+ns+"}\n", "apply", "-f", "-")
+	eventually(t, 60*time.Second, func() string { return e.waiting(t, ns, "lag") })
+	// Every status write's event reaches the operator lag late.
+	act.Settled(t, lag+operatortest.Quiet, 2*time.Minute)
+
+	statusPath := "/apis/faults.example.com/v1/namespaces/" + ns + "/waiters/lag/status"
+	var writes []map[string]any
+	var bodies []string
+	for i, w := range ct.since(0) {
+		if w != "PATCH "+statusPath {
+			continue
+		}
+		body := ct.bodiesSince(i)[0]
+		var obj struct {
+			Status map[string]any `json:"status"`
+		}
+		if err := json.Unmarshal([]byte(body), &obj); err != nil {
+			t.Fatalf("status write %d: %v: %s", i, err, body)
+		}
+		writes = append(writes, obj.Status)
+		bodies = append(bodies, body)
+	}
+	t.Logf("%d status writes", len(writes))
+	for i := 1; i < len(writes); i++ {
+		prev, cur := writes[i-1], writes[i]
+		if fmt.Sprint(prev) == fmt.Sprint(cur) {
+			t.Errorf("status write %d repeats the one before: %s", i+1, bodies[i])
+		}
+		for _, c := range cur["conditions"].([]any) {
+			c := c.(map[string]any)
+			for _, p := range prev["conditions"].([]any) {
+				p := p.(map[string]any)
+				if p["type"] == c["type"] && p["status"] == c["status"] && p["lastTransitionTime"] != c["lastTransitionTime"] {
+					t.Errorf("status write %d moves the lastTransitionTime of %s=%s from %s to %s without a transition:\n%s\n%s",
+						i+1, c["type"], c["status"], p["lastTransitionTime"], c["lastTransitionTime"], bodies[i-1], bodies[i])
+				}
+			}
+		}
+	}
+	// "created 1; waiting for children to be ready", then "waiting for
+	// children to be ready" once the ConfigMap is seen.
+	if len(writes) > 2 {
+		t.Errorf("%d status writes, want 2:\n%s", len(writes), strings.Join(bodies, "\n"))
+	}
 }

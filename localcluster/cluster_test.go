@@ -347,6 +347,6 @@ func readyz(ctx context.Context, cfg *rest.Config) error {
 func withNegotiatedSerializer(cfg *rest.Config) *rest.Config {
 	cfg = rest.CopyConfig(cfg)
 	cfg.NegotiatedSerializer = clientgoscheme.Codecs.WithoutConversion()
-	cfg.Timeout = 2 * time.Second
+	cfg.Timeout = 10 * time.Second
 	return cfg
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/cueop/cueop/bench/baseline"
 	"github.com/cueop/cueop/bench/harness"
+	"github.com/cueop/cueop/engine/operator/operatortest"
 	"github.com/cueop/cueop/localcluster"
 	"github.com/cueop/cueop/localcluster/clustertest"
 )
@@ -25,13 +26,15 @@ func TestMain(m *testing.M) {
 	clustertest.Main(m, localcluster.Options{})
 }
 
-// start runs the baseline on namespace ns until the returned stop is called.
-func start(t *testing.T, cfg *rest.Config, ns string) (stop func()) {
+// start runs the baseline on namespace ns until the returned stop is
+// called, and returns what follows its activity.
+func start(t *testing.T, cfg *rest.Config, ns string) (*operatortest.Activity, func()) {
 	t.Helper()
 	opts := baseline.ManagerOptions(ns)
 	opts.Metrics = metricsserver.Options{BindAddress: "0"}
 	opts.HealthProbeBindAddress = "0"
 	opts.Controller.SkipNameValidation = ptrTo(true)
+	cfg, act := operatortest.ObserveManager(cfg, &opts)
 	mgr, err := ctrl.NewManager(cfg, opts)
 	if err != nil {
 		t.Fatal(err)
@@ -42,7 +45,7 @@ func start(t *testing.T, cfg *rest.Config, ns string) (stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(ctx) }()
-	return func() {
+	return act, func() {
 		cancel()
 		if err := <-done; err != nil {
 			t.Error(err)
@@ -116,7 +119,7 @@ func TestBaseline(t *testing.T) {
 	}
 	ns := clustertest.Namespace(t)
 	c := newClient(t)
-	stop := start(t, clustertest.Config(), ns)
+	_, stop := start(t, clustertest.Config(), ns)
 	for i, replicas := range []int32{2, 3} {
 		rc := &baseline.RedisCluster{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("rc-%d", i), Namespace: ns},
 			Spec: baseline.RedisClusterSpec{Replicas: replicas}}
@@ -142,7 +145,7 @@ func TestBaseline(t *testing.T) {
 	if err := c.Patch(ctx, pod, patch, client.FieldOwner("someone")); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 10*time.Second, func() string {
+	eventually(t, 60*time.Second, func() string {
 		if err := c.Get(ctx, client.ObjectKeyFromObject(pod), pod); err != nil {
 			return err.Error()
 		}
@@ -156,15 +159,15 @@ func TestBaseline(t *testing.T) {
 	cfg := clustertest.Config()
 	counter := harness.Count(cfg)
 	before := reconciles(t)
-	stop = start(t, cfg, ns)
+	act, stop := start(t, cfg, ns)
 	defer stop()
-	eventually(t, 30*time.Second, func() string {
+	eventually(t, 60*time.Second, func() string {
 		if n := reconciles(t) - before; n < 2 {
 			return fmt.Sprintf("%v reconciles after the restart, want 2", n)
 		}
 		return ""
 	})
-	time.Sleep(2 * time.Second)
+	act.Settled(t, 0, 60*time.Second)
 	if got := counter.Snapshot(); got.Writes != 0 || got.Reads+got.Watches == 0 {
 		t.Fatalf("restart over converged CRs: %d writes (%v), %d reads: want 0 writes", got.Writes, got.WritesBy, got.Reads)
 	}

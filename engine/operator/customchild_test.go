@@ -74,13 +74,13 @@ func TestCustomKindChild(t *testing.T) {
 	must(t, os.MkdirAll(filepath.Join(dir, "gadget"), 0o755))
 	must(t, os.WriteFile(filepath.Join(dir, "gadget", "gadget.cue"), []byte(gadgetTemplate), 0o644))
 	allowed := render.MustKindSet("Widget.parts.example.com," + render.DefaultAllowedKinds)
-	start := func() func() {
+	start := func() (*operatortest.Activity, func()) {
 		opts := operatortest.Options(dir, ns)
 		opts.AllowedKinds = allowed
-		return operatortest.Start(t, clustertest.Config(), opts)
+		return operatortest.StartObserved(t, clustertest.Config(), opts)
 	}
-	stop := start()
-	eventually(t, 30*time.Second, func() string {
+	_, stop := start()
+	eventually(t, 60*time.Second, func() string {
 		if _, err := kubectl(t, "", "wait", "--for=condition=Established", "crd/gadgets.parts.example.com", "--timeout=5s"); err != nil {
 			return "Gadget CRD not established"
 		}
@@ -88,21 +88,10 @@ func TestCustomKindChild(t *testing.T) {
 	})
 	// The child kind's CRD comes after the operator started.
 	mustKubectl(t, widgetCRD, "apply", "-f", "-")
-	mustKubectl(t, "", "wait", "--for=condition=Established", "crd/widgets.parts.example.com", "--timeout=30s")
+	mustKubectl(t, "", "wait", "--for=condition=Established", "crd/widgets.parts.example.com", "--timeout=60s")
 	mustKubectl(t, "apiVersion: parts.example.com/v1\nkind: Gadget\nmetadata:\n  name: g\n  namespace: "+ns+"\nspec:\n  size: 2\n", "apply", "-f", "-")
-	mustKubectl(t, "", "-n", ns, "wait", "--for=condition=Ready", "gadget/g", "--timeout=60s")
+	mustKubectl(t, "", "-n", ns, "wait", "--for=condition=Ready", "gadget/g", "--timeout=120s")
 	stop()
-
-	// A fresh operator on the converged Gadget sends no apply.
-	before := appliesUnchanged(t)
-	stop = start()
-	defer stop()
-	eventually(t, 30*time.Second, func() string {
-		if appliesUnchanged(t) == before {
-			return "the fresh operator has not reconciled the Gadget yet"
-		}
-		return ""
-	})
 	c := newClient(t)
 	widget := func() *unstructured.Unstructured {
 		w := &unstructured.Unstructured{}
@@ -112,13 +101,25 @@ func TestCustomKindChild(t *testing.T) {
 		return w
 	}
 	rv := widget().GetResourceVersion()
-	time.Sleep(2 * time.Second)
+
+	// A fresh operator on the converged Gadget sends no apply: it reconciles
+	// the Gadget, settles, and the Widget is as the first one left it.
+	before := appliesUnchanged(t)
+	act, stop := start()
+	defer stop()
+	eventually(t, 60*time.Second, func() string {
+		if appliesUnchanged(t) == before {
+			return "the fresh operator has not reconciled the Gadget yet"
+		}
+		return ""
+	})
+	act.Settled(t, 0, 60*time.Second)
 	if now := widget().GetResourceVersion(); now != rv {
 		t.Fatalf("the Widget was written by a resync of a converged Gadget (resourceVersion %s -> %s)", rv, now)
 	}
 
 	mustKubectl(t, "", "-n", ns, "patch", "widget", "g", "--type=merge", "-p", `{"spec":{"size":7}}`)
-	eventually(t, 10*time.Second, func() string {
+	eventually(t, 60*time.Second, func() string {
 		if size, _, _ := unstructured.NestedInt64(widget().Object, "spec", "size"); size != 2 {
 			return "spec.size not restored"
 		}

@@ -26,7 +26,7 @@ func TestDriftIsRepairedAndForeignFieldsKept(t *testing.T) {
 	mustKubectl(t, "", "-n", ns, "label", "pod", "drift-0", "owner-team=payments")
 	start := time.Now()
 	mustKubectl(t, "", "-n", ns, "label", "pod", "drift-0", "app=hijacked", "--overwrite")
-	eventually(t, 10*time.Second, func() string {
+	eventually(t, 60*time.Second, func() string {
 		pod := getPod(t, c, ns, "drift-0")
 		if pod.GetLabels()["app"] != "redis" {
 			return "app label still " + pod.GetLabels()["app"]
@@ -39,7 +39,7 @@ func TestDriftIsRepairedAndForeignFieldsKept(t *testing.T) {
 	}
 
 	mustKubectl(t, "", "-n", ns, "patch", "configmap", "drift-config", "--type=merge", "-p", `{"data":{"redis.conf":"port 1\n"}}`)
-	eventually(t, 10*time.Second, func() string {
+	eventually(t, 60*time.Second, func() string {
 		cm := &unstructured.Unstructured{}
 		cm.SetAPIVersion("v1")
 		cm.SetKind("ConfigMap")
@@ -105,28 +105,34 @@ func TestKindsComeAndGo(t *testing.T) {
 	dir := copyTemplates(t)
 	staticsite := filepath.Join(t.TempDir(), "staticsite")
 	must(t, os.Rename(filepath.Join(dir, "staticsite"), staticsite))
-	startOperator(t, dir, ns, nil)
+	act := startOperator(t, dir, ns, nil)
 	c := newClient(t)
 	waitCRD(t)
 
 	// A new kind directory starts a controller and installs its CRD.
 	must(t, os.Rename(staticsite, filepath.Join(dir, "staticsite")))
-	eventually(t, 30*time.Second, func() string {
+	eventually(t, 60*time.Second, func() string {
 		if _, err := kubectl(t, "", "get", "crd", "staticsites.web.example.com"); err != nil {
 			return "StaticSite CRD not installed"
 		}
 		return ""
 	})
 	mustKubectl(t, "apiVersion: web.example.com/v1\nkind: StaticSite\nmetadata:\n  name: site\n  namespace: "+ns+"\nspec:\n  replicas: 1\n", "apply", "-f", "-")
-	mustKubectl(t, "", "-n", ns, "wait", "--for=condition=Ready", "staticsite/site", "--timeout=90s")
+	mustKubectl(t, "", "-n", ns, "wait", "--for=condition=Ready", "staticsite/site", "--timeout=120s")
 
 	// A removed kind stops its controller; CRs and children stay.
 	mustKubectl(t, redisYAML(ns, "stay", 1, "7.0"), "apply", "-f", "-")
 	eventually(t, 60*time.Second, func() string { return readyStatus(t, c, ns, "stay", 1) })
 	must(t, os.RemoveAll(filepath.Join(dir, "rediscluster")))
-	time.Sleep(2 * time.Second)
+	act.WaitLog(t, 60*time.Second, "kind removed", "kind", "RedisCluster")
+	before := act.ReconcilesOf("controller", "cueop-rediscluster")
 	mustKubectl(t, "", "-n", ns, "scale", "rediscluster/stay", "--replicas=2")
-	time.Sleep(3 * time.Second)
+	// A running controller would reconcile the scaled CR at once; the
+	// operator settled (nothing done for operatortest.Quiet) means none did.
+	act.Settled(t, 0, 60*time.Second)
+	if n := act.ReconcilesOf("controller", "cueop-rediscluster") - before; n != 0 {
+		t.Errorf("%d reconciles of RedisCluster after its kind was removed", n)
+	}
 	if pods := listPods(t, c, ns, "stay"); len(pods) != 1 {
 		t.Errorf("%d pods after the kind was removed, want the 1 left untouched", len(pods))
 	}

@@ -41,21 +41,22 @@ func copyTemplates(t *testing.T) string {
 }
 
 // startOperator runs an operator on dir, serving namespace ns, until the
-// test ends. cfg may carry a counting transport; nil means the cluster's
-// admin config.
-func startOperator(t *testing.T, dir, ns string, cfg *rest.Config) {
+// test ends, and returns what follows its activity. cfg may carry a
+// counting transport; nil means the cluster's admin config.
+func startOperator(t *testing.T, dir, ns string, cfg *rest.Config) *operatortest.Activity {
 	t.Helper()
-	startOperatorStoppable(t, dir, ns, cfg)
+	a, _ := startOperatorStoppable(t, dir, ns, cfg)
+	return a
 }
 
 // startOperatorStoppable runs an operator on dir until the returned stop is
 // called or the test ends; stop waits for it to end.
-func startOperatorStoppable(t *testing.T, dir, ns string, cfg *rest.Config) (stop func()) {
+func startOperatorStoppable(t *testing.T, dir, ns string, cfg *rest.Config) (*operatortest.Activity, func()) {
 	t.Helper()
 	if cfg == nil {
 		cfg = clustertest.Config()
 	}
-	return operatortest.Start(t, cfg, operatortest.Options(dir, ns))
+	return operatortest.StartObserved(t, cfg, operatortest.Options(dir, ns))
 }
 
 // appliesUnchanged is the count of children found in sync, from cueop's

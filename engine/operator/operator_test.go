@@ -50,7 +50,7 @@ func TestRedisClusterLifecycle(t *testing.T) {
 	startOperator(t, copyTemplates(t), ns, nil)
 	c := newClient(t)
 
-	eventually(t, 30*time.Second, func() string {
+	eventually(t, 60*time.Second, func() string {
 		if _, err := kubectl(t, "", "get", "crd", "redisclusters.cache.example.com"); err != nil {
 			return "CRD not installed"
 		}
@@ -58,7 +58,7 @@ func TestRedisClusterLifecycle(t *testing.T) {
 	})
 	mustKubectl(t, redisYAML(ns, "demo", 3, "7.0"), "apply", "-f", "-")
 	eventually(t, 60*time.Second, func() string { return readyStatus(t, c, ns, "demo", 3) })
-	mustKubectl(t, "", "-n", ns, "wait", "--for=condition=Ready", "rediscluster/demo", "--timeout=30s")
+	mustKubectl(t, "", "-n", ns, "wait", "--for=condition=Ready", "rediscluster/demo", "--timeout=60s")
 	if pods := listPods(t, c, ns, "demo"); len(pods) != 3 {
 		t.Fatalf("%d pods, want 3", len(pods))
 	}
@@ -93,7 +93,7 @@ func TestRedisClusterLifecycle(t *testing.T) {
 
 	t.Run("pod deleted by hand is restored", func(t *testing.T) {
 		mustKubectl(t, "", "-n", ns, "delete", "pod", "demo-1", "--wait=false")
-		eventually(t, 30*time.Second, func() string {
+		eventually(t, 60*time.Second, func() string {
 			for _, p := range listPods(t, c, ns, "demo") {
 				if p.GetName() == "demo-1" {
 					return readyStatus(t, c, ns, "demo", 2)

@@ -14,17 +14,19 @@ import (
 	"github.com/cueop/cueop/localcluster/clustertest"
 )
 
-// startPaced runs an operator with a rollout budget and returns it.
-func startPaced(t *testing.T, dir, ns string, maxInFlight int) *operator.Operator {
+// startPaced runs an operator with a rollout budget and returns it, with
+// what follows its activity.
+func startPaced(t *testing.T, dir, ns string, maxInFlight int) (*operator.Operator, *operatortest.Activity) {
 	t.Helper()
 	opts := operatortest.Options(dir, ns)
 	opts.RolloutMaxInFlight = maxInFlight
-	op, err := operator.New(clustertest.Config(), opts)
+	cfg, act := operatortest.Observe(clustertest.Config(), &opts)
+	op, err := operator.New(cfg, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	operatortest.Run(t, op)
-	return op
+	return op, act
 }
 
 func applyRedis(t *testing.T, ns, prefix string, n, replicas int) {
@@ -71,7 +73,7 @@ func watchProgress(op *operator.Operator, stop <-chan struct{}) func() int {
 func TestRolloutIsPaced(t *testing.T) {
 	ns := clustertest.Namespace(t)
 	dir := copyTemplates(t)
-	op := startPaced(t, dir, ns, 4)
+	op, _ := startPaced(t, dir, ns, 4)
 	c := newClient(t)
 	waitCRD(t)
 	const n = 20
@@ -126,7 +128,7 @@ func podsLabelledAll(t *testing.T, ns, key, value string, want int) string {
 func TestBadRevisionHalts(t *testing.T) {
 	ns := clustertest.Namespace(t)
 	dir := copyTemplates(t)
-	op := startPaced(t, dir, ns, 3)
+	op, act := startPaced(t, dir, ns, 3)
 	c := newClient(t)
 	waitCRD(t)
 	const n = 12
@@ -142,8 +144,11 @@ func TestBadRevisionHalts(t *testing.T) {
 		}
 		return ""
 	})
-	eventually(t, 30*time.Second, func() string { return crdEvent(t, c, "RolloutHalted", "halted") })
-	time.Sleep(2 * time.Second)
+	eventually(t, 60*time.Second, func() string { return crdEvent(t, c, "RolloutHalted", "halted") })
+	// The halted rollout moves no other CR: the operator settles (the
+	// stalled CRs' retries back off beyond operatortest.Quiet) with the
+	// others untouched.
+	act.Settled(t, 0, 2*time.Minute)
 	ready, onGood, _ := readyCount(t, c, ns, good)
 	if ready != n-3 || onGood != n-3 {
 		t.Errorf("after the halt: %d ready, %d converged on the good revision; want the %d CRs not moved", ready, onGood, n-3)
@@ -206,14 +211,14 @@ func TestRestartMidRolloutStaysPaced(t *testing.T) {
 	stop()
 
 	editTemplate(t, dir, addPodLabel("not a valid label value!"))
-	op := startPaced(t, dir, ns, 4)
+	op, act := startPaced(t, dir, ns, 4)
 	eventually(t, time.Minute, func() string {
 		if p, ok := kindProgress(op, "RedisCluster"); !ok || !p.Halted {
 			return fmt.Sprintf("rollout not halted: %+v", op.Progress())
 		}
 		return ""
 	})
-	time.Sleep(2 * time.Second)
+	act.Settled(t, 0, 2*time.Minute)
 	bad := redisProgress(t, op).Revision
 	list, err := listRedis(c, ns)
 	must(t, err)

@@ -71,8 +71,8 @@ func TestHotReload(t *testing.T) {
 
 	t.Run("valid edit converges without restart", func(t *testing.T) {
 		editTemplate(t, dir, addPodLabel("cache"))
-		eventually(t, 30*time.Second, func() string { return podsLabelled(t, c, ns, "hot", "tier", "cache", 2) })
-		eventually(t, 30*time.Second, func() string { return readyStatus(t, c, ns, "hot", 2) })
+		eventually(t, 60*time.Second, func() string { return podsLabelled(t, c, ns, "hot", "tier", "cache", 2) })
+		eventually(t, 60*time.Second, func() string { return readyStatus(t, c, ns, "hot", 2) })
 		if got := podUIDs(t, c, ns, "hot"); got != uids {
 			t.Errorf("pods were recreated for a label change: %s -> %s", uids, got)
 		}
@@ -80,7 +80,7 @@ func TestHotReload(t *testing.T) {
 
 	t.Run("broken edit keeps the last good revision serving", func(t *testing.T) {
 		editTemplate(t, dir, func(s string) string { return s + "\nchildren: broken: {\n" })
-		eventually(t, 30*time.Second, func() string { return crdEvent(t, c, "TemplateError", "rediscluster.cue:") })
+		eventually(t, 60*time.Second, func() string { return crdEvent(t, c, "TemplateError", "rediscluster.cue:") })
 		mustKubectl(t, "", "-n", ns, "scale", "rediscluster/hot", "--replicas=3")
 		eventually(t, 60*time.Second, func() string {
 			if why := podsLabelled(t, c, ns, "hot", "tier", "cache", 3); why != "" {
@@ -95,7 +95,7 @@ func TestHotReload(t *testing.T) {
 			s = strings.Replace(s, "\nchildren: broken: {\n", "", 1)
 			return addPodLabel("db")(strings.Replace(s, `_selector & {tier: "cache"}`, `_selector`, 1))
 		})
-		eventually(t, 30*time.Second, func() string { return podsLabelled(t, c, ns, "hot", "tier", "db", 3) })
+		eventually(t, 60*time.Second, func() string { return podsLabelled(t, c, ns, "hot", "tier", "db", 3) })
 	})
 }
 
@@ -124,11 +124,13 @@ func crdEvent(t *testing.T, c client.Client, reason, text string) string {
 	return ""
 }
 
+// waitCRD waits until the RedisCluster CRD is established.
 func waitCRD(t *testing.T) {
 	t.Helper()
-	eventually(t, 30*time.Second, func() string {
-		if _, err := kubectl(t, "", "get", "crd", "redisclusters.cache.example.com"); err != nil {
-			return "CRD not installed"
+	eventually(t, 60*time.Second, func() string {
+		out, err := kubectl(t, "", "get", "crd", "redisclusters.cache.example.com", "-o", `jsonpath={.status.conditions[?(@.type=="Established")].status}`)
+		if err != nil || out != "True" {
+			return "RedisCluster CRD not established: " + out
 		}
 		return ""
 	})
@@ -148,7 +150,7 @@ func TestConfigMapMountedTemplates(t *testing.T) {
 	eventually(t, 60*time.Second, func() string { return readyStatus(t, c, ns, "cm", 1) })
 
 	writeVolume(t, root, "..2026_11_29_02", "../../templates", addPodLabel("swapped"))
-	eventually(t, 30*time.Second, func() string { return podsLabelled(t, c, ns, "cm", "tier", "swapped", 1) })
+	eventually(t, 60*time.Second, func() string { return podsLabelled(t, c, ns, "cm", "tier", "swapped", 1) })
 }
 
 // writeVolume lays out src as the kubelet lays out a ConfigMap volume in

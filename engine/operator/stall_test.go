@@ -55,7 +55,7 @@ func TestInvalidSpecStallsAndChangesNothing(t *testing.T) {
 	waitCRD(t)
 	cr := redisYAML(ns, "cross", 3, "7.0") + "  minReady: 5\n"
 	mustKubectl(t, cr, "apply", "-f", "-")
-	eventually(t, 30*time.Second, func() string {
+	eventually(t, 60*time.Second, func() string {
 		return stalled(t, c, ns, "cross", "InvalidSpec", "spec.minReady", "out of bound <=3", "rediscluster.cue:")
 	})
 	if pods := listPods(t, c, ns, "cross"); len(pods) != 0 {
@@ -86,7 +86,7 @@ func TestRefusedChildStallsAndAppliesNothing(t *testing.T) {
 	c := newClient(t)
 	waitCRD(t)
 	mustKubectl(t, redisYAML(ns, "escape", 2, "7.0"), "apply", "-f", "-")
-	eventually(t, 30*time.Second, func() string {
+	eventually(t, 60*time.Second, func() string {
 		return stalled(t, c, ns, "escape", "ChildRefused", "children.service", `namespace "kube-system" refused`)
 	})
 	if pods := listPods(t, c, ns, "escape"); len(pods) != 0 {
@@ -140,7 +140,7 @@ func TestNoWritesOnResync(t *testing.T) {
 	c := newClient(t)
 	const n = 5
 	func() {
-		stop := startOperatorStoppable(t, dir, ns, nil)
+		_, stop := startOperatorStoppable(t, dir, ns, nil)
 		defer stop()
 		waitCRD(t)
 		for i := range n {
@@ -152,14 +152,14 @@ func TestNoWritesOnResync(t *testing.T) {
 	}()
 	before := appliesUnchanged(t)
 	cfg, ct := countingConfig()
-	startOperator(t, dir, ns, cfg)
+	act := startOperator(t, dir, ns, cfg)
 	eventually(t, 60*time.Second, func() string {
 		if got := appliesUnchanged(t) - before; got < n*5 {
 			return fmt.Sprintf("%v unchanged applies, want %d (every child of every CR checked)", got, n*5)
 		}
 		return ""
 	})
-	time.Sleep(2 * time.Second)
+	act.Settled(t, 0, 60*time.Second)
 	writes, reads := ct.snapshot()
 	if len(writes) != 0 {
 		t.Fatalf("%d write requests during a resync of converged CRs: %v", len(writes), writes)

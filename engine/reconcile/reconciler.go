@@ -54,6 +54,8 @@ type Reconciler struct {
 	Recorder record.EventRecorder
 	// Observer is told about each reconcile; nil means nobody.
 	Observer Observer
+
+	written statusWrites
 }
 
 // Observer receives what a reconcile did, for metrics.
@@ -80,12 +82,17 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.Parents.Get(ctx, req.NamespacedName, cr); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.Rollout.Forget(req.NamespacedName)
+			r.written.forget(req.NamespacedName)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if cr.GetDeletionTimestamp() != nil {
 		r.Rollout.Forget(req.NamespacedName)
+		r.written.forget(req.NamespacedName)
 		return ctrl.Result{}, nil // the garbage collector removes the children
+	}
+	if r.written.stale(req.NamespacedName, cr) {
+		return ctrl.Result{}, nil // the event of cueop's last status write brings the CR back
 	}
 	rev, _, _ := unstructured.NestedString(cr.Object, "status", "revision")
 	observed, _, _ := unstructured.NestedInt64(cr.Object, "status", "observedGeneration")

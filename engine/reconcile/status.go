@@ -7,11 +7,13 @@ import (
 	"reflect"
 	"sort"
 	"strings"
+	"sync"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/cueop/cueop/engine/apply"
@@ -173,7 +175,57 @@ func (r *run) writeStatus(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("%s: status write failed: %w", r.subject(), err)
 	}
+	r.r.written.wrote(client.ObjectKeyFromObject(r.cr), r.cr.GetResourceVersion(), obj.GetResourceVersion())
 	return nil
+}
+
+// statusWrites remembers, per CR, the resourceVersion the cache held when
+// cueop last wrote its status, until the cache moves past it. A reconcile
+// that reads the CR at that version would compare against a status older
+// than cueop's own last write: it would write again for nothing, with its
+// conditions' lastTransitionTime reset, and the reconcile after it would
+// put them back. The write's watch event is still to come and reconciles
+// the CR again with the cache caught up, so such a reconcile is skipped.
+type statusWrites struct {
+	mu     sync.Mutex
+	behind map[types.NamespacedName]string // resourceVersion older than the last write
+}
+
+// wrote records a status write of key made from the CR at resourceVersion
+// read; written is the resourceVersion the API server answered with. A
+// write that changed nothing (the same version) brings no event: nothing
+// is recorded then.
+func (w *statusWrites) wrote(key types.NamespacedName, read, written string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if read == "" || written == "" || read == written {
+		delete(w.behind, key)
+		return
+	}
+	if w.behind == nil {
+		w.behind = map[types.NamespacedName]string{}
+	}
+	w.behind[key] = read
+}
+
+// stale is true when cr, as read from the cache, predates cueop's last
+// status write of it; otherwise the cache has moved on and key is
+// forgotten.
+func (w *statusWrites) stale(key types.NamespacedName, cr *unstructured.Unstructured) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	rv, ok := w.behind[key]
+	if ok && rv == cr.GetResourceVersion() {
+		return true
+	}
+	delete(w.behind, key)
+	return false
+}
+
+func (w *statusWrites) forget(key types.NamespacedName) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	delete(w.behind, key)
 }
 
 // sameStatus compares statuses as JSON, so that int and int64, or a nil
