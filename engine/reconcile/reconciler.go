@@ -85,7 +85,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	if cr.GetDeletionTimestamp() != nil {
 		r.Rollout.Forget(req.NamespacedName)
-		return ctrl.Result{}, nil // the garbage collector removes the children
+		return ctrl.Result{}, r.finalize(ctx, cr) // lifecycle.go
 	}
 	rev, _, _ := unstructured.NestedString(cr.Object, "status", "revision")
 	observed, _, _ := unstructured.NestedInt64(cr.Object, "status", "observedGeneration")
@@ -151,7 +151,10 @@ func (r *run) converge(ctx context.Context) error {
 	if err := r.watchKinds(ctx); err != nil {
 		return err
 	}
-	if err := r.applyAll(ctx); err != nil {
+	if err := r.syncFinalizer(ctx); err != nil {
+		return err
+	}
+	if err := r.applyAll(ctx); err != nil || r.stalled != nil {
 		return err
 	}
 	return r.prune(ctx)

@@ -63,6 +63,10 @@ func DefaultPolicy(gk schema.GroupKind) Policy {
 	return Policy{Recreate: recreatedByDefault[gk], Cascade: CascadeOrphan, Prune: PruneAlways, OnDelete: OnDeleteDelete}
 }
 
+// Recreatable is false for the kinds the engine never recreates, whatever
+// the template says.
+func Recreatable(gk schema.GroupKind) bool { return !neverRecreated[gk] }
+
 // applyPolicies reads the template's policies, checks that each names a
 // rendered child and suits it, and gives each child its policy and the
 // annotations that carry it.

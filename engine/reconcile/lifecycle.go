@@ -1,0 +1,135 @@
+package reconcile
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/cueop/cueop/engine/apply"
+	"github.com/cueop/cueop/engine/render"
+)
+
+// ReasonImmutableChange stalls a CR whose child the API server refuses to
+// change as immutable, when the child's policy does not allow recreating it.
+const ReasonImmutableChange = "ImmutableChange"
+
+// FinalizerRetain is on a CR while it has children to release, not delete,
+// when it is deleted (policies: onDelete: "retain").
+const FinalizerRetain = "cueop.dev/retain"
+
+// releasedKeys are the labels and annotations by which cueop manages a
+// child; a released child loses them.
+var releasedKeys = []string{
+	render.LabelManagedBy, render.LabelOwnerUID, render.LabelID,
+	apply.AnnotationAppliedHash, render.AnnotationPrune, render.AnnotationOnDelete,
+}
+
+// refusal is a child whose change the API server refused as immutable.
+type refusal struct {
+	child render.Child
+	err   error
+}
+
+// stallImmutable stalls the CR, and returns true, when a child whose change
+// is immutable may not be recreated: nothing is deleted, not even the
+// children that may be.
+func (r *run) stallImmutable(refused []refusal) bool {
+	var lines []string
+	for _, f := range refused {
+		if f.child.Policy.Recreate {
+			continue
+		}
+		o, id := f.child.Object, f.child.ID
+		hint := fmt.Sprintf("nothing was deleted: change it back, delete it by hand, or let the template recreate it (policies: %q: recreate: true)", id)
+		if !render.Recreatable(o.GroupVersionKind().GroupKind()) {
+			hint = fmt.Sprintf("a %s is never recreated, nothing was deleted: change it back or replace it by hand", o.GetKind())
+		}
+		lines = append(lines, fmt.Sprintf("children.%s: %s %s/%s: the API server refuses the change as immutable (%s); %s",
+			id, o.GetKind(), o.GetNamespace(), o.GetName(), strings.Join(apply.ImmutableFields(f.err), "; "), hint))
+	}
+	if len(lines) == 0 {
+		return false
+	}
+	r.stalled = &stall{reason: ReasonImmutableChange, message: strings.Join(lines, "\n")}
+	return true
+}
+
+// pruneOne deletes a child the template no longer renders, or releases it
+// when the policy recorded on it says prune: never.
+func (r *run) pruneOne(ctx context.Context, o *unstructured.Unstructured) (apply.Action, error) {
+	if o.GetAnnotations()[render.AnnotationPrune] == render.PruneNever {
+		return apply.Released, r.r.Applier.Release(ctx, o, r.cr.GetUID(), releasedKeys)
+	}
+	return apply.Pruned, r.r.Applier.Prune(ctx, o)
+}
+
+// syncFinalizer puts FinalizerRetain on the CR before a child to retain is
+// applied, and takes it off once none is rendered or left. A CR that never
+// retains anything costs no write.
+func (r *run) syncFinalizer(ctx context.Context) error {
+	want := slices.ContainsFunc(r.result_.Children, func(c render.Child) bool { return c.Policy.OnDelete == render.OnDeleteRetain })
+	for _, o := range r.observed {
+		want = want || retained(o)
+	}
+	if want == slices.Contains(r.cr.GetFinalizers(), FinalizerRetain) {
+		return nil
+	}
+	return r.r.setFinalizer(ctx, r.cr, want)
+}
+
+func retained(o *unstructured.Unstructured) bool {
+	return o.GetAnnotations()[render.AnnotationOnDelete] == render.OnDeleteRetain
+}
+
+// setFinalizer adds or removes FinalizerRetain with a server-side apply of
+// the CR's metadata alone: the finalizers list is a set, so the other
+// finalizers, owned by others, stay.
+func (r *Reconciler) setFinalizer(ctx context.Context, cr *unstructured.Unstructured, on bool) error {
+	md := map[string]any{"name": cr.GetName(), "namespace": cr.GetNamespace()}
+	if on {
+		md["finalizers"] = []any{FinalizerRetain}
+	}
+	obj := &unstructured.Unstructured{Object: map[string]any{"apiVersion": cr.GetAPIVersion(), "kind": cr.GetKind(), "metadata": md}}
+	err := r.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(obj), client.FieldOwner(r.fieldManager()), client.ForceOwnership)
+	if err != nil {
+		return fmt.Errorf("%s %s/%s: finalizer %s: %w", cr.GetKind(), cr.GetNamespace(), cr.GetName(), FinalizerRetain, err)
+	}
+	return nil
+}
+
+// finalize runs for a CR being deleted: it releases the children whose
+// policy says onDelete: retain, then removes FinalizerRetain so that the CR
+// goes and the garbage collector deletes the other children.
+func (r *Reconciler) finalize(ctx context.Context, cr *unstructured.Unstructured) error {
+	if !slices.Contains(cr.GetFinalizers(), FinalizerRetain) {
+		return nil // the garbage collector removes the children
+	}
+	run := &run{r: r, kind: r.Kind(), cr: cr, log: log.FromContext(ctx)}
+	if err := run.observe(ctx); err != nil {
+		return err
+	}
+	var errs []error
+	for _, o := range append(slices.Collect(maps.Values(run.observed)), run.extra...) {
+		if !retained(o) {
+			continue
+		}
+		err := r.Applier.Release(ctx, o, cr.GetUID(), releasedKeys)
+		r.applied(r.Kind().Resource.Kind, apply.Released, err)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		run.record(apply.Released, o)
+	}
+	run.emitEvents()
+	if len(errs) > 0 {
+		return fmt.Errorf("%s: %w", run.subject(), errs[0])
+	}
+	return r.setFinalizer(ctx, cr, false)
+}
