@@ -2,12 +2,15 @@ package reconcile
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
 	"strings"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -28,6 +31,15 @@ const FinalizerRetain = "cueop.dev/retain"
 var releasedKeys = []string{
 	render.LabelManagedBy, render.LabelOwnerUID, render.LabelID,
 	apply.AnnotationAppliedHash, render.AnnotationPrune, render.AnnotationOnDelete,
+}
+
+// AnnotationReleasedFrom names, on a released child, the CR it belonged to.
+const AnnotationReleasedFrom = "cueop.dev/released-from"
+
+// release lets go of o (apply.Release), marking it with the CR it came from.
+func (r *run) release(ctx context.Context, o *unstructured.Unstructured) error {
+	mark := map[string]string{AnnotationReleasedFrom: r.subject()}
+	return r.r.Applier.Release(ctx, o, r.cr.GetUID(), releasedKeys, mark)
 }
 
 // refusal is a child whose change the API server refused as immutable.
@@ -64,7 +76,7 @@ func (r *run) stallImmutable(refused []refusal) bool {
 // when the policy recorded on it says prune: never.
 func (r *run) pruneOne(ctx context.Context, o *unstructured.Unstructured) (apply.Action, error) {
 	if o.GetAnnotations()[render.AnnotationPrune] == render.PruneNever {
-		return apply.Released, r.r.Applier.Release(ctx, o, r.cr.GetUID(), releasedKeys)
+		return apply.Released, r.release(ctx, o)
 	}
 	return apply.Pruned, r.r.Applier.Prune(ctx, o)
 }
@@ -87,20 +99,41 @@ func retained(o *unstructured.Unstructured) bool {
 	return o.GetAnnotations()[render.AnnotationOnDelete] == render.OnDeleteRetain
 }
 
-// setFinalizer adds or removes FinalizerRetain with a server-side apply of
-// the CR's metadata alone: the finalizers list is a set, so the other
-// finalizers, owned by others, stay.
+// setFinalizer adds or removes FinalizerRetain with a JSON patch guarded
+// by the CR's uid, that leaves the other finalizers alone: neither an
+// apply (it would create a CR deleted meanwhile) nor a merge patch (it
+// replaces the whole list).
 func (r *Reconciler) setFinalizer(ctx context.Context, cr *unstructured.Unstructured, on bool) error {
-	md := map[string]any{"name": cr.GetName(), "namespace": cr.GetNamespace()}
-	if on {
-		md["finalizers"] = []any{FinalizerRetain}
+	ops := finalizerOps(cr, on)
+	if len(ops) == 0 {
+		return nil
 	}
-	obj := &unstructured.Unstructured{Object: map[string]any{"apiVersion": cr.GetAPIVersion(), "kind": cr.GetKind(), "metadata": md}}
-	err := r.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(obj), client.FieldOwner(r.fieldManager()), client.ForceOwnership)
-	if err != nil {
+	data, err := json.Marshal(ops)
+	if err == nil {
+		err = r.Client.Patch(ctx, cr.DeepCopy(), client.RawPatch(types.JSONPatchType, data), client.FieldOwner(r.fieldManager()))
+	}
+	if err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("%s %s/%s: finalizer %s: %w", cr.GetKind(), cr.GetNamespace(), cr.GetName(), FinalizerRetain, err)
 	}
 	return nil
+}
+
+func finalizerOps(cr *unstructured.Unstructured, on bool) []map[string]any {
+	ops := []map[string]any{{"op": "test", "path": "/metadata/uid", "value": string(cr.GetUID())}}
+	fins := cr.GetFinalizers()
+	i := slices.Index(fins, FinalizerRetain)
+	switch {
+	case on && i >= 0, !on && i < 0:
+		return nil
+	case !on:
+		at := fmt.Sprintf("/metadata/finalizers/%d", i)
+		return append(ops, map[string]any{"op": "test", "path": at, "value": FinalizerRetain}, map[string]any{"op": "remove", "path": at})
+	case len(fins) > 0:
+		return append(ops, map[string]any{"op": "add", "path": "/metadata/finalizers/-", "value": FinalizerRetain})
+	default: // no list yet: guard against one added meanwhile
+		return append(ops, map[string]any{"op": "test", "path": "/metadata/resourceVersion", "value": cr.GetResourceVersion()},
+			map[string]any{"op": "add", "path": "/metadata/finalizers", "value": []any{FinalizerRetain}})
+	}
 }
 
 // finalize runs for a CR being deleted: it releases the children whose
@@ -119,7 +152,7 @@ func (r *Reconciler) finalize(ctx context.Context, cr *unstructured.Unstructured
 		if !retained(o) {
 			continue
 		}
-		err := r.Applier.Release(ctx, o, cr.GetUID(), releasedKeys)
+		err := run.release(ctx, o)
 		r.applied(r.Kind().Resource.Kind, apply.Released, err)
 		if err != nil {
 			errs = append(errs, err)
