@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -26,10 +25,10 @@ const Released Action = "released"
 // every field to "before-first-apply" at the next apply). An object that
 // is gone counts as released.
 //
-// It takes two JSON patches: the first (guarded by live's uid) returns the
-// object with every managedFields entry, which the cache does not hold; the
-// second (guarded by the resourceVersion the first returned) drops cueop's
-// entries.
+// It takes two patches: the first (releasePatch) returns the object with
+// every managedFields entry, which the cache does not hold; the second, a
+// JSON patch guarded by the resourceVersion the first returned, drops
+// cueop's entries.
 func (a *Applier) Release(ctx context.Context, live *unstructured.Unstructured, owner types.UID, keys []string, mark map[string]string) error {
 	if err := a.release(ctx, live, owner, keys, mark); err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("%s release failed: %w", subject(live), err)
@@ -39,8 +38,8 @@ func (a *Applier) Release(ctx context.Context, live *unstructured.Unstructured, 
 
 func (a *Applier) release(ctx context.Context, live *unstructured.Unstructured, owner types.UID, keys []string, mark map[string]string) error {
 	obj := live.DeepCopy()
-	ops := releaseOps(live, owner, keys, mark)
-	if err := a.jsonPatch(ctx, obj, ops, a.fieldManager()+"-release"); err != nil {
+	manager := a.fieldManager() + "-release"
+	if err := a.patch(ctx, obj, types.MergePatchType, releasePatch(live, owner, keys, mark), manager); err != nil {
 		return err
 	}
 	entries, _, _ := unstructured.NestedSlice(obj.Object, "metadata", "managedFields")
@@ -56,24 +55,28 @@ func (a *Applier) release(ctx context.Context, live *unstructured.Unstructured, 
 	if len(kept) == 0 {
 		kept = []any{map[string]any{}} // an empty list keeps the entries: one empty entry clears them
 	}
-	return a.jsonPatch(ctx, obj, []patchOp{
-		{Op: "test", Path: "/metadata/resourceVersion", Value: obj.GetResourceVersion()},
-		{Op: "replace", Path: "/metadata/managedFields", Value: kept},
-	}, a.fieldManager()+"-release")
+	return a.patch(ctx, obj, types.JSONPatchType, []map[string]any{
+		{"op": "test", "path": "/metadata/resourceVersion", "value": obj.GetResourceVersion()},
+		{"op": "replace", "path": "/metadata/managedFields", "value": kept},
+	}, manager)
 }
 
-type patchOp struct {
-	Op    string `json:"op"`
-	Path  string `json:"path"`
-	Value any    `json:"value,omitempty"`
-}
-
-// releaseOps removes owner's references and the labels and annotations of
-// keys that live has, and sets the annotations of mark.
-func releaseOps(live *unstructured.Unstructured, owner types.UID, keys []string, mark map[string]string) []patchOp {
-	ops := []patchOp{{Op: "test", Path: "/metadata/uid", Value: string(live.GetUID())}}
+// releasePatch is a JSON merge patch that removes owner's references and
+// the labels and annotations of keys, and sets the annotations of mark. It
+// is idempotent (a key already gone is no error), so a second release from
+// a cache that lags behind the first succeeds; the uid it carries makes it
+// fail on another object that took live's name (uid is immutable).
+func releasePatch(live *unstructured.Unstructured, owner types.UID, keys []string, mark map[string]string) map[string]any {
+	labels, annotations := map[string]any{}, map[string]any{}
+	for _, k := range keys {
+		labels[k], annotations[k] = nil, nil
+	}
+	for k, v := range mark {
+		annotations[k] = v
+	}
+	md := map[string]any{"uid": string(live.GetUID()), "labels": labels, "annotations": annotations}
 	refs, _, _ := unstructured.NestedSlice(live.Object, "metadata", "ownerReferences")
-	var kept []any
+	kept := []any{}
 	for _, r := range refs {
 		if m, _ := r.(map[string]any); m["uid"] != string(owner) {
 			kept = append(kept, r)
@@ -82,40 +85,17 @@ func releaseOps(live *unstructured.Unstructured, owner types.UID, keys []string,
 	switch {
 	case len(kept) == len(refs):
 	case len(kept) == 0:
-		ops = append(ops, patchOp{Op: "remove", Path: "/metadata/ownerReferences"})
+		md["ownerReferences"] = nil
 	default:
-		ops = append(ops, patchOp{Op: "replace", Path: "/metadata/ownerReferences", Value: kept})
+		md["ownerReferences"] = kept
 	}
-	for _, field := range []string{"labels", "annotations"} {
-		m, _, _ := unstructured.NestedMap(live.Object, "metadata", field)
-		for _, k := range keys {
-			if _, ok := m[k]; ok {
-				ops = append(ops, patchOp{Op: "remove", Path: "/metadata/" + field + "/" + escapePointer(k)})
-			}
-		}
-	}
-	if _, has := live.Object["metadata"].(map[string]any)["annotations"]; !has && len(mark) > 0 {
-		m := map[string]any{}
-		for k, v := range mark {
-			m[k] = v
-		}
-		return append(ops, patchOp{Op: "add", Path: "/metadata/annotations", Value: m})
-	}
-	for k, v := range mark {
-		ops = append(ops, patchOp{Op: "add", Path: "/metadata/annotations/" + escapePointer(k), Value: v})
-	}
-	return ops
+	return map[string]any{"metadata": md}
 }
 
-func (a *Applier) jsonPatch(ctx context.Context, obj *unstructured.Unstructured, ops []patchOp, manager string) error {
-	data, err := json.Marshal(ops)
+func (a *Applier) patch(ctx context.Context, obj *unstructured.Unstructured, pt types.PatchType, body any, manager string) error {
+	data, err := json.Marshal(body)
 	if err != nil {
 		return err
 	}
-	return a.Client.Patch(ctx, obj, client.RawPatch(types.JSONPatchType, data), client.FieldOwner(manager))
-}
-
-// escapePointer escapes a key for a JSON pointer (RFC 6901).
-func escapePointer(s string) string {
-	return strings.ReplaceAll(strings.ReplaceAll(s, "~", "~0"), "/", "~1")
+	return a.Client.Patch(ctx, obj, client.RawPatch(pt, data), client.FieldOwner(manager))
 }
