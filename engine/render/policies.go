@@ -49,9 +49,11 @@ const (
 )
 
 // The engine's defaults: Pods exist to be replaced and are recreated on an
-// immutable change unless the template says otherwise; a
-// PersistentVolumeClaim holds data and is never recreated, whatever the
-// template says. Every other kind stalls its CR unless opted in.
+// immutable change unless the template says otherwise (deleted in the
+// background: a Pod has no dependents, and an orphaning delete would wait
+// for the garbage collector); a PersistentVolumeClaim holds data and is
+// never recreated, whatever the template says. Every other kind stalls its
+// CR unless opted in, and is then recreated with its dependents orphaned.
 var (
 	recreatedByDefault = map[schema.GroupKind]bool{{Kind: "Pod"}: true}
 	neverRecreated     = map[schema.GroupKind]bool{{Kind: "PersistentVolumeClaim"}: true}
@@ -60,7 +62,11 @@ var (
 // DefaultPolicy is the policy of a child of kind gk that the template gives
 // none.
 func DefaultPolicy(gk schema.GroupKind) Policy {
-	return Policy{Recreate: recreatedByDefault[gk], Cascade: CascadeOrphan, Prune: PruneAlways, OnDelete: OnDeleteDelete}
+	p := Policy{Recreate: recreatedByDefault[gk], Cascade: CascadeOrphan, Prune: PruneAlways, OnDelete: OnDeleteDelete}
+	if p.Recreate {
+		p.Cascade = CascadeBackground
+	}
+	return p
 }
 
 // Recreatable is false for the kinds the engine never recreates, whatever

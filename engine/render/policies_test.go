@@ -26,7 +26,7 @@ func TestRenderPolicies(t *testing.T) {
 	res := kindWithPolicies(t, policyChildren, `cm: {recreate: parent.spec.n > 1, cascade: "background", onDelete: "retain"}`)
 	want := map[string]render.Policy{
 		"cm":  {Recreate: true, Cascade: "background", Prune: "always", OnDelete: "retain"},
-		"pod": {Recreate: true, Cascade: "orphan", Prune: "always", OnDelete: "delete"},
+		"pod": {Recreate: true, Cascade: "background", Prune: "always", OnDelete: "delete"},
 		"pvc": {Recreate: false, Cascade: "orphan", Prune: "always", OnDelete: "delete"},
 	}
 	wantAnn := map[string]map[string]string{
