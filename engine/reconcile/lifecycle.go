@@ -128,12 +128,15 @@ func finalizerOps(cr *unstructured.Unstructured, on bool) []map[string]any {
 	case !on:
 		at := fmt.Sprintf("/metadata/finalizers/%d", i)
 		return append(ops, map[string]any{"op": "test", "path": at, "value": FinalizerRetain}, map[string]any{"op": "remove", "path": at})
-	case len(fins) > 0:
-		return append(ops, map[string]any{"op": "add", "path": "/metadata/finalizers/-", "value": FinalizerRetain})
-	default: // no list yet: guard against one added meanwhile
-		return append(ops, map[string]any{"op": "test", "path": "/metadata/resourceVersion", "value": cr.GetResourceVersion()},
-			map[string]any{"op": "add", "path": "/metadata/finalizers", "value": []any{FinalizerRetain}})
 	}
+	// Adding is guarded by the resourceVersion: a cache that lags behind an
+	// earlier add must not add the finalizer twice, nor replace a list
+	// created meanwhile.
+	ops = append(ops, map[string]any{"op": "test", "path": "/metadata/resourceVersion", "value": cr.GetResourceVersion()})
+	if len(fins) > 0 {
+		return append(ops, map[string]any{"op": "add", "path": "/metadata/finalizers/-", "value": FinalizerRetain})
+	}
+	return append(ops, map[string]any{"op": "add", "path": "/metadata/finalizers", "value": []any{FinalizerRetain}})
 }
 
 // finalize runs for a CR being deleted: it releases the children whose
