@@ -178,6 +178,7 @@ func TestServiceAccountIsLeastPrivilege(t *testing.T) {
 		{inNS("create", "serviceaccounts"), "no"},
 		{inNS("create", "persistentvolumeclaims"), "no"},
 		{inNS("create", "redisclusters.cache.example.com"), "no"},
+		{inNS("patch", "redisclusters.cache.example.com"), "no"}, // no template retains a child: no finalizer to patch
 		{cluster("delete", "customresourcedefinitions.apiextensions.k8s.io"), "no"},
 	} {
 		out, _ := kubectl(t, "", append([]string{"auth", "can-i", "--as=" + serviceAccount}, c.args...)...)

@@ -118,6 +118,10 @@ func buildManifests(g *globals, f manifestsFlags) (*manifestSet, error) {
 	if m.childKinds, err = childKinds(set, f.testdata, f.samples, opts); err != nil {
 		return nil, err
 	}
+	retain, err := retainingKinds(set, f.testdata, f.samples, opts)
+	if err != nil {
+		return nil, err
+	}
 	files, err := templateFiles(set.Root)
 	if err != nil {
 		return nil, err
@@ -127,7 +131,7 @@ func buildManifests(g *globals, f manifestsFlags) (*manifestSet, error) {
 	}
 	return m, m.encode(map[string]any{
 		crdsKustomization: crdKustomization(m.crds),
-		rolePath:          managerRole(set, m.childKinds),
+		rolePath:          managerRole(set, m.childKinds, retain),
 		patchPath:         deploymentPatch(files, m.childKinds),
 	})
 }
@@ -304,8 +308,9 @@ func crdKustomization(crds []*apiextensionsv1.CustomResourceDefinition) map[stri
 }
 
 // managerRole is the controller's ClusterRole: its CRs and their status, the
-// CRDs (for --install-crds), events, and the child kinds, nothing else.
-func managerRole(set *template.Set, children render.KindSet) map[string]any {
+// CRDs (for --install-crds), events, and the child kinds, nothing else;
+// patch on the CRs of the kinds in retain, for their finalizer.
+func managerRole(set *template.Set, children render.KindSet, retain []schema.GroupResource) map[string]any {
 	var crs, status, finalizers []schema.GroupResource
 	for _, k := range set.Kinds {
 		gr := schema.GroupResource{Group: k.Resource.Group, Resource: k.Resource.Plural}
@@ -315,6 +320,7 @@ func managerRole(set *template.Set, children render.KindSet) map[string]any {
 	}
 	var rules []rbacv1.PolicyRule
 	rules = append(rules, rulesFor(crs, "get", "list", "watch")...)
+	rules = append(rules, rulesFor(retain, "patch")...)
 	rules = append(rules, rulesFor(status, "get", "patch", "update")...)
 	// blockOwnerDeletion on the children's owner references needs this where
 	// the OwnerReferencesPermissionEnforcement admission plugin is enabled.

@@ -16,21 +16,21 @@ import (
 // that has replaced live under the same name is never deleted. An object
 // that is already gone, or replaced, counts as pruned.
 func (a *Applier) Prune(ctx context.Context, live *unstructured.Unstructured) error {
-	if err := a.delete(ctx, live); err != nil {
+	if err := a.delete(ctx, live, metav1.DeletePropagationBackground); err != nil {
 		return fmt.Errorf("%s prune failed: %w", subject(live), err)
 	}
 	return nil
 }
 
-// delete deletes live by UID. NotFound and a failed UID precondition (a
+// delete deletes live by UID with propagation policy p. NotFound and a failed UID precondition (a
 // Conflict: the name now belongs to another object) are success.
-func (a *Applier) delete(ctx context.Context, live *unstructured.Unstructured) error {
+func (a *Applier) delete(ctx context.Context, live *unstructured.Unstructured, p metav1.DeletionPropagation) error {
 	uid := live.GetUID()
 	if uid == "" {
 		return errors.New("no uid: pass the live object")
 	}
 	err := a.Client.Delete(ctx, live,
-		client.Preconditions{UID: &uid}, client.PropagationPolicy(metav1.DeletePropagationBackground))
+		client.Preconditions{UID: &uid}, client.PropagationPolicy(p))
 	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
 		return nil
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -46,6 +47,61 @@ func IsImmutable(err error) bool {
 	return false
 }
 
+// Replace deletes live so that the next apply creates it anew, as Prune
+// does, but its dependents are orphaned when orphan is set (kubectl delete
+// --cascade=orphan): the new object adopts those its selector matches.
+func (a *Applier) Replace(ctx context.Context, live *unstructured.Unstructured, orphan bool) error {
+	p := metav1.DeletePropagationBackground
+	if orphan {
+		p = metav1.DeletePropagationOrphan
+	}
+	if err := a.delete(ctx, live, p); err != nil {
+		return fmt.Errorf("%s delete to recreate failed: %w", subject(live), err)
+	}
+	return nil
+}
+
+// ImmutableFields are the fields the API server names in err as immutable,
+// each with the first line of its message, or err's message when it names
+// none.
+func ImmutableFields(err error) []string {
+	var status apierrors.APIStatus
+	if !errors.As(err, &status) {
+		return []string{err.Error()}
+	}
+	st := status.Status()
+	var out []string
+	if st.Details != nil {
+		for _, c := range st.Details.Causes {
+			if c.Field != "" && hasImmutableMark(c.Message) {
+				out = append(out, c.Field+": "+firstLine(c.Message))
+			}
+		}
+	}
+	if len(out) == 0 {
+		out = []string{firstLine(st.Message)}
+	}
+	return out
+}
+
+func hasImmutableMark(s string) bool {
+	for _, m := range immutableMarks {
+		if strings.Contains(s, m) {
+			return true
+		}
+	}
+	return false
+}
+
+func firstLine(s string) string {
+	s, _, _ = strings.Cut(s, "\n")
+	const most = 300
+	if len(s) > most {
+		s = s[:most] + "..."
+	}
+	return s
+}
+
 // Recreate replaces live with desired: it deletes live (by UID, with
 // background propagation), waits until no object of that name with live's
 // UID is left, polling with a short backoff bounded by ctx, then creates
@@ -64,7 +120,7 @@ func (a *Applier) recreate(ctx context.Context, desired, live *unstructured.Unst
 		return err
 	}
 	if live != nil {
-		if err := a.delete(ctx, live); err != nil {
+		if err := a.delete(ctx, live, metav1.DeletePropagationBackground); err != nil {
 			return err
 		}
 		if err := a.waitGone(ctx, live); err != nil {

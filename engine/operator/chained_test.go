@@ -26,7 +26,7 @@ func TestChainedEditsStayPaced(t *testing.T) {
 	ns := clustertest.Namespace(t)
 	dir := copyTemplates(t)
 	const budget, n = 2, 12
-	op := startPaced(t, dir, ns, budget)
+	op, _ := startPaced(t, dir, ns, budget)
 	c := newClient(t)
 	waitCRD(t)
 	applyRedis(t, ns, "ch", n, 1)

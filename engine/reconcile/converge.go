@@ -15,18 +15,19 @@ import (
 )
 
 // applyAll applies every child that would change. A child whose change the
-// API server refuses as immutable is recreated, one per CR at a time and
-// only while every other child is ready, so a rollout never takes down more
-// than one child of a CR.
+// API server refuses as immutable is recreated when its policy allows it,
+// one per CR at a time and only while every other child is ready, so a
+// rollout never takes down more than one child of a CR; when its policy
+// does not, the CR stalls (lifecycle.go).
 func (r *run) applyAll(ctx context.Context) error {
 	var errs []error
-	var immutable []render.Child
+	var immutable []refusal
 	for _, c := range r.result_.Children {
 		live := r.live(c)
 		action, err := r.r.Applier.Apply(ctx, c.Object, live)
 		switch {
 		case err != nil && apply.IsImmutable(err) && live != nil:
-			immutable = append(immutable, c)
+			immutable = append(immutable, refusal{c, err})
 		case err != nil:
 			r.r.applied(r.kind.Resource.Kind, "", err)
 			errs = append(errs, err)
@@ -59,17 +60,17 @@ func (r *run) applyFailed(err error) {
 	r.waiting = "apply failed, retrying: " + err.Error()
 }
 
-func (r *run) recreate(ctx context.Context, immutable []render.Child) error {
-	if len(immutable) == 0 {
+func (r *run) recreate(ctx context.Context, immutable []refusal) error {
+	if len(immutable) == 0 || r.stallImmutable(immutable) {
 		return nil
 	}
-	c := immutable[0]
+	c := immutable[0].child
 	if !r.othersReady(c.ID) {
 		r.waiting = fmt.Sprintf("waiting for children to be ready before recreating %s %s", c.Object.GetKind(), c.Object.GetName())
 		return nil
 	}
-	live := r.observed[c.ID]
-	if err := r.r.Applier.Prune(ctx, live); err != nil {
+	live := r.live(c)
+	if err := r.r.Applier.Replace(ctx, live, c.Policy.Cascade == render.CascadeOrphan); err != nil {
 		r.r.applied(r.kind.Resource.Kind, "", err)
 		return err
 	}
@@ -96,18 +97,19 @@ func (r *run) othersReady(id string) bool {
 	return true
 }
 
-// prune deletes every owned child the render no longer has (see
-// pruneVictims). It runs only after every apply succeeded.
+// prune deletes every owned child the render no longer has, or releases it
+// when its policy says prune: never. It runs only after every apply
+// succeeded.
 func (r *run) prune(ctx context.Context) error {
 	var errs []error
 	for _, o := range pruneVictims(r.result_.Children, r.owned) {
-		err := r.r.Applier.Prune(ctx, o)
-		r.r.applied(r.kind.Resource.Kind, apply.Pruned, err)
+		action, err := r.pruneOne(ctx, o)
+		r.r.applied(r.kind.Resource.Kind, action, err)
 		if err != nil {
 			errs = append(errs, err)
 			continue
 		}
-		r.record(apply.Pruned, o)
+		r.record(action, o)
 	}
 	return errors.Join(errs...)
 }

@@ -89,7 +89,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if cr.GetDeletionTimestamp() != nil {
 		r.Rollout.Forget(req.NamespacedName)
 		r.written.forget(req.NamespacedName)
-		return ctrl.Result{}, nil // the garbage collector removes the children
+		return ctrl.Result{}, r.finalize(ctx, cr) // lifecycle.go
 	}
 	if r.written.stale(req.NamespacedName, cr) {
 		return ctrl.Result{}, nil // the event of cueop's last status write brings the CR back
@@ -153,7 +153,10 @@ func (r *run) converge(ctx context.Context) error {
 	if err := r.rerender(ctx); err != nil || r.result_ == nil {
 		return err
 	}
-	if err := r.applyAll(ctx); err != nil {
+	if err := r.syncFinalizer(ctx); err != nil {
+		return err
+	}
+	if err := r.applyAll(ctx); err != nil || r.stalled != nil {
 		return err
 	}
 	return r.prune(ctx)

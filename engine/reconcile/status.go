@@ -134,6 +134,9 @@ func stallHint(reason string) string {
 	if reason == ReasonApplyRejected {
 		return "the API server refused a child; retried with backoff, at once on a change of spec or template"
 	}
+	if reason == ReasonImmutableChange {
+		return "stalled until the spec or the template changes, or the child is deleted by hand"
+	}
 	return "stalled until the spec or the template changes"
 }
 

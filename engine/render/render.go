@@ -44,6 +44,8 @@ func (o Options) withDefaults() Options {
 type Child struct {
 	ID     string
 	Object *unstructured.Unstructured
+	// Policy is the child's lifecycle policy (policies.go).
+	Policy Policy
 }
 
 // Result is what a parent renders to.
@@ -69,6 +71,9 @@ func Render(k *template.Kind, parent *unstructured.Unstructured, observed map[st
 	}
 	children, err := exportChildren(v.LookupPath(template.PathChildren), parent, opts)
 	if err != nil {
+		return nil, err
+	}
+	if err := applyPolicies(v, children); err != nil {
 		return nil, err
 	}
 	status, err := exportStatus(k, v)

@@ -77,6 +77,10 @@ func newKind(v cue.Value) (*Kind, error) {
 			return nil, fmt.Errorf("%s conflicts with %s: %w", PathParentSpec, PathSpec, Positioned(err))
 		}
 	}
+	prepared, err = withPolicies(prepared)
+	if err != nil {
+		return nil, err
+	}
 	statusChecked := status.Exists() && constrainedBy(v, v.LookupPath(PathStatus), PathStatusDef)
 	return &Kind{Resource: res, Spec: spec, Status: status, StatusChecked: statusChecked, Value: prepared}, nil
 }

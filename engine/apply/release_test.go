@@ -1,0 +1,95 @@
+package apply_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/cueop/cueop/engine/apply"
+)
+
+const ownerUID = types.UID("0b0c4a3e-5b8f-4c0e-9a55-7f1e7a1b2c3d") // the parent of rendered
+
+var releaseKeys = []string{"app.kubernetes.io/managed-by", "cueop.dev/owner-uid", "cueop.dev/id", apply.AnnotationAppliedHash}
+
+// TestReleaseDropsOwnership releases an applied child that another manager
+// also wrote to: the object stays with its data and the other manager's
+// fields, without cueop's owner reference, labels, annotations or
+// managedFields entry, and another manager may apply cueop's fields
+// without a conflict. A second release from the stale object succeeds.
+func TestReleaseDropsOwnership(t *testing.T) {
+	e := newEnv(t)
+	a := &apply.Applier{Client: e.c}
+	cm := rendered(t, e.ns, "rel")["config"]
+	e.mustApply(t, a, cm, apply.Created)
+	e.edit(t, cm, func(live *unstructured.Unstructured) {
+		live.SetLabels(merge(live.GetLabels(), map[string]string{"team": "payments"}))
+	})
+	stale := e.live(t, cm)
+	mark := map[string]string{"cueop.dev/released-from": "RedisCluster ns/rel"}
+	if err := a.Release(context.Background(), stale, ownerUID, releaseKeys, mark); err != nil {
+		t.Fatal(err)
+	}
+	got := e.live(t, cm)
+	if refs := got.GetOwnerReferences(); len(refs) != 0 {
+		t.Errorf("owner references %v remain", refs)
+	}
+	if l := got.GetLabels(); l["team"] != "payments" || l["app"] != "redis" || l["cueop.dev/id"] != "" || l["app.kubernetes.io/managed-by"] != "" {
+		t.Errorf("labels %v: want the template's and the team's, not cueop's", l)
+	}
+	if ann := got.GetAnnotations(); ann[apply.AnnotationAppliedHash] != "" || ann["cueop.dev/released-from"] != "RedisCluster ns/rel" {
+		t.Errorf("annotations %v: want released-from alone of cueop's", ann)
+	}
+	if conf, _, _ := unstructured.NestedString(got.Object, "data", "redis.conf"); !strings.Contains(conf, "port") {
+		t.Errorf("data lost: %v", got.Object["data"])
+	}
+	for _, m := range got.GetManagedFields() {
+		if m.Manager == apply.DefaultFieldManager {
+			t.Errorf("cueop's managedFields entry remains (%s)", m.Operation)
+		}
+	}
+	if err := a.Release(context.Background(), stale, ownerUID, releaseKeys, mark); err != nil {
+		t.Errorf("second release from a stale object: %v", err)
+	}
+	mine := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": cm.GetName(), "namespace": e.ns},
+		"data": map[string]any{"redis.conf": "port 1\n"},
+	}}
+	if err := e.c.Apply(context.Background(), client.ApplyConfigurationFromUnstructured(mine), client.FieldOwner("someone")); err != nil {
+		t.Errorf("another manager's apply of a released object: %v", err)
+	}
+}
+
+// TestReleaseLeavesReplacementAlone releases an object that was deleted and
+// created again under its name: the new object is not touched.
+func TestReleaseLeavesReplacementAlone(t *testing.T) {
+	e := newEnv(t)
+	a := &apply.Applier{Client: e.c}
+	cm := rendered(t, e.ns, "repl")["config"]
+	old := e.mustApply(t, a, cm, apply.Created)
+	if err := e.c.Delete(context.Background(), old); err != nil {
+		t.Fatal(err)
+	}
+	e.mustApply(t, a, cm, apply.Created)
+	if err := a.Release(context.Background(), old, ownerUID, releaseKeys, nil); err == nil {
+		t.Error("released the object that replaced the one asked")
+	}
+	if got := e.live(t, cm); len(got.GetOwnerReferences()) != 1 || got.GetLabels()["cueop.dev/id"] == "" {
+		t.Errorf("the replacement lost cueop's owner reference or labels: %v", got.Object["metadata"])
+	}
+}
+
+func merge(a, b map[string]string) map[string]string {
+	out := map[string]string{}
+	for k, v := range a {
+		out[k] = v
+	}
+	for k, v := range b {
+		out[k] = v
+	}
+	return out
+}

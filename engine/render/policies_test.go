@@ -1,0 +1,95 @@
+package render_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/cueop/cueop/engine/render"
+)
+
+// kindWithPolicies compiles a kind with the given children and policies.
+func kindWithPolicies(t *testing.T, children, policies string) *render.Result {
+	t.Helper()
+	res, err := render.Render(kindWithChildren(t, children+"\n}\npolicies: {\n"+policies), app(2), nil, render.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+const policyChildren = `cm: {apiVersion: "v1", kind: "ConfigMap", metadata: name: "x"}
+pod: {apiVersion: "v1", kind: "Pod", metadata: name: "p"}
+pvc: {apiVersion: "v1", kind: "PersistentVolumeClaim", metadata: {name: "d", annotations: {"cueop.dev/prune": "never", keep: "me"}}}`
+
+func TestRenderPolicies(t *testing.T) {
+	res := kindWithPolicies(t, policyChildren, `cm: {recreate: parent.spec.n > 1, cascade: "background", onDelete: "retain"}`)
+	want := map[string]render.Policy{
+		"cm":  {Recreate: true, Cascade: "background", Prune: "always", OnDelete: "retain"},
+		"pod": {Recreate: true, Cascade: "background", Prune: "always", OnDelete: "delete"},
+		"pvc": {Recreate: false, Cascade: "orphan", Prune: "always", OnDelete: "delete"},
+	}
+	wantAnn := map[string]map[string]string{
+		"cm":  {render.AnnotationOnDelete: "retain"},
+		"pod": nil,
+		"pvc": {"keep": "me"}, // the template's policy annotation is not the policy
+	}
+	for _, c := range res.Children {
+		if c.Policy != want[c.ID] {
+			t.Errorf("%s: policy %+v, want %+v", c.ID, c.Policy, want[c.ID])
+		}
+		if got := c.Object.GetAnnotations(); !equalMaps(got, wantAnn[c.ID]) {
+			t.Errorf("%s: annotations %v, want %v", c.ID, got, wantAnn[c.ID])
+		}
+	}
+	res = kindWithPolicies(t, policyChildren, `pvc: prune: "never"`)
+	if got := res.Children[2].Object.GetAnnotations(); got[render.AnnotationPrune] != "never" || got["keep"] != "me" {
+		t.Errorf("pvc annotations %v, want prune: never beside the template's", got)
+	}
+}
+
+func TestRenderPoliciesWithoutField(t *testing.T) {
+	res, err := render.Render(kindWithChildren(t, policyChildren), app(1), nil, render.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := res.Children[1].Policy; !p.Recreate || p.Prune != "always" || p.OnDelete != "delete" {
+		t.Errorf("pod policy %+v, want the defaults (recreated)", p)
+	}
+	if ann := res.Children[2].Object.GetAnnotations(); ann[render.AnnotationPrune] != "" {
+		t.Errorf("pvc annotations %v: the template's policy annotation must not pass", ann)
+	}
+}
+
+func TestRenderRefusesPolicies(t *testing.T) {
+	for name, tc := range map[string]struct{ policies, want string }{
+		"unknown id":          {`cmm: prune: "never"`, `policies.cmm: no child "cmm" is rendered`},
+		"pvc recreate":        {`pvc: recreate: true`, "policies.pvc: recreate: a PersistentVolumeClaim is never recreated"},
+		"cascade alone":       {`cm: cascade: "orphan"`, "policies.cm: cascade applies only to a child with recreate: true"},
+		"bad value from spec": {`cm: prune: [if parent.spec.n > 1 {"sometimes"}, "always"][0]`, "policies.cm.prune"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			k := kindWithChildren(t, policyChildren+"\n}\npolicies: {\n"+tc.policies)
+			_, err := render.Render(k, app(2), nil, render.Options{})
+			var rerr *render.Error
+			if !errors.As(err, &rerr) || rerr.Reason != render.ReasonTemplateError {
+				t.Fatalf("error = %v, want a TemplateError", err)
+			}
+			if !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "app.cue:") {
+				t.Errorf("error %q lacks %q or the template position", err, tc.want)
+			}
+		})
+	}
+}
+
+func equalMaps(a, b map[string]string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if b[k] != v {
+			return false
+		}
+	}
+	return true
+}
