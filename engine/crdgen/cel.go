@@ -1,0 +1,446 @@
+package crdgen
+
+import (
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+
+	"cuelang.org/go/cue"
+	"cuelang.org/go/cue/token"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+)
+
+// Constraint is one constraint of #Spec that an OpenAPI schema cannot hold:
+// a comparison between fields, list.UniqueItems, an immutable field. Rule
+// is the CEL rule that enforces it at admission (x-kubernetes-validations
+// on the schema node At); a constraint without a Rule is enforced only when
+// the resource is rendered, for the Reason given.
+type Constraint struct {
+	// Field is the CR field path the constraint is on: spec.minReady.
+	Field string
+	// What describes the constraint: "spec.minReady <= spec.replicas".
+	What string
+	// Pos is the constraint's position in the template.
+	Pos token.Pos
+	// At is the CR field path of the schema node that carries Rule.
+	At string
+	// Rule and Message are the x-kubernetes-validations entry; Rule is
+	// empty for a constraint left to render.
+	Rule, Message string
+	// Reason says why a constraint is left to render.
+	Reason string
+
+	node      []string // schema path of At below .spec: field names, itemsSeg, mapSeg
+	fieldPath string   // the rule's fieldPath, relative to At
+}
+
+// Admission reports whether the API server enforces c.
+func (c Constraint) Admission() bool { return c.Rule != "" }
+
+func (c Constraint) String() string {
+	s := c.What
+	if c.Pos.IsValid() {
+		s += " (" + c.Pos.String() + ")"
+	}
+	if c.Admission() {
+		return s + ": CEL rule on " + c.At + ": " + c.Rule
+	}
+	return s + ": render only: " + c.Reason
+}
+
+const (
+	itemsSeg = "[_]"
+	mapSeg   = "[string]"
+)
+
+// ImmutableAttr is the attribute that marks a #Spec field immutable:
+// `image: string @cueop(immutable)`.
+const ImmutableAttr = "immutable"
+
+// celWalker collects the constraints of #Spec that become CEL rules. It
+// walks the structure of #Spec as the schema walker does, and in each
+// field's expression tree finds bounds by other fields (`<=replicas`),
+// list.UniqueItems and the @cueop(immutable) attribute.
+type celWalker struct {
+	spec     cue.Value
+	specSels []cue.Selector
+	// optional records, by path below .spec, the fields that may be absent
+	// after the API server's defaulting: optional fields.
+	optional map[string]bool
+	pending  []relation
+	out      []Constraint
+}
+
+// relation is a comparison between field from and field to: from op to.
+type relation struct {
+	from, to []string
+	op       cue.Op
+	pos      token.Pos
+}
+
+// specRules returns the constraints of spec (#Spec) beyond its OpenAPI
+// schema and adds the rules of those that have one to s, the schema of
+// .spec.
+func specRules(spec cue.Value, s *apiextensionsv1.JSONSchemaProps) []Constraint {
+	c := &celWalker{spec: spec, specSels: spec.Path().Selectors(), optional: map[string]bool{}}
+	c.walk(spec, nil, 0)
+	for _, r := range c.pending {
+		c.out = append(c.out, c.compare(r))
+	}
+	slices.SortStableFunc(c.out, func(a, b Constraint) int { return a.Pos.Compare(b.Pos) })
+	for i, con := range c.out {
+		if con.Rule == "" {
+			continue
+		}
+		rule := apiextensionsv1.ValidationRule{Rule: con.Rule, Message: con.Message, FieldPath: con.fieldPath}
+		if strings.Contains(con.Rule, "oldSelf") {
+			rule.Reason = ptr(apiextensionsv1.FieldValueForbidden)
+		}
+		if !addRule(s, con.node, rule) {
+			c.out[i].Rule, c.out[i].Message = "", ""
+			c.out[i].Reason = "its schema node does not exist"
+		}
+	}
+	return c.out
+}
+
+// walk visits the fields, list elements and map values of v, at path.
+func (c *celWalker) walk(v cue.Value, path []string, depth int) {
+	if depth > maxDepth {
+		return
+	}
+	base, err := newWalker(v).base(v, rootLoc(v, ""))
+	if err != nil {
+		return
+	}
+	switch kindOf(v) &^ cue.NullKind {
+	case cue.StructKind:
+		it, err := base.Fields(cue.Optional(true), cue.Definitions(false), cue.Hidden(false))
+		if err != nil {
+			return
+		}
+		for it.Next() {
+			sel, fv := it.Selector(), it.Value()
+			fp := append(slices.Clone(path), sel.Unquoted())
+			if modeOf(sel) == optionalField {
+				c.optional[strings.Join(fp, ".")] = true
+			}
+			c.field(fv, fp, modeOf(sel))
+			c.walk(fv, fp, depth+1)
+		}
+		if pv := base.LookupPath(cue.MakePath(cue.AnyString)); pv.Exists() {
+			c.walk(pv, append(slices.Clone(path), mapSeg), depth+1)
+		}
+	case cue.ListKind:
+		if ev := base.LookupPath(cue.MakePath(cue.AnyIndex)); ev.Exists() {
+			c.walk(ev, append(slices.Clone(path), itemsSeg), depth+1)
+		}
+	}
+}
+
+// field collects the constraints of one field.
+func (c *celWalker) field(v cue.Value, path []string, mode fieldMode) {
+	if a := v.Attribute("cueop"); a.Err() == nil {
+		if ok, _ := a.Flag(0, ImmutableAttr); ok {
+			c.out = append(c.out, c.immutable(v, path, mode))
+		}
+	}
+	c.expr(v, path, 0)
+}
+
+// expr walks the expression tree of v, the value of the field at path.
+// Disjunctions are not entered: a bound by another field in one
+// alternative cannot be told apart from the others in a rule of its own.
+func (c *celWalker) expr(v cue.Value, path []string, depth int) {
+	if depth > maxExprDepth {
+		return
+	}
+	op, args := v.Expr()
+	switch op {
+	case cue.AndOp:
+		for _, a := range args {
+			c.expr(a, path, depth+1)
+		}
+	case cue.NoOp:
+		if len(args) == 1 && args[0] != v {
+			c.expr(args[0], path, depth+1)
+		}
+	case cue.GreaterThanOp, cue.GreaterThanEqualOp, cue.LessThanOp, cue.LessThanEqualOp, cue.NotEqualOp:
+		if len(args) == 1 && !args[0].IsConcrete() {
+			c.bound(v, op, args[0], path)
+		}
+	case cue.CallOp:
+		if len(args) == 1 && strings.TrimSuffix(fmt.Sprint(args[0]), "()") == "list.UniqueItems" {
+			c.out = append(c.out, c.unique(v, path))
+		}
+	}
+}
+
+// bound records `op ref`, a bound by another field of #Spec.
+func (c *celWalker) bound(v cue.Value, op cue.Op, ref cue.Value, path []string) {
+	con := Constraint{Field: crPath(path), Pos: v.Pos(), What: fmt.Sprintf("%s %v %s", crPath(path), op, formatValue(ref))}
+	to, ok := c.specPath(ref)
+	switch {
+	case !ok:
+		con.Reason = "the bound is not a field of #Spec"
+	case slices.Contains(path, itemsSeg) || slices.Contains(path, mapSeg) || slices.Contains(to, itemsSeg) || slices.Contains(to, mapSeg):
+		con.What = fmt.Sprintf("%s %v %s", crPath(path), op, crPath(to))
+		con.Reason = "bounds by other fields within lists or maps are not translated to CEL"
+	default:
+		c.pending = append(c.pending, relation{from: path, to: to, op: op, pos: v.Pos()})
+		return
+	}
+	c.out = append(c.out, con)
+}
+
+// specPath returns the path below #Spec of the field ref refers to.
+func (c *celWalker) specPath(ref cue.Value) ([]string, bool) {
+	op, _ := ref.Expr()
+	if op != cue.SelectorOp {
+		return nil, false
+	}
+	root, p := ref.ReferencePath()
+	if !root.Exists() {
+		return nil, false
+	}
+	sels := p.Selectors()
+	if len(sels) <= len(c.specSels) {
+		return nil, false
+	}
+	for i, s := range c.specSels {
+		if s.String() != sels[i].String() {
+			return nil, false
+		}
+	}
+	var out []string
+	for _, s := range sels[len(c.specSels):] {
+		if s.LabelType() != cue.StringLabel {
+			return nil, false
+		}
+		out = append(out, s.Unquoted())
+	}
+	return out, true
+}
+
+// compare turns a relation into a rule on the nearest common parent of its
+// fields. A bound applies when its field is present; CUE refuses a bound
+// by an optional field that is absent, so the rule requires that field.
+func (c *celWalker) compare(r relation) Constraint {
+	common := 0
+	for common < len(r.from)-1 && common < len(r.to)-1 && r.from[common] == r.to[common] {
+		common++
+	}
+	from, to := crPath(r.from), crPath(r.to)
+	con := Constraint{
+		Field: from, Pos: r.pos,
+		What: fmt.Sprintf("%s %v %s", from, r.op, to),
+		At:   crPath(r.from[:common]), node: r.from[:common],
+	}
+	fromExpr, err1 := celPath(r.from[common:])
+	toExpr, err2 := celPath(r.to[common:])
+	if err := cmpErr(err1, err2); err != nil {
+		con.Reason = err.Error()
+		return con
+	}
+	fromHas := c.presence(r.from, common)
+	toHas := c.presence(r.to, common)
+	cmp := fmt.Sprintf("%s %v %s", fromExpr, r.op, toExpr)
+	con.Message = fmt.Sprintf("%s must be %s %s", from, opWords[r.op], to)
+	if len(toHas) > 0 {
+		cmp = strings.Join(append(toHas, cmp), " && ")
+		con.Message = fmt.Sprintf("%s requires %s and must be %s it", from, to, opWords[r.op])
+	}
+	switch {
+	case len(fromHas) == 1:
+		cmp = "!" + fromHas[0] + " || " + parenthesize(cmp, len(toHas) > 0)
+	case len(fromHas) > 1:
+		cmp = "!(" + strings.Join(fromHas, " && ") + ") || " + parenthesize(cmp, len(toHas) > 0)
+	}
+	con.Rule, con.fieldPath = cmp, fieldPath(r.from[common:])
+	return con
+}
+
+func cmpErr(errs ...error) error {
+	for _, e := range errs {
+		if e != nil {
+			return e
+		}
+	}
+	return nil
+}
+
+func parenthesize(s string, yes bool) string {
+	if yes {
+		return "(" + s + ")"
+	}
+	return s
+}
+
+var opWords = map[cue.Op]string{
+	cue.LessThanOp:         "less than",
+	cue.LessThanEqualOp:    "at most",
+	cue.GreaterThanOp:      "greater than",
+	cue.GreaterThanEqualOp: "at least",
+	cue.NotEqualOp:         "different from",
+}
+
+// presence returns the has() tests of the optional fields on path below
+// its first skip elements, outermost first.
+func (c *celWalker) presence(path []string, skip int) []string {
+	var out []string
+	for i := skip + 1; i <= len(path); i++ {
+		if c.optional[strings.Join(path[:i], ".")] {
+			p, _ := celPath(path[skip:i])
+			out = append(out, "has("+p+")")
+		}
+	}
+	return out
+}
+
+// unique maps list.UniqueItems to a rule on the list.
+func (c *celWalker) unique(v cue.Value, path []string) Constraint {
+	return Constraint{
+		Field: crPath(path), Pos: v.Pos(), What: crPath(path) + " & list.UniqueItems()",
+		At: crPath(path), node: path,
+		Rule:    "self.all(x, self.exists_one(y, y == x))",
+		Message: crPath(path) + " must not contain duplicate items",
+	}
+}
+
+// immutable maps @cueop(immutable): a field that is always present (it is
+// required or has a default) gets `self == oldSelf`; an optional one gets
+// a rule on its parent, so that setting or removing it is refused too.
+func (c *celWalker) immutable(v cue.Value, path []string, mode fieldMode) Constraint {
+	con := Constraint{
+		Field: crPath(path), Pos: v.Pos(), What: crPath(path) + " @cueop(immutable)",
+		Message: crPath(path) + " is immutable",
+	}
+	if slices.Contains(path, itemsSeg) || slices.Contains(path, mapSeg) {
+		con.Reason = "immutable fields within lists or maps are not supported"
+		return con
+	}
+	if mode != optionalField {
+		con.At, con.node, con.Rule = crPath(path), path, "self == oldSelf"
+		return con
+	}
+	parent := path[:len(path)-1]
+	p, err := celPath(path[len(path)-1:])
+	if err != nil {
+		con.Reason = err.Error()
+		return con
+	}
+	h := "has(" + p + ")"
+	con.At, con.node, con.fieldPath = crPath(parent), parent, fieldPath(path[len(path)-1:])
+	con.Rule = fmt.Sprintf("%s == %s && (!%s || %s == %s)",
+		strings.Replace(h, "self.", "oldSelf.", 1), h, h, p, strings.Replace(p, "self.", "oldSelf.", 1))
+	return con
+}
+
+// fieldPath returns the fieldPath of a rule about the field at path below
+// the rule's node, or "" when a name needs quoting.
+func fieldPath(path []string) string {
+	for _, p := range path {
+		if !identifier.MatchString(p) {
+			return ""
+		}
+	}
+	return "." + strings.Join(path, ".")
+}
+
+// crPath returns the CR field path of a path below .spec.
+func crPath(path []string) string {
+	var b strings.Builder
+	b.WriteString("spec")
+	for _, p := range path {
+		switch {
+		case p == itemsSeg || p == mapSeg:
+			b.WriteString(p)
+		case identifier.MatchString(p):
+			b.WriteString("." + p)
+		default:
+			fmt.Fprintf(&b, "[%q]", p)
+		}
+	}
+	return b.String()
+}
+
+var identifier = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// celPath returns the CEL expression of the field at path below self.
+// Field names are escaped as the API server escapes property names.
+func celPath(path []string) (string, error) {
+	var b strings.Builder
+	b.WriteString("self")
+	for _, p := range path {
+		if p == itemsSeg || p == mapSeg {
+			return "", fmt.Errorf("path crosses a list or map")
+		}
+		name, ok := celName(p)
+		if !ok {
+			return "", fmt.Errorf("field name %q cannot be used in a CEL rule", p)
+		}
+		b.WriteString("." + name)
+	}
+	return b.String(), nil
+}
+
+var celPropertyName = regexp.MustCompile(`^[a-zA-Z_.\-/][a-zA-Z0-9_.\-/]*$`)
+
+// celReserved are the names the API server escapes as __name__.
+var celReserved = map[string]bool{
+	"true": true, "false": true, "null": true, "in": true, "as": true, "break": true,
+	"const": true, "continue": true, "else": true, "for": true, "function": true,
+	"if": true, "import": true, "let": true, "loop": true, "package": true,
+	"namespace": true, "return": true, "var": true, "void": true, "while": true,
+}
+
+// celName escapes a property name for CEL as the API server does
+// (k8s.io/apiserver/pkg/cel.Escape).
+func celName(name string) (string, bool) {
+	if celReserved[name] {
+		return "__" + name + "__", true
+	}
+	if !celPropertyName.MatchString(name) {
+		return "", false
+	}
+	r := strings.NewReplacer("__", "__underscores__", ".", "__dot__", "-", "__dash__", "/", "__slash__")
+	return r.Replace(name), true
+}
+
+// addRule appends rule to the node of s at path; false when there is no
+// such node.
+func addRule(s *apiextensionsv1.JSONSchemaProps, path []string, rule apiextensionsv1.ValidationRule) bool {
+	n := nodeAt(s, path, func(n *apiextensionsv1.JSONSchemaProps) {
+		n.XValidations = append(n.XValidations, rule)
+	})
+	return n
+}
+
+// nodeAt calls f with the node of s at path and writes the result back;
+// false when there is no such node.
+func nodeAt(s *apiextensionsv1.JSONSchemaProps, path []string, f func(*apiextensionsv1.JSONSchemaProps)) bool {
+	if len(path) == 0 {
+		f(s)
+		return true
+	}
+	switch path[0] {
+	case itemsSeg:
+		if s.Items == nil || s.Items.Schema == nil {
+			return false
+		}
+		return nodeAt(s.Items.Schema, path[1:], f)
+	case mapSeg:
+		if s.AdditionalProperties == nil || s.AdditionalProperties.Schema == nil {
+			return false
+		}
+		return nodeAt(s.AdditionalProperties.Schema, path[1:], f)
+	}
+	p, ok := s.Properties[path[0]]
+	if !ok {
+		return false
+	}
+	found := nodeAt(&p, path[1:], f)
+	s.Properties[path[0]] = p
+	return found
+}
