@@ -68,6 +68,10 @@ type celWalker struct {
 	// optional records, by path below .spec, the fields that may be absent
 	// after the API server's defaulting: optional fields.
 	optional map[string]bool
+	// defaulted records the fields that have a default. They are present
+	// in a resource, but the API server also checks the rules against
+	// the default of their struct, `{}`, before its fields' defaults.
+	defaulted map[string]bool
 	pending  []relation
 	out      []Constraint
 }
@@ -83,7 +87,7 @@ type relation struct {
 // schema and adds the rules of those that have one to s, the schema of
 // .spec.
 func specRules(spec cue.Value, s *apiextensionsv1.JSONSchemaProps) []Constraint {
-	c := &celWalker{spec: spec, specSels: spec.Path().Selectors(), optional: map[string]bool{}}
+	c := &celWalker{spec: spec, specSels: spec.Path().Selectors(), optional: map[string]bool{}, defaulted: map[string]bool{}}
 	c.walk(spec, nil, 0)
 	for _, r := range c.pending {
 		c.out = append(c.out, c.compare(r))
@@ -123,18 +127,25 @@ func (c *celWalker) walk(v cue.Value, path []string, depth int) {
 		for it.Next() {
 			sel, fv := it.Selector(), it.Value()
 			fp := append(slices.Clone(path), sel.Unquoted())
-			if modeOf(sel) == optionalField {
+			switch mode := modeOf(sel); {
+			case mode == optionalField:
 				c.optional[strings.Join(fp, ".")] = true
+			case mode == regularField && concrete(fv):
+				c.defaulted[strings.Join(fp, ".")] = true
 			}
 			c.field(fv, fp, modeOf(sel))
 			c.walk(fv, fp, depth+1)
 		}
 		if pv := base.LookupPath(cue.MakePath(cue.AnyString)); pv.Exists() {
-			c.walk(pv, append(slices.Clone(path), mapSeg), depth+1)
+			mp := append(slices.Clone(path), mapSeg)
+			c.expr(pv, mp, 0)
+			c.walk(pv, mp, depth+1)
 		}
 	case cue.ListKind:
 		if ev := base.LookupPath(cue.MakePath(cue.AnyIndex)); ev.Exists() {
-			c.walk(ev, append(slices.Clone(path), itemsSeg), depth+1)
+			ip := append(slices.Clone(path), itemsSeg)
+			c.expr(ev, ip, 0)
+			c.walk(ev, ip, depth+1)
 		}
 	}
 }
@@ -183,6 +194,9 @@ func (c *celWalker) bound(v cue.Value, op cue.Op, ref cue.Value, path []string) 
 	to, ok := c.specPath(ref)
 	switch {
 	case !ok:
+		if root, p := ref.ReferencePath(); root.Exists() {
+			con.What = fmt.Sprintf("%s %v %s", crPath(path), op, p)
+		}
 		con.Reason = "the bound is not a field of #Spec"
 	case slices.Contains(path, itemsSeg) || slices.Contains(path, mapSeg) || slices.Contains(to, itemsSeg) || slices.Contains(to, mapSeg):
 		con.What = fmt.Sprintf("%s %v %s", crPath(path), op, crPath(to))
@@ -243,8 +257,8 @@ func (c *celWalker) compare(r relation) Constraint {
 		con.Reason = err.Error()
 		return con
 	}
-	fromHas := c.presence(r.from, common)
-	toHas := c.presence(r.to, common)
+	fromHas := c.presence(r.from, common, true)
+	toHas := c.presence(r.to, common, false)
 	cmp := fmt.Sprintf("%s %v %s", fromExpr, r.op, toExpr)
 	con.Message = fmt.Sprintf("%s must be %s %s", from, opWords[r.op], to)
 	if len(toHas) > 0 {
@@ -286,11 +300,13 @@ var opWords = map[cue.Op]string{
 }
 
 // presence returns the has() tests of the optional fields on path below
-// its first skip elements, outermost first.
-func (c *celWalker) presence(path []string, skip int) []string {
+// its first skip elements, outermost first; of the defaulted ones too when
+// defaulted is set.
+func (c *celWalker) presence(path []string, skip int, defaulted bool) []string {
 	var out []string
 	for i := skip + 1; i <= len(path); i++ {
-		if c.optional[strings.Join(path[:i], ".")] {
+		key := strings.Join(path[:i], ".")
+		if c.optional[key] || defaulted && c.defaulted[key] {
 			p, _ := celPath(path[skip:i])
 			out = append(out, "has("+p+")")
 		}
