@@ -72,8 +72,8 @@ type celWalker struct {
 	// in a resource, but the API server also checks the rules against
 	// the default of their struct, `{}`, before its fields' defaults.
 	defaulted map[string]bool
-	pending  []relation
-	out      []Constraint
+	pending   []relation
+	out       []Constraint
 }
 
 // relation is a comparison between field from and field to: from op to.
