@@ -9,6 +9,8 @@ import (
 	"cuelang.org/go/cue"
 	"cuelang.org/go/cue/token"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+
+	"github.com/cueop/cueop/engine/template"
 )
 
 // Constraint is one constraint of #Spec that an OpenAPI schema cannot hold:
@@ -41,7 +43,7 @@ func (c Constraint) Admission() bool { return c.Rule != "" }
 func (c Constraint) String() string {
 	s := c.What
 	if c.Pos.IsValid() {
-		s += " (" + c.Pos.String() + ")"
+		s += " (" + template.ShortPos(c.Pos) + ")"
 	}
 	if c.Admission() {
 		return s + ": CEL rule on " + c.At + ": " + c.Rule
