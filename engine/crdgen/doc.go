@@ -51,6 +51,24 @@
 // range (those of float64, uint64) are dropped, because the API server
 // compares integers with a bound converted to int64, which overflows.
 //
+// # CEL rules
+//
+// What #Spec says that an OpenAPI schema cannot becomes CEL rules
+// (x-kubernetes-validations), so that the API server refuses at admission
+// what render would refuse (specRules, Explain):
+//
+//	b: int & <=a (<, >, >=, !=)    on the nearest common parent of a and b:
+//	                               self.b <= self.a, guarded by has() where b may be absent
+//	l: [...T] & list.UniqueItems()  on l: self.all(x, self.exists_one(y, y == x))
+//	f: T @cueop(immutable)         on f: self == oldSelf; for an optional f, a rule on
+//	                               its parent that also refuses setting or removing it
+//
+// Each rule is compiled and its cost estimated by the API server's CRD
+// validation when the CRD is built; a refused rule is left out and its
+// constraint stays render-only, with the API server's reason. So do bounds
+// by fields within lists or maps, by values outside #Spec, and bounds in
+// disjunctions. Explain returns every such constraint.
+//
 // # CRD
 //
 // FromResource (and Generate, for a template.Kind) builds the CRD around the
