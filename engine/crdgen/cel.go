@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"cuelang.org/go/cue"
+	"cuelang.org/go/cue/ast"
 	"cuelang.org/go/cue/token"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 
@@ -83,6 +84,9 @@ type relation struct {
 	from, to []string
 	op       cue.Op
 	pos      token.Pos
+	// orEqual is the JSON of a default that is an alternative of its own
+	// (`*5 | int & >lo`): CUE accepts it whatever the bound.
+	orEqual string
 }
 
 // specRules returns the constraints of spec (#Spec) beyond its OpenAPI
@@ -138,15 +142,22 @@ func (c *celWalker) walk(v cue.Value, path []string, depth int) {
 			c.field(fv, fp, modeOf(sel))
 			c.walk(fv, fp, depth+1)
 		}
+		for _, cf := range conditionals(base) {
+			fp := append(slices.Clone(path), cf.name)
+			c.optional[strings.Join(fp, ".")] = true
+			c.out = append(c.out, c.conditional(cf, path))
+			c.field(cf.value, fp, optionalField)
+			c.walk(cf.value, fp, depth+1)
+		}
 		if pv := base.LookupPath(cue.MakePath(cue.AnyString)); pv.Exists() {
 			mp := append(slices.Clone(path), mapSeg)
-			c.expr(pv, mp, 0)
+			c.expr(pv, mp, "", 0)
 			c.walk(pv, mp, depth+1)
 		}
 	case cue.ListKind:
 		if ev := base.LookupPath(cue.MakePath(cue.AnyIndex)); ev.Exists() {
 			ip := append(slices.Clone(path), itemsSeg)
-			c.expr(ev, ip, 0)
+			c.expr(ev, ip, "", 0)
 			c.walk(ev, ip, depth+1)
 		}
 	}
@@ -159,13 +170,13 @@ func (c *celWalker) field(v cue.Value, path []string, mode fieldMode) {
 			c.out = append(c.out, c.immutable(v, path, mode))
 		}
 	}
-	c.expr(v, path, 0)
+	c.expr(v, path, defaultAlternative(v), 0)
 }
 
 // expr walks the expression tree of v, the value of the field at path.
 // Disjunctions are not entered: a bound by another field in one
 // alternative cannot be told apart from the others in a rule of its own.
-func (c *celWalker) expr(v cue.Value, path []string, depth int) {
+func (c *celWalker) expr(v cue.Value, path []string, orEqual string, depth int) {
 	if depth > maxExprDepth {
 		return
 	}
@@ -173,15 +184,22 @@ func (c *celWalker) expr(v cue.Value, path []string, depth int) {
 	switch op {
 	case cue.AndOp:
 		for _, a := range args {
-			c.expr(a, path, depth+1)
+			c.expr(a, path, orEqual, depth+1)
 		}
 	case cue.NoOp:
 		if len(args) == 1 && args[0] != v {
-			c.expr(args[0], path, depth+1)
+			c.expr(args[0], path, orEqual, depth+1)
+		}
+	case cue.OrOp:
+		if b, ok := fieldBound(v, 0); ok {
+			c.out = append(c.out, Constraint{
+				Field: crPath(path), Pos: b.Pos(), What: crPath(path) + " " + formatValue(b),
+				Reason: "a bound by another field within a disjunction is not translated to CEL",
+			})
 		}
 	case cue.GreaterThanOp, cue.GreaterThanEqualOp, cue.LessThanOp, cue.LessThanEqualOp, cue.NotEqualOp:
 		if len(args) == 1 && !args[0].IsConcrete() {
-			c.bound(v, op, args[0], path)
+			c.bound(v, op, args[0], path, orEqual)
 		}
 	case cue.CallOp:
 		if len(args) == 1 && strings.TrimSuffix(fmt.Sprint(args[0]), "()") == "list.UniqueItems" {
@@ -190,8 +208,76 @@ func (c *celWalker) expr(v cue.Value, path []string, depth int) {
 	}
 }
 
+// fieldBound returns a bound by a value that is not concrete (another
+// field) within v's expression tree.
+func fieldBound(v cue.Value, depth int) (cue.Value, bool) {
+	if depth > maxExprDepth {
+		return cue.Value{}, false
+	}
+	op, args := v.Expr()
+	switch op {
+	case cue.GreaterThanOp, cue.GreaterThanEqualOp, cue.LessThanOp, cue.LessThanEqualOp, cue.NotEqualOp:
+		return v, len(args) == 1 && !args[0].IsConcrete()
+	case cue.AndOp, cue.OrOp:
+	case cue.NoOp:
+		if len(args) != 1 || args[0] == v {
+			return cue.Value{}, false
+		}
+	default:
+		return cue.Value{}, false
+	}
+	for _, a := range args {
+		if b, ok := fieldBound(a, depth+1); ok {
+			return b, true
+		}
+	}
+	return cue.Value{}, false
+}
+
+// defaultAlternative returns, as JSON, the default of a field written as
+// an alternative of its own (`*5 | int & >lo`), which CUE accepts whatever
+// the other alternatives say; "" when there is none. The evaluated value
+// hides it: CUE drops a default that the rest subsumes for the defaults of
+// the fields it refers to.
+func defaultAlternative(v cue.Value) string {
+	f, ok := v.Source().(*ast.Field)
+	if !ok {
+		return ""
+	}
+	lit := starredLiteral(f.Value)
+	if lit == nil {
+		return ""
+	}
+	d := v.Context().BuildExpr(lit)
+	b, err := d.MarshalJSON()
+	if err != nil || !d.IsConcrete() {
+		return ""
+	}
+	return string(b)
+}
+
+func starredLiteral(e ast.Expr) ast.Expr {
+	switch e := e.(type) {
+	case *ast.ParenExpr:
+		return starredLiteral(e.X)
+	case *ast.BinaryExpr:
+		if e.Op != token.OR {
+			return nil
+		}
+		if l := starredLiteral(e.X); l != nil {
+			return l
+		}
+		return starredLiteral(e.Y)
+	case *ast.UnaryExpr:
+		if lit, ok := e.X.(*ast.BasicLit); ok && e.Op == token.MUL {
+			return lit
+		}
+	}
+	return nil
+}
+
 // bound records `op ref`, a bound by another field of #Spec.
-func (c *celWalker) bound(v cue.Value, op cue.Op, ref cue.Value, path []string) {
+func (c *celWalker) bound(v cue.Value, op cue.Op, ref cue.Value, path []string, orEqual string) {
 	con := Constraint{Field: crPath(path), Pos: v.Pos(), What: fmt.Sprintf("%s %v %s", crPath(path), op, formatValue(ref))}
 	to, ok := c.specPath(ref)
 	switch {
@@ -204,7 +290,7 @@ func (c *celWalker) bound(v cue.Value, op cue.Op, ref cue.Value, path []string) 
 		con.What = fmt.Sprintf("%s %v %s", crPath(path), op, crPath(to))
 		con.Reason = "bounds by other fields within lists or maps are not translated to CEL"
 	default:
-		c.pending = append(c.pending, relation{from: path, to: to, op: op, pos: v.Pos()})
+		c.pending = append(c.pending, relation{from: path, to: to, op: op, pos: v.Pos(), orEqual: orEqual})
 		return
 	}
 	c.out = append(c.out, con)
@@ -263,6 +349,10 @@ func (c *celWalker) compare(r relation) Constraint {
 	toHas := c.presence(r.to, common, false)
 	cmp := fmt.Sprintf("%s %v %s", fromExpr, r.op, toExpr)
 	con.Message = fmt.Sprintf("%s must be %s %s", from, opWords[r.op], to)
+	if r.orEqual != "" {
+		cmp = fmt.Sprintf("%s == %s || %s", fromExpr, r.orEqual, cmp)
+		con.Message = fmt.Sprintf("%s must be %s or %s %s", from, r.orEqual, opWords[r.op], to)
+	}
 	if len(toHas) > 0 {
 		cmp = strings.Join(append(toHas, cmp), " && ")
 		con.Message = fmt.Sprintf("%s requires %s and must be %s it", from, to, opWords[r.op])
@@ -314,6 +404,40 @@ func (c *celWalker) presence(path []string, skip int, defaulted bool) []string {
 		}
 	}
 	return out
+}
+
+// conditional maps a field that exists under a condition on a sibling: a
+// required one must be there exactly when the condition holds, another one
+// may be there only then (CUE's closed struct refuses it otherwise).
+func (c *celWalker) conditional(cf conditional, parent []string) Constraint {
+	on := append(slices.Clone(parent), cf.on)
+	field := append(slices.Clone(parent), cf.name)
+	lit, _ := cf.equal.MarshalJSON()
+	con := Constraint{
+		Field: crPath(field), Pos: cf.pos,
+		What: fmt.Sprintf("%s only if %s == %s", crPath(field), crPath(on), lit),
+		At:   crPath(parent), node: parent, fieldPath: fieldPath([]string{cf.name}),
+	}
+	onExpr, err1 := celPath([]string{cf.on})
+	fieldExpr, err2 := celPath([]string{cf.name})
+	if err := cmpErr(err1, err2); err != nil {
+		con.Reason = err.Error()
+		return con
+	}
+	cond := fmt.Sprintf("%s == %s", onExpr, lit)
+	key := strings.Join(on, ".")
+	if c.optional[key] || c.defaulted[key] {
+		cond = fmt.Sprintf("(has(%s) && %s)", onExpr, cond)
+	}
+	if cf.mode == requiredField || cf.mode == regularField && !concrete(cf.value) {
+		con.What = fmt.Sprintf("%s required if and only if %s == %s", crPath(field), crPath(on), lit)
+		con.Rule = fmt.Sprintf("(%s) == has(%s)", strings.TrimSuffix(strings.TrimPrefix(cond, "("), ")"), fieldExpr)
+		con.Message = fmt.Sprintf("%s is required when %s is %s, and not allowed otherwise", crPath(field), crPath(on), lit)
+		return con
+	}
+	con.Rule = fmt.Sprintf("%s || !has(%s)", cond, fieldExpr)
+	con.Message = fmt.Sprintf("%s is allowed only when %s is %s", crPath(field), crPath(on), lit)
+	return con
 }
 
 // unique maps list.UniqueItems to a rule on the list.

@@ -43,8 +43,14 @@ func TestCELRules(t *testing.T) {
 			"#Spec: {\n\tmax=\"max-size\": int\n\tif?: int & <=max\n}",
 			[]string{`spec.if <= spec["max-size"]: CEL rule on spec: !has(self.__if__) || self.__if__ <= self.max__dash__size`}},
 		{"defaulted fields in a struct default",
-			`#Spec: {w: {lo: *0 | int, hi: *5 | int & >lo}}`,
+			`#Spec: {w: {lo: *0 | int, hi: *(5 & >lo) | int & >lo}}`,
 			[]string{"spec.w.hi > spec.w.lo: CEL rule on spec.w: !has(self.hi) || self.hi > self.lo"}},
+		{"default as an alternative of its own",
+			`#Spec: {lo: *0 | int, hi: *5 | int & >lo}`,
+			[]string{"spec.hi > spec.lo: CEL rule on spec: !has(self.hi) || self.hi == 5 || self.hi > self.lo"}},
+		{"bound within a disjunction",
+			`#Spec: {lo: int, hi?: 0 | int & >lo}`,
+			[]string{"spec.hi >lo: render only: a bound by another field within a disjunction is not translated to CEL"}},
 		{"unique items, bounded",
 			"import (\"list\", \"strings\")\n#Spec: l?: [...string & strings.MaxRunes(10)] & list.UniqueItems() & list.MaxItems(20)",
 			[]string{"spec.l & list.UniqueItems(): CEL rule on spec.l: self.all(x, self.exists_one(y, y == x))"}},
@@ -66,6 +72,17 @@ func TestCELRules(t *testing.T) {
 		{"bound within a list, from outside",
 			`#Spec: {n: int, l?: [...int & <n]}`,
 			[]string{"spec.l[_] < spec.n: render only: bounds by other fields within lists or maps are not translated to CEL"}},
+		{"conditional fields",
+			`#Spec: {
+				exposure: *"ClusterIP" | "NodePort"
+				if exposure == "NodePort" {nodePort!: int, label?: string}
+				o?: {kind: *"a" | "b", if kind == "b" {b: int}}
+			}`,
+			[]string{
+				`spec.nodePort required if and only if spec.exposure == "NodePort": CEL rule on spec: (has(self.exposure) && self.exposure == "NodePort") == has(self.nodePort)`,
+				`spec.label only if spec.exposure == "NodePort": CEL rule on spec: (has(self.exposure) && self.exposure == "NodePort") || !has(self.label)`,
+				`spec.o.b required if and only if spec.o.kind == "b": CEL rule on spec.o: (has(self.kind) && self.kind == "b") == has(self.b)`,
+			}},
 		{"bound by a definition outside #Spec",
 			"#Max: int\n#Spec: {n?: int & <#Max}",
 			[]string{"spec.n < #Max: render only: the bound is not a field of #Spec"}},
@@ -198,8 +215,11 @@ func TestCELEquivalence(t *testing.T) {
 			r := rand.New(rand.NewPCG(1, uint64(len(name))))
 			accepted := 0
 			fired := map[string]int{} // refusals by rule message
-			for range specs {
-				spec := genObject(r, specOf(crd))
+			for i := range specs {
+				// Every other spec stays within the schema, so that what
+				// refuses it is a rule or nothing.
+				g := &specGen{r: r, within: i%2 == 0}
+				spec := g.object(specOf(crd))
 				js, _ := json.Marshal(spec)
 				cueErr := k.Spec.Unify(k.Spec.Context().Encode(spec)).Validate(cue.Concrete(true))
 				_, apiErr := s.admit(spec)
@@ -230,9 +250,17 @@ func TestCELEquivalence(t *testing.T) {
 	}
 }
 
-// genObject generates a value of an object schema: each property absent
-// now and then (required ones too), each value near the schema's bounds.
-func genObject(r *rand.Rand, s apiextensionsv1.JSONSchemaProps) map[string]any {
+// specGen generates values of a schema: each property absent now and
+// then (required ones too), each value near the schema's bounds. Within
+// the schema, required properties are there, numbers within their bounds,
+// lists within their length, strings from their enum.
+type specGen struct {
+	r      *rand.Rand
+	within bool
+}
+
+func (g *specGen) object(s apiextensionsv1.JSONSchemaProps) map[string]any {
+	r := g.r
 	out := map[string]any{}
 	names := make([]string, 0, len(s.Properties))
 	for n := range s.Properties {
@@ -241,25 +269,32 @@ func genObject(r *rand.Rand, s apiextensionsv1.JSONSchemaProps) map[string]any {
 	slices.Sort(names)
 	for _, n := range names {
 		p := s.Properties[n]
-		absent := 0.35
+		absent := 0.5
+		if g.within {
+			absent = 0.7
+		}
 		if slices.Contains(s.Required, n) {
-			absent = 0.01
+			absent = 0.02
+			if g.within {
+				absent = 0
+			}
 		}
 		if r.Float64() < absent {
 			continue
 		}
-		out[n] = genValue(r, p)
+		out[n] = g.value(p)
 	}
 	if s.AdditionalProperties != nil && s.AdditionalProperties.Schema != nil {
 		for i := range r.IntN(3) {
-			out[fmt.Sprintf("k%d", i)] = genValue(r, *s.AdditionalProperties.Schema)
+			out[fmt.Sprintf("k%d", i)] = g.value(*s.AdditionalProperties.Schema)
 		}
 	}
 	return out
 }
 
-func genValue(r *rand.Rand, s apiextensionsv1.JSONSchemaProps) any {
-	if len(s.Enum) > 0 && r.IntN(8) > 0 {
+func (g *specGen) value(s apiextensionsv1.JSONSchemaProps) any {
+	r := g.r
+	if len(s.Enum) > 0 && (g.within || r.IntN(8) > 0) {
 		var v any
 		_ = json.Unmarshal(s.Enum[r.IntN(len(s.Enum))].Raw, &v)
 		return v
@@ -268,7 +303,7 @@ func genValue(r *rand.Rand, s apiextensionsv1.JSONSchemaProps) any {
 	case "integer", "number":
 		// Mostly within the bounds, now and then one beyond.
 		out := 0
-		if r.IntN(10) == 0 {
+		if r.IntN(10) == 0 && !g.within {
 			out = 1
 		}
 		lo, hi := int64(-1), int64(12)
@@ -287,7 +322,7 @@ func genValue(r *rand.Rand, s apiextensionsv1.JSONSchemaProps) any {
 		}
 		return lo + r.Int64N(hi-lo+1)
 	case "string":
-		if r.IntN(4) == 0 {
+		if r.IntN(4) == 0 && !g.within {
 			return []string{"7.0", "6.2.1", "abc", "", "X!"}[r.IntN(5)]
 		}
 		return []string{"x", "y", "z"}[r.IntN(3)]
@@ -297,17 +332,17 @@ func genValue(r *rand.Rand, s apiextensionsv1.JSONSchemaProps) any {
 		n := r.IntN(4)
 		if s.MaxItems != nil {
 			n = r.IntN(int(*s.MaxItems) + 1)
-			if r.IntN(10) == 0 {
+			if r.IntN(10) == 0 && !g.within {
 				n++
 			}
 		}
 		l := make([]any, n)
 		for i := range l {
-			l[i] = genValue(r, *s.Items.Schema)
+			l[i] = g.value(*s.Items.Schema)
 		}
 		return l
 	case "object":
-		return genObject(r, s)
+		return g.object(s)
 	}
 	return nil
 }
