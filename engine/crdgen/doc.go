@@ -62,6 +62,8 @@
 //	l: [...T] & list.UniqueItems()  on l: self.all(x, self.exists_one(y, y == x))
 //	f: T @cueop(immutable)         on f: self == oldSelf; for an optional f, a rule on
 //	                               its parent that also refuses setting or removing it
+//	if a == "x" {f!: T}            on the struct: (self.a == "x") == has(self.f), and f
+//	                               in the schema (for an optional f: ... || !has(self.f))
 //
 // Each rule is compiled and its cost estimated by the API server's CRD
 // validation when the CRD is built; a refused rule is left out and its
