@@ -84,6 +84,8 @@ type relation struct {
 	from, to []string
 	op       cue.Op
 	pos      token.Pos
+	// size compares the length of from (strings.MaxRunes(n), list.MaxItems(n)).
+	size bool
 	// orEqual is the JSON of a default that is an alternative of its own
 	// (`*5 | int & >lo`): CUE accepts it whatever the bound.
 	orEqual string
@@ -202,10 +204,37 @@ func (c *celWalker) expr(v cue.Value, path []string, orEqual string, depth int) 
 			c.bound(v, op, args[0], path, orEqual)
 		}
 	case cue.CallOp:
-		if len(args) == 1 && strings.TrimSuffix(fmt.Sprint(args[0]), "()") == "list.UniqueItems" {
+		name := ""
+		if len(args) > 0 {
+			name = strings.TrimSuffix(fmt.Sprint(args[0]), "()")
+		}
+		switch {
+		case len(args) == 1 && name == "list.UniqueItems":
 			c.out = append(c.out, c.unique(v, path))
+		case len(args) == 2 && countOps[name] != 0 && !args[1].IsConcrete():
+			c.count(v, countOps[name], args[1], path)
 		}
 	}
+}
+
+// countOps are the validators that bound a length, and how.
+var countOps = map[string]cue.Op{
+	"strings.MinRunes": cue.GreaterThanEqualOp, "strings.MaxRunes": cue.LessThanEqualOp,
+	"list.MinItems": cue.GreaterThanEqualOp, "list.MaxItems": cue.LessThanEqualOp,
+}
+
+// count records a length bound by another field: strings.MaxRunes(maxLen).
+func (c *celWalker) count(v cue.Value, op cue.Op, ref cue.Value, path []string) {
+	to, ok := c.specPath(ref)
+	if !ok || slices.Contains(path, itemsSeg) || slices.Contains(path, mapSeg) ||
+		slices.Contains(to, itemsSeg) || slices.Contains(to, mapSeg) {
+		c.out = append(c.out, Constraint{
+			Field: crPath(path), Pos: v.Pos(), What: crPath(path) + " " + formatValue(v),
+			Reason: "a length bound by a value that is not a field of #Spec outside lists and maps is not translated to CEL",
+		})
+		return
+	}
+	c.pending = append(c.pending, relation{from: path, to: to, op: op, pos: v.Pos(), size: true})
 }
 
 // fieldBound returns a bound by a value that is not concrete (another
@@ -349,6 +378,11 @@ func (c *celWalker) compare(r relation) Constraint {
 	toHas := c.presence(r.to, common, false)
 	cmp := fmt.Sprintf("%s %v %s", fromExpr, r.op, toExpr)
 	con.Message = fmt.Sprintf("%s must be %s %s", from, opWords[r.op], to)
+	if r.size {
+		con.What = fmt.Sprintf("len(%s) %v %s", from, r.op, to)
+		cmp = fmt.Sprintf("size(%s) %v %s", fromExpr, r.op, toExpr)
+		con.Message = fmt.Sprintf("the length of %s must be %s %s", from, opWords[r.op], to)
+	}
 	if r.orEqual != "" {
 		cmp = fmt.Sprintf("%s == %s || %s", fromExpr, r.orEqual, cmp)
 		con.Message = fmt.Sprintf("%s must be %s or %s %s", from, r.orEqual, opWords[r.op], to)

@@ -72,6 +72,12 @@ func TestCELRules(t *testing.T) {
 		{"bound within a list, from outside",
 			`#Spec: {n: int, l?: [...int & <n]}`,
 			[]string{"spec.l[_] < spec.n: render only: bounds by other fields within lists or maps are not translated to CEL"}},
+		{"lengths bound by fields",
+			"import (\"strings\", \"list\")\n#Spec: {maxLen: *5 | int, name?: string & strings.MaxRunes(maxLen), n: int, l: [...int] & list.MinItems(n)}",
+			[]string{
+				"len(spec.name) <= spec.maxLen: CEL rule on spec: !has(self.name) || size(self.name) <= self.maxLen",
+				"len(spec.l) >= spec.n: CEL rule on spec: size(self.l) >= self.n",
+			}},
 		{"conditional fields",
 			`#Spec: {
 				exposure: *"ClusterIP" | "NodePort"

@@ -212,6 +212,11 @@ func validator(v cue.Value, name string, args []cue.Value, l loc) (*facts, error
 }
 
 func countFacts(name string, arg cue.Value, l loc) (*facts, error) {
+	if op, _ := arg.Expr(); op == cue.SelectorOp && !arg.IsConcrete() {
+		// A count by another field (strings.MaxRunes(maxLen)): a CEL rule
+		// (specRules). Its default is no bound.
+		return &facts{}, nil
+	}
 	n, err := arg.Int64()
 	if err != nil || n < 0 {
 		return nil, l.errorf(arg, "%s(%v): the argument must be a concrete non-negative integer", name, arg)
