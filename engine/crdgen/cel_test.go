@@ -202,7 +202,10 @@ func TestCELEquivalence(t *testing.T) {
 		t.Fatal(v.Err())
 	}
 	kinds["shapes"] = testKind(v)
-	const specs = 600
+	specs := 600
+	if raceEnabled {
+		specs = 200
+	}
 	for name, k := range kinds {
 		t.Run(name, func(t *testing.T) {
 			crd, rules, err := Explain(k)
