@@ -4,6 +4,7 @@
 package admissiontest
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -188,6 +189,53 @@ func TestImmutableFieldRefusedOnUpdate(t *testing.T) {
 	got := clustertest.MustKubectl(t, "", "-n", ns, "get", "volumes", "v", "-o", "jsonpath={.spec}")
 	if !strings.Contains(got, `"storageClass":"fast"`) || strings.Contains(got, "zone") {
 		t.Errorf("spec after refused updates: %s", got)
+	}
+}
+
+// TestShapesOnTheRealAPIServer applies specs of testdata/shapes.cue that
+// break each kind of generated rule, and one that breaks none, to the real
+// API server: what the offline equivalence test evaluates with the API
+// server's code holds on the server itself.
+func TestShapesOnTheRealAPIServer(t *testing.T) {
+	src, err := os.ReadFile("../testdata/shapes.cue")
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := cuecontext.New().CompileBytes(src, cue.Filename("shapes.cue"))
+	if v.Err() != nil {
+		t.Fatal(v.Err())
+	}
+	res := template.Resource{Group: "shapes.example.com", Version: "v1", Kind: "Shape"}
+	crd, err := crdgen.FromResource(res, v.LookupPath(cue.ParsePath("#Spec")), cue.Value{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	y, err := crdgen.YAML(crd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	installCRDs(t, string(y), crd.Name)
+	ns := clustertest.Namespace(t)
+	for i, tt := range []struct{ spec, want string }{
+		{"{surge: 1}", ""},
+		{"{surge: 1, exposure: NodePort, nodePort: 2, label: x, tags: [a, b], code: c}", ""},
+		{"{surge: 4, replicas: 3}", "spec.surge must be at most spec.replicas"},
+		{"{surge: 1, window: {lo: 6}}", ""}, // hi defaults to 5, its own alternative
+		{"{surge: 1, window: {lo: 6, hi: 6}}", "spec.window.hi must be 5 or greater than spec.window.lo"},
+		{"{surge: 1, exposure: NodePort}", `spec.nodePort is required when spec.exposure is "NodePort"`},
+		{"{surge: 1, nodePort: 2}", `spec.nodePort is required when spec.exposure is "NodePort", and not allowed otherwise`},
+		{"{surge: 1, tags: [a, a]}", "spec.tags must not contain duplicate items"},
+		{"{surge: 1, code: abc}", "the length of spec.code must be at most spec.maxLen"},
+		{"{surge: 1, alias: x}", "spec.alias must be different from spec.name"},
+	} {
+		cr := fmt.Sprintf("apiVersion: shapes.example.com/v1\nkind: Shape\nmetadata: {name: s%d, namespace: %s}\nspec: %s\n", i, ns, tt.spec)
+		out, err := clustertest.Kubectl(t, cr, "apply", "-f", "-")
+		switch {
+		case tt.want == "" && err != nil:
+			t.Errorf("%s: %v\n%s", tt.spec, err, out)
+		case tt.want != "" && (err == nil || !strings.Contains(out, tt.want)):
+			t.Errorf("%s: %v\n%s\nwant refused: %s", tt.spec, err, out, tt.want)
+		}
 	}
 }
 
