@@ -124,6 +124,9 @@ func (c *celWalker) walk(v cue.Value, path []string, depth int) {
 	}
 	base, err := newWalker(v).base(v, rootLoc(v, ""))
 	if err != nil {
+		if alts, ok := structAlternatives(v, rootLoc(v, "")); ok {
+			c.out = append(c.out, oneOfRule(v, alts, path))
+		}
 		return
 	}
 	switch kindOf(v) &^ cue.NullKind {

@@ -89,6 +89,10 @@ func TestCELRules(t *testing.T) {
 				`spec.label only if spec.exposure == "NodePort": CEL rule on spec: (has(self.exposure) && self.exposure == "NodePort") || !has(self.label)`,
 				`spec.o.b required if and only if spec.o.kind == "b": CEL rule on spec.o: (has(self.kind) && self.kind == "b") == has(self.b)`,
 			}},
+		{"one of two structs",
+			`#Spec: {source: {git!: {url!: string}} | {image!: string, pull?: bool}}`,
+			[]string{"spec.source one of { git!: { url!: string } } | { image!: string }: CEL rule on spec.source: " +
+				"[has(self.git) && !has(self.image) && !has(self.pull), has(self.image) && !has(self.git)].filter(m, m).size() == 1"}},
 		{"bound by a definition outside #Spec",
 			"#Max: int\n#Spec: {n?: int & <#Max}",
 			[]string{"spec.n < #Max: render only: the bound is not a field of #Spec"}},

@@ -45,7 +45,7 @@
 // naming the field (#Spec.a.b) and the CUE position (file:line:column):
 // lists with fixed elements (`[int, string]`), pattern constraints on some
 // field names (`[=~"^x"]: T`), structs with both fields and `[string]: T`,
-// disjunctions of several structs or lists or of types other than int and
+// disjunctions of structs whose shared fields differ, of several lists or of types other than int and
 // string, bounds that are not concrete numbers, arithmetic, interpolation
 // and builtin validators other than those above. Bounds beyond the int64
 // range (those of float64, uint64) are dropped, because the API server
@@ -64,6 +64,8 @@
 //	                               its parent that also refuses setting or removing it
 //	if a == "x" {f!: T}            on the struct: (self.a == "x") == has(self.f), and f
 //	                               in the schema (for an optional f: ... || !has(self.f))
+//	{a!: T} | {b!: U}              the fields of both in the schema, and a rule that the
+//	                               object has the fields of exactly one alternative
 //
 // Each rule is compiled and its cost estimated by the API server's CRD
 // validation when the CRD is built; a refused rule is left out and its

@@ -15,6 +15,9 @@ import (
 func (w *walker) object(s *apiextensionsv1.JSONSchemaProps, v cue.Value, l loc) error {
 	base, err := w.base(v, l)
 	if err != nil {
+		if alts, ok := structAlternatives(v, l); ok {
+			return w.oneOf(s, alts, l)
+		}
 		return err
 	}
 	s.Type = "object"
