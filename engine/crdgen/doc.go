@@ -45,9 +45,10 @@
 // naming the field (#Spec.a.b) and the CUE position (file:line:column):
 // lists with fixed elements (`[int, string]`), pattern constraints on some
 // field names (`[=~"^x"]: T`), structs with both fields and `[string]: T`,
-// disjunctions of structs whose shared fields differ, of several lists or of types other than int and
-// string, bounds that are not concrete numbers, arithmetic, interpolation
-// and builtin validators other than those above. Bounds beyond the int64
+// disjunctions of structs whose shared fields differ, of several lists or
+// of types other than int and string, bounds that are not concrete numbers
+// or fields, arithmetic, interpolation and builtin validators other than
+// those above. Bounds beyond the int64
 // range (those of float64, uint64) are dropped, because the API server
 // compares integers with a bound converted to int64, which overflows.
 //
