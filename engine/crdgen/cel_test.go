@@ -284,7 +284,7 @@ func (g *specGen) object(s apiextensionsv1.JSONSchemaProps) map[string]any {
 		p := s.Properties[n]
 		absent := 0.5
 		if g.within {
-			absent = 0.7
+			absent = 0.85
 		}
 		if slices.Contains(s.Required, n) {
 			absent = 0.02
