@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"cuelang.org/go/cue"
 	"cuelang.org/go/cue/cuecontext"
@@ -236,6 +237,65 @@ func TestShapesOnTheRealAPIServer(t *testing.T) {
 		case tt.want != "" && (err == nil || !strings.Contains(out, tt.want)):
 			t.Errorf("%s: %v\n%s\nwant refused: %s", tt.spec, err, out, tt.want)
 		}
+	}
+}
+
+// TestRuleAddedAfterCreate: a RedisCluster created before its CRD had the
+// minReady rule keeps working with the API server: the status writes the
+// engine makes (it reports the spec Stalled) and metadata changes pass,
+// because the API server ratchets rules over unchanged values; a change of
+// the bad field itself is refused.
+func TestRuleAddedAfterCreate(t *testing.T) {
+	set, err := template.Load(filepath.Join(repo, "templates"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := set.Lookup("cache.example.com", "RedisCluster")
+	if k == nil {
+		t.Fatal("no RedisCluster kind")
+	}
+	crd, err := crdgen.Generate(k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	without := crd.DeepCopy()
+	spec := without.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"]
+	if len(spec.XValidations) == 0 {
+		t.Fatal("the RedisCluster CRD has no rule on spec")
+	}
+	spec.XValidations = nil
+	without.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"] = spec
+	y, err := crdgen.YAML(without)
+	if err != nil {
+		t.Fatal(err)
+	}
+	installCRDs(t, string(y), crd.Name)
+	ns := clustertest.Namespace(t)
+	cr := func(name string) string {
+		return "apiVersion: cache.example.com/v1\nkind: RedisCluster\nmetadata: {name: " + name + ", namespace: " + ns +
+			"}\nspec: {replicas: 3, minReady: 5}\n"
+	}
+	clustertest.MustKubectl(t, cr("old"), "apply", "-f", "-")
+
+	y, err = crdgen.YAML(crd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	installCRDs(t, string(y), crd.Name)
+	clustertest.Eventually(t, 30*time.Second, func() string {
+		out, err := clustertest.Kubectl(t, cr("new"), "apply", "-f", "-")
+		if err == nil {
+			clustertest.MustKubectl(t, "", "-n", ns, "delete", "redisclusters", "new")
+			return "the rule is not in force yet: " + out
+		}
+		return ""
+	})
+	clustertest.MustKubectl(t, "", "-n", ns, "patch", "redisclusters", "old", "--subresource=status", "--type=merge",
+		"-p", `{"status":{"phase":"Pending","readyReplicas":0,"selector":"x"}}`)
+	clustertest.MustKubectl(t, "", "-n", ns, "label", "redisclusters", "old", "touched=yes")
+	out, err := clustertest.Kubectl(t, "", "-n", ns, "patch", "redisclusters", "old", "--type=merge", "-p", `{"spec":{"minReady":6}}`)
+	if err == nil || !strings.Contains(out, "spec.minReady must be at most spec.replicas") {
+		t.Errorf("changing the bad minReady: %v\n%s\nwant refused", err, out)
 	}
 }
 
