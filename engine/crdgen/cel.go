@@ -77,6 +77,7 @@ type celWalker struct {
 	defaulted map[string]bool
 	pending   []relation
 	out       []Constraint
+	err       error // the first misspelt @cueop attribute
 }
 
 // relation is a comparison between field from and field to: from op to.
@@ -94,9 +95,12 @@ type relation struct {
 // specRules returns the constraints of spec (#Spec) beyond its OpenAPI
 // schema and adds the rules of those that have one to s, the schema of
 // .spec.
-func specRules(spec cue.Value, s *apiextensionsv1.JSONSchemaProps) []Constraint {
+func specRules(spec cue.Value, s *apiextensionsv1.JSONSchemaProps) ([]Constraint, error) {
 	c := &celWalker{spec: spec, specSels: spec.Path().Selectors(), optional: map[string]bool{}, defaulted: map[string]bool{}}
 	c.walk(spec, nil, 0)
+	if c.err != nil {
+		return nil, c.err
+	}
 	for _, r := range c.pending {
 		c.out = append(c.out, c.compare(r))
 	}
@@ -114,7 +118,7 @@ func specRules(spec cue.Value, s *apiextensionsv1.JSONSchemaProps) []Constraint 
 			c.out[i].Reason = "its schema node does not exist"
 		}
 	}
-	return c.out
+	return c.out, nil
 }
 
 // walk visits the fields, list elements and map values of v, at path.
@@ -171,7 +175,16 @@ func (c *celWalker) walk(v cue.Value, path []string, depth int) {
 // field collects the constraints of one field.
 func (c *celWalker) field(v cue.Value, path []string, mode fieldMode) {
 	if a := v.Attribute("cueop"); a.Err() == nil {
-		if ok, _ := a.Flag(0, ImmutableAttr); ok {
+		for i := range a.NumArgs() {
+			if key, value := a.Arg(i); key != ImmutableAttr || value != "" {
+				if c.err == nil {
+					c.err = &SchemaError{Field: "#Spec." + strings.Join(path, "."), Pos: v.Pos(),
+						Message: fmt.Sprintf("@cueop(%s): unknown attribute argument %q (supported: %s)", a.Contents(), key, ImmutableAttr)}
+				}
+				return
+			}
+		}
+		if a.NumArgs() > 0 {
 			c.out = append(c.out, c.immutable(v, path, mode))
 		}
 	}

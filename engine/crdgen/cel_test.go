@@ -125,6 +125,15 @@ func TestCELRules(t *testing.T) {
 
 var noPos = (&Constraint{}).Pos
 
+// TestUnknownCueopAttribute: a misspelt @cueop attribute is an error that
+// names the field and its position, not a silently mutable field.
+func TestUnknownCueopAttribute(t *testing.T) {
+	_, err := Generate(compileKind(t, "#Spec: {\n\tclass: string @cueop(immutible)\n}"))
+	if err == nil || !strings.Contains(err.Error(), "#Spec.class (spec.cue:2:") || !strings.Contains(err.Error(), `unknown attribute argument "immutible"`) {
+		t.Errorf("error %v, want #Spec.class (spec.cue:2:...) unknown attribute argument \"immutible\"", err)
+	}
+}
+
 // TestCELMessages checks that the API server's error for a broken rule
 // names the field and says what is wrong.
 func TestCELMessages(t *testing.T) {

@@ -19,7 +19,10 @@ func rootSchema(res template.Resource, spec, status cue.Value) (*apiextensionsv1
 	if err != nil {
 		return nil, nil, err
 	}
-	rules := specRules(spec, specSchema)
+	rules, err := specRules(spec, specSchema)
+	if err != nil {
+		return nil, nil, err
+	}
 	statusSchema, err := statusSchema(status)
 	if err != nil {
 		return nil, nil, err
