@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 
@@ -14,6 +15,7 @@ import (
 
 func newCRD(g *globals) *cobra.Command {
 	var outDir string
+	var explain bool
 	cmd := &cobra.Command{
 		Use:   "crd",
 		Short: "Print the CustomResourceDefinitions of every kind, offline",
@@ -22,6 +24,15 @@ func newCRD(g *globals) *cobra.Command {
 			set, err := g.load()
 			if err != nil {
 				return err
+			}
+			if explain {
+				for _, k := range set.Kinds {
+					fmt.Fprintf(cmd.OutOrStdout(), "%s (%s)\n", k.Name, k.Resource.GroupVersionKind())
+					if err := explainKind(cmd.OutOrStdout(), k); err != nil {
+						return err
+					}
+				}
+				return nil
 			}
 			crds, err := generateCRDs(set)
 			if err != nil {
@@ -41,6 +52,8 @@ func newCRD(g *globals) *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&outDir, "out-dir", "", "write one file per CRD into this directory (stale files removed)")
+	cmd.Flags().BoolVar(&explain, "explain", false, "list, per kind, the constraints of #Spec beyond the OpenAPI schema: "+
+		"those the CRD enforces at admission (CEL rules) and those left to render")
 	return cmd
 }
 
@@ -58,6 +71,29 @@ func generateCRDs(set *template.Set) ([]*apiextensionsv1.CustomResourceDefinitio
 		crds = append(crds, crd)
 	}
 	return crds, nil
+}
+
+// explainKind lists the constraints of k's #Spec beyond the OpenAPI schema:
+// "admission" for those a CEL rule of the CRD enforces, "render only" for
+// the others, with the reason. Types, bounds, enums, patterns and lengths
+// are in the schema and not listed.
+func explainKind(w io.Writer, k *template.Kind) error {
+	_, rules, err := crdgen.Explain(k)
+	if err != nil {
+		return fmt.Errorf("kind %s: %w", k.Name, err)
+	}
+	for _, r := range rules {
+		where := ""
+		if r.Pos.IsValid() {
+			where = " (" + template.ShortPos(r.Pos) + ")"
+		}
+		if r.Admission() {
+			fmt.Fprintf(w, "     admission    %s%s: CEL rule on %s: %s\n", r.What, where, r.At, r.Rule)
+		} else {
+			fmt.Fprintf(w, "     render only  %s%s: %s\n", r.What, where, r.Reason)
+		}
+	}
+	return nil
 }
 
 func writeCRDs(dir string, crds []*apiextensionsv1.CustomResourceDefinition) error {

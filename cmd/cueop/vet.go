@@ -44,6 +44,9 @@ func newVet(g *globals) *cobra.Command {
 			}
 			for _, k := range set.Kinds {
 				fmt.Fprintf(cmd.OutOrStdout(), "ok   %s (%s, revision %s)\n", k.Name, k.Resource.GroupVersionKind(), k.Revision)
+				if err := explainKind(cmd.OutOrStdout(), k); err != nil {
+					return err
+				}
 			}
 			return nil
 		},

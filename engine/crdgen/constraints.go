@@ -55,6 +55,9 @@ func unary(v cue.Value, op cue.Op, args []cue.Value, l loc) (*facts, error) {
 	case cue.EqualOp:
 		return literal(args[0], l)
 	case cue.NotEqualOp:
+		if !args[0].IsConcrete() && kindOf(args[0])&scalarKinds != 0 {
+			return &facts{}, nil // a bound by another field: a CEL rule (specRules)
+		}
 		f, err := literal(args[0], l)
 		if err != nil {
 			return nil, err
@@ -102,9 +105,9 @@ func literal(v cue.Value, l loc) (*facts, error) {
 
 // boundFacts turns a bound into minimum or maximum. A bound by another field
 // (`<=replicas`) is a cross-field constraint no OpenAPI schema can hold: it
-// is left out of the schema and enforced when the CR is rendered.
+// is left out of the schema; specRules makes it a CEL rule.
 func boundFacts(op cue.Op, arg cue.Value, l loc) (*facts, error) {
-	if !arg.IsConcrete() && arg.IncompleteKind()&cue.NumberKind != 0 {
+	if !arg.IsConcrete() && kindOf(arg)&cue.NumberKind != 0 {
 		return &facts{}, nil
 	}
 	if !arg.IsConcrete() || arg.Kind()&cue.NumberKind == 0 {
@@ -198,12 +201,22 @@ func validator(v cue.Value, name string, args []cue.Value, l loc) (*facts, error
 		if len(args) == 1 {
 			return countFacts(name, args[0], l)
 		}
+	case "list.UniqueItems":
+		if len(args) == 0 {
+			return &facts{}, nil // a CEL rule (specRules)
+		}
 	}
 	return nil, l.errorf(v, "validator %s cannot be expressed in an OpenAPI schema "+
-		"(supported: strings.MinRunes, strings.MaxRunes, list.MinItems, list.MaxItems, time.Time)", name)
+		"(supported: strings.MinRunes, strings.MaxRunes, list.MinItems, list.MaxItems, time.Time; "+
+		"list.UniqueItems as a CEL rule)", name)
 }
 
 func countFacts(name string, arg cue.Value, l loc) (*facts, error) {
+	if op, _ := arg.Expr(); op == cue.SelectorOp && !arg.IsConcrete() {
+		// A count by another field (strings.MaxRunes(maxLen)): a CEL rule
+		// (specRules). Its default is no bound.
+		return &facts{}, nil
+	}
 	n, err := arg.Int64()
 	if err != nil || n < 0 {
 		return nil, l.errorf(arg, "%s(%v): the argument must be a concrete non-negative integer", name, arg)

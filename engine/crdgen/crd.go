@@ -31,17 +31,25 @@ const (
 // its resource, #Spec and #Status, annotated with the kind's revision. The
 // result is not validated; Validate does that.
 func Generate(k *template.Kind) (*apiextensionsv1.CustomResourceDefinition, error) {
+	crd, _, err := Explain(k)
+	return crd, err
+}
+
+// Explain is Generate that also returns the constraints of #Spec beyond
+// the OpenAPI schema: those the CRD enforces with CEL rules and those left
+// to render, with the reason.
+func Explain(k *template.Kind) (*apiextensionsv1.CustomResourceDefinition, []Constraint, error) {
 	if k == nil {
-		return nil, errors.New("generate crd: nil kind")
+		return nil, nil, errors.New("generate crd: nil kind")
 	}
-	crd, err := FromResource(k.Resource, k.Spec, k.Status)
+	crd, rules, err := resourceCRD(k.Resource, k.Spec, k.Status)
 	if err != nil {
-		return nil, fmt.Errorf("kind %s: %w", k.Name, err)
+		return nil, nil, fmt.Errorf("kind %s: %w", k.Name, err)
 	}
 	if k.Revision != "" {
 		crd.Annotations = map[string]string{RevisionAnnotation: k.Revision}
 	}
-	return crd, nil
+	return crd, rules, nil
 }
 
 // FromResource returns the CustomResourceDefinition of a resource whose
@@ -50,13 +58,18 @@ func Generate(k *template.Kind) (*apiextensionsv1.CustomResourceDefinition, erro
 // and has one served and stored version, the status subresource, the scale
 // subresource when res.Scale is set, and printer columns.
 func FromResource(res template.Resource, spec, status cue.Value) (*apiextensionsv1.CustomResourceDefinition, error) {
+	crd, _, err := resourceCRD(res, spec, status)
+	return crd, err
+}
+
+func resourceCRD(res template.Resource, spec, status cue.Value) (*apiextensionsv1.CustomResourceDefinition, []Constraint, error) {
 	names := namesOf(res)
 	name := names.Plural + "." + res.Group
-	version, err := versionOf(res, spec, status)
+	version, rules, err := versionOf(res, spec, status)
 	if err != nil {
-		return nil, fmt.Errorf("crd %s: %w", name, err)
+		return nil, nil, fmt.Errorf("crd %s: %w", name, err)
 	}
-	return &apiextensionsv1.CustomResourceDefinition{
+	crd := &apiextensionsv1.CustomResourceDefinition{
 		TypeMeta: metav1.TypeMeta{
 			APIVersion: apiextensionsv1.SchemeGroupVersion.String(),
 			Kind:       "CustomResourceDefinition",
@@ -71,20 +84,21 @@ func FromResource(res template.Resource, spec, status cue.Value) (*apiextensions
 			Scope:    apiextensionsv1.NamespaceScoped,
 			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{*version},
 		},
-	}, nil
+	}
+	return crd, checkRules(crd, rules), nil
 }
 
-func versionOf(res template.Resource, spec, status cue.Value) (*apiextensionsv1.CustomResourceDefinitionVersion, error) {
+func versionOf(res template.Resource, spec, status cue.Value) (*apiextensionsv1.CustomResourceDefinitionVersion, []Constraint, error) {
 	if err := checkResource(res); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	root, err := rootSchema(res, spec, status)
+	root, rules, err := rootSchema(res, spec, status)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	sub, err := subresources(res, root)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	return &apiextensionsv1.CustomResourceDefinitionVersion{
 		Name:                     res.Version,
@@ -93,7 +107,7 @@ func versionOf(res template.Resource, spec, status cue.Value) (*apiextensionsv1.
 		Schema:                   &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: root},
 		Subresources:             sub,
 		AdditionalPrinterColumns: printerColumns(res.PrinterColumns),
-	}, nil
+	}, rules, nil
 }
 
 func checkResource(res template.Resource) error {

@@ -45,11 +45,34 @@
 // naming the field (#Spec.a.b) and the CUE position (file:line:column):
 // lists with fixed elements (`[int, string]`), pattern constraints on some
 // field names (`[=~"^x"]: T`), structs with both fields and `[string]: T`,
-// disjunctions of several structs or lists or of types other than int and
-// string, bounds that are not concrete numbers, arithmetic, interpolation
-// and builtin validators other than those above. Bounds beyond the int64
+// disjunctions of structs whose shared fields differ, of several lists or
+// of types other than int and string, bounds that are not concrete numbers
+// or fields, arithmetic, interpolation and builtin validators other than
+// those above. Bounds beyond the int64
 // range (those of float64, uint64) are dropped, because the API server
 // compares integers with a bound converted to int64, which overflows.
+//
+// # CEL rules
+//
+// What #Spec says that an OpenAPI schema cannot becomes CEL rules
+// (x-kubernetes-validations), so that the API server refuses at admission
+// what render would refuse (specRules, Explain):
+//
+//	b: int & <=a (<, >, >=, !=)    on the nearest common parent of a and b:
+//	                               self.b <= self.a, guarded by has() where b may be absent
+//	l: [...T] & list.UniqueItems()  on l: self.all(x, self.exists_one(y, y == x))
+//	f: T @cueop(immutable)         on f: self == oldSelf; for an optional f, a rule on
+//	                               its parent that also refuses setting or removing it
+//	if a == "x" {f!: T}            on the struct: (self.a == "x") == has(self.f), and f
+//	                               in the schema (for an optional f: ... || !has(self.f))
+//	{a!: T} | {b!: U}              the fields of both in the schema, and a rule that the
+//	                               object has the fields of exactly one alternative
+//
+// Each rule is compiled and its cost estimated by the API server's CRD
+// validation when the CRD is built; a refused rule is left out and its
+// constraint stays render-only, with the API server's reason. So do bounds
+// by fields within lists or maps, by values outside #Spec, and bounds in
+// disjunctions. Explain returns every such constraint.
 //
 // # CRD
 //

@@ -1,14 +1,17 @@
 package crdgen
 
 import (
+	"context"
 	"testing"
 
 	"cuelang.org/go/cue"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	structuralschema "k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
+	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/cel"
 	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/defaulting"
 	apiservervalidation "k8s.io/apiextensions-apiserver/pkg/apiserver/validation"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
+	celconfig "k8s.io/apiserver/pkg/apis/cel"
 )
 
 // crSchema is what the API server makes of a generated CRD to default and
@@ -16,6 +19,7 @@ import (
 type crSchema struct {
 	structural *structuralschema.Structural
 	validator  apiservervalidation.SchemaValidator
+	cel        *cel.Validator // nil without x-kubernetes-validations
 }
 
 func newCRSchema(t testing.TB, crd *apiextensionsv1.CustomResourceDefinition) *crSchema {
@@ -36,12 +40,18 @@ func newCRSchema(t testing.TB, crd *apiextensionsv1.CustomResourceDefinition) *c
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &crSchema{structural: s, validator: v}
+	return &crSchema{structural: s, validator: v, cel: cel.NewValidator(s, true, celconfig.PerCallLimit)}
 }
 
 // admit defaults a custom resource with the given spec as the API server
 // does and validates it; it returns the defaulted object and the errors.
 func (s *crSchema) admit(spec any) (map[string]any, error) {
+	return s.admitUpdate(spec, nil)
+}
+
+// admitUpdate is admit for an update of old, an object admit returned
+// (nil on create): the CEL rules that compare with oldSelf apply.
+func (s *crSchema) admitUpdate(spec any, old map[string]any) (map[string]any, error) {
 	obj := map[string]any{
 		"apiVersion": "example.com/v1alpha1",
 		"kind":       "Widget",
@@ -51,7 +61,16 @@ func (s *crSchema) admit(spec any) (map[string]any, error) {
 		obj["spec"] = spec
 	}
 	defaulting.Default(obj, s.structural)
-	return obj, apiservervalidation.ValidateCustomResource(nil, obj, s.validator).ToAggregate()
+	errs := apiservervalidation.ValidateCustomResource(nil, obj, s.validator)
+	if s.cel != nil {
+		var oldObj any
+		if old != nil {
+			oldObj = old
+		}
+		celErrs, _ := s.cel.Validate(context.Background(), nil, s.structural, obj, oldObj, celconfig.RuntimeCELCostBudget)
+		errs = append(errs, celErrs...)
+	}
+	return obj, errs.ToAggregate()
 }
 
 // TestDefaulting checks that the API server's structural defaulting fills

@@ -15,13 +15,39 @@ import (
 func (w *walker) object(s *apiextensionsv1.JSONSchemaProps, v cue.Value, l loc) error {
 	base, err := w.base(v, l)
 	if err != nil {
+		if alts, ok := structAlternatives(v, l); ok {
+			return w.oneOf(s, alts, l)
+		}
 		return err
 	}
 	s.Type = "object"
 	if err := w.properties(s, base, l); err != nil {
 		return err
 	}
+	if err := w.conditionalProperties(s, base, l); err != nil {
+		return err
+	}
 	return w.additional(s, base, l)
+}
+
+// conditionalProperties adds the fields that exist under a condition
+// (`if exposure == "NodePort" {nodePort!: int}`), neither required nor
+// defaulted: CEL rules (specRules) require or refuse them by the condition.
+func (w *walker) conditionalProperties(s *apiextensionsv1.JSONSchemaProps, v cue.Value, l loc) error {
+	for _, c := range conditionals(v) {
+		if _, ok := s.Properties[c.name]; ok {
+			continue
+		}
+		p, err := w.field(c.value, optionalField, l.field(c.name, c.value))
+		if err != nil {
+			return err
+		}
+		if s.Properties == nil {
+			s.Properties = map[string]apiextensionsv1.JSONSchemaProps{}
+		}
+		s.Properties[c.name] = *p
+	}
+	return nil
 }
 
 func (w *walker) properties(s *apiextensionsv1.JSONSchemaProps, v cue.Value, l loc) error {

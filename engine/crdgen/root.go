@@ -14,14 +14,18 @@ import (
 // the engine writes. The spec defaults to `{}` when #Spec has no required
 // fields, so that the API server applies the spec's defaults to a resource
 // that omits .spec; otherwise .spec is required.
-func rootSchema(res template.Resource, spec, status cue.Value) (*apiextensionsv1.JSONSchemaProps, error) {
+func rootSchema(res template.Resource, spec, status cue.Value) (*apiextensionsv1.JSONSchemaProps, []Constraint, error) {
 	specSchema, err := specSchema(spec)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
+	}
+	rules, err := specRules(spec, specSchema)
+	if err != nil {
+		return nil, nil, err
 	}
 	statusSchema, err := statusSchema(status)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	root := &apiextensionsv1.JSONSchemaProps{
 		Type:        "object",
@@ -37,7 +41,7 @@ func rootSchema(res template.Resource, spec, status cue.Value) (*apiextensionsv1
 	if specSchema.Default == nil {
 		root.Required = []string{"spec"}
 	}
-	return root, nil
+	return root, rules, nil
 }
 
 const (

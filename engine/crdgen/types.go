@@ -69,6 +69,14 @@ func kindAt(v cue.Value, depth int) cue.Kind {
 		if t, ok := resolve(v); ok {
 			k = kindAt(t, depth+1)
 		}
+	case cue.GreaterThanOp, cue.GreaterThanEqualOp, cue.LessThanOp, cue.LessThanEqualOp, cue.NotEqualOp:
+		// A bound by a field that is not concrete yet (`>lo`): the kinds
+		// the bound compares.
+		if len(args) == 1 {
+			if k = kindAt(args[0], depth+1); k&cue.NumberKind != 0 {
+				k |= cue.NumberKind
+			}
+		}
 	}
 	return k
 }

@@ -1,0 +1,5 @@
+//go:build !race
+
+package crdgen
+
+const raceEnabled = false
