@@ -1,0 +1,291 @@
+package budget
+
+import (
+	"fmt"
+	"runtime/metrics"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Defaults: the shipped kinds render in about a millisecond and allocate
+// well under a megabyte.
+const (
+	DefaultTime         = time.Second
+	DefaultMemory       = 64 << 20
+	DefaultMaxAbandoned = 2
+)
+
+// Budget bounds one evaluation. The zero value is the defaults.
+type Budget struct {
+	// Time is the wall-clock time an evaluation may take; 0 means
+	// DefaultTime, a negative value no limit.
+	Time time.Duration
+	// Memory is the bytes an evaluation may allocate; 0 means
+	// DefaultMemory, a negative value no limit.
+	Memory int64
+	// MaxAbandoned is how many evaluations of one key that ran out of
+	// budget may still be running before Run refuses new ones of that key;
+	// 0 means DefaultMaxAbandoned.
+	MaxAbandoned int
+}
+
+// WithDefaults fills the zero fields.
+func (b Budget) WithDefaults() Budget {
+	if b.Time == 0 {
+		b.Time = DefaultTime
+	}
+	if b.Memory == 0 {
+		b.Memory = DefaultMemory
+	}
+	if b.MaxAbandoned == 0 {
+		b.MaxAbandoned = DefaultMaxAbandoned
+	}
+	return b
+}
+
+// Scale returns b with its time and memory multiplied by n.
+func (b Budget) Scale(n int) Budget {
+	b = b.WithDefaults()
+	if b.Time > 0 {
+		b.Time *= time.Duration(n)
+	}
+	if b.Memory > 0 {
+		b.Memory *= int64(n)
+	}
+	return b
+}
+
+// String reads like the flags: "1s, 64 MiB".
+func (b Budget) String() string {
+	b = b.WithDefaults()
+	t, m := "no time limit", "no memory limit"
+	if b.Time > 0 {
+		t = b.Time.String()
+	}
+	if b.Memory > 0 {
+		m = MiB(b.Memory)
+	}
+	return t + ", " + m
+}
+
+// MiB formats a byte count.
+func MiB(n int64) string { return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20)) }
+
+// Exceeded is an evaluation stopped waiting for because it ran out of
+// budget. The evaluation itself runs on, abandoned.
+type Exceeded struct {
+	Key    string
+	Budget Budget
+	// Limit is "time" or "memory".
+	Limit string
+	// Elapsed and Allocated are what the evaluation had used when it was
+	// abandoned.
+	Elapsed   time.Duration
+	Allocated int64
+	// Phase is what the evaluation was doing, as it last said (Tracker).
+	Phase string
+}
+
+func (e *Exceeded) Error() string {
+	used := fmt.Sprintf("ran %s", e.Elapsed.Round(time.Millisecond))
+	if e.Limit == "memory" {
+		used = fmt.Sprintf("allocated %s", MiB(e.Allocated))
+	}
+	msg := fmt.Sprintf("evaluation budget exceeded: %s (budget %s)", used, e.Budget)
+	if e.Phase != "" {
+		msg += " while evaluating " + e.Phase
+	}
+	return msg
+}
+
+// Busy refuses an evaluation of a key that has too many abandoned
+// evaluations still running.
+type Busy struct {
+	Key       string
+	Abandoned int
+}
+
+func (e *Busy) Error() string {
+	return fmt.Sprintf("%s: %d earlier evaluations that exceeded their budget are still running; new ones wait until one ends", e.Key, e.Abandoned)
+}
+
+// Tracker lets an evaluation say what it is evaluating, so that an
+// Exceeded names it. A nil Tracker does nothing.
+type Tracker struct {
+	phase atomic.Pointer[string]
+}
+
+// Phase records what the evaluation is about to evaluate.
+func (t *Tracker) Phase(s string) {
+	if t != nil {
+		t.phase.Store(&s)
+	}
+}
+
+func (t *Tracker) current() string {
+	if p := t.phase.Load(); p != nil {
+		return *p
+	}
+	return ""
+}
+
+// Run runs f within b. It returns f's error, an *Exceeded when b ran out
+// first (f goes on running, abandoned), or a *Busy when b.MaxAbandoned
+// evaluations of key are still running abandoned. A panic in f is returned
+// as an error.
+func (b Budget) Run(key string, f func(*Tracker) error) error {
+	b = b.WithDefaults()
+	e, err := start(key, b)
+	if err != nil {
+		return err
+	}
+	done := make(chan error, 1)
+	go func() {
+		var err error
+		defer func() {
+			if r := recover(); r != nil {
+				err = fmt.Errorf("%s: evaluation panicked: %v", key, r)
+			}
+			w.finish(e)
+			done <- err
+		}()
+		err = f(&e.tracker)
+	}()
+	var timeout <-chan time.Time
+	if b.Time > 0 {
+		t := time.NewTimer(b.Time)
+		defer t.Stop()
+		timeout = t.C
+	}
+	select {
+	case err := <-done:
+		return err
+	case <-timeout:
+		return w.abandon(e, "time")
+	case <-e.tripped:
+		return w.abandon(e, "memory")
+	}
+}
+
+// Abandoned returns how many abandoned evaluations of key are running.
+func Abandoned(key string) int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.abandoned[key]
+}
+
+// eval is one running evaluation.
+type eval struct {
+	key       string
+	budget    Budget
+	start     time.Time
+	allocated int64 // guarded by w.mu
+	abandoned bool  // guarded by w.mu
+	tripped   chan struct{}
+	tripOnce  sync.Once
+	tracker   Tracker
+}
+
+// watchdog charges allocations to the running evaluations.
+type watchdog struct {
+	mu        sync.Mutex
+	running   map[*eval]bool
+	abandoned map[string]int
+	last      uint64
+	wake      chan struct{}
+	sample    []metrics.Sample
+}
+
+var w = newWatchdog()
+
+func newWatchdog() *watchdog {
+	d := &watchdog{
+		running: map[*eval]bool{}, abandoned: map[string]int{}, wake: make(chan struct{}, 1),
+		sample: []metrics.Sample{{Name: "/gc/heap/allocs:bytes"}},
+	}
+	go d.loop()
+	return d
+}
+
+// tick is how often allocations are read while evaluations run.
+const tick = 5 * time.Millisecond
+
+func start(key string, b Budget) (*eval, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if n := w.abandoned[key]; n >= b.MaxAbandoned {
+		return nil, &Busy{Key: key, Abandoned: n}
+	}
+	e := &eval{key: key, budget: b, start: time.Now(), tripped: make(chan struct{})}
+	if len(w.running) == 0 {
+		w.last = w.allocs()
+		select {
+		case w.wake <- struct{}{}:
+		default:
+		}
+	}
+	w.running[e] = true
+	return e, nil
+}
+
+func (d *watchdog) finish(e *eval) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	delete(d.running, e)
+	if e.abandoned {
+		d.abandoned[e.key]--
+		if d.abandoned[e.key] == 0 {
+			delete(d.abandoned, e.key)
+		}
+	}
+}
+
+func (d *watchdog) abandon(e *eval, limit string) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if !d.running[e] {
+		// It ended as the budget ran out: nothing is left running.
+		return &Exceeded{Key: e.key, Budget: e.budget, Limit: limit, Elapsed: time.Since(e.start), Allocated: e.allocated, Phase: e.tracker.current()}
+	}
+	e.abandoned = true
+	d.abandoned[e.key]++
+	return &Exceeded{Key: e.key, Budget: e.budget, Limit: limit, Elapsed: time.Since(e.start), Allocated: e.allocated, Phase: e.tracker.current()}
+}
+
+func (d *watchdog) allocs() uint64 {
+	metrics.Read(d.sample)
+	return d.sample[0].Value.Uint64()
+}
+
+func (d *watchdog) loop() {
+	for range d.wake {
+		t := time.NewTicker(tick)
+		for range t.C {
+			if !d.charge() {
+				break
+			}
+		}
+		t.Stop()
+	}
+}
+
+// charge shares the bytes allocated since the last tick among the running
+// evaluations and trips those over budget. It is false when none runs.
+func (d *watchdog) charge() bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if len(d.running) == 0 {
+		return false
+	}
+	now := d.allocs()
+	share := int64(now-d.last) / int64(len(d.running))
+	d.last = now
+	for e := range d.running {
+		e.allocated += share
+		if !e.abandoned && e.budget.Memory > 0 && e.allocated > e.budget.Memory {
+			e.tripOnce.Do(func() { close(e.tripped) })
+		}
+	}
+	return true
+}
