@@ -136,6 +136,10 @@ func vetBounds(k *template.Kind, crd *apiextensionsv1.CustomResourceDefinition, 
 		return fmt.Errorf("#Spec accepts %s, which renders more children than the budget (%w): lower those bounds",
 			strings.Join(set, ", "), err)
 	}
+	if errors.As(err, &rerr) && rerr.Reason == render.ReasonRenderBudget {
+		return fmt.Errorf("#Spec accepts %s, whose render runs out of the render budget (%w): lower those bounds",
+			strings.Join(set, ", "), err)
+	}
 	return nil
 }
 

@@ -160,6 +160,11 @@ func (b Budget) Run(key string, f func(*Tracker) error) error {
 	}
 	select {
 	case err := <-done:
+		if b.Memory > 0 && e.allocated > b.Memory {
+			// It ended, but over budget: the last allocations came after
+			// the last tick. The verdict must not depend on the timing.
+			return &Exceeded{Key: key, Budget: b, Limit: "memory", Elapsed: time.Since(e.start), Allocated: e.allocated, Phase: e.tracker.current()}
+		}
 		return err
 	case <-timeout:
 		return w.abandon(e, "time")
@@ -229,9 +234,11 @@ func start(key string, b Budget) (*eval, error) {
 	return e, nil
 }
 
+// finish charges the allocations since the last tick, then forgets e.
 func (d *watchdog) finish(e *eval) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	d.chargeLocked()
 	delete(d.running, e)
 	if e.abandoned {
 		d.abandoned[e.key]--
@@ -278,6 +285,11 @@ func (d *watchdog) charge() bool {
 	if len(d.running) == 0 {
 		return false
 	}
+	d.chargeLocked()
+	return true
+}
+
+func (d *watchdog) chargeLocked() {
 	now := d.allocs()
 	share := int64(now-d.last) / int64(len(d.running))
 	d.last = now
@@ -287,5 +299,4 @@ func (d *watchdog) charge() bool {
 			e.tripOnce.Do(func() { close(e.tripped) })
 		}
 	}
-	return true
 }

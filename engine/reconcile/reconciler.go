@@ -130,6 +130,9 @@ type stall struct {
 }
 
 func (r *run) converge(ctx context.Context) error {
+	if r.stalled = budgetStall(r.cr, r.kind); r.stalled != nil {
+		return nil
+	}
 	if err := r.observe(ctx); err != nil {
 		return err
 	}

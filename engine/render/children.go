@@ -28,6 +28,7 @@ func exportChildren(v cue.Value, parent *unstructured.Unstructured, opts Options
 	// for child by child, so that the error is still the first bad child's.
 	valid := v.Validate(cue.Concrete(true)) == nil
 	for _, id := range ids {
+		opts.tracker.Phase("children." + id)
 		obj, err := exportChild(id, vals[id], valid)
 		if err != nil {
 			return nil, err

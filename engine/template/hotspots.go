@@ -14,7 +14,7 @@ const maxHotspots = 5
 
 // Hotspots lists where the evaluation of a package can grow beyond the size
 // of its input: its comprehensions, with how deeply each is nested, and its
-// calls of list.Range, list.Repeat and strings.Repeat. CUE cannot say what it
+// calls of list.Repeat and strings.Repeat. CUE cannot say what it
 // was evaluating when an evaluation is abandoned, so these are the
 // candidates an over-budget error names, most deeply nested first.
 func Hotspots(inst *build.Instance) []string {
@@ -29,8 +29,8 @@ func Hotspots(inst *build.Instance) []string {
 		ast.Walk(f, func(n ast.Node) bool {
 			switch x := n.(type) {
 			case *ast.Comprehension:
-				depth++
-				spots = append(spots, spot{ShortPos(x.Pos()), depth, fmt.Sprintf("comprehension (nesting %d)", depth)})
+				depth += loops(x)
+				spots = append(spots, spot{ShortPos(x.Pos()), depth, fmt.Sprintf("comprehension (%d nested for)", depth)})
 			case *ast.CallExpr:
 				if name := callName(x); name != "" {
 					spots = append(spots, spot{ShortPos(x.Pos()), depth, name})
@@ -38,8 +38,8 @@ func Hotspots(inst *build.Instance) []string {
 			}
 			return true
 		}, func(n ast.Node) {
-			if _, ok := n.(*ast.Comprehension); ok {
-				depth--
+			if x, ok := n.(*ast.Comprehension); ok {
+				depth -= loops(x)
 			}
 		})
 	}
@@ -52,6 +52,18 @@ func Hotspots(inst *build.Instance) []string {
 		out = append(out, s.pos+" "+s.what)
 	}
 	return out
+}
+
+// loops counts the for clauses of a comprehension (at least one, so that
+// an if-only comprehension still counts as a level).
+func loops(c *ast.Comprehension) int {
+	n := 0
+	for _, cl := range c.Clauses {
+		if _, ok := cl.(*ast.ForClause); ok {
+			n++
+		}
+	}
+	return max(n, 1)
 }
 
 func callName(c *ast.CallExpr) string {
@@ -69,7 +81,7 @@ func callName(c *ast.CallExpr) string {
 	}
 	name := pkg.Name + "." + id.Name
 	switch name {
-	case "list.Range", "list.Repeat", "strings.Repeat":
+	case "list.Repeat", "strings.Repeat":
 		return name
 	}
 	return ""
