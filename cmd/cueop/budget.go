@@ -17,8 +17,8 @@ type budgetFlags struct {
 }
 
 func (f *budgetFlags) register(fl *pflag.FlagSet) {
-	fl.DurationVar(&f.time, "render-timeout", budget.DefaultTime,
-		"time one render may take (compiling a kind: 4 times as much); 0 or less: no limit")
+	fl.DurationVar(&f.time, "render-cpu", budget.DefaultTime,
+		"CPU time one render may use, and 10 times it of wall-clock time (compiling a kind: 4 times as much); 0 or less: no limit")
 	fl.Int64Var(&f.memoryMiB, "render-memory", budget.DefaultMemory>>20,
 		"MiB one render may allocate (compiling a kind: 4 times as much); 0 or less: no limit")
 	fl.IntVar(&f.maxAbandoned, "render-max-abandoned", budget.DefaultMaxAbandoned,

@@ -5,21 +5,29 @@ import (
 	"runtime/metrics"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 )
 
-// Defaults: the shipped kinds render in about a millisecond and allocate
-// well under a megabyte.
+// Defaults: the shipped kinds render in about a millisecond of CPU and
+// allocate well under a megabyte.
 const (
 	DefaultTime         = time.Second
 	DefaultMemory       = 64 << 20
 	DefaultMaxAbandoned = 2
 )
 
+// WallFactor bounds the wall-clock time of an evaluation to this many times
+// its CPU budget: an evaluation starved of CPU (a loaded machine, many
+// evaluations at once) is not charged for the wait, but the caller does not
+// wait forever either.
+const WallFactor = 10
+
 // Budget bounds one evaluation. The zero value is the defaults.
 type Budget struct {
-	// Time is the wall-clock time an evaluation may take; 0 means
-	// DefaultTime, a negative value no limit.
+	// Time is the CPU time an evaluation may use (and WallFactor times it
+	// the wall-clock time it may take); 0 means DefaultTime, a negative
+	// value no limit.
 	Time time.Duration
 	// Memory is the bytes an evaluation may allocate; 0 means
 	// DefaultMemory, a negative value no limit.
@@ -56,12 +64,12 @@ func (b Budget) Scale(n int) Budget {
 	return b
 }
 
-// String reads like the flags: "1s, 64 MiB".
+// String reads "1s of CPU, 64.0 MiB".
 func (b Budget) String() string {
 	b = b.WithDefaults()
 	t, m := "no time limit", "no memory limit"
 	if b.Time > 0 {
-		t = b.Time.String()
+		t = b.Time.String() + " of CPU"
 	}
 	if b.Memory > 0 {
 		m = MiB(b.Memory)
@@ -77,20 +85,26 @@ func MiB(n int64) string { return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20)) }
 type Exceeded struct {
 	Key    string
 	Budget Budget
-	// Limit is "time" or "memory".
+	// Limit is "cpu", "wall" or "memory".
 	Limit string
-	// Elapsed and Allocated are what the evaluation had used when it was
-	// abandoned.
+	// Elapsed, CPU and Allocated are what the evaluation had used when it
+	// was abandoned.
 	Elapsed   time.Duration
+	CPU       time.Duration
 	Allocated int64
 	// Phase is what the evaluation was doing, as it last said (Tracker).
 	Phase string
 }
 
 func (e *Exceeded) Error() string {
-	used := fmt.Sprintf("ran %s", e.Elapsed.Round(time.Millisecond))
-	if e.Limit == "memory" {
+	var used string
+	switch e.Limit {
+	case "memory":
 		used = fmt.Sprintf("allocated %s", MiB(e.Allocated))
+	case "cpu":
+		used = fmt.Sprintf("used %s of CPU", e.CPU.Round(time.Millisecond))
+	default:
+		used = fmt.Sprintf("ran %s (wall clock, %s of CPU)", e.Elapsed.Round(time.Millisecond), e.CPU.Round(time.Millisecond))
 	}
 	msg := fmt.Sprintf("evaluation budget exceeded: %s (budget %s)", used, e.Budget)
 	if e.Phase != "" {
@@ -154,22 +168,22 @@ func (b Budget) Run(key string, f func(*Tracker) error) error {
 	}()
 	var timeout <-chan time.Time
 	if b.Time > 0 {
-		t := time.NewTimer(b.Time)
+		t := time.NewTimer(b.Time * WallFactor)
 		defer t.Stop()
 		timeout = t.C
 	}
 	select {
 	case err := <-done:
-		if b.Memory > 0 && e.allocated > b.Memory {
-			// It ended, but over budget: the last allocations came after
-			// the last tick. The verdict must not depend on the timing.
-			return &Exceeded{Key: key, Budget: b, Limit: "memory", Elapsed: time.Since(e.start), Allocated: e.allocated, Phase: e.tracker.current()}
+		if limit := e.over(); limit != "" {
+			// It ended, but over budget: the last of it came after the
+			// last tick. The verdict must not depend on the timing.
+			return e.exceeded(limit)
 		}
 		return err
 	case <-timeout:
-		return w.abandon(e, "time")
+		return w.abandon(e, "wall")
 	case <-e.tripped:
-		return w.abandon(e, "memory")
+		return w.abandon(e, e.over())
 	}
 }
 
@@ -185,19 +199,37 @@ type eval struct {
 	key       string
 	budget    Budget
 	start     time.Time
-	allocated int64 // guarded by w.mu
-	abandoned bool  // guarded by w.mu
+	allocated int64         // guarded by w.mu
+	cpu       time.Duration // guarded by w.mu
+	abandoned bool          // guarded by w.mu
 	tripped   chan struct{}
 	tripOnce  sync.Once
 	tracker   Tracker
 }
 
-// watchdog charges allocations to the running evaluations.
+// over returns the limit e is over, or "". The caller holds w.mu or e has
+// ended.
+func (e *eval) over() string {
+	switch {
+	case e.budget.Memory > 0 && e.allocated > e.budget.Memory:
+		return "memory"
+	case e.budget.Time > 0 && e.cpu > e.budget.Time:
+		return "cpu"
+	}
+	return ""
+}
+
+func (e *eval) exceeded(limit string) *Exceeded {
+	return &Exceeded{Key: e.key, Budget: e.budget, Limit: limit, Elapsed: time.Since(e.start), CPU: e.cpu, Allocated: e.allocated, Phase: e.tracker.current()}
+}
+
+// watchdog charges allocations and CPU time to the running evaluations.
 type watchdog struct {
 	mu        sync.Mutex
 	running   map[*eval]bool
 	abandoned map[string]int
-	last      uint64
+	last      uint64        // heap bytes allocated, at the last tick
+	lastCPU   time.Duration // process CPU time, at the last tick
 	wake      chan struct{}
 	sample    []metrics.Sample
 }
@@ -224,7 +256,7 @@ func start(key string, b Budget) (*eval, error) {
 	}
 	e := &eval{key: key, budget: b, start: time.Now(), tripped: make(chan struct{})}
 	if len(w.running) == 0 {
-		w.last = w.allocs()
+		w.last, w.lastCPU = w.allocs(), processCPU()
 		select {
 		case w.wake <- struct{}{}:
 		default:
@@ -251,13 +283,11 @@ func (d *watchdog) finish(e *eval) {
 func (d *watchdog) abandon(e *eval, limit string) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if !d.running[e] {
-		// It ended as the budget ran out: nothing is left running.
-		return &Exceeded{Key: e.key, Budget: e.budget, Limit: limit, Elapsed: time.Since(e.start), Allocated: e.allocated, Phase: e.tracker.current()}
-	}
-	e.abandoned = true
-	d.abandoned[e.key]++
-	return &Exceeded{Key: e.key, Budget: e.budget, Limit: limit, Elapsed: time.Since(e.start), Allocated: e.allocated, Phase: e.tracker.current()}
+	if d.running[e] {
+		e.abandoned = true
+		d.abandoned[e.key]++
+	} // else it ended as the budget ran out: nothing is left running
+	return e.exceeded(limit)
 }
 
 func (d *watchdog) allocs() uint64 {
@@ -290,13 +320,24 @@ func (d *watchdog) charge() bool {
 }
 
 func (d *watchdog) chargeLocked() {
-	now := d.allocs()
-	share := int64(now-d.last) / int64(len(d.running))
-	d.last = now
+	now, cpu := d.allocs(), processCPU()
+	n := len(d.running)
+	share, cpuShare := int64(now-d.last)/int64(n), (cpu-d.lastCPU)/time.Duration(n)
+	d.last, d.lastCPU = now, cpu
 	for e := range d.running {
 		e.allocated += share
-		if !e.abandoned && e.budget.Memory > 0 && e.allocated > e.budget.Memory {
+		e.cpu += cpuShare
+		if !e.abandoned && e.over() != "" {
 			e.tripOnce.Do(func() { close(e.tripped) })
 		}
 	}
+}
+
+// processCPU is the CPU time (user and system) the process has used.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

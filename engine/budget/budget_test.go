@@ -20,11 +20,11 @@ func TestRunWithinBudget(t *testing.T) {
 	}
 }
 
-// TestRunTimeAbandonsAndBounds: an evaluation over time is abandoned at
-// once; MaxAbandoned abandoned ones of a key refuse the next of that key
-// (and only that key) until one ends.
-func TestRunTimeAbandonsAndBounds(t *testing.T) {
-	b := budget.Budget{Time: 50 * time.Millisecond, Memory: -1, MaxAbandoned: 2}
+// TestRunWallAbandonsAndBounds: an evaluation that does not end within
+// WallFactor times its CPU budget is abandoned; MaxAbandoned abandoned ones
+// of a key refuse the next of that key (and only that key) until one ends.
+func TestRunWallAbandonsAndBounds(t *testing.T) {
+	b := budget.Budget{Time: 5 * time.Millisecond, Memory: -1, MaxAbandoned: 2}
 	release := make(chan struct{})
 	defer close(release)
 	block := func(tr *budget.Tracker) error {
@@ -36,11 +36,11 @@ func TestRunTimeAbandonsAndBounds(t *testing.T) {
 		start := time.Now()
 		err := b.Run("bomb", block)
 		var ex *budget.Exceeded
-		if !errors.As(err, &ex) || ex.Limit != "time" || ex.Phase != "children.x" {
-			t.Fatalf("run %d = %v, want a time Exceeded while evaluating children.x", i, err)
+		if !errors.As(err, &ex) || ex.Limit != "wall" || ex.Phase != "children.x" {
+			t.Fatalf("run %d = %v, want a wall Exceeded while evaluating children.x", i, err)
 		}
 		if d := time.Since(start); d > time.Second {
-			t.Errorf("run %d returned after %s, budget 50ms", i, d)
+			t.Errorf("run %d returned after %s, budget 5ms of CPU, 50ms wall", i, d)
 		}
 	}
 	if n := budget.Abandoned("bomb"); n != 2 {
@@ -60,6 +60,29 @@ func TestRunTimeAbandonsAndBounds(t *testing.T) {
 	}
 	if err := b.Run("bomb", func(*budget.Tracker) error { return nil }); err != nil {
 		t.Errorf("after one abandoned evaluation ended, Run = %v", err)
+	}
+}
+
+// TestRunCPU: an evaluation that keeps the CPU busy is abandoned when it
+// has used its CPU budget.
+func TestRunCPU(t *testing.T) {
+	b := budget.Budget{Time: 100 * time.Millisecond, Memory: -1}
+	stop := make(chan struct{})
+	defer close(stop)
+	err := b.Run("spin", func(*budget.Tracker) error {
+		for x := 0; ; x++ {
+			if x%1024 == 0 {
+				select {
+				case <-stop:
+					return nil
+				default:
+				}
+			}
+		}
+	})
+	var ex *budget.Exceeded
+	if !errors.As(err, &ex) || (ex.Limit != "cpu" && ex.Limit != "wall") || ex.CPU < 50*time.Millisecond && ex.Limit == "cpu" {
+		t.Fatalf("Run = %v, want a cpu Exceeded", err)
 	}
 }
 

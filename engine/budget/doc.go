@@ -10,6 +10,11 @@
 // (one kind) may run at a time; while that many do, Run refuses new
 // evaluations of the key at once (Busy) rather than let them pile up.
 //
+// Time is CPU time, measured the same way as memory (below) from the
+// process's CPU time (getrusage), so that a loaded machine does not make
+// an ordinary evaluation run out; the wall-clock time is bounded too, at
+// WallFactor times the CPU budget.
+//
 // Memory is the bytes allocated while the evaluation runs. Go has no
 // per-goroutine allocation counter and CUE no allocation hook, so a watchdog
 // reads the process's cumulative heap allocations (runtime/metrics

@@ -85,6 +85,9 @@ func checkChild(id string, v cue.Value, obj *unstructured.Unstructured, parent *
 	if ns := obj.GetNamespace(); ns != "" && ns != parent.GetNamespace() {
 		return childError(id, v, "namespace %q refused: children live in their parent's namespace %q", ns, parent.GetNamespace())
 	}
+	if msg := checkEngineSet(id, v, obj); msg != "" {
+		return msg
+	}
 	key := gvk.GroupKind().String() + "/" + obj.GetName()
 	if other, dup := seen[key]; dup {
 		return childError(id, v, "%s %s is also rendered by child %s", gvk.Kind, obj.GetName(), other)
