@@ -183,7 +183,7 @@ func (b Budget) Run(key string, f func(*Tracker) error) error {
 	case <-timeout:
 		return w.abandon(e, "wall")
 	case <-e.tripped:
-		return w.abandon(e, e.over())
+		return w.abandon(e, "")
 	}
 }
 
@@ -280,9 +280,13 @@ func (d *watchdog) finish(e *eval) {
 	}
 }
 
+// abandon gives e up; limit "" means the limit e is over.
 func (d *watchdog) abandon(e *eval, limit string) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	if limit == "" {
+		limit = e.over()
+	}
 	if d.running[e] {
 		e.abandoned = true
 		d.abandoned[e.key]++

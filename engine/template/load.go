@@ -182,6 +182,10 @@ func compileBudgeted(b budget.Budget, snap *snapshot, inst *build.Instance) (*Ki
 	if errors.As(err, &ex) {
 		return nil, fmt.Errorf("package %s: %w%s", name, err, hotspotHint(Hotspots(inst)))
 	}
+	var busy *budget.Busy
+	if errors.As(err, &busy) {
+		return nil, fmt.Errorf("package %s: %w", name, err)
+	}
 	return k, err
 }
 
