@@ -124,6 +124,12 @@ func TestLoadFollowsLinksInside(t *testing.T) {
 	if got != "shared" {
 		t.Errorf("embedded %q, want %q", got, "shared")
 	}
+	// The templates directory itself named through a symlink.
+	link := filepath.Join(t.TempDir(), "templates")
+	must(t, os.Symlink(dir, link))
+	if _, err := template.Load(link); err != nil {
+		t.Errorf("Load through a linked directory: %v", err)
+	}
 }
 
 // TestLoadRefusesModuleDeps: a module with dependencies would be fetched

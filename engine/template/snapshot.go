@@ -29,7 +29,8 @@ import (
 //
 // Directories are listed live; only file contents are kept.
 type snapshot struct {
-	root string // absolute, symlinks resolved
+	root string // absolute, as positions show it
+	real string // root with its own symlinks resolved
 	r    *os.Root
 
 	mu      sync.Mutex
@@ -38,11 +39,15 @@ type snapshot struct {
 }
 
 func openSnapshot(root string) (*snapshot, error) {
-	r, err := os.OpenRoot(root)
+	real, err := filepath.EvalSymlinks(root)
 	if err != nil {
 		return nil, err
 	}
-	return &snapshot{root: root, r: r, files: map[string][]byte{}, refused: map[string]error{}}, nil
+	r, err := os.OpenRoot(real)
+	if err != nil {
+		return nil, err
+	}
+	return &snapshot{root: root, real: real, r: r, files: map[string][]byte{}, refused: map[string]error{}}, nil
 }
 
 func (s *snapshot) Close() error { return s.r.Close() }
@@ -182,7 +187,7 @@ func (s *snapshot) escapingLink(name string) (link, target string, ok bool) {
 				resolved = filepath.Join(filepath.Dir(full), t)
 			}
 		}
-		if !within(s.root, resolved) {
+		if !within(s.real, resolved) && !within(s.root, resolved) {
 			return p, t, true
 		}
 	}
