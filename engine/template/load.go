@@ -125,7 +125,7 @@ func resolveRoot(dir string) (string, error) {
 	if fi, err := os.Lstat(data); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
 		return filepath.EvalSymlinks(data)
 	}
-	return root, nil
+	return filepath.EvalSymlinks(root)
 }
 
 // packageDirs lists, as ./relative paths, the directories below root that
