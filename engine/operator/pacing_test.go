@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/cueop/cueop/engine/operator"
 	"github.com/cueop/cueop/engine/operator/operatortest"
@@ -144,15 +145,30 @@ func TestBadRevisionHalts(t *testing.T) {
 	})
 	eventually(t, 30*time.Second, func() string { return crdEvent(t, c, "RolloutHalted", "halted") })
 	time.Sleep(2 * time.Second)
-	ready, onGood, _ := readyCount(t, c, ns, good)
-	if ready != n-3 || onGood != n-3 {
-		t.Errorf("after the halt: %d ready, %d converged on the good revision; want the %d CRs not moved", ready, onGood, n-3)
+	// The bad label is refused at render (ChildRefused), so a moved CR
+	// stalls with its status still at the good revision.
+	ready, _, _ := readyCount(t, c, ns, good)
+	if stalled := stalledCount(t, c, ns); ready != n-3 || stalled != 3 {
+		t.Errorf("after the halt: %d ready, %d stalled; want the %d CRs not moved ready and 3 stalled", ready, stalled, n-3)
 	}
 
 	fixBadLabel(t, dir, ns, n)
 	if p := redisProgress(t, op); p.Halted {
 		t.Errorf("rollout still halted after the fix: %+v", p)
 	}
+}
+
+// stalledCount counts the RedisClusters of ns that are Stalled.
+func stalledCount(t *testing.T, c client.Client, ns string) int {
+	list, err := listRedis(c, ns)
+	must(t, err)
+	n := 0
+	for i := range list {
+		if conditionStatus(&list[i], "Stalled") == "True" {
+			n++
+		}
+	}
+	return n
 }
 
 // fixBadLabel fixes the label addPodLabel("not a valid label value!")
@@ -220,7 +236,7 @@ func TestRestartMidRolloutStaysPaced(t *testing.T) {
 	moved := 0
 	for i := range list {
 		cr := &list[i]
-		if rev, _, _ := unstructured.NestedString(cr.Object, "status", "revision"); rev == bad {
+		if rev, _, _ := unstructured.NestedString(cr.Object, "status", "revision"); rev == bad || conditionStatus(cr, "Stalled") == "True" {
 			moved++
 		} else if ready := conditionStatus(cr, "Ready"); ready != "True" {
 			t.Errorf("%s, not moved, is Ready=%s", cr.GetName(), ready)
