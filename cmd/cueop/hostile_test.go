@@ -179,3 +179,24 @@ func waitAbandoned(t *testing.T, key string) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// TestManifestsLeaveEditorFilesOut: the templates ConfigMap holds no
+// editor swap or backup file.
+func TestManifestsLeaveEditorFilesOut(t *testing.T) {
+	templates, _ := writeHostile(t, map[string]string{
+		"templates/app/app.cue":      hostileKind(`_data: "x"`),
+		"templates/app/.app.cue.swp": "swap",
+		"templates/app/app.cue~":     "backup",
+	})
+	files, err := templateFiles(templates)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var paths []string
+	for _, f := range files {
+		paths = append(paths, f.path)
+	}
+	if got := strings.Join(paths, " "); got != "app/app.cue cue.mod/module.cue" {
+		t.Errorf("files = %s, want app/app.cue cue.mod/module.cue", got)
+	}
+}
