@@ -17,6 +17,7 @@ import (
 type globals struct {
 	templates    string
 	allowedKinds string
+	budget       budgetFlags
 }
 
 func main() {
@@ -37,6 +38,7 @@ func newRoot() *cobra.Command {
 	root.PersistentFlags().StringVar(&g.templates, "templates", "./templates", "templates directory (a CUE module)")
 	root.PersistentFlags().StringVar(&g.allowedKinds, "allowed-kinds", render.DefaultAllowedKinds,
 		"comma-separated child kinds templates may create (Kind or Kind.group)")
+	g.budget.register(root.PersistentFlags())
 	root.AddCommand(newRender(g), newCRD(g), newVet(g), newTest(g), newVersion())
 	root.AddCommand(newManifests(g))
 	addServeCommands(root, g)
@@ -44,7 +46,7 @@ func newRoot() *cobra.Command {
 }
 
 func (g *globals) load() (*template.Set, error) {
-	return template.Load(g.templates)
+	return template.LoadWith(g.templates, template.LoadOptions{Budget: g.budget.budget()})
 }
 
 func (g *globals) renderOptions() (render.Options, error) {
@@ -52,5 +54,5 @@ func (g *globals) renderOptions() (render.Options, error) {
 	if err != nil {
 		return render.Options{}, err
 	}
-	return render.Options{AllowedKinds: allowed}, nil
+	return render.Options{AllowedKinds: allowed, Budget: g.budget.budget()}, nil
 }

@@ -381,7 +381,7 @@ func templateFiles(root string) ([]templateFile, error) {
 	keys := map[string]string{}
 	total := 0
 	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
+		if err != nil || d.IsDir() || template.IsEditorFile(p) {
 			return err
 		}
 		f, err := readTemplateFile(root, p, d)

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -39,7 +40,7 @@ func newVet(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if err := vetCases(set, crds, dir, opts); err != nil {
+			if err := vetCases(set, crds, dir, opts, cmd.ErrOrStderr()); err != nil {
 				return err
 			}
 			for _, k := range set.Kinds {
@@ -57,8 +58,9 @@ func newVet(g *globals) *cobra.Command {
 
 // vetCases renders every golden case that should succeed and checks each
 // child against the schema of its kind, then the first such case with the
-// spec at the schema's bounds (vetBounds).
-func vetCases(set *template.Set, crds []*apiextensionsv1.CustomResourceDefinition, dir string, opts render.Options) error {
+// spec at the schema's bounds (vetBounds) and with the longest CR name
+// (vetNameLength, a warning written to warn).
+func vetCases(set *template.Set, crds []*apiextensionsv1.CustomResourceDefinition, dir string, opts render.Options, warn io.Writer) error {
 	var errs []error
 	for i, k := range set.Kinds {
 		paths, _ := filepath.Glob(filepath.Join(dir, k.Name, "*.txtar"))
@@ -77,6 +79,9 @@ func vetCases(set *template.Set, crds []*apiextensionsv1.CustomResourceDefinitio
 		if base != nil {
 			if err := vetBounds(k, crds[i], base, opts); err != nil {
 				errs = append(errs, fmt.Errorf("kind %s: %w", k.Name, err))
+			}
+			if w := vetNameLength(k, base, opts); w != "" {
+				fmt.Fprintln(warn, "warn", w)
 			}
 		}
 	}
@@ -137,6 +142,10 @@ func vetBounds(k *template.Kind, crd *apiextensionsv1.CustomResourceDefinition, 
 	var rerr *render.Error
 	if errors.As(err, &rerr) && rerr.Reason == render.ReasonChildRefused && strings.Contains(err.Error(), "render budget") {
 		return fmt.Errorf("#Spec accepts %s, which renders more children than the budget (%w): lower those bounds",
+			strings.Join(set, ", "), err)
+	}
+	if errors.As(err, &rerr) && rerr.Reason == render.ReasonRenderBudget {
+		return fmt.Errorf("#Spec accepts %s, whose render runs out of the render budget (%w): lower those bounds",
 			strings.Join(set, ", "), err)
 	}
 	return nil

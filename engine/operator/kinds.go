@@ -36,7 +36,7 @@ type kindController struct {
 // gets a controller, a removed kind's controller stops. A broken package
 // keeps its last good revision serving, and the error is reported.
 func (o *Operator) reload(ctx context.Context) error {
-	set, err := template.Load(o.opts.Templates)
+	set, err := template.LoadWith(o.opts.Templates, template.LoadOptions{Budget: o.opts.Budget})
 	if set == nil {
 		o.loadFailed(ctx, err, nil)
 		return err
@@ -94,6 +94,7 @@ func (o *Operator) start(ctx context.Context, k *template.Kind) error {
 	rec.ChildKinds, rec.WatchKind = o.watchedKinds, o.watchKind
 	rec.Applier, rec.Recorder, rec.Observer = o.applier, o.recorder, o.metrics
 	rec.Options.AllowedKinds, rec.Options.Scope = o.opts.AllowedKinds, o.scope
+	rec.Options.Budget = o.opts.Budget
 	c, err := controller.NewUnmanaged("cueop-"+k.Name, controller.Options{
 		Reconciler: rec, MaxConcurrentReconciles: o.opts.MaxConcurrent,
 		SkipNameValidation: ptr.To(true), Logger: o.log.WithValues("kind", k.Resource.Kind),

@@ -26,6 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/cueop/cueop/engine/apply"
+	"github.com/cueop/cueop/engine/budget"
 	"github.com/cueop/cueop/engine/render"
 )
 
@@ -38,6 +39,9 @@ type Options struct {
 	// AllowedKinds is the administrator's allow-list of child kinds; nil
 	// means render.DefaultAllowedKinds.
 	AllowedKinds render.KindSet
+	// Budget bounds each render and each kind's compile (package budget);
+	// the zero value is the defaults.
+	Budget budget.Budget
 	// MaxConcurrent is the number of CRs of one kind reconciled at once.
 	MaxConcurrent int
 	// RolloutMaxInFlight bounds the CRs of a kind moving to a new template

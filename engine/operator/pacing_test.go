@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/cueop/cueop/engine/operator"
 	"github.com/cueop/cueop/engine/operator/operatortest"
@@ -145,19 +146,32 @@ func TestBadRevisionHalts(t *testing.T) {
 		return ""
 	})
 	eventually(t, 60*time.Second, func() string { return crdEvent(t, c, "RolloutHalted", "halted") })
-	// The halted rollout moves no other CR: the operator settles (the
-	// stalled CRs' retries back off beyond operatortest.Quiet) with the
-	// others untouched.
+	// The halted rollout moves no other CR: the operator settles with the
+	// others untouched. The bad label is refused at render (ChildRefused),
+	// so a moved CR stalls with its status still at the good revision.
 	act.Settled(t, 0, 2*time.Minute)
-	ready, onGood, _ := readyCount(t, c, ns, good)
-	if ready != n-3 || onGood != n-3 {
-		t.Errorf("after the halt: %d ready, %d converged on the good revision; want the %d CRs not moved", ready, onGood, n-3)
+	ready, _, _ := readyCount(t, c, ns, good)
+	if stalled := stalledCount(t, c, ns); ready != n-3 || stalled != 3 {
+		t.Errorf("after the halt: %d ready, %d stalled; want the %d CRs not moved ready and 3 stalled", ready, stalled, n-3)
 	}
 
 	fixBadLabel(t, dir, ns, n)
 	if p := redisProgress(t, op); p.Halted {
 		t.Errorf("rollout still halted after the fix: %+v", p)
 	}
+}
+
+// stalledCount counts the RedisClusters of ns that are Stalled.
+func stalledCount(t *testing.T, c client.Client, ns string) int {
+	list, err := listRedis(c, ns)
+	must(t, err)
+	n := 0
+	for i := range list {
+		if conditionStatus(&list[i], "Stalled") == "True" {
+			n++
+		}
+	}
+	return n
 }
 
 // fixBadLabel fixes the label addPodLabel("not a valid label value!")
@@ -225,7 +239,7 @@ func TestRestartMidRolloutStaysPaced(t *testing.T) {
 	moved := 0
 	for i := range list {
 		cr := &list[i]
-		if rev, _, _ := unstructured.NestedString(cr.Object, "status", "revision"); rev == bad {
+		if rev, _, _ := unstructured.NestedString(cr.Object, "status", "revision"); rev == bad || conditionStatus(cr, "Stalled") == "True" {
 			moved++
 		} else if ready := conditionStatus(cr, "Ready"); ready != "True" {
 			t.Errorf("%s, not moved, is Ready=%s", cr.GetName(), ready)

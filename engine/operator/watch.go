@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/fsnotify/fsnotify"
+
+	"github.com/cueop/cueop/engine/template"
 )
 
 // debounce gathers the events of one edit (an editor's write and rename, a
@@ -24,7 +26,7 @@ func (o *Operator) watchTemplates(ctx context.Context, w *fsnotify.Watcher) erro
 		case <-ctx.Done():
 			return nil
 		case ev := <-w.Events:
-			if ev.Op != fsnotify.Chmod {
+			if templateChange(ev) {
 				timer = time.After(debounce)
 			}
 		case err := <-w.Errors:
@@ -65,4 +67,11 @@ func isDir(p string) bool {
 		return false
 	}
 	return fi != "" && dirExists(fi)
+}
+
+// templateChange tells the events that may change a template: not a chmod,
+// and not an editor's swap or backup file (template.IsEditorFile), which
+// the loader never reads.
+func templateChange(ev fsnotify.Event) bool {
+	return ev.Op != fsnotify.Chmod && !template.IsEditorFile(ev.Name)
 }

@@ -140,6 +140,9 @@ type stall struct {
 }
 
 func (r *run) converge(ctx context.Context) error {
+	if r.stalled = budgetStall(r.cr, r.kind); r.stalled != nil {
+		return nil
+	}
 	if err := r.observe(ctx); err != nil {
 		r.observeFailed = err
 		return err

@@ -28,6 +28,7 @@ func exportChildren(v cue.Value, parent *unstructured.Unstructured, opts Options
 	// for child by child, so that the error is still the first bad child's.
 	valid := v.Validate(cue.Concrete(true)) == nil
 	for _, id := range ids {
+		opts.tracker.Phase("children." + id)
 		obj, err := exportChild(id, vals[id], valid)
 		if err != nil {
 			return nil, err
@@ -83,6 +84,9 @@ func checkChild(id string, v cue.Value, obj *unstructured.Unstructured, parent *
 	}
 	if ns := obj.GetNamespace(); ns != "" && ns != parent.GetNamespace() {
 		return childError(id, v, "namespace %q refused: children live in their parent's namespace %q", ns, parent.GetNamespace())
+	}
+	if msg := checkEngineSet(id, v, obj); msg != "" {
+		return msg
 	}
 	key := gvk.GroupKind().String() + "/" + obj.GetName()
 	if other, dup := seen[key]; dup {

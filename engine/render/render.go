@@ -6,6 +6,7 @@ import (
 	"cuelang.org/go/cue"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/cueop/cueop/engine/budget"
 	"github.com/cueop/cueop/engine/template"
 )
 
@@ -23,6 +24,12 @@ type Options struct {
 	Scope ScopeFunc
 	// MaxChildren bounds the number of children; 0 means DefaultMaxChildren.
 	MaxChildren int
+	// Budget bounds each render in time and memory (budget.go); the zero
+	// value is the defaults.
+	Budget budget.Budget
+
+	// tracker is told what the render evaluates (set by Render).
+	tracker *budget.Tracker
 }
 
 var defaultAllowed = MustKindSet(DefaultAllowedKinds)
@@ -60,15 +67,16 @@ type Result struct {
 	Ready bool
 }
 
-// Render evaluates k for parent and the observed children (keyed by child
-// id; nil on a first render). A returned error is an *Error when the spec or
-// the template is at fault.
-func Render(k *template.Kind, parent *unstructured.Unstructured, observed map[string]*unstructured.Unstructured, opts Options) (*Result, error) {
+// evaluate renders k for parent and the observed children; Render runs it
+// within the budget.
+func evaluate(k *template.Kind, parent *unstructured.Unstructured, observed map[string]*unstructured.Unstructured, opts Options) (*Result, error) {
 	opts = opts.withDefaults()
+	opts.tracker.Phase("the template filled with this parent")
 	v := fill(k, parent, observed)
 	if err := specError(v, k.Spec.Pos()); err != nil {
 		return nil, err
 	}
+	opts.tracker.Phase("children")
 	children, err := exportChildren(v.LookupPath(template.PathChildren), parent, opts)
 	if err != nil {
 		return nil, err
@@ -76,10 +84,12 @@ func Render(k *template.Kind, parent *unstructured.Unstructured, observed map[st
 	if err := applyPolicies(v, children); err != nil {
 		return nil, err
 	}
+	opts.tracker.Phase("status")
 	status, err := exportStatus(k, v)
 	if err != nil {
 		return nil, err
 	}
+	opts.tracker.Phase("ready")
 	ready, err := exportReady(v, children, observed)
 	if err != nil {
 		return nil, err

@@ -1,8 +1,6 @@
 package template
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -15,6 +13,8 @@ import (
 	"cuelang.org/go/cue/build"
 	"cuelang.org/go/cue/cuecontext"
 	"cuelang.org/go/cue/load"
+
+	"github.com/cueop/cueop/engine/budget"
 )
 
 // Set is every kind of one templates directory, compiled together.
@@ -39,18 +39,43 @@ func (s *Set) Lookup(group, kind string) *Kind {
 	return nil
 }
 
-// Load loads and compiles every kind below dir. A package is a kind when it
-// defines `resource`; other packages are helpers for kinds to import. Every
-// error of every kind is reported, each naming its CUE file:line:column.
-// When only some packages are broken, Load returns the good kinds in the
-// Set together with the error, and Set.Broken names the broken packages.
-func Load(dir string) (*Set, error) {
+// Load loads and compiles every kind below dir with the default budget
+// (LoadWith).
+func Load(dir string) (*Set, error) { return LoadWith(dir, LoadOptions{}) }
+
+// LoadOptions bound a load.
+type LoadOptions struct {
+	// Budget bounds the evaluation of each package; compiling a kind may
+	// take CompileBudgetFactor times a render's budget.
+	Budget budget.Budget
+}
+
+// CompileBudgetFactor is how many renders' worth of budget compiling one
+// kind may use.
+const CompileBudgetFactor = 4
+
+// LoadWith loads and compiles every kind below dir. A package is a kind
+// when it defines `resource`; other packages are helpers for kinds to
+// import. Every error of every kind is reported, each naming its CUE
+// file:line:column. When only some packages are broken, LoadWith returns the
+// good kinds in the Set together with the error, and Set.Broken names the
+// broken packages.
+//
+// Loading is hermetic (hermetic.go) and reads the directory through a
+// snapshot (snapshot.go): every file resolves inside the directory, and a
+// kind's Revision hashes exactly the bytes it was compiled from.
+func LoadWith(dir string, opts LoadOptions) (*Set, error) {
 	root, err := resolveRoot(dir)
 	if err != nil {
 		return nil, fmt.Errorf("templates %s: %w", dir, err)
 	}
-	if _, err := os.Stat(filepath.Join(root, "cue.mod", "module.cue")); err != nil {
-		return nil, fmt.Errorf("templates %s: not a CUE module (cue.mod/module.cue: %w)", dir, err)
+	snap, err := openSnapshot(root)
+	if err != nil {
+		return nil, fmt.Errorf("templates %s: %w", dir, err)
+	}
+	defer snap.Close()
+	if err := checkModule(snap); err != nil {
+		return nil, fmt.Errorf("templates %s: %w", dir, err)
 	}
 	pkgs, err := packageDirs(root)
 	if err != nil {
@@ -59,12 +84,15 @@ func Load(dir string) (*Set, error) {
 	if len(pkgs) == 0 {
 		return nil, fmt.Errorf("templates %s: no CUE package found", dir)
 	}
-	insts := load.Instances(pkgs, &load.Config{Dir: root})
-	ctx := cuecontext.New()
+	for i, p := range pkgs {
+		pkgs[i] = "/" + strings.TrimPrefix(p, "./")
+	}
+	insts := load.Instances(pkgs, loadConfig(snap))
 	set := &Set{Root: root, Broken: map[string]error{}}
+	b := opts.Budget.Scale(CompileBudgetFactor)
 	var errs []error
 	for _, inst := range insts {
-		k, err := compile(ctx, root, inst)
+		k, err := compileBudgeted(b, snap, inst)
 		if err != nil {
 			set.Broken[relName(root, inst.Dir)] = err
 			errs = append(errs, err)
@@ -97,7 +125,7 @@ func resolveRoot(dir string) (string, error) {
 	if fi, err := os.Lstat(data); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
 		return filepath.EvalSymlinks(data)
 	}
-	return root, nil
+	return filepath.EvalSymlinks(root)
 }
 
 // packageDirs lists, as ./relative paths, the directories below root that
@@ -139,9 +167,36 @@ func checkUnique(kinds []*Kind) error {
 	return errors.Join(errs...)
 }
 
+// compileBudgeted compiles inst within b, on a CUE context of its own: an
+// abandoned compile must not share a context with the next one.
+func compileBudgeted(b budget.Budget, snap *snapshot, inst *build.Instance) (*Kind, error) {
+	name := relName(snap.root, inst.Dir)
+	var k *Kind
+	err := b.Run("compile "+name, func(t *budget.Tracker) error {
+		t.Phase("package " + name)
+		var err error
+		k, err = compile(cuecontext.New(), snap, inst)
+		return err
+	})
+	var ex *budget.Exceeded
+	if errors.As(err, &ex) {
+		return nil, fmt.Errorf("package %s: %w%s", name, err, hotspotHint(Hotspots(inst)))
+	}
+	var busy *budget.Busy
+	if errors.As(err, &busy) {
+		return nil, fmt.Errorf("package %s: %w", name, err)
+	}
+	return k, err
+}
+
 // compile builds one instance. It returns nil, nil for a helper package.
-func compile(ctx *cue.Context, root string, inst *build.Instance) (*Kind, error) {
+func compile(ctx *cue.Context, snap *snapshot, inst *build.Instance) (*Kind, error) {
+	root := snap.root
 	name := relName(root, inst.Dir)
+	dirs := packageDirsOf(root, inst)
+	if refused := snap.refusedUnder(dirs); len(refused) > 0 {
+		return nil, fmt.Errorf("package %s: %w", name, errors.Join(refused...))
+	}
 	if inst.Err != nil {
 		return nil, fmt.Errorf("package %s: %w", name, Positioned(inst.Err))
 	}
@@ -149,6 +204,9 @@ func compile(ctx *cue.Context, root string, inst *build.Instance) (*Kind, error)
 		return nil, fmt.Errorf("package %s: %w", name, err)
 	}
 	v := ctx.BuildInstance(inst)
+	if refused := snap.refusedUnder(dirs); len(refused) > 0 {
+		return nil, fmt.Errorf("package %s: %w", name, errors.Join(append(refused, Positioned(v.Err()))...))
+	}
 	if err := v.Err(); err != nil {
 		return nil, fmt.Errorf("package %s: %w", name, Positioned(err))
 	}
@@ -160,9 +218,8 @@ func compile(ctx *cue.Context, root string, inst *build.Instance) (*Kind, error)
 		return nil, fmt.Errorf("kind %s: %w", name, err)
 	}
 	k.Name, k.Dir = name, inst.Dir
-	if k.Revision, err = revision(root, inst); err != nil {
-		return nil, fmt.Errorf("kind %s: %w", name, err)
-	}
+	k.Revision = snap.revision(dirs)
+	k.Hotspots = Hotspots(inst)
 	return k, nil
 }
 
@@ -197,44 +254,17 @@ func checkHermetic(inst *build.Instance, seen map[*build.Instance]bool) error {
 	return nil
 }
 
-// revision hashes the files of the kind's package, of every local package it
-// imports and of the module file, so that any edit that can change the
-// kind's output changes its revision.
-func revision(root string, inst *build.Instance) (string, error) {
+// packageDirsOf returns the directories, relative to root and slash
+// separated, of inst and of every local package it imports.
+func packageDirsOf(root string, inst *build.Instance) []string {
 	dirs := map[string]bool{inst.Dir: true}
 	collectDirs(root, inst, dirs)
-	files := []string{filepath.Join(root, "cue.mod", "module.cue")}
+	out := make([]string, 0, len(dirs))
 	for d := range dirs {
-		entries, err := os.ReadDir(d)
-		if err != nil {
-			return "", err
-		}
-		for _, e := range entries {
-			if e.Type().IsRegular() || e.Type()&fs.ModeSymlink != 0 {
-				files = append(files, filepath.Join(d, e.Name()))
-			}
-		}
+		out = append(out, relName(root, d))
 	}
-	sort.Strings(files)
-	h := sha256.New()
-	for _, f := range files {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			var pe *fs.PathError
-			if errors.As(err, &pe) && isDirErr(f) {
-				continue
-			}
-			return "", err
-		}
-		fmt.Fprintf(h, "%s\x00%d\x00", relName(root, f), len(b))
-		h.Write(b)
-	}
-	return hex.EncodeToString(h.Sum(nil))[:10], nil
-}
-
-func isDirErr(path string) bool {
-	fi, err := os.Stat(path)
-	return err == nil && fi.IsDir()
+	sort.Strings(out)
+	return out
 }
 
 func collectDirs(root string, inst *build.Instance, dirs map[string]bool) {

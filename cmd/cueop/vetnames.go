@@ -1,0 +1,49 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/cueop/cueop/engine/render"
+	"github.com/cueop/cueop/engine/template"
+)
+
+// maxCRName is the longest name the API server gives a custom resource
+// (a DNS-1123 subdomain).
+const maxCRName = 253
+
+// vetNameLength renders parent renamed to the longest name a CR may have.
+// When a child is then refused (a name or label value derived from the CR's
+// name grows beyond what the API server takes), it returns a warning with
+// the first refusal and the longest CR name that still renders; else "".
+func vetNameLength(k *template.Kind, parent *unstructured.Unstructured, opts render.Options) string {
+	refused := func(n int) error {
+		p := parent.DeepCopy()
+		p.SetName(strings.Repeat("a", n))
+		_, err := render.Render(k, p, nil, opts)
+		var rerr *render.Error
+		if errors.As(err, &rerr) && rerr.Reason == render.ReasonChildRefused {
+			return err
+		}
+		return nil
+	}
+	err := refused(maxCRName)
+	if err == nil {
+		return ""
+	}
+	lo, hi := 0, maxCRName // refused(hi) != nil; lo renders or is 0
+	for hi-lo > 1 {
+		if mid := (lo + hi) / 2; refused(mid) != nil {
+			hi = mid
+		} else {
+			lo = mid
+		}
+	}
+	first, _, _ := strings.Cut(err.Error(), "\n")
+	first = strings.ReplaceAll(first, strings.Repeat("a", maxCRName), "<CR name>")
+	return fmt.Sprintf("kind %s: a CR named with %d characters (the most the API server allows) renders children the API server refuses: %s; CR names of up to %d characters render",
+		k.Name, maxCRName, first, lo)
+}

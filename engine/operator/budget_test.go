@@ -1,0 +1,148 @@
+package operator_test
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"github.com/cueop/cueop/engine/budget"
+	"github.com/cueop/cueop/engine/operator/operatortest"
+	"github.com/cueop/cueop/localcluster/clustertest"
+)
+
+// bombKind is a kind whose spec.size drives a comprehension three for
+// clauses deep: size 16 takes about a second of CPU (several with -race),
+// far beyond the budget the test gives, and still ends soon after the
+// test is done with it.
+const bombKind = `package bomb
+import "list"
+resource: {group: "bomb.test.example", version: "v1", kind: "Bomb"}
+#Spec: {size: *1 | int & >=0 & <=100}
+parent: spec: #Spec
+_cells: [for i in list.Range(0, parent.spec.size, 1) for j in list.Range(0, parent.spec.size, 1) for k in list.Range(0, parent.spec.size, 1) {i*j*k}]
+children: cm: {apiVersion: "v1", kind: "ConfigMap", metadata: name: parent.metadata.name, data: cells: "\(len(_cells))"}
+`
+
+// TestRenderBudgetStallsHostileCR: a CR whose spec makes its render run out
+// of budget is Stalled with reason RenderBudget; the operator keeps serving
+// other CRs meanwhile; the hostile CR is not rendered again when it changes
+// without a change of spec, and is when its spec changes.
+func TestRenderBudgetStallsHostileCR(t *testing.T) {
+	ns := clustertest.Namespace(t)
+	dir := copyTemplates(t)
+	must(t, os.MkdirAll(filepath.Join(dir, "bomb"), 0o755))
+	must(t, os.WriteFile(filepath.Join(dir, "bomb", "bomb.cue"), []byte(bombKind), 0o644))
+	opts := operatortest.Options(dir, ns)
+	opts.Budget = budget.Budget{Time: 100 * time.Millisecond, Memory: 256 << 20, MaxAbandoned: 2}
+	operatortest.Start(t, clustertest.Config(), opts)
+	t.Cleanup(func() { waitBombsEnded(t) })
+	c := newClient(t)
+	waitCRD(t)
+	eventually(t, 60*time.Second, func() string {
+		if _, err := kubectl(t, "", "get", "crd", "bombs.bomb.test.example"); err != nil {
+			return "Bomb CRD not installed"
+		}
+		return ""
+	})
+
+	mustKubectl(t, bombYAML(ns, "hostile", 16), "apply", "-f", "-")
+	eventually(t, 60*time.Second, func() string {
+		return bombStalled(t, ns, "hostile", "RenderBudget", "render evaluation budget exceeded", "bomb/bomb.cue:6:10 comprehension (3 nested for)")
+	})
+
+	// The operator goes on serving: a RedisCluster created now gets ready.
+	mustKubectl(t, redisYAML(ns, "good", 1, "7.0"), "apply", "-f", "-")
+	eventually(t, 60*time.Second, func() string { return readyStatus(t, c, ns, "good", 1) })
+
+	// A change that is not a spec change reconciles the hostile CR (the
+	// controller's reconcile count goes up: the positive sign) without
+	// rendering it again.
+	renders, reconciles := gatherCount(t, "cueop_render_duration_seconds", "kind", "Bomb"), gatherCount(t, "controller_runtime_reconcile_total", "controller", "cueop-bomb")
+	mustKubectl(t, "", "-n", ns, "annotate", "bomb/hostile", "poke=1")
+	eventually(t, 30*time.Second, func() string {
+		if n := gatherCount(t, "controller_runtime_reconcile_total", "controller", "cueop-bomb"); n <= reconciles {
+			return fmt.Sprintf("no reconcile of the Bomb after the annotation (%v)", n)
+		}
+		return ""
+	})
+	if n := gatherCount(t, "cueop_render_duration_seconds", "kind", "Bomb"); n != renders {
+		t.Errorf("the stalled Bomb was rendered again without a spec change: %v renders, was %v", n, renders)
+	}
+	if msg := bombStalled(t, ns, "hostile", "RenderBudget"); msg != "" {
+		t.Errorf("after the annotation: %s", msg)
+	}
+
+	// A spec change renders it again.
+	mustKubectl(t, "", "-n", ns, "patch", "bomb/hostile", "--type=merge", "-p", `{"spec":{"size":2}}`)
+	eventually(t, 60*time.Second, func() string {
+		out, err := kubectl(t, "", "-n", ns, "get", "bomb/hostile", "-o", "jsonpath={.status.conditions[?(@.type==\"Ready\")].status}")
+		if err != nil || out != "True" {
+			return fmt.Sprintf("Ready = %q (%v)", out, err)
+		}
+		return ""
+	})
+	if n := gatherCount(t, "cueop_render_duration_seconds", "kind", "Bomb"); n <= renders {
+		t.Errorf("the spec change did not render the Bomb again (%v renders)", n)
+	}
+}
+
+func bombYAML(ns, name string, size int) string {
+	return fmt.Sprintf("apiVersion: bomb.test.example/v1\nkind: Bomb\nmetadata:\n  name: %s\n  namespace: %s\nspec:\n  size: %d\n", name, ns, size)
+}
+
+// bombStalled says why Bomb ns/name is not Stalled with reason and a
+// message holding every part, or "".
+func bombStalled(t *testing.T, ns, name, reason string, parts ...string) string {
+	out, err := kubectl(t, "", "-n", ns, "get", "bomb/"+name, "-o",
+		`jsonpath={.status.conditions[?(@.type=="Stalled")].status}|{.status.conditions[?(@.type=="Stalled")].reason}|{.status.conditions[?(@.type=="Stalled")].message}`)
+	if err != nil {
+		return err.Error()
+	}
+	want := "True|" + reason + "|"
+	if !strings.HasPrefix(out, want) {
+		return "Stalled status|reason|message = " + out
+	}
+	for _, p := range parts {
+		if !strings.Contains(out, p) {
+			return fmt.Sprintf("Stalled message %q lacks %q", out, p)
+		}
+	}
+	return ""
+}
+
+// gatherCount sums the samples (counters, histogram counts) of metric name
+// whose label has value.
+func gatherCount(t *testing.T, name, label, value string) float64 {
+	t.Helper()
+	families, err := metrics.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var total float64
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == label && l.GetValue() == value {
+					total += m.GetCounter().GetValue() + float64(m.GetHistogram().GetSampleCount())
+				}
+			}
+		}
+	}
+	return total
+}
+
+// waitBombsEnded waits until the renders the test abandoned have ended.
+func waitBombsEnded(t *testing.T) {
+	deadline := time.Now().Add(2 * time.Minute)
+	for budget.Abandoned("bomb") > 0 && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+}
