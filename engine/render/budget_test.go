@@ -84,7 +84,9 @@ func bomb(spec map[string]any) *unstructured.Unstructured {
 // template can grow.
 func TestRenderBudget(t *testing.T) {
 	k := bombKind(t)
-	// The time budget of the memory cases is long, so that they run out of
+	// The CPU cases are sized to take several times the short budget
+	// without the race detector too (about 0.2 s each), so that they do not
+	// depend on its slowdown. The time budget of the memory cases is long, so that they run out of
 	// memory (in shares with the evaluations abandoned before them) first.
 	short := budget.Budget{Time: 50 * time.Millisecond, Memory: -1, MaxAbandoned: 10}
 	long := budget.Budget{Time: 20 * time.Second, Memory: 2 << 20, MaxAbandoned: 10}
@@ -96,8 +98,8 @@ func TestRenderBudget(t *testing.T) {
 	}{
 		{"small", map[string]any{"size": int64(3), "doublings": int64(3), "repeat": int64(10)}, short, ""},
 		{"string doubling", map[string]any{"doublings": int64(22)}, long, "allocated"},
-		{"list.Repeat", map[string]any{"repeat": int64(5000)}, short, "of CPU"},
-		{"nested comprehension", map[string]any{"size": int64(16)}, short, "of CPU"},
+		{"list.Repeat", map[string]any{"repeat": int64(12000)}, short, "of CPU"},
+		{"nested comprehension", map[string]any{"size": int64(28)}, short, "of CPU"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			b := tc.b
