@@ -27,6 +27,7 @@ import (
 
 	"github.com/cueop/cueop/engine/apply"
 	"github.com/cueop/cueop/engine/budget"
+	"github.com/cueop/cueop/engine/kschema"
 	"github.com/cueop/cueop/engine/render"
 )
 
@@ -285,6 +286,9 @@ func (o *Operator) NeedLeaderElection() bool { return true }
 // watch is set up before the first load, so that no edit is missed. It is
 // the manager's runnable.
 func (o *Operator) Start(ctx context.Context) error {
+	// The schemas of the built-in kinds take seconds to parse: parse them
+	// while the caches sync, not in the first reconcile that needs them.
+	go kschema.Converter()
 	if !o.mgr.GetCache().WaitForCacheSync(ctx) || !o.parents.WaitForCacheSync(ctx) {
 		return errors.New("caches did not sync")
 	}
