@@ -59,7 +59,7 @@ const (
 
 // ImmutableAttr is the attribute that marks a #Spec field immutable:
 // `image: string @cueop(immutable)`.
-const ImmutableAttr = "immutable"
+const ImmutableAttr = template.ImmutableAttr
 
 // celWalker collects the constraints of #Spec that become CEL rules. It
 // walks the structure of #Spec as the schema walker does, and in each

@@ -27,6 +27,9 @@ func rootSchema(res template.Resource, spec, status cue.Value) (*apiextensionsv1
 	if err != nil {
 		return nil, nil, err
 	}
+	if err := immutableStatus(statusSchema, spec, status); err != nil {
+		return nil, nil, err
+	}
 	root := &apiextensionsv1.JSONSchemaProps{
 		Type:        "object",
 		Description: fmt.Sprintf("%s is a custom resource whose behaviour is defined by a cueop template.", res.Kind),
@@ -167,4 +170,24 @@ func jsonStrings(values ...string) []apiextensionsv1.JSON {
 		out[i] = apiextensionsv1.JSON{Raw: []byte(fmt.Sprintf("%q", v))}
 	}
 	return out
+}
+
+// immutableStatus adds status.immutable, where the engine records the
+// values of the @cueop(immutable) fields of #Spec, to a kind that has some.
+func immutableStatus(s *apiextensionsv1.JSONSchemaProps, spec, status cue.Value) error {
+	if len(template.ImmutableFields(spec)) == 0 {
+		return nil
+	}
+	name := template.StatusImmutable
+	if _, ok := s.Properties[name]; ok {
+		f := status.LookupPath(cue.MakePath(cue.Str(name).Optional()))
+		return rootLoc(status, "#Status").field(name, f).errorf(f,
+			"is written by the engine for the @cueop(immutable) fields of #Spec; choose another name")
+	}
+	s.Properties[name] = apiextensionsv1.JSONSchemaProps{
+		Type: "object", XPreserveUnknownFields: ptr(true),
+		Description: "immutable holds the values of the spec's immutable fields when first rendered, by field path: " +
+			"a render refuses a change of them that the CRD let through.",
+	}
+	return nil
 }

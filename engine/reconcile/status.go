@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/cueop/cueop/engine/apply"
+	"github.com/cueop/cueop/engine/render"
 )
 
 // kstatus condition types and the reasons cueop gives them.
@@ -45,6 +46,9 @@ func (r *run) desiredStatus() map[string]any {
 			st[k] = v
 		}
 		st["revision"] = r.kind.Revision
+		if len(r.result_.Immutable) > 0 {
+			st[render.StatusImmutable] = r.result_.Immutable
+		}
 	} else {
 		owned := ownedStatusFields(r.cr, r.r.fieldManager())
 		for k, v := range old {

@@ -65,6 +65,9 @@ type Result struct {
 	// Ready is the template's `ready`, or by default whether every child
 	// exists and is ready by kstatus rules.
 	Ready bool
+	// Immutable are the values of the kind's immutable spec fields, for the
+	// controller to record in status.immutable; nil when the kind has none.
+	Immutable map[string]any
 }
 
 // evaluate renders k for parent and the observed children; Render runs it
@@ -74,6 +77,10 @@ func evaluate(k *template.Kind, parent *unstructured.Unstructured, observed map[
 	opts.tracker.Phase("the template filled with this parent")
 	v := fill(k, parent, observed)
 	if err := specError(v, k.Spec.Pos()); err != nil {
+		return nil, err
+	}
+	immutable, err := immutableValues(k, parent, v)
+	if err != nil {
 		return nil, err
 	}
 	opts.tracker.Phase("children")
@@ -94,7 +101,7 @@ func evaluate(k *template.Kind, parent *unstructured.Unstructured, observed map[
 	if err != nil {
 		return nil, err
 	}
-	return &Result{Children: children, Status: status, Ready: ready}, nil
+	return &Result{Children: children, Status: status, Ready: ready, Immutable: immutable}, nil
 }
 
 // fill unifies the compiled template with the parent and the observed

@@ -82,7 +82,8 @@ func newKind(v cue.Value) (*Kind, error) {
 		return nil, err
 	}
 	statusChecked := status.Exists() && constrainedBy(v, v.LookupPath(PathStatus), PathStatusDef)
-	return &Kind{Resource: res, Spec: spec, Status: status, StatusChecked: statusChecked, Value: prepared}, nil
+	return &Kind{Resource: res, Spec: spec, Status: status, StatusChecked: statusChecked, Value: prepared,
+		Immutable: ImmutableFields(spec)}, nil
 }
 
 // constrainedBy reports whether x is written as a reference to the

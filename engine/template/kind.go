@@ -62,6 +62,8 @@ type Kind struct {
 	StatusChecked bool
 	// Value is the whole compiled package.
 	Value cue.Value
+	// Immutable are the #Spec fields marked @cueop(immutable).
+	Immutable []ImmutableField
 	// Hotspots are the positions of the comprehensions and repeating
 	// calls of the kind's package, most deeply nested first: where to look
 	// when a render runs out of budget.
