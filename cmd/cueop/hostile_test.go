@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -174,10 +175,9 @@ func TestVetWarnsOfLongNames(t *testing.T) {
 }
 
 func waitAbandoned(t *testing.T, key string) {
-	deadline := time.Now().Add(2 * time.Minute)
-	for budget.Abandoned(key) > 0 && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	budget.WaitAbandoned(ctx, key, 0)
 }
 
 // TestManifestsLeaveEditorFilesOut: the templates ConfigMap holds no

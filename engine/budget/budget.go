@@ -1,6 +1,7 @@
 package budget
 
 import (
+	"context"
 	"fmt"
 	"runtime/metrics"
 	"sync"
@@ -194,6 +195,25 @@ func Abandoned(key string) int {
 	return w.abandoned[key]
 }
 
+// WaitAbandoned waits until at most n abandoned evaluations of key are
+// still running, woken each time one ends, or until ctx ends. It returns
+// how many are left.
+func WaitAbandoned(ctx context.Context, key string, n int) int {
+	for {
+		w.mu.Lock()
+		left, ended := w.abandoned[key], w.ended
+		w.mu.Unlock()
+		if left <= n {
+			return left
+		}
+		select {
+		case <-ended:
+		case <-ctx.Done():
+			return Abandoned(key)
+		}
+	}
+}
+
 // eval is one running evaluation.
 type eval struct {
 	key       string
@@ -228,6 +248,7 @@ type watchdog struct {
 	mu        sync.Mutex
 	running   map[*eval]bool
 	abandoned map[string]int
+	ended     chan struct{} // closed, and replaced, when an abandoned evaluation ends
 	last      uint64        // heap bytes allocated, at the last tick
 	lastCPU   time.Duration // process CPU time, at the last tick
 	wake      chan struct{}
@@ -238,7 +259,7 @@ var w = newWatchdog()
 
 func newWatchdog() *watchdog {
 	d := &watchdog{
-		running: map[*eval]bool{}, abandoned: map[string]int{}, wake: make(chan struct{}, 1),
+		running: map[*eval]bool{}, abandoned: map[string]int{}, ended: make(chan struct{}), wake: make(chan struct{}, 1),
 		sample: []metrics.Sample{{Name: "/gc/heap/allocs:bytes"}},
 	}
 	go d.loop()
@@ -277,6 +298,8 @@ func (d *watchdog) finish(e *eval) {
 		if d.abandoned[e.key] == 0 {
 			delete(d.abandoned, e.key)
 		}
+		close(d.ended)
+		d.ended = make(chan struct{})
 	}
 }
 

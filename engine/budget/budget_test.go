@@ -1,6 +1,7 @@
 package budget_test
 
 import (
+	"context"
 	"errors"
 	"testing"
 	"time"
@@ -54,10 +55,9 @@ func TestRunWallAbandonsAndBounds(t *testing.T) {
 		t.Errorf("another key = %v, want it to run", err)
 	}
 	release <- struct{}{} // one abandoned evaluation ends
-	deadline := time.Now().Add(5 * time.Second)
-	for budget.Abandoned("bomb") != 1 && time.Now().Before(deadline) {
-		time.Sleep(time.Millisecond)
-	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	budget.WaitAbandoned(ctx, "bomb", 1)
 	if err := b.Run("bomb", func(*budget.Tracker) error { return nil }); err != nil {
 		t.Errorf("after one abandoned evaluation ended, Run = %v", err)
 	}

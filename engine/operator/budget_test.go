@@ -1,6 +1,7 @@
 package operator_test
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -141,8 +142,7 @@ func gatherCount(t *testing.T, name, label, value string) float64 {
 
 // waitBombsEnded waits until the renders the test abandoned have ended.
 func waitBombsEnded(t *testing.T) {
-	deadline := time.Now().Add(2 * time.Minute)
-	for budget.Abandoned("bomb") > 0 && time.Now().Before(deadline) {
-		time.Sleep(50 * time.Millisecond)
-	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	budget.WaitAbandoned(ctx, "bomb", 0)
 }

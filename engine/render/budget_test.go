@@ -1,6 +1,7 @@
 package render_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -60,13 +61,10 @@ func bombKind(t testing.TB) *template.Kind {
 // waitAbandoned waits until the evaluations a test abandoned have ended, so
 // that they do not weigh on the tests after it.
 func waitAbandoned(t testing.TB, key string) {
-	deadline := time.Now().Add(2 * time.Minute)
-	for budget.Abandoned(key) > 0 {
-		if time.Now().After(deadline) {
-			t.Errorf("%d abandoned evaluations of %s still run after 2 minutes", budget.Abandoned(key), key)
-			return
-		}
-		time.Sleep(10 * time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if left := budget.WaitAbandoned(ctx, key, 0); left > 0 {
+		t.Errorf("%d abandoned evaluations of %s still run after 2 minutes", left, key)
 	}
 }
 
