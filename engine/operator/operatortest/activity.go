@@ -44,6 +44,7 @@ type Activity struct {
 	lastWrite      time.Time
 	logs           []LogLine
 	done           []map[string]string // the log values of each reconcile ended
+	changed        chan struct{}       // closed at the next change, for waiters
 
 	// Operator is the operator followed, when StartObserved started it.
 	Operator *operator.Operator
@@ -168,6 +169,10 @@ func (a *Activity) Writes() int {
 func (a *Activity) Busy(quiet time.Duration) string {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	return a.busyLocked(quiet)
+}
+
+func (a *Activity) busyLocked(quiet time.Duration) string {
 	switch {
 	case a.inFlight > 0:
 		return fmt.Sprintf("%d reconciles under way (%d ended so far)", a.inFlight, a.ended)
@@ -200,17 +205,60 @@ func (a *Activity) Settled(t testing.TB, quiet, timeout time.Duration) {
 	start := time.Now()
 	deadline := start.Add(timeout)
 	for {
-		why := a.Busy(quiet)
+		a.mu.Lock()
+		why, changed := a.busyLocked(quiet), a.changedLocked()
+		// Unless something happens first, the quiet is complete at
+		// quietEnd: wake then to look again.
+		quietEnd := start
+		if a.lastReconcile.After(quietEnd) {
+			quietEnd = a.lastReconcile
+		}
+		if a.lastWrite.After(quietEnd) {
+			quietEnd = a.lastWrite
+		}
+		quietEnd = quietEnd.Add(quiet)
+		a.mu.Unlock()
 		if why == "" && time.Since(start) < quiet {
 			why = "waiting " + quiet.String() + " from the call"
 		}
 		if why == "" {
 			return
 		}
-		if time.Now().After(deadline) {
+		if !time.Now().Before(deadline) {
 			t.Fatalf("operator not settled within %s: %s", timeout, why)
 		}
-		time.Sleep(50 * time.Millisecond)
+		wake := deadline
+		if time.Now().Before(quietEnd) && quietEnd.Before(deadline) {
+			wake = quietEnd
+		}
+		a.wait(changed, wake)
+	}
+}
+
+// changedLocked is a channel closed at the next change the Activity sees.
+// The caller holds a.mu.
+func (a *Activity) changedLocked() <-chan struct{} {
+	if a.changed == nil {
+		a.changed = make(chan struct{})
+	}
+	return a.changed
+}
+
+// notifyLocked wakes the waiters on changedLocked. The caller holds a.mu.
+func (a *Activity) notifyLocked() {
+	if a.changed != nil {
+		close(a.changed)
+		a.changed = nil
+	}
+}
+
+// wait waits until changed is closed or until is reached.
+func (a *Activity) wait(changed <-chan struct{}, until time.Time) {
+	timer := time.NewTimer(time.Until(until))
+	defer timer.Stop()
+	select {
+	case <-changed:
+	case <-timer.C:
 	}
 }
 
@@ -234,19 +282,23 @@ func (a *Activity) WaitLog(t testing.TB, timeout time.Duration, msg string, kv .
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	for {
+		a.mu.Lock()
+		changed := a.changedLocked()
+		a.mu.Unlock()
 		if got := a.Logged(msg, kv...); len(got) > 0 {
 			return got[0]
 		}
-		if time.Now().After(deadline) {
+		if !time.Now().Before(deadline) {
 			t.Fatalf("the operator did not log %q %v within %s", msg, kv, timeout)
 		}
-		time.Sleep(50 * time.Millisecond)
+		a.wait(changed, deadline)
 	}
 }
 
 func (a *Activity) logged(level int, msg string, values map[string]string) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	defer a.notifyLocked()
 	switch {
 	case msg == "Reconciling":
 		a.inFlight++
@@ -276,12 +328,14 @@ func (w *writeCounter) RoundTrip(req *http.Request) (*http.Response, error) {
 	a := w.a
 	a.mu.Lock()
 	a.writesInFlight++
+	a.notifyLocked()
 	a.mu.Unlock()
 	resp, err := w.rt.RoundTrip(req)
 	a.mu.Lock()
 	a.writesInFlight--
 	a.writes++
 	a.lastWrite = time.Now()
+	a.notifyLocked()
 	a.mu.Unlock()
 	return resp, err
 }
