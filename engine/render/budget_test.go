@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -37,25 +35,9 @@ children: cm: {apiVersion: "v1", kind: "ConfigMap", metadata: name: parent.metad
 
 func bombKind(t testing.TB) *template.Kind {
 	t.Helper()
-	dir := t.TempDir()
-	for name, src := range map[string]string{
-		"cue.mod/module.cue": "module: \"test.example/t@v0\"\nlanguage: version: \"v0.17.0\"\n",
-		"bomb/bomb.cue":      bombTemplate,
-	} {
-		p := filepath.Join(dir, name)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(src), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	set, err := template.Load(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { waitAbandoned(t, set.Kinds[0].Name) })
-	return set.Kinds[0]
+	k := compileKind(t, "bomb/bomb.cue", bombTemplate)
+	t.Cleanup(func() { waitAbandoned(t, k.Name) })
+	return k
 }
 
 // waitAbandoned waits until the evaluations a test abandoned have ended, so

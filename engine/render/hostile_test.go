@@ -2,8 +2,6 @@ package render_test
 
 import (
 	"errors"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -16,7 +14,6 @@ import (
 // kindFrom compiles one kind "host" whose children are children (CUE).
 func kindFrom(t *testing.T, children string) *template.Kind {
 	t.Helper()
-	dir := t.TempDir()
 	src := `package host
 resource: {group: "host.test.example", version: "v1", kind: "Host"}
 #Spec: {}
@@ -25,23 +22,7 @@ children: {
 ` + children + `
 }
 `
-	for name, data := range map[string]string{
-		"cue.mod/module.cue": "module: \"test.example/t@v0\"\nlanguage: version: \"v0.17.0\"\n",
-		"host/host.cue":      src,
-	} {
-		p := filepath.Join(dir, name)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	set, err := template.Load(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return set.Kinds[0]
+	return compileKind(t, "host/host.cue", src)
 }
 
 func host(name string) *unstructured.Unstructured {

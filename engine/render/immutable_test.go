@@ -2,8 +2,6 @@ package render_test
 
 import (
 	"errors"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -40,24 +38,7 @@ status: {}
 
 func vaultKind(t *testing.T) *template.Kind {
 	t.Helper()
-	dir := t.TempDir()
-	for name, src := range map[string]string{
-		"cue.mod/module.cue": "module: \"test.example/t@v0\"\nlanguage: version: \"v0.17.0\"\n",
-		"vault/vault.cue":    vaultTemplate,
-	} {
-		p := filepath.Join(dir, name)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(src), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	set, err := template.Load(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return set.Kinds[0]
+	return compileKind(t, "vault/vault.cue", vaultTemplate)
 }
 
 func vault(spec, recorded map[string]any) *unstructured.Unstructured {

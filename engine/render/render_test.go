@@ -107,18 +107,7 @@ func TestRenderInvalidSpecNamesField(t *testing.T) {
 // given as CUE.
 func kindWithChildren(t *testing.T, children string) *template.Kind {
 	t.Helper()
-	dir := t.TempDir()
-	write := func(name, src string) {
-		p := filepath.Join(dir, name)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(src), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	write("cue.mod/module.cue", "module: \"test.example/t@v0\"\nlanguage: version: \"v0.17.0\"\n")
-	write("app/app.cue", `package app
+	return compileKind(t, "app/app.cue", `package app
 import "list"
 _range: list.Range
 resource: {group: "apps.test.example", version: "v1", kind: "App"}
@@ -128,6 +117,25 @@ children: {
 `+children+`
 }
 `)
+}
+
+// compileKind compiles a templates module of one package, file (e.g.
+// "app/app.cue") holding src, and returns its kind.
+func compileKind(t testing.TB, file, src string) *template.Kind {
+	t.Helper()
+	dir := t.TempDir()
+	for name, data := range map[string]string{
+		"cue.mod/module.cue": "module: \"test.example/t@v0\"\nlanguage: version: \"v0.17.0\"\n",
+		file:                 src,
+	} {
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 	set, err := template.Load(dir)
 	if err != nil {
 		t.Fatal(err)
