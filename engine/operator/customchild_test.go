@@ -17,24 +17,7 @@ import (
 
 // widgetCRD is a custom kind the client's scheme does not know: cueop
 // caches its objects unstructured.
-const widgetCRD = `apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata:
-  name: widgets.parts.example.com
-spec:
-  group: parts.example.com
-  scope: Namespaced
-  names: {plural: widgets, singular: widget, kind: Widget, listKind: WidgetList}
-  versions:
-  - name: v1
-    served: true
-    storage: true
-    schema:
-      openAPIV3Schema:
-        type: object
-        properties:
-          spec: {type: object, x-kubernetes-preserve-unknown-fields: true}
-`
+var widgetCRD = testCRD("parts.example.com", "Widget", preserveSpec)
 
 // gadgetTemplate renders one Widget per Gadget, ready once it exists.
 const gadgetTemplate = `package gadget

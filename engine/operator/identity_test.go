@@ -206,34 +206,11 @@ func countPath(writes []string, resource string) int {
 
 // sprocketCRD serves v1; sprocketCRDv2 adds v2 (same schema), which becomes
 // the preferred version.
-const sprocketCRD = `apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata:
-  name: sprockets.sprocket.idtest.example.com
-spec:
-  group: sprocket.idtest.example.com
-  scope: Namespaced
-  names: {plural: sprockets, singular: sprocket, kind: Sprocket, listKind: SprocketList}
-  versions:
-  - name: v1
-    served: true
-    storage: true
-    schema:
-      openAPIV3Schema:
-        type: object
-        properties:
-          spec: {type: object, properties: {size: {type: integer}}}
-`
+var sprocketCRD = testCRD("sprocket.idtest.example.com", "Sprocket", sizeSpec)
 
-var sprocketCRDv2 = sprocketCRD + `  - name: v2
-    served: true
-    storage: false
-    schema:
-      openAPIV3Schema:
-        type: object
-        properties:
-          spec: {type: object, properties: {size: {type: integer}}}
-`
+var sprocketCRDv2 = testCRD("sprocket.idtest.example.com", "Sprocket", sizeSpec, "v2")
+
+const sizeSpec = "{type: object, properties: {size: {type: integer}}}"
 
 const cogTemplate = `package cog
 

@@ -2,9 +2,11 @@ package operator_test
 
 import (
 	"context"
+	"fmt"
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -129,3 +131,36 @@ var (
 	mustKubectl = clustertest.MustKubectl
 	eventually  = clustertest.Eventually
 )
+
+// preserveSpec is the schema of a spec that keeps whatever it is given.
+const preserveSpec = "{type: object, x-kubernetes-preserve-unknown-fields: true}"
+
+// testCRD is the CRD of a namespaced kind of group, served and stored at
+// v1 and served at each of more too, whose spec has the schema spec (YAML
+// flow style).
+func testCRD(group, kind, spec string, more ...string) string {
+	lower := strings.ToLower(kind)
+	var b strings.Builder
+	fmt.Fprintf(&b, `apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: %[1]ss.%[2]s
+spec:
+  group: %[2]s
+  scope: Namespaced
+  names: {plural: %[1]ss, singular: %[1]s, kind: %[3]s, listKind: %[3]sList}
+  versions:
+`, lower, group, kind)
+	for i, v := range append([]string{"v1"}, more...) {
+		fmt.Fprintf(&b, `  - name: %s
+    served: true
+    storage: %t
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec: %s
+`, v, i == 0, spec)
+	}
+	return b.String()
+}

@@ -33,24 +33,7 @@ subjects:
 - {apiGroup: rbac.authorization.k8s.io, kind: User, name: cueop-nolist}
 `
 
-const knotCRD = `apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata:
-  name: knots.knot.idtest.example.com
-spec:
-  group: knot.idtest.example.com
-  scope: Namespaced
-  names: {plural: knots, singular: knot, kind: Knot, listKind: KnotList}
-  versions:
-  - name: v1
-    served: true
-    storage: true
-    schema:
-      openAPIV3Schema:
-        type: object
-        properties:
-          spec: {type: object, x-kubernetes-preserve-unknown-fields: true}
-`
+var knotCRD = testCRD("knot.idtest.example.com", "Knot", preserveSpec)
 
 const blockerTemplate = `package blocker
 
