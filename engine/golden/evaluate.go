@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 
 	"golang.org/x/tools/txtar"
@@ -156,13 +157,36 @@ func StatusYAML(res *render.Result) []byte {
 
 // Relative rewrites the templates root in msg as "templates/", however the
 // root was spelled (absolute, or relative to the working directory), so
-// that expected errors do not depend on where the tests run.
+// that expected errors do not depend on where the tests run. Positions
+// (file.cue:line:column) are written relative to the working directory
+// when below it, so each is resolved from it and, when within root,
+// rewritten as templates/<path within root>.
 func Relative(root, msg string) string {
+	wd, _ := os.Getwd()
+	msg = cuePosition.ReplaceAllStringFunc(msg, func(pos string) string {
+		file := pos[:strings.Index(pos, ".cue:")+len(".cue")]
+		abs := file
+		if !filepath.IsAbs(abs) {
+			if wd == "" {
+				return pos
+			}
+			abs = filepath.Join(wd, abs)
+		}
+		rel, err := filepath.Rel(root, abs)
+		if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+			return pos
+		}
+		return "templates/" + filepath.ToSlash(rel) + pos[len(file):]
+	})
 	msg = strings.ReplaceAll(msg, root+string(filepath.Separator), "templates/")
-	if wd, err := os.Getwd(); err == nil {
-		if rel, err := filepath.Rel(wd, root); err == nil && rel != "." {
+	if wd != "" {
+		if rel, err := filepath.Rel(wd, root); err == nil && rel != "." && !strings.HasPrefix(rel, "..") {
 			msg = strings.ReplaceAll(msg, rel+string(filepath.Separator), "templates/")
 		}
 	}
 	return msg
 }
+
+// cuePosition matches a CUE position, file.cue:line:column, the file
+// absolute or relative.
+var cuePosition = regexp.MustCompile(`[^\s(),"']*\.cue:\d+:\d+`)
