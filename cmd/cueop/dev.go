@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -23,6 +25,10 @@ type devFlags struct {
 	exitWhenReady                       bool
 	timeout                             time.Duration
 	nodes, maxConcurrent, maxInFlight   int
+	// log is the operator's logger; logPath the file of its JSON logs
+	// (empty when they go to standard error).
+	log     logr.Logger
+	logPath string
 }
 
 func newDev(g *globals, zapOpts *zap.Options) *cobra.Command {
@@ -32,10 +38,20 @@ func newDev(g *globals, zapOpts *zap.Options) *cobra.Command {
 		Short: "Run cueop on an embedded local control plane with the samples applied",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctrl.SetLogger(zap.New(zap.UseFlagOptions(zapOpts)))
+			// Status lines come from informer handlers, rollout lines
+			// and log lines from other goroutines.
+			out := &lockedWriter{w: cmd.OutOrStdout()}
+			encoder := cmd.Flag("zap-encoder")
+			log, logPath, closeLog, err := devLogger(zapOpts, encoder != nil && encoder.Changed, filepath.Dir(f.kubeconfigOut), out)
+			if err != nil {
+				return err
+			}
+			defer closeLog()
+			ctrl.SetLogger(log)
+			f.log, f.logPath = log, logPath
 			ctx, cancel := context.WithCancel(ctrl.SetupSignalHandler())
 			defer cancel()
-			return runDev(ctx, cmd, g, f)
+			return runDev(ctx, cmd, out, g, f)
 		},
 	}
 	fl := cmd.Flags()
@@ -50,8 +66,7 @@ func newDev(g *globals, zapOpts *zap.Options) *cobra.Command {
 	return cmd
 }
 
-func runDev(ctx context.Context, cmd *cobra.Command, g *globals, f *devFlags) error {
-	out := cmd.OutOrStdout()
+func runDev(ctx context.Context, cmd *cobra.Command, out io.Writer, g *globals, f *devFlags) error {
 	if err := ensureBinaries(cmd); err != nil {
 		return err
 	}
@@ -67,6 +82,9 @@ func runDev(ctx context.Context, cmd *cobra.Command, g *globals, f *devFlags) er
 		return err
 	}
 	fmt.Fprintf(out, "kubectl --kubeconfig %s get redisclusters,staticsites,pods -A\n", f.kubeconfigOut)
+	if f.logPath != "" {
+		fmt.Fprintf(out, "operator logs (JSON) in %s; warnings and errors show here\n", f.logPath)
+	}
 	op, err := devOperator(g, f, cluster)
 	if err != nil {
 		return err
@@ -114,7 +132,7 @@ func devOperator(g *globals, f *devFlags, cluster *localcluster.Cluster) (*opera
 		Templates: g.templates, InstallCRDs: true, AllowedKinds: opts.AllowedKinds, MaxConcurrent: f.maxConcurrent,
 		Budget:             opts.Budget,
 		RolloutMaxInFlight: f.maxInFlight,
-		Manager:            ctrl.Options{Metrics: metricsserver.Options{BindAddress: f.metricsAddr}, HealthProbeBindAddress: "0"},
+		Manager:            ctrl.Options{Metrics: metricsserver.Options{BindAddress: f.metricsAddr}, HealthProbeBindAddress: "0", Logger: f.log},
 	})
 }
 

@@ -1,28 +1,60 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
+	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 )
 
+// brokenKind is a package that defines a kind but does not compile: the
+// operator serves the other kinds and logs the error.
+const brokenKind = `package broken
+
+resource: {group: "broken.example.com", version: "v1", kind: "Broken"}
+#Spec: {}
+#Status: {}
+parent: spec: #Spec
+children: a: {apiVersion: "v1", kind: "ConfigMap", metadata: name: 1 & 2}
+children: b: {apiVersion: "v1", kind: "ConfigMap", metadata: name: "b" & 3}
+`
+
 // TestDevExitsWhenReady runs `cueop dev --exit-when-ready` (what `make run`
-// runs, on its own local control plane) and checks what a newcomer sees.
+// runs, on its own local control plane) and checks what a newcomer sees:
+// status lines and an error on one readable line, not JSON logs, which go
+// to a file beside the kubeconfig.
 func TestDevExitsWhenReady(t *testing.T) {
-	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	dir := t.TempDir()
+	kubeconfig := filepath.Join(dir, "kubeconfig")
+	templates := filepath.Join(dir, "templates")
+	if err := os.CopyFS(templates, os.DirFS("../../templates")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(templates, "broken"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(templates, "broken", "broken.cue"), []byte(brokenKind), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	root := newRoot()
 	var out bytes.Buffer
 	root.SetOut(&out)
 	root.SetErr(&out)
-	root.SetArgs([]string{"--templates", "../../templates", "dev", "--samples", "../../config/samples",
-		"--kubeconfig-out", kubeconfig, "--exit-when-ready", "--timeout", "2m", "--zap-log-level", "error"})
+	root.SetArgs([]string{"--templates", templates, "dev", "--samples", "../../config/samples",
+		"--kubeconfig-out", kubeconfig, "--exit-when-ready", "--timeout", "2m"})
 	if err := root.Execute(); err != nil {
 		t.Fatalf("cueop dev: %v\n%s", err, out.String())
 	}
+	logFile := filepath.Join(dir, devLogFile)
 	for _, want := range []string{
 		"control plane ready in", "kubectl --kubeconfig " + kubeconfig,
+		"operator logs (JSON) in " + logFile,
 		"RedisCluster default/sample", "phase=Running readyReplicas=3", "Ready=True (Ready)",
 		"StaticSite default/docs", "every sample is Ready",
 	} {
@@ -30,7 +62,82 @@ func TestDevExitsWhenReady(t *testing.T) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())
 		}
 	}
+	loadErrors := 0
+	for _, line := range strings.Split(out.String(), "\n") {
+		if strings.HasPrefix(strings.TrimSpace(line), "{") || strings.Contains(line, `"msg"`) {
+			t.Errorf("output has a JSON log line: %s", line)
+		}
+		if strings.Contains(line, "serving kind") {
+			t.Errorf("output has an info log line: %s", line)
+		}
+		if strings.Contains(line, "templates did not load") {
+			loadErrors++
+			// The level, the message and the CUE error with its position, on one line.
+			for _, want := range []string{"ERROR", "broken/broken.cue:", "conflicting values"} {
+				if !strings.Contains(line, want) {
+					t.Errorf("error line lacks %q: %s", want, line)
+				}
+			}
+		}
+	}
+	if loadErrors != 1 {
+		t.Errorf("%d lines tell that the templates did not load, want 1:\n%s", loadErrors, out.String())
+	}
 	if _, err := os.Stat(kubeconfig); err != nil {
 		t.Errorf("kubeconfig not written: %v", err)
+	}
+	msgs := jsonLogMessages(t, logFile)
+	for _, want := range []string{"serving kind", "templates did not load; the last good revision of each kind keeps serving"} {
+		if !msgs[want] {
+			t.Errorf("log file %s has no JSON line %q (has %v)", logFile, want, msgs)
+		}
+	}
+}
+
+// jsonLogMessages reads a file of JSON log lines and returns their messages.
+func jsonLogMessages(t *testing.T, path string) map[string]bool {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgs := map[string]bool{}
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		var entry struct {
+			Msg string `json:"msg"`
+		}
+		if err := json.Unmarshal(sc.Bytes(), &entry); err != nil {
+			t.Errorf("log line is not JSON: %v: %s", err, sc.Text())
+			continue
+		}
+		msgs[entry.Msg] = true
+	}
+	return msgs
+}
+
+// TestDevLoggerOneLine: an error whose message and error span lines is one
+// console line, without stack trace, and a JSON line (with it) in the file.
+func TestDevLoggerOneLine(t *testing.T) {
+	dir := t.TempDir()
+	var out bytes.Buffer
+	log, path, closeLog, err := devLogger(&zap.Options{}, false, dir, &out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	log.Info("quiet", "kind", "K")
+	log.Error(errors.New("first\nsecond"), "it\nfailed", "kind", "K")
+	if err := closeLog(); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if len(lines) != 1 || !strings.Contains(lines[0], "ERROR") || !strings.Contains(lines[0], "it; failed") ||
+		!strings.Contains(lines[0], `first\nsecond`) || strings.Contains(lines[0], "quiet") {
+		t.Errorf("console output is not one error line:\n%s", out.String())
+	}
+	msgs := jsonLogMessages(t, path)
+	if !msgs["quiet"] || !msgs["it\nfailed"] {
+		t.Errorf("log file lacks a message: %v", msgs)
 	}
 }

@@ -25,8 +25,6 @@ import (
 // status changes, until ctx is done, the operator fails or, with
 // --exit-when-ready, every sample is Ready.
 func followDev(ctx context.Context, out io.Writer, op *operator.Operator, cluster *localcluster.Cluster, f *devFlags, runErr <-chan error) error {
-	// Status lines come from informer handlers, rollout lines from here.
-	out = &lockedWriter{w: out}
 	samples, err := readSamples(f.samples)
 	if err != nil {
 		return err
