@@ -40,7 +40,7 @@ func newVet(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if err := vetCases(set, crds, dir, opts, cmd.ErrOrStderr()); err != nil {
+			if err := errors.Join(vetCases(set, crds, dir, opts, cmd.ErrOrStderr()), vetGolden(cmd.OutOrStdout(), set, dir, opts)); err != nil {
 				return err
 			}
 			for _, k := range set.Kinds {

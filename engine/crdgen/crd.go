@@ -49,6 +49,7 @@ func Explain(k *template.Kind) (*apiextensionsv1.CustomResourceDefinition, []Con
 	if k.Revision != "" {
 		crd.Annotations = map[string]string{RevisionAnnotation: k.Revision}
 	}
+	describeKind(crd, k)
 	return crd, rules, nil
 }
 

@@ -69,6 +69,7 @@ func specSchema(spec cue.Value) (*apiextensionsv1.JSONSchemaProps, error) {
 	if s.Type != "object" || s.AdditionalProperties != nil {
 		return nil, rootLoc(spec, "#Spec").errorf(spec, "must be a struct of named fields")
 	}
+	s.Description = definitionDoc(spec, "#Spec")
 	return s, nil
 }
 
@@ -89,6 +90,7 @@ func statusSchema(status cue.Value) (*apiextensionsv1.JSONSchemaProps, error) {
 			return nil, err
 		}
 		s.Required = nil
+		s.Description = definitionDoc(status, "#Status")
 	}
 	if s.Description == "" {
 		s.Description = statusDoc

@@ -24,6 +24,9 @@ const (
 	SectionError    = "error.txt"
 )
 
+// ErrNoExpected is the error of a case that has no expected section.
+var ErrNoExpected = errors.New("no expected section")
+
 // Result is the outcome of one case.
 type Result struct {
 	// Case is the archive's path.
@@ -91,7 +94,7 @@ func compare(path string, ar *txtar.Archive, got map[string][]byte) error {
 		}
 	}
 	if checked == 0 {
-		errs = append(errs, fmt.Errorf("%s: no expected section (%s, %s or %s); run with update to write them", path, SectionChildren, SectionStatus, SectionError))
+		errs = append(errs, fmt.Errorf("%s: %w (%s, %s or %s); run with update to write them", path, ErrNoExpected, SectionChildren, SectionStatus, SectionError))
 	}
 	return errors.Join(errs...)
 }
