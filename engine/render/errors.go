@@ -2,6 +2,7 @@ package render
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -90,7 +91,11 @@ func fieldMessages(errs []cueerrors.Error, fallback token.Pos) []string {
 		}
 	}
 	if len(specific) == 0 && len(conflicts) > 1 {
-		return []string{notOneOf(conflicts)}
+		msg, kept := notOneOf(conflicts)
+		if msg != "" {
+			return []string{msg}
+		}
+		conflicts = kept
 	}
 	if len(specific) == 0 {
 		specific = conflicts
@@ -103,31 +108,43 @@ func fieldMessages(errs []cueerrors.Error, fallback token.Pos) []string {
 }
 
 // notOneOf merges "conflicting values A and X", "B and X", ... into
-// "X is not one of A, B".
-func notOneOf(conflicts []cueerrors.Error) string {
+// "X is not one of A, B". An alternative that another one covers (the
+// default 2 of `*2 | int`) is left out; when a single one is left, msg is
+// empty and kept are the conflicts with the alternatives left.
+func notOneOf(conflicts []cueerrors.Error) (msg string, kept []cueerrors.Error) {
 	count := map[string]int{}
 	for _, e := range conflicts {
-		_, args := e.Msg()
-		for _, a := range args {
-			count[fmt.Sprint(a)]++
+		for _, a := range conflictValues(e) {
+			count[a]++
 		}
 	}
 	var value string
 	var options, pos []string
 	for _, e := range conflicts {
-		_, args := e.Msg()
-		for _, a := range args {
-			if s := fmt.Sprint(a); count[s] == len(conflicts) {
-				value = s
+		for _, a := range conflictValues(e) {
+			if count[a] == len(conflicts) {
+				value = a
 			} else {
-				options = appendUnique(options, s)
+				options = appendUnique(options, a)
 			}
 		}
 		pos = append(pos, template.Positions(e)...)
 	}
+	options = withoutCovered(options)
+	if len(options) < 2 {
+		for _, e := range conflicts {
+			for _, a := range conflictValues(e) {
+				if slices.Contains(options, a) {
+					kept = append(kept, e)
+					break
+				}
+			}
+		}
+		return "", kept
+	}
 	field, _ := specField(conflicts[0].Path())
 	sort.Strings(options)
-	return fmt.Sprintf("%s: %s is not one of %s (template %s)", field, value, strings.Join(options, ", "), firstPos(pos))
+	return fmt.Sprintf("%s: %s is not one of %s (template %s)", field, value, strings.Join(options, ", "), firstPos(pos)), nil
 }
 
 func firstPos(pos []string) string {
