@@ -183,7 +183,7 @@ func exportStatus(k *template.Kind, v cue.Value) (map[string]any, error) {
 		sv = sv.Unify(k.Status)
 	}
 	if err := sv.Validate(cue.Concrete(true)); err != nil {
-		return nil, evalError(err)
+		return nil, statusError(k, sv, err)
 	}
 	if status, ok := exportObject(sv); ok {
 		return status, nil
