@@ -205,7 +205,7 @@ func Positioned(err error) error {
 // FormatError formats one CUE error with its positions first.
 func FormatError(e cueerrors.Error) string {
 	format, args := e.Msg()
-	msg := fmt.Sprintf(format, args...)
+	msg := withCause(e, fmt.Sprintf(format, args...))
 	if p := e.Path(); len(p) > 0 {
 		msg = strings.Join(p, ".") + ": " + msg
 	}
