@@ -30,6 +30,9 @@ func Render(k *template.Kind, parent *unstructured.Unstructured, observed map[st
 		opts.tracker = t
 		var err error
 		res, err = evaluate(k, parent, observed, opts)
+		if err != nil {
+			err = observedHint(k, parent, observed, err)
+		}
 		return err
 	})
 	var ex *budget.Exceeded
