@@ -75,7 +75,7 @@ func TestDiff(t *testing.T) {
 		if s.Children[diff.Prune] != 3 || s.Destructive != 0 || s.Changing != 3 || r.ExitCode() != 1 {
 			t.Fatalf("want 3 Services pruned, nothing destructive, exit 1; got exit %d:\n%s", r.ExitCode(), out)
 		}
-		if !strings.Contains(out, "- prune    Service "+ns+"/r0 (children.service)") || !strings.Contains(out, "-kind: Service") {
+		if !strings.Contains(out, "- prune    Service "+ns+"/r0000 (children.service)") || !strings.Contains(out, "-kind: Service") {
 			t.Errorf("want the pruned Service and its diff:\n%s", out)
 		}
 	})
@@ -85,7 +85,7 @@ func TestDiff(t *testing.T) {
 		if s.Failed != 1 || s.Unchanged != 2 || r.ExitCode() != 2 {
 			t.Fatalf("want r1 failed, the others unchanged, exit 2; got exit %d:\n%s", r.ExitCode(), out)
 		}
-		if !strings.Contains(out, "RedisCluster "+ns+"/r1\n  error: InvalidSpec: spec.replicas: invalid value 2 (out of bound <=1) (template ") ||
+		if !strings.Contains(out, "RedisCluster "+ns+"/r0001\n  error: InvalidSpec: spec.replicas: invalid value 2 (out of bound <=1) (template ") ||
 			!strings.Contains(out, "rediscluster.cue:") {
 			t.Errorf("want the field path and the CUE position:\n%s", out)
 		}
@@ -96,7 +96,7 @@ func TestDiff(t *testing.T) {
 		if s.Children[diff.Refused] != 3 || r.ExitCode() != 2 {
 			t.Fatalf("want 3 Services refused, exit 2; got exit %d:\n%s", r.ExitCode(), out)
 		}
-		if !strings.Contains(out, "children.service: Service "+ns+"/r0 dry-run apply failed") || !strings.Contains(out, "spec.ports[0].port") {
+		if !strings.Contains(out, "children.service: Service "+ns+"/r0000 dry-run apply failed") || !strings.Contains(out, "spec.ports[0].port") {
 			t.Errorf("want the child, the object and the field the API server names:\n%s", out)
 		}
 	})
@@ -117,7 +117,7 @@ func TestDiff(t *testing.T) {
 	})
 	t.Run("file", func(t *testing.T) {
 		o := opts
-		o.Files = []*unstructured.Unstructured{redisCR(ns, "r0", 2), redisCR(ns, "new", 1)}
+		o.Files = []*unstructured.Unstructured{redisCR(ns, "r0000", 2), redisCR(ns, "new", 1)}
 		r := run(t, copyTemplates(t), o)
 		s, out := redis(t, r), text(t, r)
 		if s.CRs != 2 || s.Changing != 2 || s.Children[diff.Create] != 4 || r.ExitCode() != 1 {

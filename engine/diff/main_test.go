@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/cueop/cueop/engine/diff"
+	"github.com/cueop/cueop/engine/operator"
 	"github.com/cueop/cueop/engine/operator/operatortest"
 	"github.com/cueop/cueop/engine/template"
 	"github.com/cueop/cueop/localcluster"
@@ -26,7 +27,12 @@ import (
 
 func TestMain(m *testing.M) {
 	clustertest.SetLogger()
-	clustertest.Main(m, localcluster.Options{})
+	// The scheduler's and controller-manager's default client limits (50
+	// and 20 QPS) would make a fleet of a thousand CRs slow to converge.
+	qps := []string{"--kube-api-qps=1000", "--kube-api-burst=2000"}
+	clustertest.Main(m, localcluster.Options{ExtraArgs: map[string][]string{
+		localcluster.KubeScheduler: qps, localcluster.KubeControllerManager: qps,
+	}})
 }
 
 var redisGVK = schema.GroupVersionKind{Group: "cache.example.com", Version: "v1", Kind: "RedisCluster"}
@@ -69,18 +75,33 @@ func edited(t testing.TB, pairs ...string) string {
 // turn), runs the operator until they settle, and stops it: the cluster is
 // then as the controller left it, and only diff talks to it.
 func fleet(t testing.TB, n int) string {
+	return fleetOf(t, n, func(i int) int64 { return int64(1 + i%2) })
+}
+
+// fleetOf is fleet with replicas(i) Pods for the i-th CR.
+func fleetOf(t testing.TB, n int, replicas func(int) int64) string {
 	t.Helper()
 	ns := clustertest.Namespace(t)
 	a, stop := operatortest.StartObserved(t, clustertest.Config(), operatortest.Options(copyTemplates(t), ns))
 	waitCRD(t)
-	c := newClient(t, clustertest.Config())
-	for i := range n {
-		cr := &unstructured.Unstructured{}
-		cr.SetGroupVersionKind(redisGVK)
-		cr.SetNamespace(ns)
-		cr.SetName(fmt.Sprintf("r%d", i))
-		cr.Object["spec"] = map[string]any{"replicas": int64(1 + i%2)}
-		if err := c.Create(context.Background(), cr); err != nil {
+	cfg := clustertest.Config()
+	cfg.QPS, cfg.Burst = 1000, 2000
+	c := newClient(t, cfg)
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for w := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := w; i < n; i += 8 {
+				errs <- c.Create(context.Background(), redisCR(ns, fmt.Sprintf("r%04d", i), replicas(i)))
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -114,7 +135,7 @@ func waitCRD(t testing.TB) {
 // waitReady waits for the n CRs of ns to be Ready.
 func waitReady(t testing.TB, c client.Client, ns string, n int) {
 	t.Helper()
-	clustertest.Eventually(t, 3*time.Minute, func() string {
+	clustertest.Eventually(t, 3*time.Minute+time.Duration(n)*300*time.Millisecond, func() string {
 		list := &unstructured.UnstructuredList{}
 		list.SetGroupVersionKind(redisGVK.GroupVersion().WithKind("RedisClusterList"))
 		if err := c.List(context.Background(), list, client.InNamespace(ns)); err != nil {
@@ -184,7 +205,9 @@ func run(t testing.TB, dir string, opts diff.Options) *diff.Report {
 		t.Fatalf("load %s: %v", dir, err)
 	}
 	w := &writes{}
-	opts.Client = newClient(t, w.wrap(clustertest.Config()))
+	cfg := clustertest.Config()
+	cfg.QPS, cfg.Burst = operator.DefaultQPS, operator.DefaultBurst // as cueop diff
+	opts.Client = newClient(t, w.wrap(cfg))
 	opts.Set = set
 	r, err := diff.Run(context.Background(), opts)
 	if err != nil {
