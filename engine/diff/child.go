@@ -52,7 +52,7 @@ func (d *differ) child(ctx context.Context, c render.Child, live *unstructured.U
 // recreate when the child's policy allows it, else a refusal that stalls
 // the CR (reconcile: ImmutableChange).
 func (d *differ) immutable(ctx context.Context, out *Child, c render.Child, live *unstructured.Unstructured, err error) {
-	fields := strings.Join(apply.ImmutableFields(err), "; ")
+	fields := shorten(strings.Join(apply.ImmutableFields(err), "; "))
 	out.Destructive = true
 	if !c.Policy.Recreate || !render.Recreatable(c.Object.GroupVersionKind().GroupKind()) {
 		out.Action = Refused
@@ -117,7 +117,14 @@ func (d *differ) unified(c Child, live, after *unstructured.Unstructured) string
 		return ""
 	}
 	name := fmt.Sprintf("%s %s/%s (children.%s)", c.Kind, c.Namespace, c.Name, c.ID)
-	return Unified(name+" live", name+" after", toYAML(from), toYAML(to))
+	fromName, toName := name+" live", name+" after"
+	if live == nil {
+		fromName = name + " absent"
+	}
+	if after == nil {
+		toName = name + " deleted"
+	}
+	return Unified(fromName, toName, toYAML(from), toYAML(to))
 }
 
 func toYAML(m map[string]any) string {
@@ -129,4 +136,13 @@ func toYAML(m map[string]any) string {
 		return fmt.Sprintf("# %v\n", err)
 	}
 	return string(b)
+}
+
+// shorten cuts an API server message that lists every mutable field.
+func shorten(s string) string {
+	const most = 160
+	if len(s) <= most {
+		return s
+	}
+	return s[:most] + "..."
 }

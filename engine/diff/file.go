@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -37,6 +38,9 @@ func (d *differ) fileJobs(ctx context.Context, r *Report) ([]job, map[schema.Gro
 		total[gk]++
 		j := job{kind: k, cr: f}
 		j.cr, j.objs, j.err = d.fileCR(ctx, f)
+		if j.err == nil {
+			j.crDiff, j.err = d.crDiff(ctx, j.cr)
+		}
 		jobs = append(jobs, j)
 	}
 	return jobs, total
@@ -76,4 +80,38 @@ func (d *differ) fileCR(ctx context.Context, f *unstructured.Unstructured) (*uns
 		return got, nil, fmt.Errorf("%s: %w", subject, err)
 	}
 	return got, byOwner[string(got.GetUID())], nil
+}
+
+// crDiff is the diff of what applying the file changes in the CR itself:
+// its spec, labels and annotations.
+func (d *differ) crDiff(ctx context.Context, after *unstructured.Unstructured) (string, error) {
+	live := &unstructured.Unstructured{}
+	live.SetGroupVersionKind(after.GroupVersionKind())
+	err := d.o.Client.Get(ctx, client.ObjectKeyFromObject(after), live)
+	name := fmt.Sprintf("%s %s/%s", after.GetKind(), after.GetNamespace(), after.GetName())
+	switch {
+	case apierrors.IsNotFound(err):
+		return Unified(name+" absent", name+" after", "", toYAML(crView(after))), nil
+	case err != nil:
+		return "", fmt.Errorf("%s: %w", name, err)
+	}
+	return Unified(name+" live", name+" after", toYAML(crView(live)), toYAML(crView(after))), nil
+}
+
+// crView is what a user writes of a CR: its names, labels, annotations and
+// spec.
+func crView(o *unstructured.Unstructured) map[string]any {
+	c := clean(o)
+	md, _ := c["metadata"].(map[string]any)
+	keep := map[string]any{}
+	for _, f := range []string{"name", "namespace", "labels", "annotations"} {
+		if v, ok := md[f]; ok {
+			keep[f] = v
+		}
+	}
+	out := map[string]any{"apiVersion": c["apiVersion"], "kind": c["kind"], "metadata": keep}
+	if spec, ok := c["spec"]; ok {
+		out["spec"] = spec
+	}
+	return out
 }

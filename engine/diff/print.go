@@ -84,6 +84,7 @@ func (p *printer) cr(c CR) {
 			p.line(red, "  error: "+l)
 		}
 	}
+	p.diff(c.Diff)
 	for _, ch := range c.Children {
 		p.child(ch)
 	}
@@ -107,7 +108,11 @@ func (p *printer) child(ch Child) {
 			p.line(style, "      "+l)
 		}
 	}
-	for _, l := range strings.Split(strings.TrimSuffix(ch.Diff, "\n"), "\n") {
+	p.diff(ch.Diff)
+}
+
+func (p *printer) diff(d string) {
+	for _, l := range strings.Split(strings.TrimSuffix(d, "\n"), "\n") {
 		if l != "" {
 			p.line(diffStyle(l), l)
 		}

@@ -56,6 +56,9 @@ type CR struct {
 	// breaks the schema, a template that fails, a child the API server
 	// refuses; each line names its source.
 	Error string `json:"error,omitempty"`
+	// Diff is, for a CR of a file, a unified diff of the CR itself (its
+	// spec, labels and annotations) from live to applied.
+	Diff string `json:"diff,omitempty"`
 	// Children are the children that would change, in render order, then
 	// those pruned.
 	Children []Child `json:"children,omitempty"`
@@ -80,7 +83,7 @@ type Child struct {
 }
 
 // Changing reports whether any child of the CR would change.
-func (c CR) Changing() bool { return len(c.Children) > 0 }
+func (c CR) Changing() bool { return len(c.Children) > 0 || c.Diff != "" }
 
 // Failed reports whether the CR could not be diffed or has a refused child.
 func (c CR) Failed() bool {

@@ -63,6 +63,8 @@ type job struct {
 	cr   *unstructured.Unstructured
 	objs []*unstructured.Unstructured
 	err  error // why the CR cannot be diffed (set while listing)
+	// crDiff is what applying the file changes in the CR (Options.Files).
+	crDiff string
 }
 
 // Run diffs every CR Options selects. Failures of one CR are in its entry
@@ -123,7 +125,7 @@ func (d *differ) runAll(ctx context.Context, jobs []job) []CR {
 // dry run per child that NeedsApply says would change.
 func (d *differ) cr(ctx context.Context, j job) CR {
 	gvk := j.kind.Resource.GroupVersionKind()
-	out := CR{Group: gvk.Group, Kind: gvk.Kind, Namespace: j.cr.GetNamespace(), Name: j.cr.GetName()}
+	out := CR{Group: gvk.Group, Kind: gvk.Kind, Namespace: j.cr.GetNamespace(), Name: j.cr.GetName(), Diff: j.crDiff}
 	if j.err != nil {
 		out.Error = j.err.Error()
 		return out
