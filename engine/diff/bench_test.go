@@ -13,7 +13,9 @@ import (
 // a ConfigMap, a Service and 3 Pods each; $DIFF_BENCH_N, default 1000) on
 // the local control plane, with cueop diff's defaults (8 workers, client QPS
 // 100 / burst 200): with the templates unchanged, and with an edit that
-// relabels every Pod (a dry run per Pod). Run it alone:
+// relabels every Pod (a dry run per Pod), and with one that changes an
+// immutable Pod field (two per Pod: the refused apply, and the apply under a
+// free name that shows the Pod created anew). Run it alone:
 //
 //	go test -run '^$' -bench DiffFleet -benchtime 1x ./engine/diff/
 func BenchmarkDiffFleet(b *testing.B) {
@@ -35,6 +37,7 @@ func BenchmarkDiffFleet(b *testing.B) {
 	}{
 		{"unchanged", copyTemplates(b), func(s diff.KindSummary) bool { return s.Unchanged == n }},
 		{"relabel", edited(b, podLabels...), func(s diff.KindSummary) bool { return s.Changing == n && s.Children[diff.Update] == 3*n }},
+		{"recreate", edited(b, podArgs...), func(s diff.KindSummary) bool { return s.Changing == n && s.Children[diff.Recreate] == 3*n }},
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			for b.Loop() {

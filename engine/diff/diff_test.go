@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/cueop/cueop/engine/diff"
 )
@@ -113,6 +114,14 @@ func TestDiff(t *testing.T) {
 		r := run(t, edited(t, podLabels...), o)
 		if len(r.Kinds) != 1 || r.Kinds[0].Kind != "StaticSite" || r.ExitCode() != 0 {
 			t.Fatalf("want StaticSite only, exit 0:\n%s", text(t, r))
+		}
+	})
+	t.Run("label selector", func(t *testing.T) {
+		o := opts
+		o.Selector = labels.SelectorFromSet(labels.Set{"team": "none"})
+		r := run(t, edited(t, podLabels...), o)
+		if s := redis(t, r); s.CRs != 0 || r.ExitCode() != 0 {
+			t.Fatalf("want no CR selected, exit 0:\n%s", text(t, r))
 		}
 	})
 	t.Run("file", func(t *testing.T) {
