@@ -61,13 +61,18 @@ func (d *differ) immutable(ctx context.Context, out *Child, c render.Child, live
 		out.Diff = d.unified(*out, live, stamped(c.Object))
 		return
 	}
+	// What creating it anew gives: the same apply under a free name.
+	tmp := previewName(c.Object)
+	anew, derr := d.applier.DryRun(ctx, c.Object, tmp)
+	if derr != nil {
+		out.Action = Refused
+		out.Reason = fmt.Sprintf("children.%s: immutable field changed (%s): the controller would delete it, and the API server refuses to create it anew: %s",
+			c.ID, fields, strings.ReplaceAll(derr.Error(), tmp, c.Object.GetName()))
+		out.Diff = d.unified(*out, live, stamped(c.Object))
+		return
+	}
 	out.Action = Recreate
 	out.Reason = fmt.Sprintf("immutable field changed (%s): deleted (cascade %s) and created anew", fields, c.Policy.Cascade)
-	// What creating it anew gives: the same apply under a free name.
-	anew, derr := d.applier.DryRun(ctx, c.Object, previewName(c.Object))
-	if derr != nil {
-		anew = stamped(c.Object)
-	}
 	out.Diff = d.unified(*out, live, anew)
 }
 

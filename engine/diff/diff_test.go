@@ -70,6 +70,16 @@ func TestDiff(t *testing.T) {
 			t.Errorf("want the stall and the held recreate named:\n%s", out)
 		}
 	})
+	t.Run("immutable Pod field, invalid anew", func(t *testing.T) {
+		r := run(t, edited(t, append(podArgs, "containers: [{", `restartPolicy: "Sometimes", containers: [{`)...), opts)
+		s, out := redis(t, r), text(t, r)
+		if s.Children[diff.Refused] != 4 || s.Children[diff.Recreate] != 0 || r.ExitCode() != 2 {
+			t.Fatalf("want every Pod refused (deleted, then not created anew), exit 2; got exit %d:\n%s", r.ExitCode(), out)
+		}
+		if !strings.Contains(out, "refuses to create it anew") || !strings.Contains(out, "restartPolicy") || strings.Contains(out, "cueop-diff-") {
+			t.Errorf("want the refusal of the new Pod, naming the field and the Pod's own name:\n%s", out)
+		}
+	})
 	t.Run("drop a child", func(t *testing.T) {
 		r := run(t, edited(t, noService...), opts)
 		s, out := redis(t, r), text(t, r)

@@ -13,8 +13,9 @@
 //   - update: the dry run changes fields cueop owns;
 //   - recreate: the API server refuses the change as immutable and the
 //     child's policy lets cueop delete and recreate it (destructive);
-//   - refused: the API server refuses the apply, or refuses an immutable
-//     change the policy does not let cueop recreate, so the CR would stall
+//   - refused: the API server refuses the apply, refuses an immutable
+//     change the policy does not let cueop recreate, or would refuse to
+//     create anew a child cueop recreates; the CR would stall
 //     (destructive, and an error: nothing of the CR is pruned or recreated
 //     while it stands);
 //   - prune: an owned child the render no longer has (destructive when it
