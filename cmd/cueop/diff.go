@@ -69,6 +69,7 @@ It writes nothing. Exit code: 0 nothing would change, 1 something would, 2 an er
 (a CR that cannot be rendered, a child the API server refuses, a failed request).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			allowedKindsFromEnv(cmd, g) // as cueop run: $CUEOP_ALLOWED_KINDS unless --allowed-kinds
 			return runDiff(cmd, g, f)
 		},
 	}
