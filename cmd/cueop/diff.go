@@ -80,7 +80,7 @@ It writes nothing. Exit code: 0 nothing would change, 1 something would, 2 an er
 	fl.StringVarP(&f.selector, "selector", "l", "", "the CRs matching this label selector only")
 	fl.StringSliceVar(&f.kinds, "kind", nil, "the CRs of these kinds only (Kind, Kind.group or plural)")
 	fl.StringVarP(&f.file, "filename", "f", "", "diff the CRs of this YAML file, as applying it would make them")
-	fl.StringVarP(&f.output, "output", "o", "text", "text or json")
+	fl.StringVarP(&f.output, "output", "o", "text", "text (summary, then diffs), summary (no diffs) or json")
 	fl.StringVar(&f.color, "color", "auto", "auto (on a terminal, unless $NO_COLOR), always or never")
 	fl.IntVar(&f.workers, "concurrency", diff.DefaultWorkers, "CRs diffed at once")
 	fl.Float32Var(&f.qps, "kube-api-qps", operator.DefaultQPS, "client-side limit of API requests per second")
@@ -89,8 +89,8 @@ It writes nothing. Exit code: 0 nothing would change, 1 something would, 2 an er
 }
 
 func runDiff(cmd *cobra.Command, g *globals, f *diffFlags) error {
-	if f.output != "text" && f.output != "json" {
-		return &exitError{2, fmt.Errorf("--output %q: want text or json", f.output)}
+	if f.output != "text" && f.output != "json" && f.output != "summary" {
+		return &exitError{2, fmt.Errorf("--output %q: want text, summary or json", f.output)}
 	}
 	opts, err := diffOptions(g, f)
 	if err != nil {
@@ -101,9 +101,12 @@ func runDiff(cmd *cobra.Command, g *globals, f *diffFlags) error {
 		return &exitError{2, err}
 	}
 	out := cmd.OutOrStdout()
-	if f.output == "json" {
+	switch f.output {
+	case "json":
 		err = report.WriteJSON(out)
-	} else {
+	case "summary":
+		err = report.WriteSummary(out, useColor(f.color, out))
+	default:
 		err = report.WriteText(out, useColor(f.color, out))
 	}
 	if err != nil {

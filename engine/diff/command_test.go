@@ -59,6 +59,9 @@ func TestDiffCommand(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &r); code != 1 || err != nil || len(r.CRs) != 2 {
 		t.Errorf("-o json: exit %d, %v:\n%s", code, err, out)
 	}
+	if out, code := diffCmd(edited(t, podArgs...), "-o", "summary"); code != 1 || strings.Contains(out, "@@") || !strings.Contains(out, "/r0001: 2 destructive, failed: false") {
+		t.Errorf("-o summary: exit %d, want 1, the table and the CRs with destructive changes, no diff:\n%s", code, out)
+	}
 	if out, code := diffCmd(edited(t, badPort...)); code != 2 || !strings.Contains(out, "refused") {
 		t.Errorf("a refused child: exit %d, want 2:\n%s", code, out)
 	}

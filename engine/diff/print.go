@@ -33,13 +33,45 @@ func (r *Report) WriteJSON(w io.Writer) error {
 func (r *Report) WriteText(w io.Writer, color bool) error {
 	p := &printer{w: w, color: color}
 	p.summary(r)
-	for _, e := range r.Errors {
-		p.line(red, "error: "+e)
-	}
+	p.errors(r)
 	for _, c := range r.CRs {
 		p.cr(c)
 	}
 	return p.err
+}
+
+// WriteSummary writes the summary table, the errors, and a line per CR
+// that fails or has a destructive change, without diffs.
+func (r *Report) WriteSummary(w io.Writer, color bool) error {
+	p := &printer{w: w, color: color}
+	p.summary(r)
+	p.errors(r)
+	for _, c := range r.CRs {
+		if n := destructive(c); c.Failed() || n > 0 {
+			style := yellow
+			if c.Failed() {
+				style = red
+			}
+			p.line(style, fmt.Sprintf("%s %s/%s: %d destructive, failed: %t", c.Kind, c.Namespace, c.Name, n, c.Failed()))
+		}
+	}
+	return p.err
+}
+
+func destructive(c CR) int {
+	n := 0
+	for _, ch := range c.Children {
+		if ch.Destructive {
+			n++
+		}
+	}
+	return n
+}
+
+func (p *printer) errors(r *Report) {
+	for _, e := range r.Errors {
+		p.line(red, "error: "+e)
+	}
 }
 
 type printer struct {
