@@ -10,16 +10,17 @@ import (
 )
 
 // BenchmarkDiffFleet diffs a converged fleet of RedisClusters (replicas 3:
-// a ConfigMap, a Service and 3 Pods each; $DIFF_BENCH_N, default 1000) on
+// a ConfigMap, a Service and 3 Pods each; $DIFF_BENCH_N of them, default
+// 100 so that make bench's run of every engine benchmark stays short) on
 // the local control plane, with cueop diff's defaults (8 workers, client QPS
 // 100 / burst 200): with the templates unchanged, and with an edit that
 // relabels every Pod (a dry run per Pod), and with one that changes an
 // immutable Pod field (two per Pod: the refused apply, and the apply under a
 // free name that shows the Pod created anew). Run it alone:
 //
-//	go test -run '^$' -bench DiffFleet -benchtime 1x ./engine/diff/
+//	DIFF_BENCH_N=1000 go test -run '^$' -bench DiffFleet -benchtime 1x ./engine/diff/
 func BenchmarkDiffFleet(b *testing.B) {
-	n := 1000
+	n := 100
 	if s := os.Getenv("DIFF_BENCH_N"); s != "" {
 		var err error
 		if n, err = strconv.Atoi(s); err != nil {
