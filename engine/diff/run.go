@@ -131,6 +131,9 @@ func (d *differ) cr(ctx context.Context, j job) CR {
 		return out
 	}
 	p, err := reconcile.PreviewRender(j.kind, j.cr, j.objs, d.manager, d.o.Render)
+	if err == nil {
+		p, err = d.atRenderedVersions(ctx, j, p)
+	}
 	if err != nil {
 		out.Error = renderError(err)
 		return out
