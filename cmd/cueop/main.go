@@ -22,8 +22,10 @@ type globals struct {
 
 func main() {
 	if err := newRoot().Execute(); err != nil {
-		fmt.Fprintln(os.Stderr, "cueop:", err)
-		os.Exit(1)
+		if !isExitOnly(err) {
+			fmt.Fprintln(os.Stderr, "cueop:", err)
+		}
+		os.Exit(exitCode(err))
 	}
 }
 
@@ -40,7 +42,7 @@ func newRoot() *cobra.Command {
 		"comma-separated child kinds templates may create (Kind or Kind.group)")
 	g.budget.register(root.PersistentFlags())
 	root.AddCommand(newRender(g), newCRD(g), newVet(g), newTest(g), newVersion())
-	root.AddCommand(newManifests(g))
+	root.AddCommand(newManifests(g), newDiff(g))
 	addServeCommands(root, g)
 	return root
 }

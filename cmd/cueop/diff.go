@@ -1,0 +1,191 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/cueop/cueop/engine/diff"
+	"github.com/cueop/cueop/engine/golden"
+	"github.com/cueop/cueop/engine/operator"
+)
+
+// exitError ends cueop with code; err, when set, is printed.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string {
+	if e.err == nil {
+		return fmt.Sprintf("exit status %d", e.code)
+	}
+	return e.err.Error()
+}
+
+func (e *exitError) Unwrap() error { return e.err }
+
+// exitCode is the process exit code for err (nil: 0).
+func exitCode(err error) int {
+	var ee *exitError
+	switch {
+	case err == nil:
+		return 0
+	case errors.As(err, &ee):
+		return ee.code
+	}
+	return 1
+}
+
+// isExitOnly reports whether err only carries an exit code, with nothing to
+// print.
+func isExitOnly(err error) bool {
+	var ee *exitError
+	return errors.As(err, &ee) && ee.err == nil
+}
+
+type diffFlags struct {
+	kubeconfig, namespace, selector, file, output, color string
+	kinds                                                []string
+	workers, burst                                       int
+	qps                                                  float32
+}
+
+func newDiff(g *globals) *cobra.Command {
+	f := &diffFlags{}
+	cmd := &cobra.Command{
+		Use:   "diff [-n NS] [-l SELECTOR] [--kind K] [-f cr.yaml] [-o json]",
+		Short: "Show what the templates would change in a live cluster, writing nothing",
+		Long: `diff renders every CR of the templates' kinds that the cluster has (or the CRs of
+-f) over the children that exist, as the controller would, and compares each child
+with the live one through a server-side dry-run apply under cueop's field manager.
+It writes nothing. Exit code: 0 nothing would change, 1 something would, 2 an error
+(a CR that cannot be rendered, a child the API server refuses, a failed request).`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			allowedKindsFromEnv(cmd, g) // as cueop run: $CUEOP_ALLOWED_KINDS unless --allowed-kinds
+			return runDiff(cmd, g, f)
+		},
+	}
+	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &exitError{2, err} })
+	fl := cmd.Flags()
+	fl.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, in-cluster, ~/.kube/config)")
+	fl.StringVarP(&f.namespace, "namespace", "n", "", "the CRs of this namespace only (default: all namespaces)")
+	fl.StringVarP(&f.selector, "selector", "l", "", "the CRs matching this label selector only")
+	fl.StringSliceVar(&f.kinds, "kind", nil, "the CRs of these kinds only (Kind, Kind.group or plural)")
+	fl.StringVarP(&f.file, "filename", "f", "", "diff the CRs of this YAML file, as applying it would make them")
+	fl.StringVarP(&f.output, "output", "o", "text", "text (summary, then diffs), summary (no diffs) or json")
+	fl.StringVar(&f.color, "color", "auto", "auto (on a terminal, unless $NO_COLOR), always or never")
+	fl.IntVar(&f.workers, "concurrency", diff.DefaultWorkers, "CRs diffed at once")
+	fl.Float32Var(&f.qps, "kube-api-qps", operator.DefaultQPS, "client-side limit of API requests per second")
+	fl.IntVar(&f.burst, "kube-api-burst", operator.DefaultBurst, "client-side burst of API requests")
+	return cmd
+}
+
+func runDiff(cmd *cobra.Command, g *globals, f *diffFlags) error {
+	if f.output != "text" && f.output != "json" && f.output != "summary" {
+		return &exitError{2, fmt.Errorf("--output %q: want text, summary or json", f.output)}
+	}
+	opts, err := diffOptions(g, f)
+	if err != nil {
+		return &exitError{2, err}
+	}
+	report, err := diff.Run(context.Background(), opts)
+	if err != nil {
+		return &exitError{2, err}
+	}
+	out := cmd.OutOrStdout()
+	switch f.output {
+	case "json":
+		err = report.WriteJSON(out)
+	case "summary":
+		err = report.WriteSummary(out, useColor(f.color, out))
+	default:
+		err = report.WriteText(out, useColor(f.color, out))
+	}
+	if err != nil {
+		return &exitError{2, err}
+	}
+	if code := report.ExitCode(); code != 0 {
+		return &exitError{code: code}
+	}
+	return nil
+}
+
+func diffOptions(g *globals, f *diffFlags) (diff.Options, error) {
+	set, err := g.load()
+	if set == nil {
+		return diff.Options{}, err
+	}
+	if len(set.Kinds) == 0 && err != nil {
+		return diff.Options{}, err
+	}
+	ropts, err := g.renderOptions()
+	if err != nil {
+		return diff.Options{}, err
+	}
+	sel, err := labels.Parse(f.selector)
+	if err != nil {
+		return diff.Options{}, fmt.Errorf("--selector: %w", err)
+	}
+	files, err := diffFiles(f.file)
+	if err != nil {
+		return diff.Options{}, err
+	}
+	cfg, err := restConfig(f.kubeconfig)
+	if err != nil {
+		return diff.Options{}, err
+	}
+	cfg.QPS, cfg.Burst = f.qps, f.burst
+	c, err := client.New(cfg, client.Options{})
+	if err != nil {
+		return diff.Options{}, err
+	}
+	return diff.Options{Client: c, Set: set, Render: ropts, Namespace: f.namespace, Selector: sel,
+		Kinds: f.kinds, Files: files, Workers: f.workers}, nil
+}
+
+// diffFiles reads the CRs of file ("" for none).
+func diffFiles(file string) ([]*unstructured.Unstructured, error) {
+	if file == "" {
+		return nil, nil
+	}
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return nil, err
+	}
+	objs, err := golden.ParseObjects(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", file, err)
+	}
+	if len(objs) == 0 {
+		return nil, fmt.Errorf("%s: no custom resource", file)
+	}
+	return objs, nil
+}
+
+// useColor decides on colours: always, never, or auto (a terminal, and
+// $NO_COLOR unset).
+func useColor(mode string, out any) bool {
+	switch mode {
+	case "always":
+		return true
+	case "never":
+		return false
+	}
+	if os.Getenv("NO_COLOR") != "" {
+		return false
+	}
+	file, ok := out.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := file.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}

@@ -1,0 +1,71 @@
+package diff_test
+
+import (
+	"encoding/json"
+	"errors"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/cueop/cueop/engine/diff"
+	"github.com/cueop/cueop/localcluster/clustertest"
+)
+
+// cueop builds the cueop binary for the test.
+func cueop(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "cueop")
+	if out, err := exec.Command("go", "build", "-o", bin, "../../cmd/cueop").CombinedOutput(); err != nil {
+		t.Fatalf("build cueop: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// TestDiffCommand runs `cueop diff` as a user does and checks its exit
+// codes: 0 when nothing would change, 1 when something would, 2 on error,
+// and its output: a summary, diffs, colours only when asked (stdout is
+// not a terminal here), JSON with -o json.
+func TestDiffCommand(t *testing.T) {
+	ns := fleet(t, 2)
+	bin := cueop(t)
+	diffCmd := func(dir string, args ...string) (string, int) {
+		t.Helper()
+		args = append([]string{"--templates", dir, "diff", "--kubeconfig", clustertest.Cluster().KubeconfigPath, "-n", ns}, args...)
+		out, err := exec.Command(bin, args...).CombinedOutput()
+		var exit *exec.ExitError
+		if errors.As(err, &exit) {
+			return string(out), exit.ExitCode()
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(out), 0
+	}
+	if out, code := diffCmd(copyTemplates(t)); code != 0 || !strings.Contains(out, "RedisCluster.cache.example.com  2    2") {
+		t.Errorf("unchanged templates: exit %d, want 0:\n%s", code, out)
+	}
+	relabel := edited(t, podLabels...)
+	out, code := diffCmd(relabel)
+	if code != 1 || !strings.Contains(out, "+    tier: cache") || strings.Contains(out, "\x1b[") {
+		t.Errorf("relabel: exit %d, want 1, a diff without colours:\n%s", code, out)
+	}
+	t.Logf("cueop diff, Pods relabelled:\n%s", out)
+	if out, _ := diffCmd(relabel, "--color", "always"); !strings.Contains(out, "\x1b[32m+    tier: cache\x1b[0m") {
+		t.Errorf("--color always: want the added line green:\n%s", out)
+	}
+	out, code = diffCmd(relabel, "-o", "json")
+	var r diff.Report
+	if err := json.Unmarshal([]byte(out), &r); code != 1 || err != nil || len(r.CRs) != 2 {
+		t.Errorf("-o json: exit %d, %v:\n%s", code, err, out)
+	}
+	if out, code := diffCmd(edited(t, podArgs...), "-o", "summary"); code != 1 || strings.Contains(out, "@@") || !strings.Contains(out, "/r0001: 2 destructive, failed: false") {
+		t.Errorf("-o summary: exit %d, want 1, the table and the CRs with destructive changes, no diff:\n%s", code, out)
+	}
+	if out, code := diffCmd(edited(t, badPort...)); code != 2 || !strings.Contains(out, "refused") {
+		t.Errorf("a refused child: exit %d, want 2:\n%s", code, out)
+	}
+	if out, code := diffCmd(relabel, "--no-such-flag"); code != 2 {
+		t.Errorf("a bad flag: exit %d, want 2:\n%s", code, out)
+	}
+}

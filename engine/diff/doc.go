@@ -1,0 +1,28 @@
+// Package diff previews what the controller would do to a live cluster with
+// the templates at hand: for every CR of the templates' kinds (or the CRs of
+// a file), it renders the CR over the children that exist, as a reconcile
+// does (reconcile.PreviewRender), and asks the API server what each apply
+// would give with a server-side apply under cueop's field manager and
+// dryRun=All, so that defaulting, admission and immutability are the API
+// server's own answers. It writes nothing: every request it sends is a read
+// or a dry run.
+//
+// Each child is classified as the reconciler would act on it:
+//
+//   - create: no live object;
+//   - update: the dry run changes fields cueop owns;
+//   - recreate: the API server refuses the change as immutable and the
+//     child's policy lets cueop delete and recreate it (destructive);
+//   - refused: the API server refuses the apply, refuses an immutable
+//     change the policy does not let cueop recreate, or would refuse to
+//     create anew a child cueop recreates; the CR would stall
+//     (destructive, and an error: nothing of the CR is pruned or recreated
+//     while it stands);
+//   - prune: an owned child the render no longer has (destructive when it
+//     holds data: a PersistentVolumeClaim); release: the same child with
+//     policy prune: never, left in place.
+//
+// Run returns a Report: a summary per kind, then per CR the changed
+// children with a unified diff of the fields cueop owns, cleaned of what the
+// server sets (managedFields, resourceVersion, uid, status, ...).
+package diff

@@ -1,0 +1,110 @@
+package diff_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/cueop/cueop/engine/diff"
+	"github.com/cueop/cueop/engine/operator/operatortest"
+	"github.com/cueop/cueop/localcluster/clustertest"
+)
+
+// volTemplate is a kind of two PersistentVolumeClaims, the one "keep"
+// released rather than pruned; without claims it renders a ConfigMap.
+const volTemplate = `package vol
+
+resource: {group: "vol.example.com", version: "v1", kind: "Vol"}
+#Spec: {size: *"1Gi" | string}
+parent: {metadata: name: string, spec: #Spec}
+observed: [string]: {...}
+_claim: {apiVersion: "v1", kind: "PersistentVolumeClaim", spec: {accessModes: ["ReadWriteOnce"], resources: requests: storage: parent.spec.size}}
+CHILDREN
+ready: true
+`
+
+const (
+	withClaims = `children: {
+	data: _claim & {metadata: name: "\(parent.metadata.name)-data"}
+	keep: _claim & {metadata: name: "\(parent.metadata.name)-keep"}
+}
+policies: keep: prune: "never"`
+	withoutClaims = `children: cm: {apiVersion: "v1", kind: "ConfigMap", metadata: name: parent.metadata.name}`
+)
+
+// volTemplates writes a templates directory holding the Vol kind with
+// children.
+func volTemplates(t *testing.T, children string) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "templates")
+	for file, src := range map[string]string{
+		"cue.mod/module.cue": "module: \"cueop.example/templates@v0\"\nlanguage: version: \"v0.17.0\"\n",
+		"vol/vol.cue":        strings.Replace(volTemplate, "CHILDREN", children, 1),
+	} {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, file)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, file), []byte(src), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// TestDiffPrunesData: a template edit that drops two PersistentVolumeClaims
+// shows the one pruned as destructive (its data goes) and the one whose
+// policy says prune: never as released; a kind the cluster has no CRD for
+// is reported as not served.
+func TestDiffPrunesData(t *testing.T) {
+	ns := clustertest.Namespace(t)
+	a, stop := operatortest.StartObserved(t, clustertest.Config(), operatortest.Options(volTemplates(t, withClaims), ns))
+	c := newClient(t, clustertest.Config())
+	vol := &unstructured.Unstructured{}
+	vol.SetGroupVersionKind(schema.GroupVersionKind{Group: "vol.example.com", Version: "v1", Kind: "Vol"})
+	vol.SetNamespace(ns)
+	vol.SetName("v")
+	vol.Object["spec"] = map[string]any{}
+	clustertest.Eventually(t, time.Minute, func() string {
+		if err := c.Create(context.Background(), vol.DeepCopy()); err != nil {
+			c = newClient(t, clustertest.Config()) // a fresh REST mapper, once the CRD is installed
+			return err.Error()
+		}
+		return ""
+	})
+	clustertest.Eventually(t, time.Minute, func() string {
+		var pvcs corev1.PersistentVolumeClaimList
+		if err := c.List(context.Background(), &pvcs, client.InNamespace(ns)); err != nil || len(pvcs.Items) != 2 {
+			return fmt.Sprintf("%d claims (%v)", len(pvcs.Items), err)
+		}
+		return ""
+	})
+	a.Settled(t, 0, time.Minute)
+	stop()
+
+	r := run(t, volTemplates(t, withoutClaims), diff.Options{Namespace: ns})
+	out := text(t, r)
+	s := r.Kinds[0]
+	if s.Kind != "Vol" || s.Children[diff.Prune] != 1 || s.Children[diff.Release] != 1 || s.Children[diff.Create] != 1 || s.Destructive != 1 || r.ExitCode() != 1 {
+		t.Fatalf("want the data claim pruned (destructive), the other released, a ConfigMap created, exit 1; got exit %d:\n%s", r.ExitCode(), out)
+	}
+	if !strings.Contains(out, "- prune    PersistentVolumeClaim "+ns+"/v-data (children.data) DESTRUCTIVE") || !strings.Contains(out, "? release  PersistentVolumeClaim "+ns+"/v-keep (children.keep)") {
+		t.Errorf("want the claims named:\n%s", out)
+	}
+
+	ghost := volTemplates(t, withoutClaims)
+	src, _ := os.ReadFile(filepath.Join(ghost, "vol", "vol.cue"))
+	os.WriteFile(filepath.Join(ghost, "vol", "vol.cue"), []byte(strings.Replace(string(src), "vol.example.com", "ghost.example.com", 1)), 0o644)
+	r = run(t, ghost, diff.Options{Namespace: ns})
+	if len(r.Kinds) != 1 || !r.Kinds[0].NotServed || r.ExitCode() != 0 || !strings.Contains(text(t, r), "not served by the cluster") {
+		t.Errorf("a kind without CRD: want it reported not served, exit 0:\n%s", text(t, r))
+	}
+}

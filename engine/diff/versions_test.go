@@ -1,0 +1,92 @@
+package diff_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/cueop/cueop/engine/diff"
+	"github.com/cueop/cueop/engine/operator/operatortest"
+	"github.com/cueop/cueop/localcluster/clustertest"
+)
+
+// autoTemplate renders a HorizontalPodAutoscaler at autoscaling/v1, not the
+// version the cluster prefers (v2), and a ConfigMap saying at which version
+// the template read it.
+const autoTemplate = `package auto
+
+resource: {group: "auto.example.com", version: "v1", kind: "Auto"}
+#Spec: {}
+parent: {metadata: name: string, spec: #Spec}
+observed: [string]: {...}
+children: {
+	hpa: {
+		apiVersion: "autoscaling/v1"
+		kind:       "HorizontalPodAutoscaler"
+		metadata: name: parent.metadata.name
+		spec: {scaleTargetRef: {apiVersion: "apps/v1", kind: "Deployment", name: "app"}, maxReplicas: 2}
+	}
+	seen: {
+		apiVersion: "v1"
+		kind:       "ConfigMap"
+		metadata: name: "\(parent.metadata.name)-seen"
+		data: version: [if observed.hpa != _|_ {observed.hpa.apiVersion}, "none"][0]
+	}
+}
+ready: true
+`
+
+// TestDiffReadsChildrenAtTheRenderedVersion: a child rendered at a version
+// the cluster does not prefer is read by the template at that version, as
+// the controller reads it, so a converged CR shows no change.
+func TestDiffReadsChildrenAtTheRenderedVersion(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "templates")
+	for file, src := range map[string]string{
+		"cue.mod/module.cue": "module: \"cueop.example/templates@v0\"\nlanguage: version: \"v0.17.0\"\n",
+		"auto/auto.cue":      autoTemplate,
+	} {
+		os.MkdirAll(filepath.Dir(filepath.Join(dir, file)), 0o755)
+		if err := os.WriteFile(filepath.Join(dir, file), []byte(src), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ns := clustertest.Namespace(t)
+	a, stop := operatortest.StartObserved(t, clustertest.Config(), operatortest.Options(dir, ns))
+	c := newClient(t, clustertest.Config())
+	cr := &unstructured.Unstructured{}
+	cr.SetGroupVersionKind(schema.GroupVersionKind{Group: "auto.example.com", Version: "v1", Kind: "Auto"})
+	cr.SetNamespace(ns)
+	cr.SetName("a")
+	cr.Object["spec"] = map[string]any{}
+	clustertest.Eventually(t, time.Minute, func() string {
+		if err := c.Create(context.Background(), cr.DeepCopy()); err != nil {
+			c = newClient(t, clustertest.Config()) // a fresh REST mapper, once the CRD is installed
+			return err.Error()
+		}
+		return ""
+	})
+	clustertest.Eventually(t, time.Minute, func() string {
+		cm := &unstructured.Unstructured{}
+		cm.SetGroupVersionKind(schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"})
+		if err := c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "a-seen"}, cm); err != nil {
+			return err.Error()
+		}
+		if v, _, _ := unstructured.NestedString(cm.Object, "data", "version"); v != "autoscaling/v1" {
+			return "the template saw " + v
+		}
+		return ""
+	})
+	a.Settled(t, 0, time.Minute)
+	stop()
+
+	r := run(t, dir, diff.Options{Namespace: ns})
+	if r.ExitCode() != 0 || r.Kinds[0].Unchanged != 1 {
+		t.Fatalf("want the converged CR unchanged, exit 0; got exit %d:\n%s", r.ExitCode(), text(t, r))
+	}
+}
