@@ -42,8 +42,13 @@ type Referenced struct {
 // administrator says otherwise: Secrets are left out on purpose.
 const DefaultReadableKinds = "ConfigMap"
 
-// ReasonReferenceRefused is a reference to a kind outside the readable kinds.
-const ReasonReferenceRefused = "ReferenceRefused"
+// Reasons of references: a reference to a kind outside the readable kinds
+// (the CR stalls), and a reference by name to an object that does not
+// exist (the CR waits for it, not rendered).
+const (
+	ReasonReferenceRefused  = "ReferenceRefused"
+	ReasonReferenceNotFound = "ReferenceNotFound"
+)
 
 var defaultReadable = MustKindSet(DefaultReadableKinds)
 
