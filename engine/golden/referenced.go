@@ -26,7 +26,7 @@ func resolveReferences(k *template.Kind, parent *unstructured.Unstructured, objs
 	if len(missing) > 0 {
 		out := &render.Error{Reason: render.ReasonReferenceNotFound}
 		for _, m := range missing {
-			out.Messages = append(out.Messages, fmt.Sprintf("%s not found in namespace %s (%s)", m, parent.GetNamespace(), SectionReferenced))
+			out.Messages = append(out.Messages, fmt.Sprintf("%s not found in namespace %s: give it in %s (cueop test) or --referenced (cueop render)", m, parent.GetNamespace(), SectionReferenced))
 		}
 		return render.Inputs{}, out
 	}
