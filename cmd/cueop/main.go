@@ -19,7 +19,7 @@ type globals struct {
 	allowedKinds string
 	// readableKinds is the allow-list of kinds templates may reference.
 	readableKinds string
-	budget       budgetFlags
+	budget        budgetFlags
 }
 
 func main() {
