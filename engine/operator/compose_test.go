@@ -3,6 +3,7 @@ package operator_test
 import (
 	"context"
 	"fmt"
+	"os/exec"
 	"slices"
 	"strconv"
 	"strings"
@@ -253,3 +254,100 @@ func conditionIs(cr *unstructured.Unstructured, typ, status, reason, part string
 	return ""
 }
 
+
+func applyWebApp(t *testing.T, ns, name, kind string) {
+	t.Helper()
+	mustKubectl(t, fmt.Sprintf("apiVersion: apps.example.com/v1\nkind: WebApp\nmetadata: {name: %s, namespace: %s}\nspec:\n  settingsFrom: {kind: %s, name: settings}\n",
+		name, ns, kind), "apply", "--server-side", "--field-manager=test", "-f", "-")
+}
+
+func waitWebAppCRD(t *testing.T) {
+	t.Helper()
+	eventually(t, 30*time.Second, func() string {
+		if _, err := kubectl(t, "", "wait", "--for=condition=Established", "crd/webapps.apps.example.com", "--timeout=5s"); err != nil {
+			return "WebApp CRD not established"
+		}
+		return ""
+	})
+}
+
+// TestReferenceOutsideReadableKindsStalls references a Secret where the
+// administrator left Secrets out of the readable kinds (the default): the
+// WebApp stalls naming the reference, and nothing is created.
+func TestReferenceOutsideReadableKindsStalls(t *testing.T) {
+	ns := clustertest.Namespace(t)
+	startOperator(t, "../../templates", ns, nil)
+	waitWebAppCRD(t)
+	c := newClient(t)
+	mustKubectl(t, secretYAML(ns, "info"), "apply", "-f", "-")
+	applyWebApp(t, ns, "leaky", "Secret")
+	eventually(t, 30*time.Second, func() string {
+		return conditionIs(object(t, c, webAppGVK, ns, "leaky"), "Stalled", "True", render.ReasonReferenceRefused,
+			"references.settings: kind Secret is not in the readable kinds (ConfigMap)")
+	})
+	if j := object(t, c, jobGVK, ns, "leaky-migrate"); j != nil {
+		t.Error("a WebApp whose reference is refused created its Job")
+	}
+}
+
+// TestOrderedDeletionWaitsForOperatorAndTemplate deletes a WebApp while no
+// operator runs: it waits, with every child in place, and the next
+// operator deletes its children in wave order and releases it. A WebApp
+// whose template directory is removed loses the finalizer, so that its
+// deletion is not stuck.
+func TestOrderedDeletionWaitsForOperatorAndTemplate(t *testing.T) {
+	ns := clustertest.Namespace(t)
+	dir := copyTemplates(t)
+	c := newClient(t)
+	_, stop := startOperatorStoppable(t, dir, ns, nil)
+	waitWebAppCRD(t)
+	mustKubectl(t, fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings, namespace: %s}\ndata: {LOG_LEVEL: info}\n", ns), "apply", "-f", "-")
+	applyWebApp(t, ns, "shop", "ConfigMap")
+	exists(t, c, deploymentGVK, ns, "shop")
+	stop()
+
+	mustKubectl(t, "", "-n", ns, "delete", "webapp", "shop", "--wait=false")
+	cr := object(t, c, webAppGVK, ns, "shop")
+	if cr == nil || cr.GetDeletionTimestamp() == nil || !slices.Contains(cr.GetFinalizers(), reconcile.FinalizerOrdered) {
+		t.Fatalf("with no operator the deleted WebApp must wait on its finalizer: %v", cr)
+	}
+	rec := record(t, ns, jobGVK, deploymentGVK)
+	startOperator(t, dir, ns, nil)
+	eventually(t, 60*time.Second, func() string {
+		if object(t, c, webAppGVK, ns, "shop") != nil {
+			return "the WebApp still exists"
+		}
+		return ""
+	})
+	job := rec.first(func(e event) bool { return e.kind == "Job" && e.typ == watch.Deleted })
+	dep := rec.first(func(e event) bool { return e.kind == "Deployment" && e.typ == watch.Deleted })
+	if job == nil || dep == nil || dep.rv >= job.rv {
+		t.Fatalf("deleted Deployment %v and Job %v: want the Deployment first", dep, job)
+	}
+
+	applyWebApp(t, ns, "kept", "ConfigMap")
+	eventually(t, 30*time.Second, func() string {
+		if cr := object(t, c, webAppGVK, ns, "kept"); cr == nil || !slices.Contains(cr.GetFinalizers(), reconcile.FinalizerOrdered) {
+			return "no ordered-deletion finalizer yet"
+		}
+		return ""
+	})
+	mustRun(t, "rm", "-r", dir+"/webapp")
+	eventually(t, 30*time.Second, func() string {
+		cr := object(t, c, webAppGVK, ns, "kept")
+		if cr == nil {
+			return "the WebApp is gone"
+		}
+		if slices.Contains(cr.GetFinalizers(), reconcile.FinalizerOrdered) {
+			return fmt.Sprintf("finalizers %v, want none once the template is removed", cr.GetFinalizers())
+		}
+		return ""
+	})
+}
+
+func mustRun(t *testing.T, name string, args ...string) {
+	t.Helper()
+	if out, err := exec.Command(name, args...).CombinedOutput(); err != nil {
+		t.Fatalf("%s %v: %v: %s", name, args, err, out)
+	}
+}
