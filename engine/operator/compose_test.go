@@ -3,7 +3,9 @@ package operator_test
 import (
 	"context"
 	"fmt"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -350,4 +352,71 @@ func mustRun(t *testing.T, name string, args ...string) {
 	if out, err := exec.Command(name, args...).CombinedOutput(); err != nil {
 		t.Fatalf("%s %v: %v: %s", name, args, err, out)
 	}
+}
+
+// digestKind reads the ConfigMaps labelled for its CR, by a selector, and
+// lists their names in a ConfigMap of its own.
+const digestKind = `package digest
+
+import "strings"
+
+resource: {group: "compose.test.example", version: "v1", kind: "Digest"}
+#Spec: {}
+parent: {metadata: {name: string, namespace: string}, spec: #Spec}
+referenced: all: [...{metadata: name: string}]
+references: all: {apiVersion: "v1", kind: "ConfigMap", selector: matchLabels: digest: parent.metadata.name}
+children: out: {
+	apiVersion: "v1"
+	kind:       "ConfigMap"
+	metadata: name: "\(parent.metadata.name)-digest"
+	data: names: strings.Join([for o in referenced.all {o.metadata.name}], ",")
+}
+`
+
+// TestSelectorReferenceFollowsLabels references the ConfigMaps a label
+// selects: labelling one in, or out, re-renders the CR through the
+// reference index (an object that stops matching counts too).
+func TestSelectorReferenceFollowsLabels(t *testing.T) {
+	ns := clustertest.Namespace(t)
+	dir := t.TempDir()
+	for name, data := range map[string]string{
+		"cue.mod/module.cue": "module: \"test.example/t@v0\"\nlanguage: version: \"v0.17.0\"\n",
+		"digest/digest.cue":  digestKind,
+	} {
+		mustRun(t, "mkdir", "-p", filepath.Dir(filepath.Join(dir, name)))
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	startOperator(t, dir, ns, nil)
+	eventually(t, 30*time.Second, func() string {
+		if _, err := kubectl(t, "", "wait", "--for=condition=Established", "crd/digests.compose.test.example", "--timeout=5s"); err != nil {
+			return "Digest CRD not established"
+		}
+		return ""
+	})
+	c := newClient(t)
+	mustKubectl(t, "apiVersion: compose.test.example/v1\nkind: Digest\nmetadata: {name: d, namespace: "+ns+"}\nspec: {}\n", "apply", "-f", "-")
+	names := func(want string) {
+		t.Helper()
+		start := time.Now()
+		eventually(t, 30*time.Second, func() string {
+			o := object(t, c, configMapGVK, ns, "d-digest")
+			if o == nil {
+				return "no d-digest"
+			}
+			if got, _, _ := unstructured.NestedString(o.Object, "data", "names"); got != want {
+				return fmt.Sprintf("names %q, want %q", got, want)
+			}
+			return ""
+		})
+		t.Logf("names %q %v after the change", want, time.Since(start).Round(time.Millisecond))
+	}
+	names("")
+	mustKubectl(t, "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a, namespace: "+ns+", labels: {digest: d}}\n", "apply", "-f", "-")
+	names("a")
+	mustKubectl(t, "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: b, namespace: "+ns+", labels: {digest: d}}\n", "apply", "-f", "-")
+	names("a,b")
+	mustKubectl(t, "", "-n", ns, "label", "configmap", "a", "digest-")
+	names("b")
 }

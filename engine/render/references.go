@@ -84,10 +84,17 @@ func (r Reference) Matches(o *unstructured.Unstructured) bool {
 	if o.GroupVersionKind().GroupKind() != r.GroupVersionKind().GroupKind() {
 		return false
 	}
-	if r.selector != nil {
-		return r.selector.Matches(labels.Set(o.GetLabels()))
+	if r.Selector == nil {
+		return o.GetName() == r.Name
 	}
-	return o.GetName() == r.Name
+	sel := r.selector
+	if sel == nil { // a Reference not built by References
+		var err error
+		if sel, err = metav1.LabelSelectorAsSelector(r.Selector); err != nil {
+			return false
+		}
+	}
+	return sel.Matches(labels.Set(o.GetLabels()))
 }
 
 // References evaluates the template's references for parent, sorted by id,
