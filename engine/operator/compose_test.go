@@ -256,7 +256,6 @@ func conditionIs(cr *unstructured.Unstructured, typ, status, reason, part string
 	return ""
 }
 
-
 func applyWebApp(t *testing.T, ns, name, kind string) {
 	t.Helper()
 	mustKubectl(t, fmt.Sprintf("apiVersion: apps.example.com/v1\nkind: WebApp\nmetadata: {name: %s, namespace: %s}\nspec:\n  settingsFrom: {kind: %s, name: settings}\n",
