@@ -134,7 +134,9 @@ func TestRenderWavesRefused(t *testing.T) {
 		"unknown id":  {`waves: nope: 1`, `waves.nope: no child "nope" is rendered`},
 		"negative":    {`waves: cm: -1`, `waves.cm`},
 		"ref by name": {`references: x: {apiVersion: "v1", kind: "ConfigMap", name: "a", selector: matchLabels: a: "b"}`, `references.x: give exactly one of name and selector`},
-		"namespace":   {`references: x: {apiVersion: "v1", kind: "ConfigMap", name: "a", namespace: "kube-system"}`, `namespace`},
+		"cycle": {"waves: {cm: 0, late: 1}\nchildren: late: {apiVersion: \"v1\", kind: \"ConfigMap\", metadata: name: \"y\"}\nobserved: [string]: {...}\nreadyWhen: cm: observed.late.data.ok == \"yes\"",
+			`readyWhen.cm: reads observed.late, a child of wave 1, which is applied only once cm (wave 0) is ready: a cycle`},
+		"namespace": {`references: x: {apiVersion: "v1", kind: "ConfigMap", name: "a", namespace: "kube-system"}`, `namespace`},
 	} {
 		t.Run(name, func(t *testing.T) {
 			src := "package app\nresource: {group: \"apps.test.example\", version: \"v1\", kind: \"App\"}\n#Spec: {n?: int}\n" +

@@ -32,6 +32,7 @@ func applyWaves(k *template.Kind, v cue.Value, children []Child, observed map[st
 	}
 	if rv := v.LookupPath(template.PathReadyWhen); rv.Exists() {
 		bad.Messages = append(bad.Messages, setReadyWhen(rv, byID, observed)...)
+		bad.Messages = append(bad.Messages, waveCycles(rv, byID)...)
 	}
 	if len(bad.Messages) > 0 {
 		return bad
