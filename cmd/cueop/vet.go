@@ -36,6 +36,9 @@ func newVet(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if err := vetReferences(set, opts.ReadableKinds); err != nil {
+				return err
+			}
 			crds, err := generateCRDs(set)
 			if err != nil {
 				return err

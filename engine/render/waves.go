@@ -19,7 +19,7 @@ const AnnotationWave = "cueop.dev/wave"
 // names a rendered child, and gives each child its wave and readiness. A
 // kind without waves is left as it is.
 func applyWaves(k *template.Kind, v cue.Value, children []Child, observed map[string]*unstructured.Unstructured) error {
-	if !k.Waves && !v.LookupPath(template.PathReadyWhen).Exists() {
+	if !k.Waves && !k.ReadyWhen {
 		return nil
 	}
 	byID := make(map[string]*Child, len(children))

@@ -69,6 +69,7 @@ type Kind struct {
 	// when a render runs out of budget.
 	Hotspots []string
 	// References tells that the template reads objects beyond its children
-	// (references.go); Waves that it orders its children (waves.go).
-	References, Waves bool
+	// (references.go); Waves that it orders its children and ReadyWhen that
+	// it gives readiness expressions (waves.go).
+	References, Waves, ReadyWhen bool
 }

@@ -24,13 +24,13 @@ const (
 )
 
 // withWaves checks the template's waves and readyWhen against their
-// contract and returns v with it unified in, and whether the kind orders
-// its children in waves.
-func withWaves(v cue.Value) (cue.Value, bool, error) {
-	v, waves, err := withContract(v, PathWaves, wavesSchema, WavesContract, "wave numbers keyed by child id")
+// contract and returns v with it unified in, whether the kind orders its
+// children in waves and whether it gives readiness expressions.
+func withWaves(v cue.Value) (out cue.Value, waves, readyWhen bool, err error) {
+	v, waves, err = withContract(v, PathWaves, wavesSchema, WavesContract, "wave numbers keyed by child id")
 	if err != nil {
-		return v, waves, err
+		return v, waves, false, err
 	}
-	v, _, err = withContract(v, PathReadyWhen, readyWhenSchema, WavesContract, "readiness expressions keyed by child id")
-	return v, waves, err
+	v, readyWhen, err = withContract(v, PathReadyWhen, readyWhenSchema, WavesContract, "readiness expressions keyed by child id")
+	return v, waves, readyWhen, err
 }
