@@ -2,6 +2,7 @@ package reconcile
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -31,7 +32,11 @@ type ReadFunc func(ctx context.Context, gvk schema.GroupVersionKind, namespace s
 // change wakes it.
 func (r *run) resolve(ctx context.Context) error {
 	r.referenced, r.missing = nil, ""
-	refs, err := render.References(r.kind, r.cr, r.r.options())
+	if !r.kind.References {
+		r.r.Refs.Forget(client.ObjectKeyFromObject(r.cr))
+		return nil
+	}
+	refs, err := r.references()
 	var rerr *render.Error
 	if errors.As(err, &rerr) {
 		r.stalled = &stall{reason: rerr.Reason, message: rerr.Error()}
@@ -40,7 +45,6 @@ func (r *run) resolve(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("%s: references: %w", r.subject(), err)
 	}
-	r.r.Refs.Set(client.ObjectKeyFromObject(r.cr), refs)
 	if len(refs) == 0 {
 		return nil
 	}
@@ -74,28 +78,62 @@ func (r *run) resolve(ctx context.Context) error {
 	return nil
 }
 
+// references are the CR's references, evaluated again only when what they
+// are computed from changed: the template revision and the parent the
+// template sees (its spec, by generation, its labels and annotations).
+// The index remembers them, so that the object's events find the CR.
+func (r *run) references() ([]render.Reference, error) {
+	key := types.NamespacedName{Namespace: r.cr.GetNamespace(), Name: r.cr.GetName()}
+	memo := referencesKey(r.kind.Revision, r.cr)
+	if refs, ok := r.r.Refs.get(key, memo); ok {
+		return refs, nil
+	}
+	refs, err := render.References(r.kind, r.cr, r.r.options())
+	if err != nil {
+		r.r.Refs.Forget(key)
+		return nil, err
+	}
+	r.r.Refs.set(key, memo, refs)
+	return refs, nil
+}
+
+// referencesKey is what a CR's references are computed from.
+func referencesKey(revision string, cr *unstructured.Unstructured) string {
+	meta, _ := json.Marshal([]any{cr.GetUID(), cr.GetGeneration(), cr.GetLabels(), cr.GetAnnotations()})
+	return revision + "/" + string(meta)
+}
+
 // RefIndex maps the objects CRs reference to the CRs, so that a change of a
 // referenced object reconciles exactly the CRs that read it. It is safe for
 // concurrent use.
 type RefIndex struct {
 	mu   sync.Mutex
-	byNS map[string]map[types.NamespacedName][]render.Reference
+	byNS map[string]map[types.NamespacedName]refEntry
+}
+
+// refEntry is what one CR references, and the key of what they were
+// computed from (referencesKey).
+type refEntry struct {
+	key  string
+	refs []render.Reference
 }
 
 // NewRefIndex returns an empty index.
 func NewRefIndex() *RefIndex {
-	return &RefIndex{byNS: map[string]map[types.NamespacedName][]render.Reference{}}
+	return &RefIndex{byNS: map[string]map[types.NamespacedName]refEntry{}}
 }
 
 // Set records what cr references (nothing forgets it).
-func (x *RefIndex) Set(cr types.NamespacedName, refs []render.Reference) {
+func (x *RefIndex) Set(cr types.NamespacedName, refs []render.Reference) { x.set(cr, "", refs) }
+
+func (x *RefIndex) set(cr types.NamespacedName, key string, refs []render.Reference) {
 	if x == nil {
 		return
 	}
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	ns := x.byNS[cr.Namespace]
-	if len(refs) == 0 {
+	if key == "" && len(refs) == 0 {
 		delete(ns, cr)
 		if len(ns) == 0 {
 			delete(x.byNS, cr.Namespace)
@@ -103,10 +141,24 @@ func (x *RefIndex) Set(cr types.NamespacedName, refs []render.Reference) {
 		return
 	}
 	if ns == nil {
-		ns = map[types.NamespacedName][]render.Reference{}
+		ns = map[types.NamespacedName]refEntry{}
 		x.byNS[cr.Namespace] = ns
 	}
-	ns[cr] = refs
+	ns[cr] = refEntry{key: key, refs: refs}
+}
+
+// get returns what cr references when it was computed from key.
+func (x *RefIndex) get(cr types.NamespacedName, key string) ([]render.Reference, bool) {
+	if x == nil {
+		return nil, false
+	}
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	e, ok := x.byNS[cr.Namespace][cr]
+	if !ok || e.key != key {
+		return nil, false
+	}
+	return e.refs, true
 }
 
 // Forget drops cr from the index.
@@ -120,8 +172,8 @@ func (x *RefIndex) Match(o *unstructured.Unstructured) []types.NamespacedName {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	var out []types.NamespacedName
-	for cr, refs := range x.byNS[o.GetNamespace()] {
-		for _, ref := range refs {
+	for cr, e := range x.byNS[o.GetNamespace()] {
+		for _, ref := range e.refs {
 			if ref.Matches(o) {
 				out = append(out, cr)
 				break

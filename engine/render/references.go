@@ -120,14 +120,15 @@ func References(k *template.Kind, parent *unstructured.Unstructured, opts Option
 }
 
 func evalReferences(v cue.Value, opts Options) ([]Reference, error) {
-	if err := specError(v, token.NoPos); err != nil {
-		return nil, err
-	}
 	rv := v.LookupPath(template.PathReferences)
 	if !rv.Exists() {
 		return nil, nil
 	}
 	if err := rv.Validate(cue.Concrete(true)); err != nil {
+		// A bad spec is named as the render names it, by its field.
+		if serr := specError(v, token.NoPos); serr != nil {
+			return nil, serr
+		}
 		return nil, evalError(err)
 	}
 	ids, vals, err := sortedIDs(rv)
