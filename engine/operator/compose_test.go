@@ -130,7 +130,7 @@ func TestWebAppReferencesWavesOrderedDeletion(t *testing.T) {
 		return ""
 	})
 	c := newClient(t)
-	rec := record(t, ns, jobGVK, deploymentGVK, serviceGVK, pdbGVK, webAppGVK)
+	rec := record(t, ns, jobGVK, configMapGVK, deploymentGVK, serviceGVK, pdbGVK, webAppGVK)
 
 	mustKubectl(t, fmt.Sprintf(`apiVersion: apps.example.com/v1
 kind: WebApp
@@ -204,7 +204,8 @@ spec:
 	})
 
 	// Deleting the WebApp deletes wave 1 (Deployment, Service, PDB), and
-	// only once they are gone wave 0 (the Job); then the WebApp goes.
+	// only once they are gone wave 0 (the Job, the ConfigMap); then the
+	// WebApp goes.
 	mustKubectl(t, "", "-n", ns, "delete", "webapp", "shop", "--wait=false")
 	eventually(t, 60*time.Second, func() string {
 		if object(t, c, webAppGVK, ns, "shop") != nil {
@@ -212,14 +213,19 @@ spec:
 		}
 		return ""
 	})
-	jobGone := rec.first(func(e event) bool { return e.kind == "Job" && e.typ == watch.Deleted })
-	wave1 := rec.all(func(e event) bool { return e.kind != "Job" && e.kind != "WebApp" && e.typ == watch.Deleted })
-	if jobGone == nil || len(wave1) != 3 {
-		t.Fatalf("deleted: Job %v, wave 1 %d objects, want the Job and 3", jobGone, len(wave1))
+	inWave1 := map[string]bool{"Deployment": true, "Service": true, "PodDisruptionBudget": true}
+	wave0 := rec.all(func(e event) bool {
+		return e.typ == watch.Deleted && (e.kind == "Job" || e.kind == "ConfigMap" && e.name == "shop-config")
+	})
+	wave1 := rec.all(func(e event) bool { return inWave1[e.kind] && e.typ == watch.Deleted })
+	if len(wave0) != 2 || len(wave1) != 3 {
+		t.Fatalf("deleted: wave 0 %d objects, wave 1 %d, want 2 and 3", len(wave0), len(wave1))
 	}
 	for _, e := range wave1 {
-		if e.rv >= jobGone.rv {
-			t.Errorf("%s %s deleted (rv %d) after the Job (rv %d): wave 1 must go before wave 0", e.kind, e.name, e.rv, jobGone.rv)
+		for _, w0 := range wave0 {
+			if e.rv >= w0.rv {
+				t.Errorf("%s %s deleted (rv %d) after %s %s (rv %d): wave 1 must go before wave 0", e.kind, e.name, e.rv, w0.kind, w0.name, w0.rv)
+			}
 		}
 	}
 	jobDeleting := rec.first(func(e event) bool { return e.kind == "Job" && e.obj.GetDeletionTimestamp() != nil })
