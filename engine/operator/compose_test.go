@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/cueop/cueop/engine/operator"
 	"github.com/cueop/cueop/engine/operator/operatortest"
 	"github.com/cueop/cueop/engine/reconcile"
 	"github.com/cueop/cueop/engine/render"
@@ -424,4 +425,15 @@ func TestSelectorReferenceFollowsLabels(t *testing.T) {
 	names("a,b")
 	mustKubectl(t, "", "-n", ns, "label", "configmap", "a", "digest-")
 	names("b")
+}
+
+// TestClusterScopedKindCannotBeReadable gives the operator a readable kind
+// that is cluster-scoped: it refuses to start, saying why.
+func TestClusterScopedKindCannotBeReadable(t *testing.T) {
+	opts := operatortest.Options("../../templates", "default")
+	opts.ReadableKinds = render.MustKindSet("ConfigMap,Namespace")
+	_, err := operator.New(clustertest.Config(), opts)
+	if err == nil || !strings.Contains(err.Error(), "readable kinds: Namespace is cluster-scoped") {
+		t.Fatalf("New: %v; want the cluster-scoped readable kind refused", err)
+	}
 }

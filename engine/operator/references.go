@@ -46,7 +46,26 @@ func (o *Operator) newReadCache(cfg *rest.Config) error {
 		return fmt.Errorf("references cache: %w", err)
 	}
 	o.reads = readWatch{cache: c, syncing: map[schema.GroupVersionKind]*watchAttempt{}, watchers: map[*kindController]bool{}}
+	if err := o.checkReadableKinds(); err != nil {
+		return err
+	}
 	return o.mgr.Add(c)
+}
+
+// checkReadableKinds refuses a cluster-scoped readable kind: references
+// are read in the CR's namespace. A kind the API server does not serve
+// (yet) is checked when a template first references it.
+func (o *Operator) checkReadableKinds() error {
+	for gk := range o.opts.ReadableKinds {
+		m, err := o.mgr.GetRESTMapper().RESTMapping(gk)
+		if err != nil {
+			continue
+		}
+		if m.Scope.Name() != meta.RESTScopeNameNamespace {
+			return fmt.Errorf("readable kinds: %s is cluster-scoped; references are read in the CR's namespace", gk)
+		}
+	}
+	return nil
 }
 
 func dropManagedFields(obj any) (any, error) {
