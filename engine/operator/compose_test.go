@@ -214,6 +214,14 @@ spec:
 		}
 		return ""
 	})
+	deleting := rec.first(func(e event) bool {
+		cond := conditionOf(e.obj, "Reconciling")
+		return e.kind == "WebApp" && cond != nil && cond["reason"] == reconcile.ReasonDeleting &&
+			strings.HasPrefix(fmt.Sprint(cond["message"]), "deleting wave 1: waiting for ")
+	})
+	if deleting == nil {
+		t.Error("the WebApp never said that it was deleting wave 1")
+	}
 	inWave1 := map[string]bool{"Deployment": true, "Service": true, "PodDisruptionBudget": true}
 	wave0 := rec.all(func(e event) bool {
 		return e.typ == watch.Deleted && (e.kind == "Job" || e.kind == "ConfigMap" && e.name == "shop-config")

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
@@ -45,7 +46,8 @@ func (r *Reconciler) finalizeOrdered(ctx context.Context, cr *unstructured.Unstr
 	}
 	left := run.toDelete()
 	if len(left) > 0 {
-		return run.deleteWave(ctx, left)
+		err := run.deleteWave(ctx, left)
+		return errors.Join(err, run.writeStatus(ctx))
 	}
 	if err := r.setFinalizer(ctx, cr, FinalizerRetain, false); err != nil {
 		return err
@@ -88,11 +90,26 @@ func (r *run) deleteWave(ctx context.Context, left []*unstructured.Unstructured)
 		}
 		r.log.Info("deleting wave", "wave", top, "child", fmt.Sprintf("%s %s/%s", o.GetKind(), o.GetNamespace(), o.GetName()))
 	}
+	r.deleting = fmt.Sprintf("deleting wave %d: waiting for %s to be gone", top, strings.Join(waveNames(left, top), ", "))
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("%s: delete wave %d: %w", r.subject(), top, err)
 	}
 	return nil
 }
+
+// waveNames names the children of wave w among left.
+func waveNames(left []*unstructured.Unstructured, w int) []string {
+	var out []string
+	for _, o := range left {
+		if render.WaveOf(o) == w {
+			out = append(out, fmt.Sprintf("%s %s", o.GetKind(), o.GetName()))
+		}
+	}
+	return out
+}
+
+// ReasonDeleting is the reason of a CR being deleted wave by wave.
+const ReasonDeleting = "Deleting"
 
 // ReleaseOrdered removes FinalizerOrdered from cr, for a kind no longer
 // served.

@@ -144,6 +144,7 @@ type run struct {
 	missing    string                       // the references not found, if any
 	held       map[string]bool              // children of waves not applied yet
 	waveWait   string                       // which child the next wave waits for
+	deleting   string                       // which wave a deletion waits for
 }
 
 // stall is why a CR cannot progress without a change of spec or template.

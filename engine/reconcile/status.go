@@ -114,6 +114,11 @@ func (r *run) conditions(conds []metav1.Condition) []metav1.Condition {
 		set(ConditionReconciling, metav1.ConditionUnknown, ReasonObserveFailed, msg)
 		set(ConditionReady, metav1.ConditionUnknown, ReasonObserveFailed, msg)
 		return conds
+	case r.deleting != "":
+		set(ConditionReconciling, metav1.ConditionTrue, ReasonDeleting, r.deleting)
+		set(ConditionStalled, metav1.ConditionFalse, ReasonDeleting, "")
+		set(ConditionReady, metav1.ConditionFalse, ReasonDeleting, r.deleting)
+		return conds
 	case r.missing != "" && r.stalled == nil:
 		set(ConditionReconciling, metav1.ConditionTrue, ReasonReferenceNotFound, r.missing)
 		set(ConditionStalled, metav1.ConditionFalse, ReasonReferenceNotFound, "")
