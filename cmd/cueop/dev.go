@@ -129,7 +129,7 @@ func devOperator(g *globals, f *devFlags, cluster *localcluster.Cluster) (*opera
 		return nil, err
 	}
 	return operator.New(cluster.Config, operator.Options{
-		Templates: g.templates, InstallCRDs: true, AllowedKinds: opts.AllowedKinds, MaxConcurrent: f.maxConcurrent,
+		Templates: g.templates, InstallCRDs: true, AllowedKinds: opts.AllowedKinds, ReadableKinds: opts.ReadableKinds, MaxConcurrent: f.maxConcurrent,
 		Budget:             opts.Budget,
 		RolloutMaxInFlight: f.maxInFlight,
 		Manager:            ctrl.Options{Metrics: metricsserver.Options{BindAddress: f.metricsAddr}, HealthProbeBindAddress: "0", Logger: f.log},

@@ -17,7 +17,9 @@ import (
 type globals struct {
 	templates    string
 	allowedKinds string
-	budget       budgetFlags
+	// readableKinds is the allow-list of kinds templates may reference.
+	readableKinds string
+	budget        budgetFlags
 }
 
 func main() {
@@ -40,6 +42,8 @@ func newRoot() *cobra.Command {
 	root.PersistentFlags().StringVar(&g.templates, "templates", "./templates", "templates directory (a CUE module)")
 	root.PersistentFlags().StringVar(&g.allowedKinds, "allowed-kinds", render.DefaultAllowedKinds,
 		"comma-separated child kinds templates may create (Kind or Kind.group)")
+	root.PersistentFlags().StringVar(&g.readableKinds, "readable-kinds", render.DefaultReadableKinds,
+		"comma-separated kinds templates may reference (read), in the CR's namespace (Kind or Kind.group); Secrets only when listed")
 	g.budget.register(root.PersistentFlags())
 	root.AddCommand(newRender(g), newCRD(g), newVet(g), newTest(g), newVersion())
 	root.AddCommand(newManifests(g), newDiff(g))
@@ -56,5 +60,9 @@ func (g *globals) renderOptions() (render.Options, error) {
 	if err != nil {
 		return render.Options{}, err
 	}
-	return render.Options{AllowedKinds: allowed, Budget: g.budget.budget()}, nil
+	readable, err := render.ParseKindSet(g.readableKinds)
+	if err != nil {
+		return render.Options{}, fmt.Errorf("--readable-kinds: %w", err)
+	}
+	return render.Options{AllowedKinds: allowed, ReadableKinds: readable, Budget: g.budget.budget()}, nil
 }

@@ -38,6 +38,9 @@ func allowedKindsFromEnv(cmd *cobra.Command, g *globals) {
 	if v, ok := os.LookupEnv(allowedKindsEnv); ok && !cmd.Flags().Changed("allowed-kinds") {
 		g.allowedKinds = v
 	}
+	if v, ok := os.LookupEnv(readableKindsEnv); ok && !cmd.Flags().Changed("readable-kinds") {
+		g.readableKinds = v
+	}
 }
 
 // Names the generated manifests share with the static ones in config/.
@@ -131,8 +134,8 @@ func buildManifests(g *globals, f manifestsFlags) (*manifestSet, error) {
 	}
 	return m, m.encode(map[string]any{
 		crdsKustomization: crdKustomization(m.crds),
-		rolePath:          managerRole(set, m.childKinds, retain),
-		patchPath:         deploymentPatch(files, m.childKinds),
+		rolePath:          managerRole(set, m.childKinds, opts.ReadableKinds, retain),
+		patchPath:         deploymentPatch(files, m.childKinds, opts.ReadableKinds),
 	})
 }
 
@@ -176,6 +179,8 @@ type parentCase struct {
 	kind     *template.Kind
 	parent   *unstructured.Unstructured
 	observed []*unstructured.Unstructured
+	// referenced are the objects its template may reference.
+	referenced []*unstructured.Unstructured
 }
 
 // childKinds renders every golden case that should succeed and every sample,
@@ -208,13 +213,13 @@ func childKinds(set *template.Set, testdata, samples string, opts render.Options
 // render that sees them, and adds the kinds of the children to kinds.
 func addChildKinds(kinds render.KindSet, c parentCase, opts render.Options) error {
 	results := make([]*render.Result, 0, 2)
-	res, err := render.Render(c.kind, c.parent, nil, opts)
+	res, err := golden.RenderCase(c.kind, c.parent, nil, c.referenced, opts)
 	if err != nil {
 		return err
 	}
 	results = append(results, res)
 	if len(c.observed) > 0 {
-		if res, err = golden.RenderObserved(c.kind, c.parent, c.observed, opts); err != nil {
+		if res, err = golden.RenderCase(c.kind, c.parent, c.observed, c.referenced, opts); err != nil {
 			return err
 		}
 		results = append(results, res)
@@ -268,6 +273,9 @@ func goldenParent(k *template.Kind, path string) (parentCase, bool, error) {
 			return parentCase{}, false, err
 		}
 	}
+	if c.referenced, err = golden.ParseObjects(sectionData(ar, golden.SectionReferenced)); err != nil {
+		return parentCase{}, false, err
+	}
 	return c, true, nil
 }
 
@@ -310,7 +318,7 @@ func crdKustomization(crds []*apiextensionsv1.CustomResourceDefinition) map[stri
 // managerRole is the controller's ClusterRole: its CRs and their status, the
 // CRDs (for --install-crds), events, and the child kinds, nothing else;
 // patch on the CRs of the kinds in retain, for their finalizer.
-func managerRole(set *template.Set, children render.KindSet, retain []schema.GroupResource) map[string]any {
+func managerRole(set *template.Set, children, readable render.KindSet, retain []schema.GroupResource) map[string]any {
 	var crs, status, finalizers []schema.GroupResource
 	for _, k := range set.Kinds {
 		gr := schema.GroupResource{Group: k.Resource.Group, Resource: k.Resource.Plural}
@@ -330,6 +338,7 @@ func managerRole(set *template.Set, children render.KindSet, retain []schema.Gro
 	rules = append(rules, rulesFor([]schema.GroupResource{{Resource: "events"}, {Group: "events.k8s.io", Resource: "events"}},
 		"create", "patch")...)
 	rules = append(rules, rulesFor(childResources(children), childVerbs...)...)
+	rules = append(rules, rulesFor(readOnlyResources(readable, children), "get", "list", "watch")...)
 	return map[string]any{
 		"apiVersion": "rbac.authorization.k8s.io/v1",
 		"kind":       "ClusterRole",
@@ -453,7 +462,7 @@ func templatesConfigMapYAML(files []templateFile) ([]byte, error) {
 // deploymentPatch is a strategic-merge patch of the controller's Deployment:
 // the templates volume's items recreate the directory layout, and the
 // allow-list is the child kinds the RBAC role grants.
-func deploymentPatch(files []templateFile, kinds render.KindSet) map[string]any {
+func deploymentPatch(files []templateFile, kinds, readable render.KindSet) map[string]any {
 	items := make([]map[string]string, 0, len(files))
 	for _, f := range files {
 		items = append(items, map[string]string{"key": f.key, "path": f.path})
@@ -461,7 +470,8 @@ func deploymentPatch(files []templateFile, kinds render.KindSet) map[string]any 
 	podSpec := map[string]any{
 		"containers": []any{map[string]any{
 			"name": containerName,
-			"env":  []any{map[string]string{"name": allowedKindsEnv, "value": kinds.String()}},
+			"env": []any{map[string]string{"name": allowedKindsEnv, "value": kinds.String()},
+				map[string]string{"name": readableKindsEnv, "value": readable.String()}},
 		}},
 		"volumes": []any{map[string]any{
 			"name":      templatesVolume,

@@ -25,7 +25,7 @@ func retainingKinds(set *template.Set, testdata, samples string, opts render.Opt
 	var out []schema.GroupResource
 	for _, c := range append(cases, more...) {
 		gr := schema.GroupResource{Group: c.kind.Resource.Group, Resource: c.kind.Resource.Plural}
-		if !slices.Contains(out, gr) && retains(c, opts) {
+		if !slices.Contains(out, gr) && (c.kind.Waves || retains(c, opts)) {
 			out = append(out, gr)
 		}
 	}
@@ -36,7 +36,7 @@ func retainingKinds(set *template.Set, testdata, samples string, opts render.Opt
 // with its observed children. A case that fails to render retains nothing
 // (childKinds reports the failure).
 func retains(c parentCase, opts render.Options) bool {
-	res, err := golden.RenderObserved(c.kind, c.parent, c.observed, opts)
+	res, err := golden.RenderCase(c.kind, c.parent, c.observed, c.referenced, opts)
 	if err != nil {
 		return false
 	}

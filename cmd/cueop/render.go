@@ -12,24 +12,29 @@ import (
 )
 
 func newRender(g *globals) *cobra.Command {
-	var file, observed string
+	var file, observed, referenced string
 	var withStatus bool
 	cmd := &cobra.Command{
 		Use:   "render -f cr.yaml",
 		Short: "Print the children (and status) a custom resource renders to, offline",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runRender(cmd, g, file, observed, withStatus)
+			return runRender(cmd, g, renderFiles{file, observed, referenced}, withStatus)
 		},
 	}
 	cmd.Flags().StringVarP(&file, "filename", "f", "", "the custom resource (YAML)")
 	cmd.Flags().StringVar(&observed, "observed", "", "YAML stream of live children, matched to ids by group, kind and name")
+	cmd.Flags().StringVar(&referenced, "referenced", "", "YAML stream of the objects the template may reference, read in the CR's namespace")
 	cmd.Flags().BoolVar(&withStatus, "status", false, "also print the status and readiness")
 	_ = cmd.MarkFlagRequired("filename")
 	return cmd
 }
 
-func runRender(cmd *cobra.Command, g *globals, file, observedFile string, withStatus bool) error {
+// renderFiles are the inputs of `cueop render`.
+type renderFiles struct{ cr, observed, referenced string }
+
+func runRender(cmd *cobra.Command, g *globals, files renderFiles, withStatus bool) error {
+	file := files.cr
 	set, err := g.load()
 	if err != nil {
 		return err
@@ -55,11 +60,15 @@ func runRender(cmd *cobra.Command, g *globals, file, observedFile string, withSt
 	if err != nil {
 		return fmt.Errorf("%s: %w", file, err)
 	}
-	live, err := readObjects(observedFile)
+	live, err := readObjects(files.observed)
 	if err != nil {
 		return err
 	}
-	res, err := golden.RenderObserved(k, parent, live, opts)
+	referenced, err := readObjects(files.referenced)
+	if err != nil {
+		return err
+	}
+	res, err := golden.RenderCase(k, parent, live, referenced, opts)
 	if err != nil {
 		return fmt.Errorf("%s %s/%s: %w", gvk.Kind, parent.GetNamespace(), parent.GetName(), err)
 	}

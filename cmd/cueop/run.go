@@ -61,7 +61,7 @@ func newOperator(g *globals, f *runFlags) (*operator.Operator, error) {
 		return nil, err
 	}
 	op, err := operator.New(cfg, operator.Options{
-		Templates: g.templates, InstallCRDs: f.installCRDs, AllowedKinds: opts.AllowedKinds, Budget: opts.Budget,
+		Templates: g.templates, InstallCRDs: f.installCRDs, AllowedKinds: opts.AllowedKinds, ReadableKinds: opts.ReadableKinds, Budget: opts.Budget,
 		MaxConcurrent: f.maxConcurrent, Namespace: f.namespace, RolloutMaxInFlight: f.rolloutMaxInFlight,
 		Manager: ctrl.Options{
 			Metrics:                 metricsserver.Options{BindAddress: f.metricsAddr},

@@ -36,6 +36,9 @@ func newVet(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if err := vetReferences(set, opts.ReadableKinds); err != nil {
+				return err
+			}
 			crds, err := generateCRDs(set)
 			if err != nil {
 				return err
@@ -106,11 +109,18 @@ func vetCase(k *template.Kind, path string, opts render.Options) (*unstructured.
 	if err != nil {
 		return nil, err
 	}
-	res, err := render.Render(k, parent, nil, opts)
+	referenced, err := golden.ParseObjects(sectionData(ar, golden.SectionReferenced))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", golden.SectionReferenced, err)
+	}
+	res, err := golden.RenderCase(k, parent, nil, referenced, opts)
 	if err != nil {
 		return nil, err
 	}
 	var errs []error
+	if err := render.WaveGaps(res.Children); err != nil {
+		errs = append(errs, err)
+	}
 	for _, c := range res.Children {
 		if _, err := kschema.Typed(c.Object); err != nil && !errors.Is(err, kschema.ErrUnknownKind) {
 			errs = append(errs, fmt.Errorf("children.%s: %w", c.ID, err))

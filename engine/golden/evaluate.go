@@ -36,7 +36,11 @@ func Evaluate(set *template.Set, k *template.Kind, ar *txtar.Archive, opts rende
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", SectionObserved, err)
 	}
-	res, err := RenderObserved(k, parent, observed, opts)
+	referenced, err := ParseObjects(sections[SectionReferenced])
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", SectionReferenced, err)
+	}
+	res, err := RenderCase(k, parent, observed, referenced, opts)
 	var rerr *render.Error
 	if errors.As(err, &rerr) {
 		return map[string][]byte{SectionError: []byte(Relative(set.Root, rerr.Error()) + "\n")}, nil
@@ -52,7 +56,17 @@ func Evaluate(set *template.Set, k *template.Kind, ar *txtar.Archive, opts rende
 // object is matched to the child with its group, kind and name (a child is
 // the same object at any version).
 func RenderObserved(k *template.Kind, parent *unstructured.Unstructured, live []*unstructured.Unstructured, opts render.Options) (*render.Result, error) {
-	first, err := render.Render(k, parent, nil, opts)
+	return RenderCase(k, parent, live, nil, opts)
+}
+
+// RenderCase is RenderObserved with the objects the template may reference
+// (referenced.go).
+func RenderCase(k *template.Kind, parent *unstructured.Unstructured, live, referenced []*unstructured.Unstructured, opts render.Options) (*render.Result, error) {
+	in, err := resolveReferences(k, parent, referenced, opts)
+	if err != nil {
+		return nil, err
+	}
+	first, err := render.RenderInputs(k, parent, in, opts)
 	if err != nil || len(live) == 0 {
 		return first, err
 	}
@@ -71,7 +85,8 @@ func RenderObserved(k *template.Kind, parent *unstructured.Unstructured, live []
 		}
 		observed[id] = o
 	}
-	return render.Render(k, parent, observed, opts)
+	in.Observed = observed
+	return render.RenderInputs(k, parent, in, opts)
 }
 
 func objectKey(o *unstructured.Unstructured) string {

@@ -80,7 +80,7 @@ func compare(path string, ar *txtar.Archive, got map[string][]byte) error {
 	var errs []error
 	checked := 0
 	for _, f := range ar.Files {
-		if f.Name == SectionParent || f.Name == SectionObserved {
+		if f.Name == SectionParent || f.Name == SectionObserved || f.Name == SectionReferenced {
 			continue
 		}
 		checked++
@@ -112,7 +112,7 @@ func rewrite(path string, ar *txtar.Archive, got map[string][]byte) (bool, error
 	old := txtar.Format(ar)
 	var files []txtar.File
 	for _, f := range ar.Files {
-		if f.Name == SectionParent || f.Name == SectionObserved {
+		if f.Name == SectionParent || f.Name == SectionObserved || f.Name == SectionReferenced {
 			files = append(files, f)
 		}
 	}

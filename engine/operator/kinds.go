@@ -56,6 +56,7 @@ func (o *Operator) reload(ctx context.Context) error {
 	}
 	for name := range o.kinds {
 		if !seen[name] && set.Broken[name] == nil {
+			o.releaseOrdered(ctx, o.kinds[name]) // ordered.go
 			o.stop(ctx, name)
 		}
 	}
@@ -95,6 +96,7 @@ func (o *Operator) start(ctx context.Context, k *template.Kind) error {
 	rec.Applier, rec.Recorder, rec.Observer = o.applier, o.recorder, o.metrics
 	rec.Options.AllowedKinds, rec.Options.Scope = o.opts.AllowedKinds, o.scope
 	rec.Options.Budget = o.opts.Budget
+	rec.Options.ReadableKinds = o.opts.ReadableKinds
 	c, err := controller.NewUnmanaged("cueop-"+k.Name, controller.Options{
 		Reconciler: rec, MaxConcurrentReconciles: o.opts.MaxConcurrent,
 		SkipNameValidation: ptr.To(true), Logger: o.log.WithValues("kind", k.Resource.Kind),
@@ -148,6 +150,9 @@ func (o *Operator) watch(c controller.Controller, k *template.Kind, kc *kindCont
 			return err
 		}
 	}
+	if err := o.serveReferences(kc); err != nil { // references.go
+		return err
+	}
 	return o.addChildWatches(kc)
 }
 
@@ -184,6 +189,7 @@ func (o *Operator) stop(ctx context.Context, name string) {
 	kc.cancel()
 	delete(o.kinds, name)
 	o.removeChildWatches(kc)
+	o.removeReadWatches(kc)
 	k := kc.rec.Kind()
 	parent := &unstructured.Unstructured{}
 	parent.SetGroupVersionKind(k.Resource.GroupVersionKind())

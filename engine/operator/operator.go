@@ -40,6 +40,9 @@ type Options struct {
 	// AllowedKinds is the administrator's allow-list of child kinds; nil
 	// means render.DefaultAllowedKinds.
 	AllowedKinds render.KindSet
+	// ReadableKinds is the administrator's allow-list of kinds templates
+	// may reference (read); nil means render.DefaultReadableKinds.
+	ReadableKinds render.KindSet
 	// Budget bounds each render and each kind's compile (package budget);
 	// the zero value is the defaults.
 	Budget budget.Budget
@@ -67,6 +70,7 @@ type Operator struct {
 	log      logr.Logger
 
 	children childWatch
+	reads    readWatch // references.go
 
 	mu    sync.Mutex
 	kinds map[string]*kindController // by kind name
@@ -99,6 +103,9 @@ func New(cfg *rest.Config, opts Options) (*Operator, error) {
 		kinds:    map[string]*kindController{},
 	}
 	if err := o.resolveChildKinds(cfg); err != nil {
+		return nil, err
+	}
+	if err := o.newReadCache(cfg); err != nil {
 		return nil, err
 	}
 	return o, errors.Join(mgr.Add(parents), mgr.Add(o))

@@ -180,7 +180,7 @@ func TestNoWritesOnResync(t *testing.T) {
 	ct.mu.Unlock()
 	sort.Strings(watched)
 	watched = slices.Compact(watched)
-	want := []string{"configmaps", "pods", "redisclusters", "services", "staticsites"}
+	want := []string{"configmaps", "pods", "redisclusters", "services", "staticsites", "webapps"}
 	if !slices.Equal(watched, want) {
 		t.Errorf("watched %v, want %v", watched, want)
 	}

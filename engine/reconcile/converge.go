@@ -23,6 +23,9 @@ func (r *run) applyAll(ctx context.Context) error {
 	var errs []error
 	var immutable []refusal
 	for _, c := range r.result_.Children {
+		if r.held[c.ID] {
+			continue // a later wave (waves.go)
+		}
 		live := r.live(c)
 		action, err := r.r.Applier.Apply(ctx, c.Object, live)
 		switch {

@@ -91,19 +91,19 @@ func (r *run) syncFinalizer(ctx context.Context) error {
 	if want == slices.Contains(r.cr.GetFinalizers(), FinalizerRetain) {
 		return nil
 	}
-	return r.r.setFinalizer(ctx, r.cr, want)
+	return r.r.setFinalizer(ctx, r.cr, FinalizerRetain, want)
 }
 
 func retained(o *unstructured.Unstructured) bool {
 	return o.GetAnnotations()[render.AnnotationOnDelete] == render.OnDeleteRetain
 }
 
-// setFinalizer adds or removes FinalizerRetain with a JSON patch guarded
+// setFinalizer adds or removes the finalizer name with a JSON patch guarded
 // by the CR's uid, that leaves the other finalizers alone: neither an
 // apply (it would create a CR deleted meanwhile) nor a merge patch (it
 // replaces the whole list).
-func (r *Reconciler) setFinalizer(ctx context.Context, cr *unstructured.Unstructured, on bool) error {
-	ops := finalizerOps(cr, on)
+func (r *Reconciler) setFinalizer(ctx context.Context, cr *unstructured.Unstructured, name string, on bool) error {
+	ops := finalizerOps(cr, name, on)
 	if len(ops) == 0 {
 		return nil
 	}
@@ -112,36 +112,39 @@ func (r *Reconciler) setFinalizer(ctx context.Context, cr *unstructured.Unstruct
 		err = r.Client.Patch(ctx, cr.DeepCopy(), client.RawPatch(types.JSONPatchType, data), client.FieldOwner(r.fieldManager()))
 	}
 	if err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("%s %s/%s: finalizer %s: %w", cr.GetKind(), cr.GetNamespace(), cr.GetName(), FinalizerRetain, err)
+		return fmt.Errorf("%s %s/%s: finalizer %s: %w", cr.GetKind(), cr.GetNamespace(), cr.GetName(), name, err)
 	}
 	return nil
 }
 
-func finalizerOps(cr *unstructured.Unstructured, on bool) []map[string]any {
+func finalizerOps(cr *unstructured.Unstructured, name string, on bool) []map[string]any {
 	ops := []map[string]any{{"op": "test", "path": "/metadata/uid", "value": string(cr.GetUID())}}
 	fins := cr.GetFinalizers()
-	i := slices.Index(fins, FinalizerRetain)
+	i := slices.Index(fins, name)
 	switch {
 	case on && i >= 0, !on && i < 0:
 		return nil
 	case !on:
 		at := fmt.Sprintf("/metadata/finalizers/%d", i)
-		return append(ops, map[string]any{"op": "test", "path": at, "value": FinalizerRetain}, map[string]any{"op": "remove", "path": at})
+		return append(ops, map[string]any{"op": "test", "path": at, "value": name}, map[string]any{"op": "remove", "path": at})
 	}
 	// Adding is guarded by the resourceVersion: a cache that lags behind an
 	// earlier add must not add the finalizer twice, nor replace a list
 	// created meanwhile.
 	ops = append(ops, map[string]any{"op": "test", "path": "/metadata/resourceVersion", "value": cr.GetResourceVersion()})
 	if len(fins) > 0 {
-		return append(ops, map[string]any{"op": "add", "path": "/metadata/finalizers/-", "value": FinalizerRetain})
+		return append(ops, map[string]any{"op": "add", "path": "/metadata/finalizers/-", "value": name})
 	}
-	return append(ops, map[string]any{"op": "add", "path": "/metadata/finalizers", "value": []any{FinalizerRetain}})
+	return append(ops, map[string]any{"op": "add", "path": "/metadata/finalizers", "value": []any{name}})
 }
 
 // finalize runs for a CR being deleted: it releases the children whose
 // policy says onDelete: retain, then removes FinalizerRetain so that the CR
 // goes and the garbage collector deletes the other children.
 func (r *Reconciler) finalize(ctx context.Context, cr *unstructured.Unstructured) error {
+	if slices.Contains(cr.GetFinalizers(), FinalizerOrdered) {
+		return r.finalizeOrdered(ctx, cr) // ordered.go
+	}
 	if !slices.Contains(cr.GetFinalizers(), FinalizerRetain) {
 		return nil // the garbage collector removes the children
 	}
@@ -149,24 +152,33 @@ func (r *Reconciler) finalize(ctx context.Context, cr *unstructured.Unstructured
 	if err := run.observe(ctx); err != nil {
 		return err
 	}
+	if err := run.releaseRetained(ctx); err != nil {
+		return err
+	}
+	return r.setFinalizer(ctx, cr, FinalizerRetain, false)
+}
+
+// releaseRetained releases every owned child whose policy says onDelete:
+// retain.
+func (r *run) releaseRetained(ctx context.Context) error {
 	var errs []error
 	seen := map[types.UID]bool{} // an object listed at several versions comes once
-	for _, o := range run.owned.all {
+	for _, o := range r.owned.all {
 		if seen[o.GetUID()] || !retained(o) {
 			continue
 		}
 		seen[o.GetUID()] = true
-		err := run.release(ctx, o)
-		r.applied(r.Kind().Resource.Kind, apply.Released, err)
+		err := r.release(ctx, o)
+		r.r.applied(r.r.Kind().Resource.Kind, apply.Released, err)
 		if err != nil {
 			errs = append(errs, err)
 			continue
 		}
-		run.record(apply.Released, o)
+		r.record(apply.Released, o)
 	}
-	run.emitEvents()
+	r.emitEvents()
 	if len(errs) > 0 {
-		return fmt.Errorf("%s: %w", run.subject(), errs[0])
+		return fmt.Errorf("%s: %w", r.subject(), errs[0])
 	}
-	return r.setFinalizer(ctx, cr, false)
+	return nil
 }

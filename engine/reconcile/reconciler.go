@@ -54,6 +54,11 @@ type Reconciler struct {
 	Recorder record.EventRecorder
 	// Observer is told about each reconcile; nil means nobody.
 	Observer Observer
+	// Read lists the objects templates reference (references.go); Refs
+	// learns which CR reads what, for the watch of those objects to wake
+	// them.
+	Read ReadFunc
+	Refs *RefIndex
 
 	written statusWrites
 }
@@ -83,12 +88,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		if apierrors.IsNotFound(err) {
 			r.Rollout.Forget(req.NamespacedName)
 			r.written.forget(req.NamespacedName)
+			r.Refs.Forget(req.NamespacedName)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if cr.GetDeletionTimestamp() != nil {
 		r.Rollout.Forget(req.NamespacedName)
 		r.written.forget(req.NamespacedName)
+		r.Refs.Forget(req.NamespacedName)
 		return ctrl.Result{}, r.finalize(ctx, cr) // lifecycle.go
 	}
 	if r.written.stale(req.NamespacedName, cr) {
@@ -132,6 +139,12 @@ type run struct {
 	stalled       *stall
 	actions       map[apply.Action][]string
 	waiting       string // why the CR is not converged yet, if it is not
+
+	referenced map[string]render.Referenced // what the references resolved to
+	missing    string                       // the references not found, if any
+	held       map[string]bool              // children of waves not applied yet
+	waveWait   string                       // which child the next wave waits for
+	deleting   string                       // which wave a deletion waits for
 }
 
 // stall is why a CR cannot progress without a change of spec or template.
@@ -147,6 +160,9 @@ func (r *run) converge(ctx context.Context) error {
 		r.observeFailed = err
 		return err
 	}
+	if err := r.resolve(ctx); err != nil || r.stalled != nil || r.missing != "" {
+		return err
+	}
 	if err := r.render(); err != nil || r.result_ == nil {
 		return err
 	}
@@ -159,6 +175,10 @@ func (r *run) converge(ctx context.Context) error {
 	if err := r.syncFinalizer(ctx); err != nil {
 		return err
 	}
+	if err := r.syncOrderedFinalizer(ctx); err != nil {
+		return err
+	}
+	r.gateWaves()
 	if err := r.applyAll(ctx); err != nil || r.stalled != nil {
 		return err
 	}
@@ -169,7 +189,10 @@ func (r *run) converge(ctx context.Context) error {
 // or the spec must fix stalls the CR (r.result_ stays nil).
 func (r *run) render() error {
 	start := time.Now()
-	res, err := render.Render(r.kind, r.cr, r.observed, r.r.options())
+	// Every input of the render: the observed children and the referenced
+	// objects.
+	in := render.Inputs{Observed: r.observed, Referenced: r.referenced}
+	res, err := render.RenderInputs(r.kind, r.cr, in, r.r.options())
 	r.r.rendered(r.kind.Resource.Kind, time.Since(start), err)
 	var rerr *render.Error
 	if errors.As(err, &rerr) {

@@ -114,6 +114,16 @@ func (r *run) conditions(conds []metav1.Condition) []metav1.Condition {
 		set(ConditionReconciling, metav1.ConditionUnknown, ReasonObserveFailed, msg)
 		set(ConditionReady, metav1.ConditionUnknown, ReasonObserveFailed, msg)
 		return conds
+	case r.deleting != "":
+		set(ConditionReconciling, metav1.ConditionTrue, ReasonDeleting, r.deleting)
+		set(ConditionStalled, metav1.ConditionFalse, ReasonDeleting, "")
+		set(ConditionReady, metav1.ConditionFalse, ReasonDeleting, r.deleting)
+		return conds
+	case r.missing != "" && r.stalled == nil:
+		set(ConditionReconciling, metav1.ConditionTrue, ReasonReferenceNotFound, r.missing)
+		set(ConditionStalled, metav1.ConditionFalse, ReasonReferenceNotFound, "")
+		set(ConditionReady, metav1.ConditionFalse, ReasonReferenceNotFound, r.missing)
+		return conds
 	case r.stalled != nil:
 		set(ConditionStalled, metav1.ConditionTrue, r.stalled.reason, r.stalled.message)
 		set(ConditionReconciling, metav1.ConditionFalse, r.stalled.reason, stallHint(r.stalled.reason))
@@ -155,10 +165,16 @@ func (r *run) progressing() string {
 	if r.waiting != "" {
 		parts = append(parts, r.waiting)
 	}
+	if r.waveWait != "" {
+		parts = append(parts, r.waveWait)
+	}
 	return strings.Join(parts, "; ")
 }
 
 func (r *run) progressReason() string {
+	if r.waveWait != "" {
+		return ReasonWaitingForWave
+	}
 	old, _, _ := unstructured.NestedString(r.cr.Object, "status", "revision")
 	if old != "" && old != r.kind.Revision {
 		return ReasonRollout

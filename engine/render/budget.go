@@ -25,13 +25,19 @@ const ReasonRenderBudget = "RenderBudget"
 // once and the evaluation, which CUE cannot stop, runs on abandoned
 // (package budget).
 func Render(k *template.Kind, parent *unstructured.Unstructured, observed map[string]*unstructured.Unstructured, opts Options) (*Result, error) {
+	return RenderInputs(k, parent, Inputs{Observed: observed}, opts)
+}
+
+// RenderInputs is Render with every input of the render: the observed
+// children and the referenced objects (references.go).
+func RenderInputs(k *template.Kind, parent *unstructured.Unstructured, in Inputs, opts Options) (*Result, error) {
 	var res *Result
 	err := opts.Budget.Run(k.Name, func(t *budget.Tracker) error {
 		opts.tracker = t
 		var err error
-		res, err = evaluate(k, parent, observed, opts)
+		res, err = evaluate(k, parent, in, opts)
 		if err != nil {
-			err = observedHint(k, parent, observed, err)
+			err = observedHint(k, parent, in, err)
 		}
 		return err
 	})

@@ -199,6 +199,12 @@ func defaultReady(children []Child, observed map[string]*unstructured.Unstructur
 		if !ok {
 			return false
 		}
+		if c.ReadyWhen != nil {
+			if !*c.ReadyWhen {
+				return false
+			}
+			continue
+		}
 		res, err := status.Compute(o)
 		if err != nil || res.Status != status.CurrentStatus {
 			return false

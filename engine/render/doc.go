@@ -9,4 +9,11 @@
 // the controller owner reference and the management labels, and refuses a
 // child in another namespace, of a cluster-scoped kind or of a kind outside
 // the administrator's allow-list.
+//
+// A template may read objects it does not own: References evaluates what it
+// references from the parent alone, Resolve matches them against objects of
+// the parent's namespace, and RenderInputs renders with them (Inputs holds
+// every input of a render beside the parent: observed children and
+// referenced objects). Waves and readyWhen give each child its wave and
+// readiness (waves.go); the reconciler applies and deletes by them.
 package render

@@ -23,7 +23,8 @@ var undefinedField = regexp.MustCompile(`undefined field: ("(?:[^"\\]|\\.)*"|[^\
 // golden case), so such a template fails every render (it never creates
 // the child). Only called on a render error; the children's ids come from
 // the template filled again (within the render's budget).
-func observedHint(k *template.Kind, parent *unstructured.Unstructured, observed map[string]*unstructured.Unstructured, err error) error {
+func observedHint(k *template.Kind, parent *unstructured.Unstructured, in Inputs, err error) error {
+	observed := in.Observed
 	var rerr *Error
 	if !errors.As(err, &rerr) {
 		return err
@@ -42,7 +43,7 @@ func observedHint(k *template.Kind, parent *unstructured.Unstructured, observed 
 			continue
 		}
 		if ids == nil {
-			ids = childIDs(fill(k, parent, observed))
+			ids = childIDs(fill(k, parent, in))
 		}
 		if !ids[id] {
 			continue

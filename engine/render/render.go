@@ -22,6 +22,9 @@ type Options struct {
 	// Scope tells namespaced from cluster-scoped kinds; nil means
 	// BuiltinScope. Unknown kinds are refused.
 	Scope ScopeFunc
+	// ReadableKinds is the allow-list of kinds a template may reference
+	// (references.go); nil means DefaultReadableKinds.
+	ReadableKinds KindSet
 	// MaxChildren bounds the number of children; 0 means DefaultMaxChildren.
 	MaxChildren int
 	// Budget bounds each render in time and memory (budget.go); the zero
@@ -41,6 +44,9 @@ func (o Options) withDefaults() Options {
 	if o.Scope == nil {
 		o.Scope = BuiltinScope
 	}
+	if o.ReadableKinds == nil {
+		o.ReadableKinds = defaultReadable
+	}
 	if o.MaxChildren == 0 {
 		o.MaxChildren = DefaultMaxChildren
 	}
@@ -53,6 +59,11 @@ type Child struct {
 	Object *unstructured.Unstructured
 	// Policy is the child's lifecycle policy (policies.go).
 	Policy Policy
+	// Wave is the child's wave (waves.go): 0 unless the template says.
+	Wave int
+	// ReadyWhen is the template's readiness of the observed child
+	// (readyWhen), nil when the template gives none and kstatus decides.
+	ReadyWhen *bool
 }
 
 // Result is what a parent renders to.
@@ -70,12 +81,13 @@ type Result struct {
 	Immutable map[string]any
 }
 
-// evaluate renders k for parent and the observed children; Render runs it
-// within the budget.
-func evaluate(k *template.Kind, parent *unstructured.Unstructured, observed map[string]*unstructured.Unstructured, opts Options) (*Result, error) {
+// evaluate renders k for parent and its inputs; Render runs it within the
+// budget.
+func evaluate(k *template.Kind, parent *unstructured.Unstructured, in Inputs, opts Options) (*Result, error) {
 	opts = opts.withDefaults()
+	observed := in.Observed
 	opts.tracker.Phase("the template filled with this parent")
-	v := fill(k, parent, observed)
+	v := fill(k, parent, in)
 	if err := specError(v, k.Spec.Pos()); err != nil {
 		return nil, err
 	}
@@ -89,6 +101,9 @@ func evaluate(k *template.Kind, parent *unstructured.Unstructured, observed map[
 		return nil, err
 	}
 	if err := applyPolicies(v, children); err != nil {
+		return nil, err
+	}
+	if err := applyWaves(k, v, children, observed); err != nil {
 		return nil, err
 	}
 	opts.tracker.Phase("status")
@@ -109,11 +124,15 @@ func evaluate(k *template.Kind, parent *unstructured.Unstructured, observed map[
 // FillPath builds and evaluates around x before unifying: converting x with
 // Encode (nil as _, as FillPath converts it) and unifying it directly
 // evaluates the filled data once instead of twice.
-func fill(k *template.Kind, parent *unstructured.Unstructured, observed map[string]*unstructured.Unstructured) cue.Value {
-	x := k.Value.Context().Encode(map[string]any{
+func fill(k *template.Kind, parent *unstructured.Unstructured, in Inputs) cue.Value {
+	data := map[string]any{
 		template.FieldParent:   parentValue(parent),
-		template.FieldObserved: observedValue(observed),
-	}, cue.NilIsAny(true))
+		template.FieldObserved: observedValue(in.Observed),
+	}
+	if k.References {
+		data[template.FieldReferenced] = referencedValue(in.Referenced)
+	}
+	x := k.Value.Context().Encode(data, cue.NilIsAny(true))
 	return k.Value.Unify(x)
 }
 

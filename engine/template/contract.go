@@ -81,9 +81,17 @@ func newKind(v cue.Value) (*Kind, error) {
 	if err != nil {
 		return nil, err
 	}
+	prepared, refs, err := withReferences(prepared)
+	if err != nil {
+		return nil, err
+	}
+	prepared, waves, readyWhen, err := withWaves(prepared)
+	if err != nil {
+		return nil, err
+	}
 	statusChecked := status.Exists() && constrainedBy(v, v.LookupPath(PathStatus), PathStatusDef)
 	return &Kind{Resource: res, Spec: spec, Status: status, StatusChecked: statusChecked, Value: prepared,
-		Immutable: ImmutableFields(spec)}, nil
+		Immutable: ImmutableFields(spec), References: refs, Waves: waves, ReadyWhen: readyWhen}, nil
 }
 
 // constrainedBy reports whether x is written as a reference to the

@@ -68,4 +68,8 @@ type Kind struct {
 	// calls of the kind's package, most deeply nested first: where to look
 	// when a render runs out of budget.
 	Hotspots []string
+	// References tells that the template reads objects beyond its children
+	// (references.go); Waves that it orders its children and ReadyWhen that
+	// it gives readiness expressions (waves.go).
+	References, Waves, ReadyWhen bool
 }

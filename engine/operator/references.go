@@ -1,0 +1,208 @@
+package operator
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	ctrlreconcile "sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	"github.com/cueop/cueop/engine/reconcile"
+	"github.com/cueop/cueop/engine/render"
+)
+
+// readWatch is the state of the kinds templates reference. A readable kind
+// is watched (in a cache of its own: the objects are not cueop's, so the
+// children cache's label selector would hide them) only once a template
+// references it, and from then on every controller maps an event of such
+// an object to the CRs that reference it (reconcile.RefIndex): no resync.
+type readWatch struct {
+	cache cache.Cache
+
+	mu       sync.Mutex
+	kinds    []schema.GroupVersionKind
+	syncing  map[schema.GroupVersionKind]*watchAttempt
+	watchers map[*kindController]bool
+}
+
+// newReadCache creates the cache of referenced objects, in the operator's
+// namespace (or every namespace), their managedFields dropped.
+func (o *Operator) newReadCache(cfg *rest.Config) error {
+	if o.opts.ReadableKinds == nil {
+		o.opts.ReadableKinds = render.MustKindSet(render.DefaultReadableKinds)
+	}
+	c, err := cache.New(cfg, cache.Options{Scheme: o.mgr.GetScheme(), Mapper: o.mgr.GetRESTMapper(),
+		DefaultNamespaces: namespaces(o.opts.Namespace), DefaultTransform: dropManagedFields})
+	if err != nil {
+		return fmt.Errorf("references cache: %w", err)
+	}
+	o.reads = readWatch{cache: c, syncing: map[schema.GroupVersionKind]*watchAttempt{}, watchers: map[*kindController]bool{}}
+	if err := o.checkReadableKinds(); err != nil {
+		return err
+	}
+	return o.mgr.Add(c)
+}
+
+// checkReadableKinds refuses a cluster-scoped readable kind: references
+// are read in the CR's namespace. A kind the API server does not serve
+// (yet) is checked when a template first references it.
+func (o *Operator) checkReadableKinds() error {
+	for gk := range o.opts.ReadableKinds {
+		m, err := o.mgr.GetRESTMapper().RESTMapping(gk)
+		if err != nil {
+			continue
+		}
+		if m.Scope.Name() != meta.RESTScopeNameNamespace {
+			return fmt.Errorf("readable kinds: %s is cluster-scoped; references are read in the CR's namespace", gk)
+		}
+	}
+	return nil
+}
+
+func dropManagedFields(obj any) (any, error) {
+	if u, ok := obj.(*unstructured.Unstructured); ok {
+		u.SetManagedFields(nil)
+	}
+	return obj, nil
+}
+
+// readReferenced is the reconcilers' reconcile.ReadFunc: the objects of a
+// readable kind in namespace, from the watched cache.
+func (o *Operator) readReferenced(ctx context.Context, gvk schema.GroupVersionKind, namespace string) ([]*unstructured.Unstructured, error) {
+	if err := o.watchReadable(ctx, gvk); err != nil {
+		return nil, err
+	}
+	list := &unstructured.UnstructuredList{}
+	list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
+	if err := o.reads.cache.List(ctx, list, client.InNamespace(namespace)); err != nil {
+		return nil, err
+	}
+	out := make([]*unstructured.Unstructured, len(list.Items))
+	for i := range list.Items {
+		out[i] = &list.Items[i]
+	}
+	return out, nil
+}
+
+// watchReadable watches the objects of kind gvk, unless it already does:
+// the informer is synced and every running controller maps its events to
+// the CRs that reference them before it returns.
+func (o *Operator) watchReadable(ctx context.Context, gvk schema.GroupVersionKind) error {
+	w := &o.reads
+	w.mu.Lock()
+	if slices.Contains(w.kinds, gvk) {
+		w.mu.Unlock()
+		return nil
+	}
+	if a := w.syncing[gvk]; a != nil {
+		w.mu.Unlock()
+		select {
+		case <-a.done:
+			return a.err
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	a := &watchAttempt{done: make(chan struct{})}
+	w.syncing[gvk] = a
+	w.mu.Unlock()
+
+	err := o.startReadWatch(ctx, gvk)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if err == nil {
+		for kc := range w.watchers {
+			if err = kc.ctrl.Watch(o.readSource(kc, gvk)); err != nil {
+				break
+			}
+		}
+	}
+	if err == nil {
+		w.kinds = append(w.kinds, gvk)
+		o.log.Info("watching referenced objects", "kind", gvk.GroupKind().String(), "version", gvk.Version)
+	}
+	delete(w.syncing, gvk)
+	a.err = err
+	close(a.done)
+	return err
+}
+
+// startReadWatch checks gvk against the readable kinds and starts its
+// informer, waiting syncTimeout at most for it to sync.
+func (o *Operator) startReadWatch(ctx context.Context, gvk schema.GroupVersionKind) error {
+	if !o.opts.ReadableKinds[gvk.GroupKind()] {
+		return fmt.Errorf("kind %s is not in the readable kinds (%s)", gvk.GroupKind(), o.opts.ReadableKinds)
+	}
+	m, err := o.mgr.GetRESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version)
+	if err != nil {
+		return fmt.Errorf("referenced kind %s: %w: %w", gvk, errNotServed, err)
+	}
+	if m.Scope.Name() != meta.RESTScopeNameNamespace {
+		return fmt.Errorf("referenced kind %s is cluster-scoped; references are read in the CR's namespace", gvk.GroupKind())
+	}
+	obj := &unstructured.Unstructured{}
+	obj.SetGroupVersionKind(gvk)
+	sctx, cancel := context.WithTimeout(ctx, syncTimeout)
+	defer cancel()
+	if _, err := o.reads.cache.GetInformer(sctx, obj); err != nil {
+		return fmt.Errorf("watch referenced %s (get, list and watch permitted?): %w", m.Resource.GroupResource(), err)
+	}
+	return nil
+}
+
+// addReadWatches makes kc map the events of every referenced kind watched,
+// now and later.
+func (o *Operator) addReadWatches(kc *kindController) error {
+	w := &o.reads
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, gvk := range w.kinds {
+		if err := kc.ctrl.Watch(o.readSource(kc, gvk)); err != nil {
+			return err
+		}
+	}
+	w.watchers[kc] = true
+	return nil
+}
+
+func (o *Operator) removeReadWatches(kc *kindController) {
+	o.reads.mu.Lock()
+	defer o.reads.mu.Unlock()
+	delete(o.reads.watchers, kc)
+}
+
+// readSource enqueues the CRs of kc's kind that reference a changed object
+// of kind gvk (on an update, as it was and as it is: a selector that
+// matched it before matters too).
+func (o *Operator) readSource(kc *kindController, gvk schema.GroupVersionKind) source.Source {
+	obj := &unstructured.Unstructured{}
+	obj.SetGroupVersionKind(gvk)
+	refs := kc.rec.Refs
+	toCRs := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, obj client.Object) []ctrlreconcile.Request {
+		u, ok := obj.(*unstructured.Unstructured)
+		if !ok {
+			return nil
+		}
+		var reqs []ctrlreconcile.Request
+		for _, key := range refs.Match(u) {
+			reqs = append(reqs, ctrlreconcile.Request{NamespacedName: key})
+		}
+		return reqs
+	})
+	return source.Kind[client.Object](o.reads.cache, obj, toCRs)
+}
+
+// serveReferences wires kc's reconciler to the references cache.
+func (o *Operator) serveReferences(kc *kindController) error {
+	kc.rec.Read, kc.rec.Refs = o.readReferenced, reconcile.NewRefIndex()
+	return o.addReadWatches(kc)
+}

@@ -1,0 +1,184 @@
+package reconcile
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/cueop/cueop/engine/render"
+)
+
+// ReasonReferenceNotFound is the reason of a CR whose template references an
+// object that does not exist: it is not rendered, and its children stay as
+// they are, until the object appears (its watch event wakes the CR).
+const ReasonReferenceNotFound = render.ReasonReferenceNotFound
+
+// ReadFunc lists, from a watched cache, the objects of a readable kind in a
+// namespace; it starts the watch the first time a kind is read.
+type ReadFunc func(ctx context.Context, gvk schema.GroupVersionKind, namespace string) ([]*unstructured.Unstructured, error)
+
+// resolve evaluates the template's references for the CR and reads them,
+// in the CR's namespace only. A reference refused by the readable kinds
+// stalls the CR; a missing one leaves it waiting, not rendered. The index
+// learns what the CR reads either way, so that the object's creation or
+// change wakes it.
+func (r *run) resolve(ctx context.Context) error {
+	r.referenced, r.missing = nil, ""
+	if !r.kind.References {
+		r.r.Refs.Forget(client.ObjectKeyFromObject(r.cr))
+		return nil
+	}
+	refs, err := r.references()
+	var rerr *render.Error
+	if errors.As(err, &rerr) {
+		r.stalled = &stall{reason: rerr.Reason, message: rerr.Error()}
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("%s: references: %w", r.subject(), err)
+	}
+	if len(refs) == 0 {
+		return nil
+	}
+	if r.r.Read == nil {
+		return fmt.Errorf("%s: the template references objects and this reconciler reads none", r.subject())
+	}
+	var objs []*unstructured.Unstructured
+	done := map[schema.GroupVersionKind]bool{}
+	for _, ref := range refs {
+		gvk := ref.GroupVersionKind()
+		if done[gvk] {
+			continue
+		}
+		done[gvk] = true
+		items, err := r.r.Read(ctx, gvk, r.cr.GetNamespace())
+		if err != nil {
+			r.waiting = "reading references failed, retrying: " + err.Error()
+			return fmt.Errorf("%s: read %s: %w", r.subject(), ref, err)
+		}
+		objs = append(objs, items...)
+	}
+	got, missing := render.Resolve(refs, r.cr.GetNamespace(), objs)
+	r.referenced = got
+	if len(missing) > 0 {
+		var lines []string
+		for _, m := range missing {
+			lines = append(lines, fmt.Sprintf("%s not found in namespace %s", m, r.cr.GetNamespace()))
+		}
+		r.missing = strings.Join(lines, "; ")
+	}
+	return nil
+}
+
+// references are the CR's references, evaluated again only when what they
+// are computed from changed: the template revision and the parent the
+// template sees (its spec, by generation, its labels and annotations).
+// The index remembers them, so that the object's events find the CR.
+func (r *run) references() ([]render.Reference, error) {
+	key := types.NamespacedName{Namespace: r.cr.GetNamespace(), Name: r.cr.GetName()}
+	memo := referencesKey(r.kind.Revision, r.cr)
+	if refs, ok := r.r.Refs.get(key, memo); ok {
+		return refs, nil
+	}
+	refs, err := render.References(r.kind, r.cr, r.r.options())
+	if err != nil {
+		r.r.Refs.Forget(key)
+		return nil, err
+	}
+	r.r.Refs.set(key, memo, refs)
+	return refs, nil
+}
+
+// referencesKey is what a CR's references are computed from.
+func referencesKey(revision string, cr *unstructured.Unstructured) string {
+	meta, _ := json.Marshal([]any{cr.GetUID(), cr.GetGeneration(), cr.GetLabels(), cr.GetAnnotations()})
+	return revision + "/" + string(meta)
+}
+
+// RefIndex maps the objects CRs reference to the CRs, so that a change of a
+// referenced object reconciles exactly the CRs that read it. It is safe for
+// concurrent use.
+type RefIndex struct {
+	mu   sync.Mutex
+	byNS map[string]map[types.NamespacedName]refEntry
+}
+
+// refEntry is what one CR references, and the key of what they were
+// computed from (referencesKey).
+type refEntry struct {
+	key  string
+	refs []render.Reference
+}
+
+// NewRefIndex returns an empty index.
+func NewRefIndex() *RefIndex {
+	return &RefIndex{byNS: map[string]map[types.NamespacedName]refEntry{}}
+}
+
+// Set records what cr references (nothing forgets it).
+func (x *RefIndex) Set(cr types.NamespacedName, refs []render.Reference) { x.set(cr, "", refs) }
+
+func (x *RefIndex) set(cr types.NamespacedName, key string, refs []render.Reference) {
+	if x == nil {
+		return
+	}
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	ns := x.byNS[cr.Namespace]
+	if key == "" && len(refs) == 0 {
+		delete(ns, cr)
+		if len(ns) == 0 {
+			delete(x.byNS, cr.Namespace)
+		}
+		return
+	}
+	if ns == nil {
+		ns = map[types.NamespacedName]refEntry{}
+		x.byNS[cr.Namespace] = ns
+	}
+	ns[cr] = refEntry{key: key, refs: refs}
+}
+
+// get returns what cr references when it was computed from key.
+func (x *RefIndex) get(cr types.NamespacedName, key string) ([]render.Reference, bool) {
+	if x == nil {
+		return nil, false
+	}
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	e, ok := x.byNS[cr.Namespace][cr]
+	if !ok || e.key != key {
+		return nil, false
+	}
+	return e.refs, true
+}
+
+// Forget drops cr from the index.
+func (x *RefIndex) Forget(cr types.NamespacedName) { x.Set(cr, nil) }
+
+// Match returns the CRs that reference o (in o's namespace).
+func (x *RefIndex) Match(o *unstructured.Unstructured) []types.NamespacedName {
+	if x == nil {
+		return nil
+	}
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	var out []types.NamespacedName
+	for cr, e := range x.byNS[o.GetNamespace()] {
+		for _, ref := range e.refs {
+			if ref.Matches(o) {
+				out = append(out, cr)
+				break
+			}
+		}
+	}
+	return out
+}

@@ -1,0 +1,72 @@
+package reconcile
+
+import (
+	"slices"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/cueop/cueop/engine/render"
+)
+
+func cm(ns, name string, lbl map[string]string) *unstructured.Unstructured {
+	o := &unstructured.Unstructured{}
+	o.SetAPIVersion("v1")
+	o.SetKind("ConfigMap")
+	o.SetNamespace(ns)
+	o.SetName(name)
+	o.SetLabels(lbl)
+	return o
+}
+
+// TestRefIndexMatches maps a referenced object to exactly the CRs of its
+// namespace that reference it, by name or by selector.
+func TestRefIndexMatches(t *testing.T) {
+	x := NewRefIndex()
+	a := types.NamespacedName{Namespace: "ns", Name: "a"}
+	b := types.NamespacedName{Namespace: "ns", Name: "b"}
+	other := types.NamespacedName{Namespace: "other", Name: "a"}
+	byName := render.Reference{ID: "s", APIVersion: "v1", Kind: "ConfigMap", Name: "settings"}
+	bySel := render.Reference{ID: "all", APIVersion: "v1", Kind: "ConfigMap", Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"shared": "yes"}}}
+	secret := render.Reference{ID: "p", APIVersion: "v1", Kind: "Secret", Name: "settings"}
+	x.Set(a, []render.Reference{byName})
+	x.Set(b, []render.Reference{bySel, secret})
+	x.Set(other, []render.Reference{byName})
+
+	for _, c := range []struct {
+		obj  *unstructured.Unstructured
+		want []types.NamespacedName
+	}{
+		{cm("ns", "settings", nil), []types.NamespacedName{a}},
+		{cm("ns", "x", map[string]string{"shared": "yes"}), []types.NamespacedName{b}},
+		{cm("ns", "settings", map[string]string{"shared": "yes"}), []types.NamespacedName{a, b}},
+		{cm("ns", "x", nil), nil},
+		{cm("elsewhere", "settings", nil), nil},
+	} {
+		got := x.Match(c.obj)
+		slices.SortFunc(got, func(p, q types.NamespacedName) int { return cmpName(p, q) })
+		if !slices.Equal(got, c.want) {
+			t.Errorf("%s/%s %v: CRs %v, want %v", c.obj.GetNamespace(), c.obj.GetName(), c.obj.GetLabels(), got, c.want)
+		}
+	}
+	x.Forget(a)
+	x.Set(b, nil)
+	if got := x.Match(cm("ns", "settings", map[string]string{"shared": "yes"})); len(got) != 0 {
+		t.Errorf("forgotten CRs still matched: %v", got)
+	}
+	if len(x.byNS) != 1 {
+		t.Errorf("namespaces left: %v", x.byNS)
+	}
+}
+
+func cmpName(p, q types.NamespacedName) int {
+	switch {
+	case p.String() < q.String():
+		return -1
+	case p.String() > q.String():
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,157 @@
+package render
+
+import (
+	"fmt"
+	"strconv"
+
+	"cuelang.org/go/cue"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/cueop/cueop/engine/template"
+)
+
+// AnnotationWave carries a child's wave on the object itself, set only when
+// it is not 0: a CR being deleted loses its children in reverse wave order,
+// and the template may no longer render them.
+const AnnotationWave = "cueop.dev/wave"
+
+// applyWaves reads the template's waves and readyWhen, checks that each
+// names a rendered child, and gives each child its wave and readiness. A
+// kind without waves is left as it is.
+func applyWaves(k *template.Kind, v cue.Value, children []Child, observed map[string]*unstructured.Unstructured) error {
+	if !k.Waves && !k.ReadyWhen {
+		return nil
+	}
+	byID := make(map[string]*Child, len(children))
+	for i := range children {
+		byID[children[i].ID] = &children[i]
+	}
+	bad := &Error{Reason: ReasonTemplateError}
+	if wv := v.LookupPath(template.PathWaves); wv.Exists() {
+		bad.Messages = append(bad.Messages, setWaves(wv, byID)...)
+	}
+	if rv := v.LookupPath(template.PathReadyWhen); rv.Exists() {
+		bad.Messages = append(bad.Messages, setReadyWhen(rv, byID, observed)...)
+		bad.Messages = append(bad.Messages, waveCycles(rv, byID)...)
+	}
+	if len(bad.Messages) > 0 {
+		return bad
+	}
+	for i := range children {
+		annotateWave(&children[i])
+	}
+	return nil
+}
+
+func setWaves(wv cue.Value, byID map[string]*Child) []string {
+	if err := wv.Validate(cue.Concrete(true)); err != nil {
+		return evalError(err).Messages
+	}
+	ids, vals, err := sortedIDs(wv)
+	if err != nil {
+		return []string{err.Error()}
+	}
+	var msgs []string
+	for _, id := range ids {
+		c := byID[id]
+		if c == nil {
+			msgs = append(msgs, waveError("waves", id, vals[id], "no child %q is rendered: write the wave under the same condition as its child", id))
+			continue
+		}
+		n, err := vals[id].Int64()
+		if err != nil {
+			msgs = append(msgs, waveError("waves", id, vals[id], "%v", err))
+			continue
+		}
+		c.Wave = int(n)
+	}
+	return msgs
+}
+
+// setReadyWhen evaluates each readiness expression. A child not observed
+// yet is not ready, and so is one whose expression is incomplete (a status
+// field not written yet).
+func setReadyWhen(rv cue.Value, byID map[string]*Child, observed map[string]*unstructured.Unstructured) []string {
+	ids, vals, err := sortedIDs(rv)
+	if err != nil {
+		return []string{err.Error()}
+	}
+	var msgs []string
+	for _, id := range ids {
+		c := byID[id]
+		if c == nil {
+			msgs = append(msgs, waveError("readyWhen", id, vals[id], "no child %q is rendered: write it under the same condition as its child", id))
+			continue
+		}
+		ready := false
+		c.ReadyWhen = &ready
+		if observed[id] == nil {
+			continue
+		}
+		b, err := vals[id].Bool()
+		if err != nil && vals[id].Validate(cue.Concrete(true)) != nil && vals[id].Validate() == nil {
+			continue // incomplete: not ready yet
+		}
+		if err != nil {
+			msgs = append(msgs, evalError(err).Messages...)
+			continue
+		}
+		ready = b
+	}
+	return msgs
+}
+
+// annotateWave records a child's wave on it when it is not 0, and removes
+// an annotation of that name the template wrote.
+func annotateWave(c *Child) {
+	ann := c.Object.GetAnnotations()
+	if _, has := ann[AnnotationWave]; !has && c.Wave == 0 {
+		return
+	}
+	if ann == nil {
+		ann = map[string]string{}
+	}
+	delete(ann, AnnotationWave)
+	if c.Wave != 0 {
+		ann[AnnotationWave] = strconv.Itoa(c.Wave)
+	}
+	if len(ann) == 0 {
+		unstructured.RemoveNestedField(c.Object.Object, "metadata", "annotations")
+		return
+	}
+	c.Object.SetAnnotations(ann)
+}
+
+// WaveOf is the wave recorded on a live child (0 when none).
+func WaveOf(o *unstructured.Unstructured) int {
+	n, err := strconv.Atoi(o.GetAnnotations()[AnnotationWave])
+	if err != nil || n < 0 {
+		return 0
+	}
+	return n
+}
+
+// WaveGaps says, for vet, which waves between 0 and the highest one
+// rendered have no child: a wave number the author likely mistyped.
+func WaveGaps(children []Child) error {
+	used := map[int]bool{}
+	highest := 0
+	for _, c := range children {
+		used[c.Wave] = true
+		highest = max(highest, c.Wave)
+	}
+	for w := 0; w < highest; w++ {
+		if !used[w] {
+			return fmt.Errorf("waves: no child is in wave %d, below wave %d: number the waves from 0 without gaps", w, highest)
+		}
+	}
+	return nil
+}
+
+func waveError(field, id string, v cue.Value, format string, args ...any) string {
+	msg := fmt.Sprintf("%s.%s: %s", field, id, fmt.Sprintf(format, args...))
+	if p := authorPos(v); p.IsValid() {
+		return template.ShortPos(p) + ": " + msg
+	}
+	return msg
+}
