@@ -54,6 +54,9 @@ type Reconciler struct {
 	Recorder record.EventRecorder
 	// Observer is told about each reconcile; nil means nobody.
 	Observer Observer
+	// ChildLabels are set on every child besides the engine's own labels
+	// (a sharded replica's shard label: childlabels.go).
+	ChildLabels map[string]string
 
 	written statusWrites
 }
@@ -179,7 +182,7 @@ func (r *run) render() error {
 	if err != nil {
 		return fmt.Errorf("%s: render: %w", r.subject(), err)
 	}
-	r.result_, r.waiting = res, ""
+	r.result_, r.waiting = r.r.withChildLabels(res), ""
 	if !res.Ready {
 		r.waiting = "waiting for children to be ready"
 	}

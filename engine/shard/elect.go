@@ -80,18 +80,20 @@ func Run(ctx context.Context, opts Options) error {
 	}
 	held.WithLabelValues(opts.Identity).Set(0)
 	defer held.DeleteLabelValues(opts.Identity)
+	b := newBalance(opts)
 	var wg sync.WaitGroup
 	for _, r := range Ranges(opts.Shards) {
-		wg.Go(func() { opts.compete(ctx, r) })
+		wg.Go(func() { opts.compete(ctx, r, b) })
 	}
+	wg.Go(func() { b.run(ctx) })
 	wg.Wait()
 	return nil
 }
 
 // compete holds r whenever it can, until ctx is done.
-func (o Options) compete(ctx context.Context, r Range) {
+func (o Options) compete(ctx context.Context, r Range, b *balance) {
 	for ctx.Err() == nil {
-		if err := o.term(ctx, r); err != nil {
+		if err := o.term(ctx, r, b); err != nil {
 			o.Log.Error(err, "shard range election", "range", r.Label(), "lease", r.LeaseName())
 			select {
 			case <-ctx.Done():
@@ -101,16 +103,16 @@ func (o Options) compete(ctx context.Context, r Range) {
 	}
 }
 
-// term waits until it holds r, serves it until the Lease is lost or ctx is
-// done, drains it and releases the Lease. It returns early, without
-// holding r, only when ctx is done.
-func (o Options) term(ctx context.Context, r Range) error {
+// term waits until it holds r, serves it until the Lease is lost, the
+// range is given up (balance) or ctx is done, drains it and releases the
+// Lease. It returns early, without holding r, only when ctx is done.
+func (o Options) term(ctx context.Context, r Range, b *balance) error {
 	lock := &trackedLock{Interface: &resourcelock.LeaseLock{
 		LeaseMeta:  metav1.ObjectMeta{Namespace: o.Namespace, Name: r.LeaseName()},
 		Client:     o.Leases,
 		LockConfig: resourcelock.ResourceLockConfig{Identity: o.Identity},
 		Labels:     map[string]string{"app.kubernetes.io/managed-by": "cueop", LabelShard: r.Label()},
-	}, identity: o.Identity}
+	}, identity: o.Identity, balance: b}
 	tctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	served := make(chan struct{})
@@ -121,6 +123,8 @@ func (o Options) term(ctx context.Context, r Range) error {
 			OnStartedLeading: func(sctx context.Context) {
 				defer close(served)
 				defer cancel() // a Serve that returns early gives the range up
+				b.acquired(r, cancel)
+				defer b.lost(r)
 				o.serve(sctx, r)
 			},
 			OnStoppedLeading: func() {},
@@ -176,11 +180,21 @@ func (o Options) release(lock *trackedLock, r Range) error {
 }
 
 // trackedLock records whether this replica ever wrote itself holder: the
-// elector then has started, or is about to start, OnStartedLeading.
+// elector then has started, or is about to start, OnStartedLeading. It
+// shows a released Lease as held to a replica at its share (balance.gate).
 type trackedLock struct {
 	resourcelock.Interface
 	identity string
+	balance  *balance
 	acquired atomic.Bool
+}
+
+func (l *trackedLock) Get(ctx context.Context) (*resourcelock.LeaderElectionRecord, []byte, error) {
+	rec, raw, err := l.Interface.Get(ctx)
+	if err == nil {
+		l.balance.gate(rec)
+	}
+	return rec, raw, err
 }
 
 func (l *trackedLock) Create(ctx context.Context, rec resourcelock.LeaderElectionRecord) error {

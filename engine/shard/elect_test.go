@@ -156,10 +156,27 @@ func heldBy(id string, leases ...string) func(map[string]string) bool {
 	}
 }
 
-// A replica alone takes every range; one cut off from the API server
-// stops serving before its Leases expire, and another takes its ranges
-// once they do; a replica that stops drains and releases its Leases, and
-// another takes them at its next retry.
+// oneEach is true when each of ids holds one of leases.
+func oneEach(leases []string, ids ...string) func(map[string]string) bool {
+	return func(h map[string]string) bool {
+		count := map[string]int{}
+		for _, l := range leases {
+			count[h[l]]++
+		}
+		for _, id := range ids {
+			if count[id] != 1 {
+				return false
+			}
+		}
+		return true
+	}
+}
+
+// A replica alone takes every range; a second one gets its share (the
+// first gives a range up, drained, and the second takes it); one cut off
+// from the API server stops serving before its Leases expire, and another
+// takes its ranges once they do; a replica that stops drains and releases
+// its Leases, and another takes them at its next retry.
 func TestRangesHandOver(t *testing.T) {
 	t.Parallel()
 	ns := clustertest.Namespace(t)
@@ -168,7 +185,10 @@ func TestRangesHandOver(t *testing.T) {
 
 	a := startReplica(t, ns, "a", 2, s)
 	waitHolders(t, ns, 30*time.Second, heldBy("a", leases...))
+	start := time.Now()
 	b := startReplica(t, ns, "b", 2, s)
+	waitHolders(t, ns, 30*time.Second, oneEach(leases, "a", "b"))
+	t.Logf("ranges balanced %s after the second replica started", time.Since(start).Round(100*time.Millisecond))
 
 	a.cut.Store(true)
 	cut := time.Now()
@@ -181,6 +201,7 @@ func TestRangesHandOver(t *testing.T) {
 	a.stop()
 
 	startReplica(t, ns, "c", 2, s)
+	waitHolders(t, ns, 30*time.Second, oneEach(leases, "b", "c"))
 	b.stop()
 	stopped := time.Now()
 	waitHolders(t, ns, 30*time.Second, heldBy("c", leases...))
