@@ -152,7 +152,7 @@ func NewSharded(cfg *rest.Config, opts Options, sh Sharding) (*Sharded, error) {
 		return nil, fmt.Errorf("manager: %w", err)
 	}
 	s := &Sharded{cfg: cfg, opts: opts, sh: sh, host: host, leases: leases,
-		log: host.GetLogger().WithName("cueop").WithValues("replica", sh.Identity), ops: map[int]*Operator{}}
+		log: host.GetLogger().WithName("cueop"), ops: map[int]*Operator{}}
 	return s, host.Add(manager.RunnableFunc(s.compete))
 }
 
@@ -179,7 +179,7 @@ func (s *Sharded) Run(ctx context.Context) error {
 	if err := shard.CheckServer(ctx, s.leases.CoordinationV1(), s.sh.Namespace); err != nil {
 		return err
 	}
-	s.log.Info("sharding", "shards", s.sh.Shards, "leaseNamespace", s.sh.Namespace)
+	s.log.Info("sharding", "replica", s.sh.Identity, "shards", s.sh.Shards, "leaseNamespace", s.sh.Namespace)
 	return s.host.Start(ctx)
 }
 
@@ -203,7 +203,7 @@ func (s *Sharded) serve(ctx context.Context, r shard.Range) {
 	}
 	op, err := New(s.cfg, opts)
 	if err != nil {
-		s.log.Error(err, "shard range: operator", "range", r.Label())
+		s.log.Error(err, "shard range: operator", "replica", s.sh.Identity, "range", r.Label())
 		return
 	}
 	s.mu.Lock()
@@ -215,7 +215,7 @@ func (s *Sharded) serve(ctx context.Context, r shard.Range) {
 		s.mu.Unlock()
 	}()
 	if err := op.Run(ctx); err != nil {
-		s.log.Error(err, "shard range: operator stopped", "range", r.Label())
+		s.log.Error(err, "shard range: operator stopped", "replica", s.sh.Identity, "range", r.Label())
 	}
 }
 
@@ -242,6 +242,47 @@ func (s *Sharded) Operators() []*Operator {
 	out := make([]*Operator, 0, len(s.ops))
 	for _, r := range s.held() {
 		out = append(out, s.ops[r.Index])
+	}
+	return out
+}
+
+// Progress is the rollout state of every kind over the ranges the replica
+// serves.
+func (s *Sharded) Progress() []KindProgress {
+	var all [][]KindProgress
+	for _, op := range s.Operators() {
+		all = append(all, op.Progress())
+	}
+	return MergeProgress(all...)
+}
+
+// MergeProgress adds up the rollout states of several operators (ranges,
+// replicas) kind by kind.
+func MergeProgress(ps ...[]KindProgress) []KindProgress {
+	byPackage := map[string]*KindProgress{}
+	var order []string
+	for _, list := range ps {
+		for _, p := range list {
+			m := byPackage[p.Package]
+			if m == nil {
+				m = &KindProgress{Kind: p.Kind, Package: p.Package}
+				m.Revision, m.Previous, m.PerRevision = p.Revision, p.Previous, map[string]int{}
+				byPackage[p.Package] = m
+				order = append(order, p.Package)
+			}
+			for rev, n := range p.PerRevision {
+				m.PerRevision[rev] += n
+			}
+			m.InFlight += p.InFlight
+			m.Waiting += p.Waiting
+			m.Stalled += p.Stalled
+			m.Halted = m.Halted || p.Halted
+		}
+	}
+	sort.Strings(order)
+	out := make([]KindProgress, 0, len(order))
+	for _, name := range order {
+		out = append(out, *byPackage[name])
 	}
 	return out
 }
