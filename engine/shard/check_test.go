@@ -6,7 +6,10 @@ import (
 	"testing"
 
 	"k8s.io/client-go/kubernetes"
+	ctrl "sigs.k8s.io/controller-runtime"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/cueop/cueop/engine/operator"
 	"github.com/cueop/cueop/engine/shard"
 	"github.com/cueop/cueop/localcluster/clustertest"
 )
@@ -23,5 +26,22 @@ func TestCheckServerRefusesWithoutTheGate(t *testing.T) {
 	}
 	if !strings.Contains(err.Error(), "--feature-gates=ShardedListAndWatch=true") {
 		t.Errorf("the error does not say how to enable the gate: %v", err)
+	}
+}
+
+// A sharded replica checks the API server before anything else, and exits
+// with the refusal.
+func TestShardedReplicaRefusesWithoutTheGate(t *testing.T) {
+	t.Parallel()
+	ns := clustertest.Namespace(t)
+	s, err := operator.NewSharded(clustertest.Config(), operator.Options{
+		Templates: t.TempDir(),
+		Manager:   ctrl.Options{Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0"},
+	}, operator.Sharding{Shards: 2, Identity: "r", Namespace: ns})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Run(t.Context()); !errors.Is(err, shard.ErrNotHonoured) {
+		t.Fatalf("Run on an API server without the gate: %v, want ErrNotHonoured", err)
 	}
 }
