@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"regexp"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -22,6 +23,7 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 	watchtools "k8s.io/client-go/tools/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/cueop/cueop/engine/operator"
 	"github.com/cueop/cueop/engine/operator/operatortest"
@@ -39,20 +41,27 @@ const (
 	shardHandoff = shardLease + 5*time.Second
 )
 
-// statusWriters records which replica wrote the status of which CR.
+// statusWriters records which replica wrote which object of the test's
+// namespace (a CR's status, a child).
 type statusWriters struct {
 	mu      sync.Mutex
-	writers map[string]map[string]bool // CR name → replicas
+	writers map[string]map[string]bool // object name → replicas
 }
 
-var statusPath = regexp.MustCompile(`/redisclusters/([^/]+)/status$`)
+var objectPath = regexp.MustCompile(`/namespaces/[^/]+/[^/]+/([^/]+)(/status)?$`)
 
+// of are the replicas that wrote CR name's status or one of its children
+// (the objects named name or name-*).
 func (s *statusWriters) of(name string) map[string]bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	out := map[string]bool{}
-	for r := range s.writers[name] {
-		out[r] = true
+	for obj, replicas := range s.writers {
+		if obj == name || strings.HasPrefix(obj, name+"-") {
+			for r := range replicas {
+				out[r] = true
+			}
+		}
 	}
 	return out
 }
@@ -71,7 +80,7 @@ func (r replicaTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return nil, errors.New("replica cut off from the API server")
 	}
 	if req.Method != http.MethodGet {
-		if m := statusPath.FindStringSubmatch(req.URL.Path); m != nil {
+		if m := objectPath.FindStringSubmatch(req.URL.Path); m != nil {
 			r.status.mu.Lock()
 			if r.status.writers[m[1]] == nil {
 				r.status.writers[m[1]] = map[string]bool{}
@@ -203,8 +212,8 @@ func crsReady(names ...string) func(map[string]*unstructured.Unstructured) strin
 }
 
 // Two replicas share 2 shard ranges, one each; each CR is reconciled by
-// the replica holding its range only, and its children carry the range's
-// label. A replica cut off from the API server (as if it crashed) loses its
+// the replica holding its range only (its status and children written by
+// that replica alone), and its children carry the range's label. A replica cut off from the API server (as if it crashed) loses its
 // ranges: the other takes them over and repairs a drifted child of one of
 // its CRs within the lease duration and 5 s.
 func TestShardedReplicasHandOver(t *testing.T) {
@@ -245,7 +254,7 @@ func TestShardedReplicasHandOver(t *testing.T) {
 		byRange[r.Index] = append(byRange[r.Index], n)
 		want := holders[r.Index]
 		if got := status.of(n); len(got) != 1 || !got[want] {
-			t.Errorf("%s (range %s, held by %s): status written by %v, want by %s only", n, r, want, got, want)
+			t.Errorf("%s (range %s, held by %s): status and children written by %v, want by %s only", n, r, want, got, want)
 		}
 		for _, p := range listPods(t, c, ns, n) {
 			if l := p.GetLabels()[shard.LabelShard]; l != r.Label() {
@@ -254,6 +263,11 @@ func TestShardedReplicasHandOver(t *testing.T) {
 		}
 	}
 	t.Logf("CRs by range: %v; ranges held by %v", byRange, holders)
+	for _, id := range []string{"a", "b"} {
+		if got := rangesHeld(t, id); got != 1 {
+			t.Errorf("cueop_shard_ranges_held{replica=%q} = %v, want 1", id, got)
+		}
+	}
 
 	// Cut off the holder of the range of s0, and drift a child of s0.
 	victim := getCR(t, c, ns, "s0")
@@ -284,4 +298,29 @@ func TestShardedReplicasHandOver(t *testing.T) {
 	if repaired > shardHandoff {
 		t.Errorf("drifted child repaired %s after its replica was cut off, want within %s", repaired.Round(100*time.Millisecond), shardHandoff)
 	}
+	if got := rangesHeld(t, survivor); got != 2 {
+		t.Errorf("cueop_shard_ranges_held{replica=%q} = %v, want 2", survivor, got)
+	}
+}
+
+// rangesHeld is cueop_shard_ranges_held of replica id.
+func rangesHeld(t *testing.T, id string) float64 {
+	t.Helper()
+	families, err := metrics.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() != "cueop_shard_ranges_held" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "replica" && l.GetValue() == id {
+					return m.GetGauge().GetValue()
+				}
+			}
+		}
+	}
+	return -1
 }
