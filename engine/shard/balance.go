@@ -171,8 +171,8 @@ func (b *balance) rebalance(ctx context.Context) {
 	}
 	if b.shedIdx >= 0 && time.Since(b.shed) < b.o.LeaseDuration {
 		lease, err := b.o.Leases.Leases(b.o.Namespace).Get(ctx, Range{b.shedIdx, b.o.Shards}.LeaseName(), metav1.GetOptions{})
-		if err != nil || lease.Spec.HolderIdentity == nil || *lease.Spec.HolderIdentity == "" {
-			return // not taken yet
+		if err != nil || lease.Spec.HolderIdentity == nil || *lease.Spec.HolderIdentity == "" || *lease.Spec.HolderIdentity == b.o.Identity {
+			return // not taken by another replica yet (or still draining here)
 		}
 	}
 	top := -1

@@ -149,6 +149,9 @@ func (o Options) term(ctx context.Context, r Range, b *balance) error {
 
 // serve serves r and keeps the held-ranges gauge and the log.
 func (o Options) serve(ctx context.Context, r Range) {
+	if ctx.Err() != nil {
+		return // lost before it started
+	}
 	held.WithLabelValues(o.Identity).Inc()
 	o.Log.Info("shard range acquired", "range", r.Label(), "lease", r.LeaseName(), "replica", o.Identity, "selector", r.Selector())
 	start := time.Now()
