@@ -70,7 +70,7 @@ func runDev(ctx context.Context, cmd *cobra.Command, g *globals, f *devFlags) er
 		return err
 	}
 	fmt.Fprintf(out, "kubectl --kubeconfig %s get redisclusters,staticsites,pods -A\n", f.kubeconfigOut)
-	op, runOp, err := devOperators(g, f, cluster) // dev_shard.go
+	op, runOp, err := devOperators(out, g, f, cluster) // dev_shard.go
 	if err != nil {
 		return err
 	}

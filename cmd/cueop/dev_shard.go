@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"sync"
 
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -32,7 +33,7 @@ func devFeatureGates(f *devFlags) map[string]bool {
 // devOperators builds what dev runs: one operator, or with --shards or
 // --replicas that many sharded replicas in this process, their shard
 // Leases in the default namespace (`kubectl get leases`).
-func devOperators(g *globals, f *devFlags, cluster *localcluster.Cluster) (devView, func(context.Context) error, error) {
+func devOperators(out io.Writer, g *globals, f *devFlags, cluster *localcluster.Cluster) (devView, func(context.Context) error, error) {
 	if f.shards <= 1 && f.replicas <= 1 {
 		op, err := devOperator(g, f, cluster)
 		if err != nil {
@@ -67,6 +68,8 @@ func devOperators(g *globals, f *devFlags, cluster *localcluster.Cluster) (devVi
 		}
 		d.replicas = append(d.replicas, s)
 	}
+	fmt.Fprintf(out, "%d replicas (dev-replica-0..%d) share %d shard ranges: kubectl --kubeconfig %s get leases -n default\n",
+		f.replicas, f.replicas-1, f.shards, f.kubeconfigOut)
 	return d, d.run, nil
 }
 
