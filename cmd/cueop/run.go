@@ -15,8 +15,9 @@ import (
 type runFlags struct {
 	kubeconfig, metricsAddr, probeAddr, leaderNamespace, namespace string
 	installCRDs, leaderElect                                       bool
-	maxConcurrent, burst, rolloutMaxInFlight, shards               int
+	maxConcurrent, burst, rolloutMaxInFlight                       int
 	qps                                                            float32
+	shard                                                          shardFlags // run_shard.go
 }
 
 func newRun(g *globals, zapOpts *zap.Options) *cobra.Command {
@@ -28,7 +29,7 @@ func newRun(g *globals, zapOpts *zap.Options) *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			allowedKindsFromEnv(cmd, g) // $CUEOP_ALLOWED_KINDS is the default of --allowed-kinds
 			ctrl.SetLogger(zap.New(zap.UseFlagOptions(zapOpts)))
-			if f.shards != 1 {
+			if f.shard.shards != 1 {
 				return runSharded(g, f) // run_shard.go
 			}
 			op, err := newOperator(g, f)
@@ -50,7 +51,7 @@ func newRun(g *globals, zapOpts *zap.Options) *cobra.Command {
 	fl.StringVar(&f.probeAddr, "health-probe-bind-address", ":8081", "/healthz and /readyz address (0 disables)")
 	fl.BoolVar(&f.leaderElect, "leader-elect", false, "run controllers on the elected leader only")
 	fl.StringVar(&f.leaderNamespace, "leader-election-namespace", "", "namespace of the leader election lease and of the shard Leases (default: the pod's)")
-	fl.IntVar(&f.shards, "shards", 1, "ranges of CRs spread over the replicas, each held through a Lease (more than 1 needs kube-apiserver's ShardedListAndWatch feature gate)")
+	addShardFlags(cmd, &f.shard)
 	return cmd
 }
 
