@@ -68,3 +68,7 @@ fuzz: ## Run every fuzz target for FUZZTIME each (make fuzz FUZZTIME=5m for a lo
 bench: k8s-bins ## Run the benchmarks: engine micro-benchmarks, then cueop vs a hand-written operator on a local control plane with the 5-minute retry-storm test (BENCH_N=1000 by default; results: docs/benchmarks.md).
 	$(GO) test -run '^$$' -bench . -benchmem -count 4 ./engine/... | tee bench.out
 	$(GO) run ./bench/cmd/bench
+
+.PHONY: bench-shards
+bench-shards: k8s-bins ## Measure cueop sharded over 3 replicas against one replica: 3,000 CRs each, per-replica heap, writes per CR, a replica killed (results: docs/benchmarks.md).
+	$(GO) run ./bench/cmd/bench shards

@@ -2,7 +2,9 @@ package localcluster
 
 import (
 	"fmt"
+	"sort"
 	"strconv"
+	"strings"
 )
 
 // args returns the command line flags of the named component.
@@ -74,7 +76,25 @@ func (c *Cluster) apiserverArgs() []string {
 			"--audit-log-format=json",
 		)
 	}
+	if gates := featureGates(c.opts.FeatureGates); gates != "" {
+		args = append(args, "--feature-gates="+gates)
+	}
 	return args
+}
+
+// featureGates is the value of --feature-gates for gates: Name=bool pairs in
+// name order, "" when there are none.
+func featureGates(gates map[string]bool) string {
+	names := make([]string, 0, len(gates))
+	for name := range gates {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	pairs := make([]string, len(names))
+	for i, name := range names {
+		pairs[i] = name + "=" + strconv.FormatBool(gates[name])
+	}
+	return strings.Join(pairs, ",")
 }
 
 // componentArgs are the flags kube-controller-manager and kube-scheduler share.

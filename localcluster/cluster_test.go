@@ -33,7 +33,7 @@ func TestMain(m *testing.M) {
 		runHelper() // see TestChildrenDieWithTestBinary
 		return
 	}
-	clustertest.Main(m, localcluster.Options{AuditLog: true})
+	clustertest.Main(m, localcluster.Options{AuditLog: true, FeatureGates: map[string]bool{"ShardedListAndWatch": true}})
 }
 
 const waitTimeout = 60 * time.Second

@@ -42,6 +42,11 @@ type Options struct {
 	// JSON lines to LogDir/audit.log (see Cluster.AuditLogPath).
 	AuditLog bool
 
+	// FeatureGates are set on kube-apiserver (--feature-gates), by gate name:
+	// for example {"ShardedListAndWatch": true} for the sharded list and
+	// watch (KEP-5866) cueop's --shards needs. Nil leaves the defaults.
+	FeatureGates map[string]bool
+
 	// ExtraArgs are appended to the command line of the component they are keyed
 	// by (a component name, e.g. KubeAPIServer). A later flag wins over the
 	// default one.

@@ -25,6 +25,7 @@ type devFlags struct {
 	exitWhenReady                       bool
 	timeout                             time.Duration
 	nodes, maxConcurrent, maxInFlight   int
+	shards, replicas                    int
 	// log is the operator's logger; logPath the file of its JSON logs
 	// (empty when they go to standard error).
 	log     logr.Logger
@@ -63,6 +64,8 @@ func newDev(g *globals, zapOpts *zap.Options) *cobra.Command {
 	fl.IntVar(&f.nodes, "nodes", 3, "fake kwok nodes")
 	fl.IntVar(&f.maxConcurrent, "max-concurrent", 4, "CRs of one kind reconciled at once")
 	fl.IntVar(&f.maxInFlight, "rollout-max-in-flight", 50, "CRs of a kind moved to a new template revision at once (0: unlimited)")
+	fl.IntVar(&f.shards, "shards", 1, "ranges of CRs spread over the replicas (the local kube-apiserver gets the ShardedListAndWatch gate)")
+	fl.IntVar(&f.replicas, "replicas", 1, "replicas run in this process, competing for the shard ranges")
 	return cmd
 }
 
@@ -72,7 +75,7 @@ func runDev(ctx context.Context, cmd *cobra.Command, out io.Writer, g *globals, 
 	}
 	start := time.Now()
 	fmt.Fprintln(out, "starting the local control plane (etcd, kube-apiserver, controller-manager, scheduler, kwok)...")
-	cluster, err := localcluster.Start(ctx, localcluster.Options{Nodes: f.nodes})
+	cluster, err := localcluster.Start(ctx, localcluster.Options{Nodes: f.nodes, FeatureGates: devFeatureGates(f)})
 	if err != nil {
 		return err
 	}
@@ -85,14 +88,14 @@ func runDev(ctx context.Context, cmd *cobra.Command, out io.Writer, g *globals, 
 	if f.logPath != "" {
 		fmt.Fprintf(out, "operator logs (JSON) in %s; warnings and errors show here\n", f.logPath)
 	}
-	op, err := devOperator(g, f, cluster)
+	op, runOp, err := devOperators(out, g, f, cluster) // dev_shard.go
 	if err != nil {
 		return err
 	}
 	runErr := make(chan error, 1)
 	opCtx, stopOp := context.WithCancel(ctx)
 	defer stopOp()
-	go func() { runErr <- op.Run(opCtx) }()
+	go func() { runErr <- runOp(opCtx) }()
 	return followDev(ctx, out, op, cluster, f, runErr)
 }
 

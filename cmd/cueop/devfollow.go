@@ -24,7 +24,7 @@ import (
 // followDev applies the samples, then prints a line per CR whenever its
 // status changes, until ctx is done, the operator fails or, with
 // --exit-when-ready, every sample is Ready.
-func followDev(ctx context.Context, out io.Writer, op *operator.Operator, cluster *localcluster.Cluster, f *devFlags, runErr <-chan error) error {
+func followDev(ctx context.Context, out io.Writer, op devView, cluster *localcluster.Cluster, f *devFlags, runErr <-chan error) error {
 	samples, err := readSamples(f.samples)
 	if err != nil {
 		return err
@@ -121,7 +121,7 @@ type printer struct {
 	closed   bool
 }
 
-func (p *printer) follow(ctx context.Context, op *operator.Operator, samples []*unstructured.Unstructured) error {
+func (p *printer) follow(ctx context.Context, op devView, samples []*unstructured.Unstructured) error {
 	seen := map[string]bool{}
 	for _, s := range samples {
 		gvk := s.GroupVersionKind()
@@ -243,7 +243,7 @@ func isReady(cr *unstructured.Unstructured) bool {
 }
 
 // printRollouts prints one line per kind whose rollout state changed.
-func printRollouts(out io.Writer, op *operator.Operator, last map[string]string) {
+func printRollouts(out io.Writer, op devView, last map[string]string) {
 	for _, p := range op.Progress() {
 		line := rolloutLine(p)
 		if last[p.Kind] == line {

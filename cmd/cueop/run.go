@@ -17,6 +17,7 @@ type runFlags struct {
 	installCRDs, leaderElect                                       bool
 	maxConcurrent, burst, rolloutMaxInFlight                       int
 	qps                                                            float32
+	shard                                                          shardFlags // run_shard.go
 }
 
 func newRun(g *globals, zapOpts *zap.Options) *cobra.Command {
@@ -28,6 +29,9 @@ func newRun(g *globals, zapOpts *zap.Options) *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			allowedKindsFromEnv(cmd, g) // $CUEOP_ALLOWED_KINDS is the default of --allowed-kinds
 			ctrl.SetLogger(zap.New(zap.UseFlagOptions(zapOpts)))
+			if f.shard.shards != 1 {
+				return runSharded(g, f) // run_shard.go
+			}
 			op, err := newOperator(g, f)
 			if err != nil {
 				return err
@@ -46,7 +50,8 @@ func newRun(g *globals, zapOpts *zap.Options) *cobra.Command {
 	fl.StringVar(&f.metricsAddr, "metrics-bind-address", ":8080", "metrics address (0 disables)")
 	fl.StringVar(&f.probeAddr, "health-probe-bind-address", ":8081", "/healthz and /readyz address (0 disables)")
 	fl.BoolVar(&f.leaderElect, "leader-elect", false, "run controllers on the elected leader only")
-	fl.StringVar(&f.leaderNamespace, "leader-election-namespace", "", "namespace of the leader election lease (default: the pod's)")
+	fl.StringVar(&f.leaderNamespace, "leader-election-namespace", "", "namespace of the leader election lease and of the shard Leases (default: the pod's)")
+	addShardFlags(cmd, &f.shard)
 	return cmd
 }
 

@@ -97,6 +97,7 @@ func (o *Operator) start(ctx context.Context, k *template.Kind) error {
 	rec.Options.AllowedKinds, rec.Options.Scope = o.opts.AllowedKinds, o.scope
 	rec.Options.Budget = o.opts.Budget
 	rec.Options.ReadableKinds = o.opts.ReadableKinds
+	rec.ChildLabels = childLabels(o.opts.Shard)
 	c, err := controller.NewUnmanaged("cueop-"+k.Name, controller.Options{
 		Reconciler: rec, MaxConcurrentReconciles: o.opts.MaxConcurrent,
 		SkipNameValidation: ptr.To(true), Logger: o.log.WithValues("kind", k.Resource.Kind),
@@ -113,7 +114,9 @@ func (o *Operator) start(ctx context.Context, k *template.Kind) error {
 	cctx, cancel := context.WithCancel(ctx)
 	kc.cancel = cancel
 	o.kinds[k.Name] = kc
+	o.controllers.Add(1)
 	go func() {
+		defer o.controllers.Done()
 		if err := c.Start(cctx); err != nil {
 			o.log.Error(err, "controller stopped", "kind", k.Resource.Kind)
 		}

@@ -23,7 +23,8 @@ import (
 
 func TestMain(m *testing.M) {
 	clustertest.SetLogger()
-	clustertest.Main(m, localcluster.Options{})
+	// ShardedListAndWatch on, for the sharded replicas (shard_test.go).
+	clustertest.Main(m, localcluster.Options{FeatureGates: map[string]bool{"ShardedListAndWatch": true}})
 }
 
 var (

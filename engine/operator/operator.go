@@ -29,6 +29,7 @@ import (
 	"github.com/cueop/cueop/engine/budget"
 	"github.com/cueop/cueop/engine/kschema"
 	"github.com/cueop/cueop/engine/render"
+	"github.com/cueop/cueop/engine/shard"
 )
 
 // Options configure an Operator.
@@ -57,6 +58,9 @@ type Options struct {
 	// Manager are the options of the controller-runtime manager (metrics,
 	// probes, leader election). Cache and client options are set here.
 	Manager ctrl.Options
+	// Shard, when set, makes the operator serve the CRs of one range of
+	// the uid hash space only (shard.go); nil means all of them.
+	Shard *shard.Range
 }
 
 // Operator serves every kind of a templates directory.
@@ -74,6 +78,8 @@ type Operator struct {
 
 	mu    sync.Mutex
 	kinds map[string]*kindController // by kind name
+
+	controllers sync.WaitGroup // the kinds' running controllers
 }
 
 // New builds an operator on cfg. Run starts it.
@@ -85,12 +91,12 @@ func New(cfg *rest.Config, opts Options) (*Operator, error) {
 		opts.MaxConcurrent = 4
 	}
 	cfg = withRateLimits(cfg)
-	mgr, err := ctrl.NewManager(cfg, managerOptions(opts.Manager, opts.Namespace))
+	mgr, err := ctrl.NewManager(cfg, shardChildren(managerOptions(opts.Manager, opts.Namespace), opts.Shard))
 	if err != nil {
 		return nil, fmt.Errorf("manager: %w", err)
 	}
-	parents, err := cache.New(cfg, cache.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(),
-		DefaultNamespaces: namespaces(opts.Namespace), DefaultTransform: compactParent})
+	parents, err := cache.New(cfg, shardParents(cache.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(),
+		DefaultNamespaces: namespaces(opts.Namespace), DefaultTransform: compactParent}, opts.Shard))
 	if err != nil {
 		return nil, fmt.Errorf("parents cache: %w", err)
 	}
@@ -258,6 +264,8 @@ func (o *Operator) Manager() manager.Manager { return o.mgr }
 func (o *Operator) Run(ctx context.Context) error {
 	running.Store(o, struct{}{})
 	defer running.Delete(o)
+	// Return only once every kind's controller has drained.
+	defer o.controllers.Wait()
 	return o.mgr.Start(ctx)
 }
 

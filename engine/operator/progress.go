@@ -51,11 +51,21 @@ func (rolloutCollector) Describe(ch chan<- *prometheus.Desc) {
 }
 
 // Collect reports each kind once, even when several operators of this
-// process (tests, a standby replica) serve it.
+// process (tests, a standby replica) serve it; the operators of a sharded
+// replica's ranges are added up (MergeProgress).
 func (rolloutCollector) Collect(ch chan<- prometheus.Metric) {
 	seen := map[string]bool{}
+	var lists, shards [][]KindProgress
 	running.Range(func(key, _ any) bool {
-		for _, p := range key.(*Operator).Progress() {
+		if op := key.(*Operator); op.opts.Shard != nil {
+			shards = append(shards, op.Progress())
+		} else {
+			lists = append(lists, op.Progress())
+		}
+		return true
+	})
+	for _, list := range append(lists, MergeProgress(shards...)) {
+		for _, p := range list {
 			if seen[p.Kind] {
 				continue
 			}
@@ -67,8 +77,7 @@ func (rolloutCollector) Collect(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(waitingDesc, prometheus.GaugeValue, float64(p.Waiting), p.Kind)
 			ch <- prometheus.MustNewConstMetric(haltedDesc, prometheus.GaugeValue, boolValue(p.Halted), p.Kind, p.Revision)
 		}
-		return true
-	})
+	}
 }
 
 func boolValue(b bool) float64 {

@@ -59,6 +59,9 @@ type Reconciler struct {
 	// them.
 	Read ReadFunc
 	Refs *RefIndex
+	// ChildLabels are set on every child besides the engine's own labels
+	// (a sharded replica's shard label: childlabels.go).
+	ChildLabels map[string]string
 
 	written statusWrites
 }
@@ -202,7 +205,7 @@ func (r *run) render() error {
 	if err != nil {
 		return fmt.Errorf("%s: render: %w", r.subject(), err)
 	}
-	r.result_, r.waiting = res, ""
+	r.result_, r.waiting = r.r.withChildLabels(res), ""
 	if !res.Ready {
 		r.waiting = "waiting for children to be ready"
 	}

@@ -112,6 +112,10 @@ func fatalf(format string, args ...any) {
 }
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "shards" {
+		runShards() // shards.go
+		return
+	}
 	if len(os.Args) > 1 && os.Args[1] == "operator" {
 		if err := runOperator(os.Args[2:]); err != nil {
 			fatalf("operator: %v", err)

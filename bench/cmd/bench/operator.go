@@ -47,6 +47,9 @@ type opStats struct {
 	// (VmHWM), in bytes.
 	CPUSeconds float64 `json:"cpuSeconds"`
 	MaxRSS     int64   `json:"maxRSS"`
+	// Objects counts the writes by object name, with -shards only
+	// (shards.go).
+	Objects map[string]int64 `json:"objects,omitempty"`
 }
 
 // The Maximum concurrent reconciles of both operators (cueop's default).
@@ -63,6 +66,9 @@ func runOperator(args []string) error {
 	templates := fs.String("templates", "", "templates directory (cueop)")
 	statsAddr := fs.String("stats", "127.0.0.1:0", "address of the /stats endpoint")
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile to this file")
+	shards := fs.Int("shards", 0, "cueop only: run a sharded replica of that many ranges (shards.go)")
+	identity := fs.String("identity", "", "with -shards: the replica's identity in the shard Leases")
+	byObject := fs.Bool("objects", false, "count the writes by object name (always with -shards)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -72,12 +78,21 @@ func runOperator(args []string) error {
 		return err
 	}
 	counter := harness.Count(cfg)
+	var objects *objectWrites
+	if *shards > 0 || *byObject {
+		objects = countObjects(cfg)
+	}
 	mopts := ctrl.Options{Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0"}
 
 	var run func(context.Context) error
 	var synced func(context.Context) bool
-	switch *kind {
-	case "cueop":
+	switch {
+	case *kind == "cueop" && *shards > 0:
+		run, synced, err = shardedReplica(cfg, *templates, *namespace, *identity, *shards, mopts)
+		if err != nil {
+			return err
+		}
+	case *kind == "cueop":
 		// QPS and Burst left unset: operator.New sets its defaults.
 		op, err := operator.New(cfg, operator.Options{
 			Templates: *templates, MaxConcurrent: maxConcurrent, Namespace: *namespace, Manager: mopts,
@@ -89,7 +104,7 @@ func runOperator(args []string) error {
 		synced = func(ctx context.Context) bool {
 			return op.Manager().GetCache().WaitForCacheSync(ctx) && op.Parents().WaitForCacheSync(ctx)
 		}
-	case "baseline":
+	case *kind == "baseline":
 		cfg.QPS, cfg.Burst = operator.DefaultQPS, operator.DefaultBurst // the same limits as cueop
 		o := baseline.ManagerOptions(*namespace)
 		o.Metrics, o.HealthProbeBindAddress = mopts.Metrics, mopts.HealthProbeBindAddress
@@ -134,6 +149,7 @@ func runOperator(args []string) error {
 		st.Reconciles, st.QueueDepth = controllerMetrics()
 		st.HeapInuse, st.PeakHeapInuse, st.PeakHeapAlloc = heap.get()
 		st.CPUSeconds, st.MaxRSS = rusage()
+		st.Objects = objects.snapshot()
 		_ = json.NewEncoder(w).Encode(st)
 	})
 	mux.HandleFunc("/debug/pprof/heap", func(w http.ResponseWriter, _ *http.Request) {

@@ -27,8 +27,9 @@ type opProc struct {
 }
 
 // startOperator starts an operator of kind on namespace ns and waits until
-// its caches have synced. name names its log and profile files in d.out.
-func (d *driver) startOperator(ctx context.Context, kind, name, ns, templates string) (*opProc, error) {
+// its caches have synced. name names its log and profile files in d.out;
+// extra are more flags of `bench operator`.
+func (d *driver) startOperator(ctx context.Context, kind, name, ns, templates string, extra ...string) (*opProc, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return nil, err
@@ -40,6 +41,7 @@ func (d *driver) startOperator(ctx context.Context, kind, name, ns, templates st
 	p := &opProc{kind: kind, name: name, addr: fmt.Sprintf("127.0.0.1:%d", port), exited: make(chan struct{})}
 	args := []string{"operator", "-kind", kind, "-namespace", ns, "-kubeconfig", d.cluster.KubeconfigPath,
 		"-templates", templates, "-stats", p.addr}
+	args = append(args, extra...)
 	if d.cfg.Profile {
 		p.Profile = filepath.Join(d.cfg.Out, name+".cpu.pprof")
 		args = append(args, "-cpuprofile", p.Profile)

@@ -555,6 +555,13 @@ func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond)
 // path (from its heading to the next "## " heading or the end), or appends
 // it; the rest of the file is kept as it is.
 func writeSection(path, section string) error {
+	return replaceSection(path, sectionTitle, section)
+}
+
+// replaceSection replaces the section titled title in the Markdown file
+// path (from its heading to the next "## " heading or the end), or appends
+// it.
+func replaceSection(path, title, section string) error {
 	old, err := os.ReadFile(path)
 	if err != nil && !os.IsNotExist(err) {
 		return err
@@ -563,7 +570,7 @@ func writeSection(path, section string) error {
 	start, end := -1, len(lines)
 	for i, l := range lines {
 		t := strings.TrimRight(l, "\n")
-		if start < 0 && t == sectionTitle {
+		if start < 0 && t == title {
 			start = i
 		} else if start >= 0 && strings.HasPrefix(t, "## ") {
 			end = i
