@@ -35,9 +35,9 @@ import (
 // handover; a replica that cannot renew stops serving 2 s before its
 // Leases expire.
 const (
-	shardLease   = 6 * time.Second
-	shardRenew   = 4 * time.Second
-	shardRetry   = 500 * time.Millisecond
+	shardLease = 6 * time.Second
+	shardRenew = 4 * time.Second
+	shardRetry = 500 * time.Millisecond
 	// shardHandoff bounds a handover in the tests: a takeover waits one
 	// lease duration, then the new holder's caches and reconcile. The
 	// lease + 5 s target is measured by make bench-shards; under -race on
