@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -294,6 +296,33 @@ func TestDiffWebApp(t *testing.T) {
 			if cr.Reason != render.ReasonReferenceRefused || !strings.Contains(cr.Error, "references.settings: kind ConfigMap is not in the readable kinds (Secret)") {
 				t.Errorf("%s: %s: %s; want the reference refused", cr.Name, cr.Reason, cr.Error)
 			}
+		}
+	})
+	t.Run("command: readable kinds from the environment", func(t *testing.T) {
+		bin := cueop(t)
+		diffCmd := func(env string, args ...string) (string, int) {
+			t.Helper()
+			args = append([]string{"--templates", copyTemplates(t), "diff", "--kubeconfig", clustertest.Cluster().KubeconfigPath, "-n", ns, "--kind", "WebApp"}, args...)
+			cmd := exec.Command(bin, args...)
+			cmd.Env = append(os.Environ(), "CUEOP_READABLE_KINDS="+env)
+			out, err := cmd.CombinedOutput()
+			var exit *exec.ExitError
+			if errors.As(err, &exit) {
+				return string(out), exit.ExitCode()
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			return string(out), 0
+		}
+		out, code := diffCmd("Secret")
+		if code != 2 || strings.Count(out, "error: ReferenceRefused: ") != 4 || !strings.Contains(out, "kind ConfigMap is not in the readable kinds (Secret)") {
+			t.Errorf("$CUEOP_READABLE_KINDS=Secret: exit %d, want 2 and every WebApp refused:\n%s", code, out)
+		}
+		out, code = diffCmd("Secret", "--readable-kinds", "ConfigMap")
+		if code != 2 || strings.Contains(out, "ReferenceRefused") || strings.Count(out, "error: ReferenceNotFound: ") != 1 ||
+			!strings.Contains(out, "WebApp.apps.example.com  4    3          0         1") {
+			t.Errorf("--readable-kinds ConfigMap over the environment: exit %d, want w3 only failed:\n%s", code, out)
 		}
 	})
 	// Last: it edits the cluster (with the test's client, not diff's).
