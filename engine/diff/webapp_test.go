@@ -51,16 +51,7 @@ func webAppFleet(t *testing.T, n int) string {
 		if err := c.Create(ctx, settings(ns, name+"-settings", "info")); err != nil {
 			t.Fatal(err)
 		}
-		cr := &unstructured.Unstructured{}
-		cr.SetGroupVersionKind(webAppGVK)
-		cr.SetNamespace(ns)
-		cr.SetName(name)
-		cr.Object["spec"] = map[string]any{
-			"replicas":     int64(1),
-			"files":        map[string]any{"app.conf": "listen 80\n"},
-			"settingsFrom": map[string]any{"name": name + "-settings"},
-		}
-		if err := c.Create(ctx, cr); err != nil {
+		if err := c.Create(ctx, webApp(ns, name, name+"-settings")); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -87,6 +78,21 @@ func webAppFleet(t *testing.T, n int) string {
 	a.Settled(t, 0, time.Minute)
 	stop()
 	return ns
+}
+
+// webApp is a WebApp of one replica that reads the settings ConfigMap
+// named settings.
+func webApp(ns, name, settings string) *unstructured.Unstructured {
+	cr := &unstructured.Unstructured{}
+	cr.SetGroupVersionKind(webAppGVK)
+	cr.SetNamespace(ns)
+	cr.SetName(name)
+	cr.Object["spec"] = map[string]any{
+		"replicas":     int64(1),
+		"files":        map[string]any{"app.conf": "listen 80\n"},
+		"settingsFrom": map[string]any{"name": settings},
+	}
+	return cr
 }
 
 // settings is a WebApp's settings ConfigMap.
@@ -323,6 +329,44 @@ func TestDiffWebApp(t *testing.T) {
 		if code != 2 || strings.Contains(out, "ReferenceRefused") || strings.Count(out, "error: ReferenceNotFound: ") != 1 ||
 			!strings.Contains(out, "WebApp.apps.example.com  4    3          0         1") {
 			t.Errorf("--readable-kinds ConfigMap over the environment: exit %d, want w3 only failed:\n%s", code, out)
+		}
+	})
+	t.Run("file: new WebApps", func(t *testing.T) {
+		o := opts
+		o.Files = []*unstructured.Unstructured{webApp(ns, "w8", "nope"), webApp(ns, "w9", "w1-settings")}
+		r, _ := runWebApp(t, copyTemplates(t), o)
+		out := text(t, r)
+		w8, w9 := crOf(r, "w8"), crOf(r, "w9")
+		if w8 == nil || w8.Reason != render.ReasonReferenceNotFound || len(w8.Children) != 0 || r.ExitCode() != 2 {
+			t.Fatalf("want w8 waiting for ConfigMap nope, nothing created, exit 2; got exit %d:\n%s", r.ExitCode(), out)
+		}
+		if w9 == nil || w9.Error != "" || len(w9.Children) != 5 {
+			t.Fatalf("want w9's 5 children created:\n%s", out)
+		}
+		for _, ch := range w9.Children {
+			wave := map[string]int{"config": 0, "migrate": 0, "deployment": 1, "service": 1, "pdb": 1}[ch.ID]
+			want := ""
+			if wave == 1 {
+				want = "waiting for wave 0: children.config (ConfigMap " + ns + "/w9-config) to exist"
+			}
+			if ch.Action != diff.Create || ch.Wave == nil || *ch.Wave != wave || ch.Waiting != want {
+				t.Errorf("children.%s: %s, wave %v, waiting %q; want create, wave %d, waiting %q", ch.ID, ch.Action, ch.Wave, ch.Waiting, wave, want)
+			}
+		}
+		w1 := &unstructured.Unstructured{}
+		w1.SetGroupVersionKind(schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"})
+		if err := c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "w1"}, w1); err != nil {
+			t.Fatal(err)
+		}
+		sum, _, _ := unstructured.NestedString(w1.Object, "spec", "template", "metadata", "annotations", "apps.example.com/settings-checksum")
+		d := ""
+		for _, ch := range w9.Children {
+			if ch.ID == "deployment" {
+				d = ch.Diff
+			}
+		}
+		if sum == "" || !strings.Contains(d, "+        apps.example.com/settings-checksum: "+sum+"\n") {
+			t.Errorf("want w9's Deployment to carry the checksum of w1-settings, as w1's does (%q):\n%s", sum, out)
 		}
 	})
 	// Last: it edits the cluster (with the test's client, not diff's).
