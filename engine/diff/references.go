@@ -78,7 +78,7 @@ func (l *readLists) list(ctx context.Context, key readKey) (map[string][]*unstru
 	gvk := key.gvk
 	m, err := l.c.RESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version)
 	if err != nil {
-		return nil, fmt.Errorf("referenced kind %s: the cluster does not serve it: %w", gvk, err)
+		return nil, fmt.Errorf("referenced kind %s at %s: the cluster does not serve it: %w", gvk.GroupKind(), gvk.GroupVersion(), err)
 	}
 	if m.Scope.Name() != meta.RESTScopeNameNamespace {
 		return nil, fmt.Errorf("referenced kind %s is cluster-scoped; references are read in the CR's namespace", gvk.GroupKind())
