@@ -65,11 +65,16 @@ func newDiff(g *globals) *cobra.Command {
 		Long: `diff renders every CR of the templates' kinds that the cluster has (or the CRs of
 -f) over the children that exist, as the controller would, and compares each child
 with the live one through a server-side dry-run apply under cueop's field manager.
+The objects a template references are read in each CR's namespace, within
+--readable-kinds ($CUEOP_READABLE_KINDS), as the controller reads them; children of a
+wave the controller would hold back behind a lower one not ready say so.
 It writes nothing. Exit code: 0 nothing would change, 1 something would, 2 an error
 (a CR that cannot be rendered, a child the API server refuses, a failed request).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			allowedKindsFromEnv(cmd, g) // as cueop run: $CUEOP_ALLOWED_KINDS unless --allowed-kinds
+			// As cueop run: $CUEOP_ALLOWED_KINDS and $CUEOP_READABLE_KINDS
+			// unless --allowed-kinds and --readable-kinds.
+			allowedKindsFromEnv(cmd, g)
 			return runDiff(cmd, g, f)
 		},
 	}

@@ -22,6 +22,14 @@
 //     holds data: a PersistentVolumeClaim); release: the same child with
 //     policy prune: never, left in place.
 //
+// A CR's references are read from the cluster as the reconciler reads them
+// (reconcile.ReadReferences, the readable kinds of Options.Render, the CR's
+// namespace only), each referenced kind listed once per Run; a missing one
+// is the CR's ReferenceNotFound error, nothing listed. The children of a
+// kind with waves carry their wave, and those a reconcile would hold back
+// behind a lower wave not ready (reconcile.GateWaves) say what they wait
+// for.
+//
 // Run returns a Report: a summary per kind, then per CR the changed
 // children with a unified diff of the fields cueop owns, cleaned of what the
 // server sets (managedFields, resourceVersion, uid, status, ...).

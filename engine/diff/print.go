@@ -92,16 +92,16 @@ func (p *printer) line(style, s string) {
 
 func (p *printer) summary(r *Report) {
 	tw := tabwriter.NewWriter(p.w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "KIND\tCRS\tUNCHANGED\tCHANGING\tFAILED\tCREATE\tUPDATE\tPRUNE\tRECREATE\tREFUSED\tDESTRUCTIVE")
+	fmt.Fprintln(tw, "KIND\tCRS\tUNCHANGED\tCHANGING\tFAILED\tCREATE\tUPDATE\tPRUNE\tRECREATE\tREFUSED\tDESTRUCTIVE\tWAITING")
 	for _, s := range r.Kinds {
 		name := s.Kind + "." + s.Group
 		if s.NotServed {
-			fmt.Fprintf(tw, "%s\t-\tnot served by the cluster (no CRD)\t\t\t\t\t\t\t\t\n", name)
+			fmt.Fprintf(tw, "%s\t-\tnot served by the cluster (no CRD)\t\t\t\t\t\t\t\t\t\n", name)
 			continue
 		}
 		ch := s.Children
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\n", name, s.CRs, s.Unchanged, s.Changing, s.Failed,
-			ch[Create], ch[Update], ch[Prune]+ch[Release], ch[Recreate], ch[Refused], s.Destructive)
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\n", name, s.CRs, s.Unchanged, s.Changing, s.Failed,
+			ch[Create], ch[Update], ch[Prune]+ch[Release], ch[Recreate], ch[Refused], s.Destructive, s.Waiting)
 	}
 	if err := tw.Flush(); err != nil && p.err == nil {
 		p.err = err
@@ -131,6 +131,9 @@ func (p *printer) child(ch Child) {
 		style = yellow
 	}
 	s := fmt.Sprintf("  %s %-8s %s %s/%s (children.%s)", marks[ch.Action], ch.Action, ch.Kind, ch.Namespace, ch.Name, ch.ID)
+	if ch.Wave != nil {
+		s += fmt.Sprintf(" wave %d", *ch.Wave)
+	}
 	if ch.Destructive {
 		s += " DESTRUCTIVE"
 	}
@@ -139,6 +142,9 @@ func (p *printer) child(ch Child) {
 		for _, l := range strings.Split(ch.Reason, "\n") {
 			p.line(style, "      "+l)
 		}
+	}
+	if ch.Waiting != "" {
+		p.line(style, "      "+ch.Waiting)
 	}
 	p.diff(ch.Diff)
 }

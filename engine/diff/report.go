@@ -44,6 +44,8 @@ type KindSummary struct {
 	// Destructive counts recreates, refusals and prunes of children that
 	// hold data.
 	Destructive int `json:"destructive"`
+	// Waiting counts the changing children that wait for a lower wave.
+	Waiting int `json:"waiting"`
 }
 
 // CR is what would happen to one CR's children.
@@ -56,6 +58,10 @@ type CR struct {
 	// breaks the schema, a template that fails, a child the API server
 	// refuses; each line names its source.
 	Error string `json:"error,omitempty"`
+	// Reason is the reason of Error the controller's condition would give
+	// (ReferenceNotFound, ReferenceRefused, InvalidSpec, TemplateError, ...),
+	// when it gives one.
+	Reason string `json:"reason,omitempty"`
 	// Diff is, for a CR of a file, a unified diff of the CR itself (its
 	// spec, labels and annotations) from live to applied.
 	Diff string `json:"diff,omitempty"`
@@ -75,8 +81,15 @@ type Child struct {
 	Name        string `json:"name"`
 	Action      Action `json:"action"`
 	Destructive bool   `json:"destructive,omitempty"`
+	// Wave is the child's wave, for a kind with waves (nil otherwise).
+	Wave *int `json:"wave,omitempty"`
 	// Reason explains a recreate, a refusal, a release or a held action.
 	Reason string `json:"reason,omitempty"`
+	// Waiting, for a child of a wave above one not ready yet, says which
+	// wave and child it waits for: the controller does not apply it in its
+	// next reconcile, but once that wave is ready. The action and the diff
+	// are still the eventual change, as rendered over the cluster now.
+	Waiting string `json:"waiting,omitempty"`
 	// Diff is a unified diff from the live object to the object after the
 	// apply, of the fields cueop owns.
 	Diff string `json:"diff,omitempty"`
@@ -137,6 +150,9 @@ func (r *Report) summarize(total map[schema.GroupKind]int) {
 				s.Children[ch.Action]++
 				if ch.Destructive {
 					s.Destructive++
+				}
+				if ch.Waiting != "" {
+					s.Waiting++
 				}
 			}
 		}

@@ -55,6 +55,7 @@ type differ struct {
 	o       Options
 	applier *apply.Applier
 	manager string
+	reads   *readLists // the objects templates reference
 }
 
 // job is one CR to diff, with the objects listed as its children.
@@ -82,7 +83,8 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if o.Render.Scope == nil {
 		o.Render.Scope = scopeOf(o.Client)
 	}
-	d := &differ{o: o, applier: &apply.Applier{Client: o.Client, FieldManager: o.FieldManager}, manager: o.FieldManager}
+	d := &differ{o: o, applier: &apply.Applier{Client: o.Client, FieldManager: o.FieldManager}, manager: o.FieldManager,
+		reads: &readLists{c: o.Client, namespace: o.Namespace}}
 	r := &Report{}
 	for name, err := range o.Set.Broken {
 		r.Errors = append(r.Errors, fmt.Sprintf("template %s: %v", name, err))
@@ -130,12 +132,23 @@ func (d *differ) cr(ctx context.Context, j job) CR {
 		out.Error = j.err.Error()
 		return out
 	}
-	p, err := reconcile.PreviewRender(j.kind, j.cr, j.objs, d.manager, d.o.Render)
+	referenced, missing, err := d.references(ctx, j)
+	if err == nil && missing != "" {
+		// As the controller: the CR waits for the object, and nothing of it
+		// is rendered, applied or pruned meanwhile.
+		out.Reason = render.ReasonReferenceNotFound
+		out.Error = render.ReasonReferenceNotFound + ": " + missing + ": the controller renders, applies and prunes nothing for this CR until it exists"
+		return out
+	}
+	var p *reconcile.Preview
 	if err == nil {
-		p, err = d.atRenderedVersions(ctx, j, p)
+		p, err = reconcile.PreviewRender(j.kind, j.cr, j.objs, referenced, d.manager, d.o.Render)
+	}
+	if err == nil {
+		p, err = d.atRenderedVersions(ctx, j, referenced, p)
 	}
 	if err != nil {
-		out.Error = renderError(err)
+		out.Reason, out.Error = renderError(err)
 		return out
 	}
 	var refused []string
@@ -145,18 +158,38 @@ func (d *differ) cr(ctx context.Context, j job) CR {
 			out.Unchanged++
 			continue
 		}
-		if ch.Action == Refused {
+		if j.kind.Waves {
+			ch.Wave = &c.Wave
+		}
+		held := p.Gate.Held[c.ID]
+		if held {
+			ch.Waiting = waiting(p.Gate)
+		}
+		if ch.Action == Refused && !held {
 			refused = append(refused, "children."+ch.ID)
 		}
 		out.Children = append(out.Children, ch)
 	}
 	for _, o := range p.Prune {
-		out.Children = append(out.Children, d.prune(o))
+		ch := d.prune(o)
+		if j.kind.Waves {
+			w := render.WaveOf(o)
+			ch.Wave = &w
+		}
+		out.Children = append(out.Children, ch)
 	}
 	if len(refused) > 0 {
 		hold(out.Children, refused)
 	}
 	return out
+}
+
+// waiting says which lower wave a held child waits for: the controller
+// applies it in a later reconcile, once that wave's children exist and are
+// ready.
+func waiting(g reconcile.WaveGate) string {
+	o := g.Blocker.Object
+	return fmt.Sprintf("waiting for wave %d: children.%s (%s %s/%s) %s", g.Wave, g.Blocker.ID, o.GetKind(), o.GetNamespace(), o.GetName(), g.Why)
 }
 
 // hold marks the recreates and prunes that a reconcile does not do while a
@@ -171,13 +204,14 @@ func hold(children []Child, refused []string) {
 }
 
 // renderError is a render failure, each line naming its source (the CR
-// field path or child id, and the CUE file:line:column).
-func renderError(err error) string {
+// field path or child id, and the CUE file:line:column), and its reason
+// when the render gives one (the reason of the controller's condition).
+func renderError(err error) (reason, msg string) {
 	var rerr *render.Error
 	if errors.As(err, &rerr) {
-		return rerr.Reason + ": " + strings.Join(rerr.Messages, "\n")
+		return rerr.Reason, rerr.Reason + ": " + strings.Join(rerr.Messages, "\n")
 	}
-	return err.Error()
+	return "", err.Error()
 }
 
 // scopeOf asks c's RESTMapper whether a kind is namespaced.

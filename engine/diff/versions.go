@@ -18,7 +18,7 @@ import (
 // one): the controller watches a kind at the version rendered, and its
 // template reads the child at that version. The children of the CR are
 // listed at each such version and the render is done over them too.
-func (d *differ) atRenderedVersions(ctx context.Context, j job, p *reconcile.Preview) (*reconcile.Preview, error) {
+func (d *differ) atRenderedVersions(ctx context.Context, j job, referenced map[string]render.Referenced, p *reconcile.Preview) (*reconcile.Preview, error) {
 	var more []*unstructured.Unstructured
 	var done []schema.GroupVersionKind
 	for _, c := range p.Result.Children {
@@ -37,7 +37,7 @@ func (d *differ) atRenderedVersions(ctx context.Context, j job, p *reconcile.Pre
 	if len(more) == 0 {
 		return p, nil
 	}
-	return reconcile.PreviewRender(j.kind, j.cr, append(slices.Clip(j.objs), more...), d.manager, d.o.Render)
+	return reconcile.PreviewRender(j.kind, j.cr, append(slices.Clip(j.objs), more...), referenced, d.manager, d.o.Render)
 }
 
 // listAt lists the children of cr of one kind at one version.

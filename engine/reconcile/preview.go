@@ -20,23 +20,27 @@ type Preview struct {
 	// Prune are the objects the CR controls that the render no longer has:
 	// a reconcile deletes them, or releases those marked prune: never.
 	Prune []*unstructured.Unstructured
+	// Gate is what the reconcile holds back of a render with waves, given
+	// the live children: the children of the waves above the first one not
+	// ready are not applied by this reconcile.
+	Gate WaveGate
 }
 
 // PreviewRender renders cr with k over objs, the objects listed as its
 // children (those cr does not control are left out, as observe does), and
-// says what a reconcile would apply and prune. manager is the field
-// manager of cueop's applies. A render error is returned as Render returns
-// it.
-func PreviewRender(k *template.Kind, cr *unstructured.Unstructured, objs []*unstructured.Unstructured, manager string, opts render.Options) (*Preview, error) {
+// the objects its references resolved to (ReadReferences), and says what a
+// reconcile would apply and prune. manager is the field manager of cueop's
+// applies. A render error is returned as RenderInputs returns it.
+func PreviewRender(k *template.Kind, cr *unstructured.Unstructured, objs []*unstructured.Unstructured, referenced map[string]render.Referenced, manager string, opts render.Options) (*Preview, error) {
 	owned := sortChildren(cr, objs)
-	observed := owned.templateView(manager)
-	res, err := render.Render(k, cr, observed, opts)
+	in := render.Inputs{Observed: owned.templateView(manager), Referenced: referenced}
+	res, err := render.RenderInputs(k, cr, in, opts)
 	if err != nil {
 		return nil, err
 	}
-	if misread(res.Children, owned, observed) {
-		observed = renderedView(res.Children, owned, observed)
-		if res, err = render.Render(k, cr, observed, opts); err != nil {
+	if misread(res.Children, owned, in.Observed) {
+		in.Observed = renderedView(res.Children, owned, in.Observed)
+		if res, err = render.RenderInputs(k, cr, in, opts); err != nil {
 			return nil, err
 		}
 	}
@@ -45,6 +49,9 @@ func PreviewRender(k *template.Kind, cr *unstructured.Unstructured, objs []*unst
 		if o := owned.matchLive(c.Object); o != nil {
 			p.Live[c.ID] = o
 		}
+	}
+	if k.Waves {
+		p.Gate = GateWaves(res.Children, func(c render.Child) *unstructured.Unstructured { return p.Live[c.ID] })
 	}
 	return p, nil
 }

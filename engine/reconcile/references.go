@@ -51,6 +51,21 @@ func (r *run) resolve(ctx context.Context) error {
 	if r.r.Read == nil {
 		return fmt.Errorf("%s: the template references objects and this reconciler reads none", r.subject())
 	}
+	got, missing, err := ReadReferences(ctx, refs, r.cr.GetNamespace(), r.r.Read)
+	if err != nil {
+		r.waiting = "reading references failed, retrying: " + err.Error()
+		return fmt.Errorf("%s: %w", r.subject(), err)
+	}
+	r.referenced, r.missing = got, missing
+	return nil
+}
+
+// ReadReferences reads, with read, the objects refs name in namespace, each
+// kind (at the version referenced) once, and resolves the references:
+// what each resolved to, and the references by name that found no object,
+// one line each ("" when none): a reconcile renders nothing, and applies
+// nothing, until they exist (ReasonReferenceNotFound).
+func ReadReferences(ctx context.Context, refs []render.Reference, namespace string, read ReadFunc) (map[string]render.Referenced, string, error) {
 	var objs []*unstructured.Unstructured
 	done := map[schema.GroupVersionKind]bool{}
 	for _, ref := range refs {
@@ -59,23 +74,21 @@ func (r *run) resolve(ctx context.Context) error {
 			continue
 		}
 		done[gvk] = true
-		items, err := r.r.Read(ctx, gvk, r.cr.GetNamespace())
+		items, err := read(ctx, gvk, namespace)
 		if err != nil {
-			r.waiting = "reading references failed, retrying: " + err.Error()
-			return fmt.Errorf("%s: read %s: %w", r.subject(), ref, err)
+			return nil, "", fmt.Errorf("read %s: %w", ref, err)
 		}
 		objs = append(objs, items...)
 	}
-	got, missing := render.Resolve(refs, r.cr.GetNamespace(), objs)
-	r.referenced = got
-	if len(missing) > 0 {
-		var lines []string
-		for _, m := range missing {
-			lines = append(lines, fmt.Sprintf("%s not found in namespace %s", m, r.cr.GetNamespace()))
-		}
-		r.missing = strings.Join(lines, "; ")
+	got, missing := render.Resolve(refs, namespace, objs)
+	if len(missing) == 0 {
+		return got, "", nil
 	}
-	return nil
+	lines := make([]string, 0, len(missing))
+	for _, m := range missing {
+		lines = append(lines, fmt.Sprintf("%s not found in namespace %s", m, namespace))
+	}
+	return got, strings.Join(lines, "; "), nil
 }
 
 // references are the CR's references, evaluated again only when what they

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sort"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/cli-utils/pkg/kstatus/status"
 
 	"github.com/cueop/cueop/engine/render"
@@ -12,6 +13,33 @@ import (
 // ReasonWaitingForWave is the Reconciling reason of a CR whose children of
 // a higher wave wait for a child of a lower one.
 const ReasonWaitingForWave = "WaitingForWave"
+
+// WaveGate is what a reconcile holds back of a render with waves: the
+// children of every wave above the first wave with a child that does not
+// exist or is not ready.
+type WaveGate struct {
+	// Held are the ids of the children not applied yet (nor pruned, when
+	// they exist); nil when nothing is held.
+	Held map[string]bool
+	// Wave is the wave the held children wait for (the first one not
+	// ready), Blocker its first child that is not, and Why "to exist", "to
+	// be ready" or "to be ready (readyWhen)".
+	Wave    int
+	Blocker *render.Child
+	Why     string
+
+	next int // the first wave held
+}
+
+// Message says which wave waits for which child, as the CR's Reconciling
+// condition does; "" when nothing is held.
+func (g WaveGate) Message() string {
+	if g.Blocker == nil {
+		return ""
+	}
+	o := g.Blocker.Object
+	return fmt.Sprintf("wave %d waits for children.%s: %s %s/%s %s", g.next, g.Blocker.ID, o.GetKind(), o.GetNamespace(), o.GetName(), g.Why)
+}
 
 // gateWaves holds back the children of every wave above the first wave
 // with a child that does not exist or is not ready (by its readyWhen, or
@@ -22,9 +50,21 @@ func (r *run) gateWaves() {
 	if !r.kind.Waves {
 		return
 	}
+	g := GateWaves(r.result_.Children, r.live)
+	if g.Held == nil {
+		return
+	}
+	r.held, r.waveWait = g.Held, g.Message()
+	r.result_.Ready = false
+}
+
+// GateWaves is what a reconcile holds back of children, live being the
+// live object of a child (nil when it does not exist). Children all of
+// wave 0 hold nothing back.
+func GateWaves(children []render.Child, live func(render.Child) *unstructured.Unstructured) WaveGate {
 	byWave := map[int][]render.Child{}
 	var waves []int
-	for _, c := range r.result_.Children {
+	for _, c := range children {
 		if _, ok := byWave[c.Wave]; !ok {
 			waves = append(waves, c.Wave)
 		}
@@ -32,29 +72,27 @@ func (r *run) gateWaves() {
 	}
 	sort.Ints(waves)
 	for i, w := range waves {
-		blocker, why := r.blocker(byWave[w])
+		blocker, why := blocker(byWave[w], live)
 		if blocker == nil || i == len(waves)-1 {
 			continue
 		}
-		r.held = map[string]bool{}
+		g := WaveGate{Held: map[string]bool{}, Wave: w, Blocker: blocker, Why: why, next: waves[i+1]}
 		for _, later := range waves[i+1:] {
 			for _, c := range byWave[later] {
-				r.held[c.ID] = true
+				g.Held[c.ID] = true
 			}
 		}
-		o := blocker.Object
-		r.waveWait = fmt.Sprintf("wave %d waits for children.%s: %s %s/%s %s", waves[i+1], blocker.ID, o.GetKind(), o.GetNamespace(), o.GetName(), why)
-		r.result_.Ready = false
-		return
+		return g
 	}
+	return WaveGate{}
 }
 
 // blocker is the first child of a wave that does not exist or is not ready
 // yet, and which of the two.
-func (r *run) blocker(wave []render.Child) (*render.Child, string) {
+func blocker(wave []render.Child, live func(render.Child) *unstructured.Unstructured) (*render.Child, string) {
 	for i, c := range wave {
-		live := r.live(c)
-		if live == nil {
+		l := live(c)
+		if l == nil {
 			return &wave[i], "to exist"
 		}
 		if c.ReadyWhen != nil {
@@ -63,7 +101,7 @@ func (r *run) blocker(wave []render.Child) (*render.Child, string) {
 			}
 			continue
 		}
-		if res, err := status.Compute(live); err != nil || res.Status != status.CurrentStatus {
+		if res, err := status.Compute(l); err != nil || res.Status != status.CurrentStatus {
 			return &wave[i], "to be ready"
 		}
 	}

@@ -1,0 +1,106 @@
+package diff_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/cueop/cueop/engine/diff"
+	"github.com/cueop/cueop/engine/operator/operatortest"
+	"github.com/cueop/cueop/localcluster/clustertest"
+)
+
+// digestKind reads the ConfigMaps labelled for its CR, by a selector, and
+// lists their names in a ConfigMap of its own.
+const digestKind = `package digest
+
+import "strings"
+
+resource: {group: "compose.test.example", version: "v1", kind: "Digest"}
+#Spec: {}
+parent: {metadata: {name: string, namespace: string}, spec: #Spec}
+referenced: all: [...{metadata: name: string}]
+references: all: {apiVersion: "v1", kind: "ConfigMap", selector: matchLabels: digest: parent.metadata.name}
+children: out: {
+	apiVersion: "v1"
+	kind:       "ConfigMap"
+	metadata: name: "\(parent.metadata.name)-digest"
+	data: names: strings.Join([for o in referenced.all {o.metadata.name}], ",")
+}
+`
+
+// TestDiffSelectorReference diffs a kind that references the ConfigMaps a
+// label selects, across every namespace: a ConfigMap labelled in after
+// the operator stopped shows in the digest's update; one labelled alike in
+// another namespace never does.
+func TestDiffSelectorReference(t *testing.T) {
+	dir := t.TempDir()
+	for name, data := range map[string]string{
+		"cue.mod/module.cue": "module: \"test.example/t@v0\"\nlanguage: version: \"v0.17.0\"\n",
+		"digest/digest.cue":  digestKind,
+	} {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ns, other := clustertest.Namespace(t), clustertest.Namespace(t)
+	a, stop := operatortest.StartObserved(t, clustertest.Config(), operatortest.Options(dir, ns))
+	waitEstablished(t, "digests.compose.test.example")
+	c := newClient(t, clustertest.Config())
+	ctx := context.Background()
+	labelled := func(ns, name string) *unstructured.Unstructured {
+		cm := settings(ns, name, "")
+		cm.SetLabels(map[string]string{"digest": "d"})
+		return cm
+	}
+	for _, o := range []*unstructured.Unstructured{labelled(ns, "a"), labelled(other, "z")} {
+		if err := c.Create(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cr := &unstructured.Unstructured{}
+	cr.SetGroupVersionKind(schema.GroupVersionKind{Group: "compose.test.example", Version: "v1", Kind: "Digest"})
+	cr.SetNamespace(ns)
+	cr.SetName("d")
+	cr.Object["spec"] = map[string]any{}
+	if err := c.Create(ctx, cr); err != nil {
+		t.Fatal(err)
+	}
+	clustertest.Eventually(t, time.Minute, func() string {
+		o := &unstructured.Unstructured{}
+		o.SetGroupVersionKind(schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"})
+		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "d-digest"}, o); err != nil {
+			return err.Error()
+		}
+		if got, _, _ := unstructured.NestedString(o.Object, "data", "names"); got != "a" {
+			return "names " + got + ", want a"
+		}
+		return ""
+	})
+	a.Settled(t, 0, time.Minute)
+	stop()
+
+	opts := diff.Options{Kinds: []string{"Digest"}} // every namespace
+	if r := run(t, dir, opts); r.ExitCode() != 0 || len(r.CRs) != 0 {
+		t.Fatalf("want the digest unchanged, exit 0 (the ConfigMap of %s not read for it):\n%s", other, text(t, r))
+	}
+	if err := c.Create(ctx, labelled(ns, "b")); err != nil {
+		t.Fatal(err)
+	}
+	r := run(t, dir, opts)
+	out := text(t, r)
+	if r.ExitCode() != 1 || len(r.CRs) != 1 || len(r.CRs[0].Children) != 1 || r.CRs[0].Children[0].Action != diff.Update ||
+		!strings.Contains(out, "-  names: a\n") || !strings.Contains(out, "+  names: a,b\n") {
+		t.Fatalf("want the digest updated to a,b, exit 1; got exit %d:\n%s", r.ExitCode(), out)
+	}
+}
