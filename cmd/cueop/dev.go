@@ -7,7 +7,9 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
+	"syscall"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -50,7 +52,9 @@ func newDev(g *globals, zapOpts *zap.Options) *cobra.Command {
 			defer closeLog()
 			ctrl.SetLogger(log)
 			f.log, f.logPath = log, logPath
-			ctx, cancel := context.WithCancel(ctrl.SetupSignalHandler())
+			// Not ctrl.SetupSignalHandler: it may be called once per
+			// process, and tests run dev more than once.
+			ctx, cancel := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer cancel()
 			return runDev(ctx, cmd, out, g, f)
 		},

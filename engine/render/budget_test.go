@@ -128,7 +128,9 @@ func FuzzRenderBudget(f *testing.F) {
 		if err != nil && !errors.As(err, &rerr) && !errors.As(err, &busy) {
 			t.Fatalf("spec %v: %v", spec, err)
 		}
-		if took > b.Time+time.Second {
+		// The slack of TestRenderBudget: under -race, beside other
+		// packages' tests on 2 cores, a return was measured 1.4 s late.
+		if took > b.Time+5*time.Second {
 			t.Fatalf("spec %v: returned after %s, budget %s", spec, took, b.Time)
 		}
 	})
