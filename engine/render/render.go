@@ -112,7 +112,7 @@ func evaluate(k *template.Kind, parent *unstructured.Unstructured, observed map[
 func fill(k *template.Kind, parent *unstructured.Unstructured, observed map[string]*unstructured.Unstructured) cue.Value {
 	x := k.Value.Context().Encode(map[string]any{
 		template.FieldParent:   parentValue(parent),
-		template.FieldObserved: observedValue(observed),
+		template.FieldObserved: observedValue(k, observed),
 	}, cue.NilIsAny(true))
 	return k.Value.Unify(x)
 }
@@ -137,15 +137,6 @@ func parentValue(p *unstructured.Unstructured) map[string]any {
 		spec = map[string]any{}
 	}
 	return map[string]any{"apiVersion": p.GetAPIVersion(), "kind": p.GetKind(), "metadata": md, "spec": spec}
-}
-
-// observedValue strips what no template needs and costs most to convert.
-func observedValue(observed map[string]*unstructured.Unstructured) map[string]any {
-	out := make(map[string]any, len(observed))
-	for id, o := range observed {
-		out[id] = withoutManagedFields(o.Object)
-	}
-	return out
 }
 
 // withoutManagedFields returns obj without metadata.managedFields. obj is

@@ -68,4 +68,7 @@ type Kind struct {
 	// calls of the kind's package, most deeply nested first: where to look
 	// when a render runs out of budget.
 	Hotspots []string
+	// Reads is what the template reads of observed and parent (paths.go):
+	// the render converts only that of each live object.
+	Reads *Reads
 }
