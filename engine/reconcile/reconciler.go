@@ -56,6 +56,7 @@ type Reconciler struct {
 	Observer Observer
 
 	written statusWrites
+	memo    renderMemo // memo.go
 }
 
 // Observer receives what a reconcile did, for metrics.
@@ -83,12 +84,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		if apierrors.IsNotFound(err) {
 			r.Rollout.Forget(req.NamespacedName)
 			r.written.forget(req.NamespacedName)
+			r.memo.forget(req.NamespacedName)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if cr.GetDeletionTimestamp() != nil {
 		r.Rollout.Forget(req.NamespacedName)
 		r.written.forget(req.NamespacedName)
+		r.memo.forget(req.NamespacedName)
 		return ctrl.Result{}, r.finalize(ctx, cr) // lifecycle.go
 	}
 	if r.written.stale(req.NamespacedName, cr) {
@@ -169,8 +172,11 @@ func (r *run) converge(ctx context.Context) error {
 // or the spec must fix stalls the CR (r.result_ stays nil).
 func (r *run) render() error {
 	start := time.Now()
-	res, err := render.Render(r.kind, r.cr, r.observed, r.r.options())
-	r.r.rendered(r.kind.Resource.Kind, time.Since(start), err)
+	in := render.Inputs{Kind: r.kind, Parent: r.cr, Observed: r.observed}
+	res, hit, err := r.r.memo.render(client.ObjectKeyFromObject(r.cr), in, r.r.options())
+	if !hit {
+		r.r.rendered(r.kind.Resource.Kind, time.Since(start), err)
+	}
 	var rerr *render.Error
 	if errors.As(err, &rerr) {
 		r.result_, r.stalled = nil, &stall{reason: rerr.Reason, message: rerr.Error()}
