@@ -47,6 +47,10 @@ type opStats struct {
 	// (VmHWM), in bytes.
 	CPUSeconds float64 `json:"cpuSeconds"`
 	MaxRSS     int64   `json:"maxRSS"`
+	// AllocBytes and AllocObjects are the heap allocations since the
+	// process started (runtime/metrics).
+	AllocBytes   uint64 `json:"allocBytes"`
+	AllocObjects uint64 `json:"allocObjects"`
 }
 
 // The Maximum concurrent reconciles of both operators (cueop's default).
@@ -134,6 +138,7 @@ func runOperator(args []string) error {
 		st.Reconciles, st.QueueDepth = controllerMetrics()
 		st.HeapInuse, st.PeakHeapInuse, st.PeakHeapAlloc = heap.get()
 		st.CPUSeconds, st.MaxRSS = rusage()
+		st.AllocBytes, st.AllocObjects = allocs()
 		_ = json.NewEncoder(w).Encode(st)
 	})
 	mux.HandleFunc("/debug/pprof/heap", func(w http.ResponseWriter, _ *http.Request) {
