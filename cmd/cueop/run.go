@@ -28,6 +28,7 @@ func newRun(g *globals, zapOpts *zap.Options) *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			allowedKindsFromEnv(cmd, g) // $CUEOP_ALLOWED_KINDS is the default of --allowed-kinds
 			ctrl.SetLogger(zap.New(zap.UseFlagOptions(zapOpts)))
+			operator.TuneGC() // GOGC=50 unless $GOGC is set (engine/operator/gc.go)
 			op, err := newOperator(g, f)
 			if err != nil {
 				return err

@@ -82,7 +82,9 @@ func runOperator(args []string) error {
 	var synced func(context.Context) bool
 	switch *kind {
 	case "cueop":
-		// QPS and Burst left unset: operator.New sets its defaults.
+		// QPS and Burst left unset: operator.New sets its defaults; the
+		// garbage collector's target is cueop run's.
+		operator.TuneGC()
 		op, err := operator.New(cfg, operator.Options{
 			Templates: *templates, MaxConcurrent: maxConcurrent, Namespace: *namespace, Manager: mopts,
 		})
