@@ -2,6 +2,7 @@ package render_test
 
 import (
 	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -44,6 +45,12 @@ status: {n: len([for k, _ in _all {k}])}`,
 	{"declared constraint", `observed: pod?: status: phase: string
 status: {n: len(observed)}`,
 		[]string{"pod.status.phase"}, []string{"spec"}, ""},
+	{"field alias", `O=observed: [string]: {...}
+status: {p: *O.pod.status.phase | ""}`,
+		[]string{"pod.status.phase"}, []string{"spec"}, ""},
+	{"reference inside the declaration", `observed: [ID=string]: {id: ID}
+status: {n: len(observed)}`,
+		[]string{""}, []string{"spec"}, "observed: declared with an alias or a reference into itself"},
 	{"parent label", `status: {l: *parent.metadata.labels.tier | ""}`,
 		nil, []string{"metadata.labels.tier", "spec"}, ""},
 }
@@ -137,4 +144,34 @@ func fullPods(t testing.TB) map[string]*unstructured.Unstructured {
 		out["pod-"+string(rune('0'+i))] = o
 	}
 	return out
+}
+
+// TestReadsAcrossFiles: observed declared in one file of the package and
+// read in another (the reference is resolved by name, not in its file).
+func TestReadsAcrossFiles(t *testing.T) {
+	dir := t.TempDir()
+	for name, data := range map[string]string{
+		"cue.mod/module.cue": "module: \"test.example/t@v0\"\nlanguage: version: \"v0.17.0\"\n",
+		"app/a.cue":          readsBase,
+		"app/b.cue":          "package app\nstatus: {p: *observed.pod.status.phase | \"\"}\n",
+	} {
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	set, err := template.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := set.Kinds[0]
+	if got, want := k.Reads.Observed.Paths(), []string{"pod.status.phase"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("observed paths %q, want %q", got, want)
+	}
+	observed := fullPods(t)
+	observed["pod"] = observed["pod-0"]
+	sameRender(t, k, app(1), observed)
 }

@@ -125,8 +125,14 @@ func AnalyzeReads(inst *build.Instance) *Reads {
 			stack = append(stack, n)
 			switch x := n.(type) {
 			case *ast.Field:
-				if id, ok := x.Label.(*ast.Ident); ok {
-					a.skip[id] = true
+				switch l := x.Label.(type) {
+				case *ast.Ident:
+					a.skip[l] = true
+				case *ast.Alias:
+					a.skip[l.Ident] = true
+					if id, ok := l.Expr.(*ast.Ident); ok {
+						a.skip[id] = true
+					}
 				}
 			case *ast.SelectorExpr:
 				if id, ok := x.Sel.(*ast.Ident); ok {
@@ -147,7 +153,7 @@ func AnalyzeReads(inst *build.Instance) *Reads {
 				if x.Node != nil {
 					a.uses[x.Node] = append(a.uses[x.Node], x)
 				}
-				if x.Name == FieldObserved || x.Name == FieldParent {
+				if _, isTop := top[x.Node]; isTop || x.Name == FieldObserved || x.Name == FieldParent {
 					roots = append(roots, x)
 				}
 			}
@@ -158,17 +164,23 @@ func AnalyzeReads(inst *build.Instance) *Reads {
 		if a.skip[id] {
 			continue
 		}
+		// A reference to the top-level field, whatever its name (an alias,
+		// O=observed: ..., names it otherwise), or, unresolved, to a field
+		// of that name declared in another file of the package.
 		name, ok := top[id.Node]
-		if id.Node == nil && id.Scope == nil {
-			name, ok = id.Name, true // declared in another file of the package
+		if !ok && id.Node == nil && id.Scope == nil && (id.Name == FieldObserved || id.Name == FieldParent) {
+			name, ok = id.Name, true
 		}
-		if !ok || name != id.Name {
-			continue
+		if ok {
+			a.use(id, name, nil)
 		}
-		a.use(id, name, nil)
 	}
 	for n, name := range top {
 		if fd, ok := n.(*ast.Field); ok {
+			if selfReferent(fd) {
+				a.whole(name, nil, fd.Pos(), "declared with an alias or a reference into itself")
+				continue
+			}
 			a.declared(name, fd.Value, nil)
 		}
 	}
@@ -362,6 +374,10 @@ func (a *analyzer) declaredWhole(input string, path []string, pos token.Pos) {
 // string literal.
 func labelName(l ast.Label) (string, bool) {
 	switch x := l.(type) {
+	case *ast.Alias: // X=name: the field's name is name
+		if e, ok := x.Expr.(ast.Label); ok {
+			return labelName(e)
+		}
 	case *ast.Ident:
 		return x.Name, true
 	case *ast.BasicLit:
@@ -385,4 +401,27 @@ func stringLit(e ast.Node) (string, bool) {
 func isBottom(e ast.Expr) bool {
 	_, ok := e.(*ast.BottomLit)
 	return ok
+}
+
+// selfReferent reports whether a declaration of observed or parent has a
+// postfix alias or refers to a node inside itself (X={...} then X.status,
+// [ID=string]: {id: ID}): what it reads of the object is then more than
+// the paths it declares.
+func selfReferent(fd *ast.Field) bool {
+	if fd.Alias != nil {
+		return true
+	}
+	inside := map[ast.Node]bool{}
+	found := false
+	ast.Walk(fd.Value, func(n ast.Node) bool {
+		inside[n] = true
+		return true
+	}, nil)
+	ast.Walk(fd.Value, func(n ast.Node) bool {
+		if id, ok := n.(*ast.Ident); ok && id.Node != nil && inside[id.Node] {
+			found = true
+		}
+		return !found
+	}, nil)
+	return found
 }
