@@ -244,3 +244,39 @@ func BenchmarkMemoHit(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkMemoMiss is BenchmarkMemoHit with the inputs changing at every
+// reconcile (a Pod's Ready condition flips): the digest, a render and the
+// packing of its result, against BenchmarkRenderFullPods of engine/render
+// for the render alone.
+func BenchmarkMemoMiss(b *testing.B) {
+	set, err := template.Load("../../templates")
+	if err != nil {
+		b.Fatal(err)
+	}
+	k := set.Lookup("cache.example.com", "RedisCluster")
+	cr := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "cache.example.com/v1", "kind": "RedisCluster",
+		"metadata": map[string]any{"name": "r", "namespace": "ns", "uid": "uid-1", "generation": int64(1)},
+		"spec":     map[string]any{"replicas": int64(3), "version": "7.2"},
+	}}
+	t := &testing.T{}
+	ins := [2]render.Inputs{}
+	for i, ready := range []string{"True", "False"} {
+		pods := map[string]*unstructured.Unstructured{}
+		for _, id := range []string{"pod-0", "pod-1", "pod-2"} {
+			pods[id] = livePod(t, id, ready)
+		}
+		ins[i] = render.Inputs{Kind: k, Parent: cr, Observed: pods}
+	}
+	var m renderMemo
+	key := types.NamespacedName{Namespace: "ns", Name: "r"}
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		i++
+		if _, hit, err := m.render(key, ins[i%2], render.Options{}); hit || err != nil {
+			b.Fatal("hit", err)
+		}
+	}
+}
