@@ -12,6 +12,8 @@ import (
 	"os/signal"
 	"runtime/metrics"
 	"runtime/pprof"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -217,12 +219,32 @@ func (h *heapSampler) get() (inuse, peakInuse, peakAlloc uint64) {
 	return h.inuse, h.peakInuse, h.peakAl
 }
 
-// rusage returns the process's CPU time and peak RSS (VmHWM).
+// rusage returns the process's CPU time and peak RSS (VmHWM). The peak
+// RSS is read from /proc/self/status: getrusage's ru_maxrss survives
+// execve, so a process started by a large driver would report the driver's
+// resident set at the fork.
 func rusage() (cpuSeconds float64, maxRSS int64) {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
 		return 0, 0
 	}
 	tv := func(t syscall.Timeval) float64 { return float64(t.Sec) + float64(t.Usec)/1e6 }
-	return tv(ru.Utime) + tv(ru.Stime), ru.Maxrss * 1024
+	return tv(ru.Utime) + tv(ru.Stime), vmHWM(ru.Maxrss * 1024)
+}
+
+// vmHWM is the VmHWM line of /proc/self/status in bytes, or def.
+func vmHWM(def int64) int64 {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return def
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(l, "VmHWM:"); ok {
+			f := strings.Fields(rest)
+			if kb, err := strconv.ParseInt(f[0], 10, 64); err == nil && len(f) > 0 {
+				return kb * 1024
+			}
+		}
+	}
+	return def
 }
