@@ -240,9 +240,10 @@ func vmHWM(def int64) int64 {
 	}
 	for _, l := range strings.Split(string(b), "\n") {
 		if rest, ok := strings.CutPrefix(l, "VmHWM:"); ok {
-			f := strings.Fields(rest)
-			if kb, err := strconv.ParseInt(f[0], 10, 64); err == nil && len(f) > 0 {
-				return kb * 1024
+			if f := strings.Fields(rest); len(f) > 0 {
+				if kb, err := strconv.ParseInt(f[0], 10, 64); err == nil {
+					return kb * 1024
+				}
 			}
 		}
 	}
