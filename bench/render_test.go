@@ -194,6 +194,17 @@ func BenchmarkRender(b *testing.B) {
 				}
 			}
 		})
+		if replicas == 3 {
+			full := fullPods(b, replicas)
+			b.Run(fmt.Sprintf("cueop-fullpods/replicas=%d", replicas), func(b *testing.B) {
+				b.ReportAllocs()
+				for b.Loop() {
+					if _, err := render.Render(k, u, full, render.Options{}); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
 		b.Run(fmt.Sprintf("baseline/replicas=%d", replicas), func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
@@ -205,4 +216,24 @@ func BenchmarkRender(b *testing.B) {
 			}
 		})
 	}
+}
+
+// fullPods are n ready Pods as the API server returns them
+// (engine/render/testdata/pod.json, as BenchmarkRenderFullPods of
+// engine/render uses), named as the template names them.
+func fullPods(b *testing.B, n int64) map[string]*unstructured.Unstructured {
+	data, err := os.ReadFile("../engine/render/testdata/pod.json")
+	if err != nil {
+		b.Fatal(err)
+	}
+	out := map[string]*unstructured.Unstructured{}
+	for i := range n {
+		o := &unstructured.Unstructured{}
+		if err := o.UnmarshalJSON(data); err != nil {
+			b.Fatal(err)
+		}
+		o.SetName(fmt.Sprintf("r-%d", i))
+		out[fmt.Sprintf("pod-%d", i)] = o
+	}
+	return out
 }

@@ -29,6 +29,7 @@ func newRun(g *globals, zapOpts *zap.Options) *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			allowedKindsFromEnv(cmd, g) // $CUEOP_ALLOWED_KINDS is the default of --allowed-kinds
 			ctrl.SetLogger(zap.New(zap.UseFlagOptions(zapOpts)))
+			operator.TuneGC() // GOGC=50 unless $GOGC is set (engine/operator/gc.go)
 			if f.shard.shards != 1 {
 				return runSharded(g, f) // run_shard.go
 			}

@@ -51,6 +51,7 @@ func newVet(g *globals) *cobra.Command {
 				if err := explainKind(cmd.OutOrStdout(), k); err != nil {
 					return err
 				}
+				explainReads(cmd.OutOrStdout(), k)
 			}
 			return nil
 		},

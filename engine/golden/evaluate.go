@@ -66,7 +66,7 @@ func RenderCase(k *template.Kind, parent *unstructured.Unstructured, live, refer
 	if err != nil {
 		return nil, err
 	}
-	first, err := render.RenderInputs(k, parent, in, opts)
+	first, err := render.RenderInputs(in, opts)
 	if err != nil || len(live) == 0 {
 		return first, err
 	}
@@ -86,7 +86,7 @@ func RenderCase(k *template.Kind, parent *unstructured.Unstructured, live, refer
 		observed[id] = o
 	}
 	in.Observed = observed
-	return render.RenderInputs(k, parent, in, opts)
+	return render.RenderInputs(in, opts)
 }
 
 func objectKey(o *unstructured.Unstructured) string {

@@ -19,8 +19,9 @@ const SectionReferenced = "referenced.yaml"
 // the operator's CR would wait: ReferenceNotFound.
 func resolveReferences(k *template.Kind, parent *unstructured.Unstructured, objs []*unstructured.Unstructured, opts render.Options) (render.Inputs, error) {
 	refs, err := render.References(k, parent, opts)
+	in := render.Inputs{Kind: k, Parent: parent}
 	if err != nil || len(refs) == 0 {
-		return render.Inputs{}, err
+		return in, err
 	}
 	got, missing := render.Resolve(refs, parent.GetNamespace(), objs)
 	if len(missing) > 0 {
@@ -30,5 +31,6 @@ func resolveReferences(k *template.Kind, parent *unstructured.Unstructured, objs
 		}
 		return render.Inputs{}, out
 	}
-	return render.Inputs{Referenced: got}, nil
+	in.Referenced = got
+	return in, nil
 }

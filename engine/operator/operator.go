@@ -129,6 +129,9 @@ func managerOptions(o ctrl.Options, namespace string) ctrl.Options {
 	}
 	o.Cache.DefaultLabelSelector = labels.SelectorFromSet(labels.Set{render.LabelManagedBy: render.ManagedByValue})
 	o.Client.Cache = &client.CacheOptions{Unstructured: true}
+	if o.MapperProvider == nil {
+		o.MapperProvider = cachedMapperProvider // mapper.go
+	}
 	return o
 }
 

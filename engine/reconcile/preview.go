@@ -33,14 +33,14 @@ type Preview struct {
 // applies. A render error is returned as RenderInputs returns it.
 func PreviewRender(k *template.Kind, cr *unstructured.Unstructured, objs []*unstructured.Unstructured, referenced map[string]render.Referenced, manager string, opts render.Options) (*Preview, error) {
 	owned := sortChildren(cr, objs)
-	in := render.Inputs{Observed: owned.templateView(manager), Referenced: referenced}
-	res, err := render.RenderInputs(k, cr, in, opts)
+	in := render.Inputs{Kind: k, Parent: cr, Observed: owned.templateView(manager), Referenced: referenced}
+	res, err := render.RenderInputs(in, opts)
 	if err != nil {
 		return nil, err
 	}
 	if misread(res.Children, owned, in.Observed) {
 		in.Observed = renderedView(res.Children, owned, in.Observed)
-		if res, err = render.RenderInputs(k, cr, in, opts); err != nil {
+		if res, err = render.RenderInputs(in, opts); err != nil {
 			return nil, err
 		}
 	}

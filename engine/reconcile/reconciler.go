@@ -64,6 +64,7 @@ type Reconciler struct {
 	ChildLabels map[string]string
 
 	written statusWrites
+	memo    renderMemo // memo.go
 }
 
 // Observer receives what a reconcile did, for metrics.
@@ -92,6 +93,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			r.Rollout.Forget(req.NamespacedName)
 			r.written.forget(req.NamespacedName)
 			r.Refs.Forget(req.NamespacedName)
+			r.memo.forget(req.NamespacedName)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -99,6 +101,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		r.Rollout.Forget(req.NamespacedName)
 		r.written.forget(req.NamespacedName)
 		r.Refs.Forget(req.NamespacedName)
+		r.memo.forget(req.NamespacedName)
 		return ctrl.Result{}, r.finalize(ctx, cr) // lifecycle.go
 	}
 	if r.written.stale(req.NamespacedName, cr) {
@@ -193,10 +196,12 @@ func (r *run) converge(ctx context.Context) error {
 func (r *run) render() error {
 	start := time.Now()
 	// Every input of the render: the observed children and the referenced
-	// objects.
-	in := render.Inputs{Observed: r.observed, Referenced: r.referenced}
-	res, err := render.RenderInputs(r.kind, r.cr, in, r.r.options())
-	r.r.rendered(r.kind.Resource.Kind, time.Since(start), err)
+	// objects; the memo reuses the last result when their digest is the same.
+	in := render.Inputs{Kind: r.kind, Parent: r.cr, Observed: r.observed, Referenced: r.referenced}
+	res, hit, err := r.r.memo.render(client.ObjectKeyFromObject(r.cr), in, r.r.options())
+	if !hit {
+		r.r.rendered(r.kind.Resource.Kind, time.Since(start), err)
+	}
 	var rerr *render.Error
 	if errors.As(err, &rerr) {
 		r.result_, r.stalled = nil, &stall{reason: rerr.Reason, message: rerr.Error()}

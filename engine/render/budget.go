@@ -25,12 +25,13 @@ const ReasonRenderBudget = "RenderBudget"
 // once and the evaluation, which CUE cannot stop, runs on abandoned
 // (package budget).
 func Render(k *template.Kind, parent *unstructured.Unstructured, observed map[string]*unstructured.Unstructured, opts Options) (*Result, error) {
-	return RenderInputs(k, parent, Inputs{Observed: observed}, opts)
+	return RenderInputs(Inputs{Kind: k, Parent: parent, Observed: observed}, opts)
 }
 
 // RenderInputs is Render with every input of the render: the observed
 // children and the referenced objects (references.go).
-func RenderInputs(k *template.Kind, parent *unstructured.Unstructured, in Inputs, opts Options) (*Result, error) {
+func RenderInputs(in Inputs, opts Options) (*Result, error) {
+	k, parent := in.Kind, in.Parent
 	var res *Result
 	err := opts.Budget.Run(k.Name, func(t *budget.Tracker) error {
 		opts.tracker = t

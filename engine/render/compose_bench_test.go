@@ -35,7 +35,7 @@ func BenchmarkRenderWebApp(b *testing.B) {
 		got, _ := render.Resolve(refs, "shop", objs)
 		b.ReportAllocs()
 		for b.Loop() {
-			if _, err := render.RenderInputs(k, cr, render.Inputs{Referenced: got}, render.Options{}); err != nil {
+			if _, err := render.RenderInputs(render.Inputs{Kind: k, Parent: cr, Referenced: got}, render.Options{}); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -67,7 +67,7 @@ func TestRenderReferencesAndWaves(t *testing.T) {
 	if len(missing) != 0 || len(got["shared"].Objects) != 2 {
 		t.Fatalf("resolved %+v, missing %v", got, missing)
 	}
-	res, err := render.RenderInputs(k, app(1), render.Inputs{Referenced: got}, render.Options{})
+	res, err := render.RenderInputs(render.Inputs{Kind: k, Parent: app(1), Referenced: got}, render.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,7 +88,7 @@ func TestRenderReferencesAndWaves(t *testing.T) {
 	objs[0] = configMap("ns", "settings", nil, map[string]any{"k": "v2"})
 	got, _ = render.Resolve(refs, "ns", objs)
 	job := m.Object.DeepCopy()
-	res, err = render.RenderInputs(k, app(1), render.Inputs{Referenced: got, Observed: map[string]*unstructured.Unstructured{"migrate": job}}, render.Options{})
+	res, err = render.RenderInputs(render.Inputs{Kind: k, Parent: app(1), Referenced: got, Observed: map[string]*unstructured.Unstructured{"migrate": job}}, render.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,7 +99,7 @@ func TestRenderReferencesAndWaves(t *testing.T) {
 		t.Error("a Job without status.succeeded is ready")
 	}
 	_ = unstructured.SetNestedField(job.Object, int64(1), "status", "succeeded")
-	res, err = render.RenderInputs(k, app(1), render.Inputs{Referenced: got, Observed: map[string]*unstructured.Unstructured{"migrate": job}}, render.Options{})
+	res, err = render.RenderInputs(render.Inputs{Kind: k, Parent: app(1), Referenced: got, Observed: map[string]*unstructured.Unstructured{"migrate": job}}, render.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

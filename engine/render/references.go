@@ -17,18 +17,6 @@ import (
 	"github.com/cueop/cueop/engine/template"
 )
 
-// Inputs are what a render reads besides the CR: the live children and the
-// objects the template references. Everything a render depends on, beyond
-// the CR and the kind, is here.
-type Inputs struct {
-	// Observed are the live children, keyed by child id; nil on a first
-	// render.
-	Observed map[string]*unstructured.Unstructured
-	// Referenced are the objects the template's references resolved to,
-	// keyed by reference id (Resolve).
-	Referenced map[string]Referenced
-}
-
 // Referenced is what one reference resolved to.
 type Referenced struct {
 	// Objects are the object read (a reference by name: exactly one) or

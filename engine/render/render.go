@@ -127,7 +127,7 @@ func evaluate(k *template.Kind, parent *unstructured.Unstructured, in Inputs, op
 func fill(k *template.Kind, parent *unstructured.Unstructured, in Inputs) cue.Value {
 	data := map[string]any{
 		template.FieldParent:   parentValue(parent),
-		template.FieldObserved: observedValue(in.Observed),
+		template.FieldObserved: observedValue(k, in.Observed),
 	}
 	if k.References {
 		data[template.FieldReferenced] = referencedValue(in.Referenced)
@@ -156,15 +156,6 @@ func parentValue(p *unstructured.Unstructured) map[string]any {
 		spec = map[string]any{}
 	}
 	return map[string]any{"apiVersion": p.GetAPIVersion(), "kind": p.GetKind(), "metadata": md, "spec": spec}
-}
-
-// observedValue strips what no template needs and costs most to convert.
-func observedValue(observed map[string]*unstructured.Unstructured) map[string]any {
-	out := make(map[string]any, len(observed))
-	for id, o := range observed {
-		out[id] = withoutManagedFields(o.Object)
-	}
-	return out
 }
 
 // withoutManagedFields returns obj without metadata.managedFields. obj is

@@ -72,4 +72,7 @@ type Kind struct {
 	// (references.go); Waves that it orders its children and ReadyWhen that
 	// it gives readiness expressions (waves.go).
 	References, Waves, ReadyWhen bool
+	// Reads is what the template reads of observed and parent (paths.go):
+	// the render converts only that of each live object.
+	Reads *Reads
 }

@@ -29,6 +29,8 @@
 //	BENCH_DOC     the file to rewrite (default docs/benchmarks.md; "-" for none)
 //	BENCH_OUT     logs and CPU profiles (default bench/out)
 //	BENCH_PROFILE CPU profile every operator process (default 1)
+//	BENCH_SMALL_N CRs of one more convergence run per operator, at the end,
+//	              for peak RSS at a small scale (default 300; 0 skips it)
 package main
 
 import (
@@ -267,7 +269,10 @@ func (d *driver) measure(ctx context.Context, rep *report) error {
 			}
 		}
 	}
-	return d.afterConvergence(ctx, rep, kept)
+	if err := d.afterConvergence(ctx, rep, kept); err != nil {
+		return err
+	}
+	return d.smallRuns(ctx, rep)
 }
 
 // warmUp converges min(N, 100) CRs with the baseline, unrecorded: the

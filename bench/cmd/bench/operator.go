@@ -12,6 +12,8 @@ import (
 	"os/signal"
 	"runtime/metrics"
 	"runtime/pprof"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -50,6 +52,10 @@ type opStats struct {
 	// Objects counts the writes by object name, with -shards only
 	// (shards.go).
 	Objects map[string]int64 `json:"objects,omitempty"`
+	// AllocBytes and AllocObjects are the heap allocations since the
+	// process started (runtime/metrics).
+	AllocBytes   uint64 `json:"allocBytes"`
+	AllocObjects uint64 `json:"allocObjects"`
 }
 
 // The Maximum concurrent reconciles of both operators (cueop's default).
@@ -86,6 +92,10 @@ func runOperator(args []string) error {
 
 	var run func(context.Context) error
 	var synced func(context.Context) bool
+	if *kind == "cueop" {
+		// The garbage collector's target is cueop run's.
+		operator.TuneGC()
+	}
 	switch {
 	case *kind == "cueop" && *shards > 0:
 		run, synced, err = shardedReplica(cfg, *templates, *namespace, *identity, *shards, mopts)
@@ -150,6 +160,7 @@ func runOperator(args []string) error {
 		st.HeapInuse, st.PeakHeapInuse, st.PeakHeapAlloc = heap.get()
 		st.CPUSeconds, st.MaxRSS = rusage()
 		st.Objects = objects.snapshot()
+		st.AllocBytes, st.AllocObjects = allocs()
 		_ = json.NewEncoder(w).Encode(st)
 	})
 	mux.HandleFunc("/debug/pprof/heap", func(w http.ResponseWriter, _ *http.Request) {
@@ -226,12 +237,33 @@ func (h *heapSampler) get() (inuse, peakInuse, peakAlloc uint64) {
 	return h.inuse, h.peakInuse, h.peakAl
 }
 
-// rusage returns the process's CPU time and peak RSS (VmHWM).
+// rusage returns the process's CPU time and peak RSS (VmHWM). The peak
+// RSS is read from /proc/self/status: getrusage's ru_maxrss survives
+// execve, so a process started by a large driver would report the driver's
+// resident set at the fork.
 func rusage() (cpuSeconds float64, maxRSS int64) {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
 		return 0, 0
 	}
 	tv := func(t syscall.Timeval) float64 { return float64(t.Sec) + float64(t.Usec)/1e6 }
-	return tv(ru.Utime) + tv(ru.Stime), ru.Maxrss * 1024
+	return tv(ru.Utime) + tv(ru.Stime), vmHWM(ru.Maxrss * 1024)
+}
+
+// vmHWM is the VmHWM line of /proc/self/status in bytes, or def.
+func vmHWM(def int64) int64 {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return def
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(l, "VmHWM:"); ok {
+			if f := strings.Fields(rest); len(f) > 0 {
+				if kb, err := strconv.ParseInt(f[0], 10, 64); err == nil {
+					return kb * 1024
+				}
+			}
+		}
+	}
+	return def
 }

@@ -40,6 +40,9 @@ type report struct {
 	reload   reloadResult
 	drift    []driftResult
 	profiles string
+	// small are the runs with smallN CRs (targets.go).
+	small  []convResult
+	smallN int
 }
 
 func machineInfo() string {
@@ -99,7 +102,7 @@ type cpuBucket struct {
 
 var cpuBuckets = []cpuBucket{
 	{"reconcile, in all", []string{"engine/reconcile.(*Reconciler).Reconcile"}, []string{"bench/baseline.(*Reconciler).Reconcile"}},
-	{"— render: desired children and status", []string{"engine/render.Render"}, []string{"bench/baseline.Desired", "bench/baseline.ComputeStatus"}},
+	{"— render: desired children and status", []string{"engine/reconcile.(*renderMemo).render"}, []string{"bench/baseline.Desired", "bench/baseline.ComputeStatus"}},
 	{"— no-op decision (is the live child in sync?)", []string{"engine/apply.(*Applier).plan"}, []string{"bench/baseline.PodInSync", "bench/baseline.ServiceInSync", "bench/baseline.ConfigMapInSync"}},
 	{"— child applies (requests and responses)", []string{"engine/apply.(*Applier).send"}, []string{"bench/baseline.(*Reconciler).apply"}},
 	{"— status writes", []string{"engine/reconcile.(*run).writeStatus"}, []string{"bench/baseline.(*Reconciler).applyStatus"}},
@@ -355,6 +358,7 @@ func (r *report) targets(p func(string, ...any)) {
 			p("| retry storm (%s) | %s | n/a | | test passes | %s |\n", st.Duration, st.Line, mark(st.Passed))
 		}
 	}
+	r.moreTargets(p)
 	p("\n")
 }
 

@@ -1,0 +1,78 @@
+package render_test
+
+import (
+	"reflect"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/cueop/cueop/engine/render"
+	"github.com/cueop/cueop/engine/template"
+)
+
+// TestDigestCoversEveryInput changes each field of render.Inputs in turn,
+// by reflection, and checks that the digest changes: a field added to
+// Inputs is covered, or this test says how to give it a value.
+func TestDigestCoversEveryInput(t *testing.T) {
+	k := loadKind(t, "cache.example.com", "RedisCluster")
+	obj := func(v string) *unstructured.Unstructured {
+		return &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "x"},
+			"spec":   map[string]any{"replicas": int64(3), "version": v},
+			"status": map[string]any{"conditions": []any{map[string]any{"type": "Ready", "status": v}}},
+		}}
+	}
+	base := render.Inputs{Kind: k, Parent: redis(map[string]any{"replicas": int64(3)}), Observed: map[string]*unstructured.Unstructured{"pod-0": obj("a")}}
+	d0, ok := base.Digest()
+	if !ok {
+		t.Fatal("no digest")
+	}
+	v := reflect.ValueOf(&base).Elem()
+	for i := range v.NumField() {
+		f := v.Type().Field(i)
+		changed := base
+		cv := reflect.ValueOf(&changed).Elem().Field(i)
+		switch x := cv.Interface().(type) {
+		case *template.Kind:
+			other := *x
+			other.Revision = "other"
+			cv.Set(reflect.ValueOf(&other))
+		case *unstructured.Unstructured:
+			cv.Set(reflect.ValueOf(redis(map[string]any{"replicas": int64(4)})))
+		case map[string]*unstructured.Unstructured:
+			cv.Set(reflect.ValueOf(map[string]*unstructured.Unstructured{"pod-0": obj("b")}))
+		case map[string]render.Referenced:
+			cv.Set(reflect.ValueOf(map[string]render.Referenced{"settings": {Objects: []*unstructured.Unstructured{obj("b")}}}))
+		default:
+			t.Fatalf("Inputs.%s: give this test a changed value of type %s", f.Name, f.Type)
+		}
+		d, ok := changed.Digest()
+		if !ok || d == d0 {
+			t.Errorf("Inputs.%s changed and the digest did not", f.Name)
+		}
+	}
+	again := base
+	if d, _ := again.Digest(); d != d0 {
+		t.Error("the same inputs digest differently")
+	}
+}
+
+// TestPackRoundTrip: a packed result unpacks to an equal result.
+func TestPackRoundTrip(t *testing.T) {
+	k := loadKind(t, "cache.example.com", "RedisCluster")
+	res, err := render.Render(k, redis(map[string]any{"replicas": int64(3)}), fullPods(t), render.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A child's wave and readiness (waves, readyWhen) are kept too.
+	ready := false
+	res.Children[0].Wave, res.Children[0].ReadyWhen = 1, &ready
+	p, ok := render.Pack(res)
+	if !ok {
+		t.Fatal("not packable")
+	}
+	if got := p.Unpack(); !reflect.DeepEqual(got, res) {
+		t.Errorf("unpacked\n%+v\nwant\n%+v", got, res)
+	}
+	t.Logf("packed: %d bytes", p.Size())
+}
