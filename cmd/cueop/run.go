@@ -7,6 +7,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/cueop/cueop/engine/operator"
@@ -57,34 +58,48 @@ func newRun(g *globals, zapOpts *zap.Options) *cobra.Command {
 }
 
 func newOperator(g *globals, f *runFlags) (*operator.Operator, error) {
-	cfg, err := restConfig(f.kubeconfig)
+	cfg, opts, err := operatorOptions(g, f)
 	if err != nil {
 		return nil, err
+	}
+	opts.Manager.LeaderElection = f.leaderElect
+	opts.Manager.LeaderElectionID = "cueop-leader"
+	opts.Manager.LeaderElectionNamespace = f.leaderNamespace
+	op, err := operator.New(cfg, opts)
+	if err != nil {
+		return nil, err
+	}
+	return op, addProbes(op.Manager())
+}
+
+// operatorOptions are the client and operator settings of cueop run, one
+// replica or a sharded one (run_shard.go).
+func operatorOptions(g *globals, f *runFlags) (*rest.Config, operator.Options, error) {
+	cfg, err := restConfig(f.kubeconfig)
+	if err != nil {
+		return nil, operator.Options{}, err
 	}
 	cfg.QPS, cfg.Burst = f.qps, f.burst
 	opts, err := g.renderOptions()
 	if err != nil {
-		return nil, err
+		return nil, operator.Options{}, err
 	}
-	op, err := operator.New(cfg, operator.Options{
+	return cfg, operator.Options{
 		Templates: g.templates, InstallCRDs: f.installCRDs, AllowedKinds: opts.AllowedKinds, ReadableKinds: opts.ReadableKinds, Budget: opts.Budget,
 		MaxConcurrent: f.maxConcurrent, Namespace: f.namespace, RolloutMaxInFlight: f.rolloutMaxInFlight,
 		Manager: ctrl.Options{
-			Metrics:                 metricsserver.Options{BindAddress: f.metricsAddr},
-			HealthProbeBindAddress:  f.probeAddr,
-			LeaderElection:          f.leaderElect,
-			LeaderElectionID:        "cueop-leader",
-			LeaderElectionNamespace: f.leaderNamespace,
+			Metrics:                metricsserver.Options{BindAddress: f.metricsAddr},
+			HealthProbeBindAddress: f.probeAddr,
 		},
-	})
-	if err != nil {
-		return nil, err
-	}
-	mgr := op.Manager()
+	}, nil
+}
+
+// addProbes answers /healthz and /readyz.
+func addProbes(mgr manager.Manager) error {
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
-		return nil, err
+		return err
 	}
-	return op, mgr.AddReadyzCheck("readyz", healthz.Ping)
+	return mgr.AddReadyzCheck("readyz", healthz.Ping)
 }
 
 // restConfig follows the standard kubeconfig rules, with --kubeconfig first.

@@ -8,8 +8,6 @@ import (
 	"github.com/spf13/cobra"
 
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/healthz"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/cueop/cueop/engine/operator"
 	"github.com/cueop/cueop/engine/shard"
@@ -51,30 +49,14 @@ func runSharded(g *globals, f *runFlags) error {
 }
 
 func newSharded(g *globals, f *runFlags) (*operator.Sharded, error) {
-	cfg, err := restConfig(f.kubeconfig)
+	cfg, opts, err := operatorOptions(g, f) // run.go
 	if err != nil {
 		return nil, err
 	}
-	cfg.QPS, cfg.Burst = f.qps, f.burst
-	opts, err := g.renderOptions()
-	if err != nil {
-		return nil, err
-	}
-	s, err := operator.NewSharded(cfg, operator.Options{
-		Templates: g.templates, InstallCRDs: f.installCRDs, AllowedKinds: opts.AllowedKinds, ReadableKinds: opts.ReadableKinds, Budget: opts.Budget,
-		MaxConcurrent: f.maxConcurrent, Namespace: f.namespace, RolloutMaxInFlight: f.rolloutMaxInFlight,
-		Manager: ctrl.Options{
-			Metrics:                metricsserver.Options{BindAddress: f.metricsAddr},
-			HealthProbeBindAddress: f.probeAddr,
-		},
-	}, operator.Sharding{Shards: f.shard.shards, Namespace: f.leaderNamespace,
+	s, err := operator.NewSharded(cfg, opts, operator.Sharding{Shards: f.shard.shards, Namespace: f.leaderNamespace,
 		LeaseDuration: f.shard.leaseDuration, RenewDeadline: f.shard.renewDeadline, RetryPeriod: f.shard.retryPeriod})
 	if err != nil {
 		return nil, err
 	}
-	mgr := s.Manager()
-	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
-		return nil, err
-	}
-	return s, mgr.AddReadyzCheck("readyz", healthz.Ping)
+	return s, addProbes(s.Manager())
 }
