@@ -145,7 +145,15 @@ func TestConcurrentStatusWriter(t *testing.T) {
 	start := time.Now()
 	eventually(t, 120*time.Second, func() string { return sharedReady(t, e, ns, want) })
 	t.Logf("20 SharedStatus converged in %s under %d foreign status applies", time.Since(start).Round(time.Millisecond), writes.Load())
-	time.Sleep(time.Second) // keep both writers going a little longer
+	// Keep both writers going a little longer: two more rounds of the
+	// other writer over every CR after convergence.
+	w0 := writes.Load()
+	eventually(t, 60*time.Second, func() string {
+		if n := writes.Load() - w0; n < int64(2*len(names)) {
+			return fmt.Sprintf("the other writer applied %d statuses since convergence, want %d", n, 2*len(names))
+		}
+		return ""
+	})
 	stop.Store(true)
 	wg.Wait()
 
