@@ -12,7 +12,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/cueop/cueop/engine/diff"
-	"github.com/cueop/cueop/engine/golden"
 	"github.com/cueop/cueop/engine/operator"
 )
 
@@ -158,21 +157,11 @@ func diffOptions(g *globals, f *diffFlags) (diff.Options, error) {
 
 // diffFiles reads the CRs of file ("" for none).
 func diffFiles(file string) ([]*unstructured.Unstructured, error) {
-	if file == "" {
-		return nil, nil
+	objs, err := readObjects(file) // render.go
+	if err == nil && file != "" && len(objs) == 0 {
+		err = fmt.Errorf("%s: no custom resource", file)
 	}
-	data, err := os.ReadFile(file)
-	if err != nil {
-		return nil, err
-	}
-	objs, err := golden.ParseObjects(data)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", file, err)
-	}
-	if len(objs) == 0 {
-		return nil, fmt.Errorf("%s: no custom resource", file)
-	}
-	return objs, nil
+	return objs, err
 }
 
 // useColor decides on colours: always, never, or auto (a terminal, and
