@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"slices"
 	"sort"
-	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -39,10 +38,8 @@ type childWatch struct {
 	served map[schema.GroupKind]*meta.RESTMapping // allowed kinds the API server serves, at their preferred version
 	meta   metadata.Interface
 
-	mu       sync.Mutex
-	watches  map[schema.GroupVersionKind]*kindWatch
-	kinds    []schema.GroupVersionKind // watched, in the order they were added
-	watchers map[*kindController]bool  // running controllers, each watching every kind watched
+	controllerWatches // mu guards watches too
+	watches           map[schema.GroupVersionKind]*kindWatch
 }
 
 // kindWatch is the watch of the children of one kind at one version.
@@ -66,7 +63,7 @@ func (o *Operator) resolveChildKinds(cfg *rest.Config) error {
 		return err
 	}
 	o.children = childWatch{served: map[schema.GroupKind]*meta.RESTMapping{}, meta: mc,
-		watches: map[schema.GroupVersionKind]*kindWatch{}, watchers: map[*kindController]bool{}}
+		watches: map[schema.GroupVersionKind]*kindWatch{}, controllerWatches: newControllerWatches(o.childSource)}
 	for gk := range o.opts.AllowedKinds {
 		m, err := o.resolveChildKind(gk, "")
 		if errors.Is(err, errNotServed) {
@@ -229,36 +226,12 @@ func (o *Operator) startWatch(ctx context.Context, gvk schema.GroupVersionKind, 
 // addWatch makes every running controller watch the synced children of m's
 // kind, and later ones too. The caller holds the lock.
 func (o *Operator) addWatch(kw *kindWatch, m *meta.RESTMapping) error {
-	w := &o.children
-	for kc := range w.watchers {
-		if err := kc.ctrl.Watch(o.childSource(kc, m.GroupVersionKind)); err != nil {
-			return fmt.Errorf("watch %s children: %w", m.GroupVersionKind, err)
-		}
+	if err := o.children.addKind(m.GroupVersionKind); err != nil {
+		return fmt.Errorf("watch %s children: %w", m.GroupVersionKind, err)
 	}
 	kw.watched = true
-	w.kinds = append(w.kinds, m.GroupVersionKind)
 	o.log.Info("watching children", "kind", m.GroupVersionKind.GroupKind().String(), "version", m.GroupVersionKind.Version)
 	return nil
-}
-
-// addChildWatches makes kc watch every child kind watched, now and later.
-func (o *Operator) addChildWatches(kc *kindController) error {
-	w := &o.children
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	for _, gvk := range w.kinds {
-		if err := kc.ctrl.Watch(o.childSource(kc, gvk)); err != nil {
-			return err
-		}
-	}
-	w.watchers[kc] = true
-	return nil
-}
-
-func (o *Operator) removeChildWatches(kc *kindController) {
-	o.children.mu.Lock()
-	defer o.children.mu.Unlock()
-	delete(o.children.watchers, kc)
 }
 
 // childSource enqueues kc's CR that controls a changed child of kind gvk.

@@ -156,7 +156,7 @@ func (o *Operator) watch(c controller.Controller, k *template.Kind, kc *kindCont
 	if err := o.serveReferences(kc); err != nil { // references.go
 		return err
 	}
-	return o.addChildWatches(kc)
+	return o.children.addController(kc)
 }
 
 // pace sets up the rollout of new revisions of k's kind: paced by
@@ -191,8 +191,8 @@ func (o *Operator) stop(ctx context.Context, name string) {
 	kc := o.kinds[name]
 	kc.cancel()
 	delete(o.kinds, name)
-	o.removeChildWatches(kc)
-	o.removeReadWatches(kc)
+	o.children.removeController(kc)
+	o.reads.removeController(kc)
 	k := kc.rec.Kind()
 	parent := &unstructured.Unstructured{}
 	parent.SetGroupVersionKind(k.Resource.GroupVersionKind())

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"sync"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -28,10 +27,8 @@ import (
 type readWatch struct {
 	cache cache.Cache
 
-	mu       sync.Mutex
-	kinds    []schema.GroupVersionKind
-	syncing  map[schema.GroupVersionKind]*watchAttempt
-	watchers map[*kindController]bool
+	controllerWatches // mu guards syncing too
+	syncing           map[schema.GroupVersionKind]*watchAttempt
 }
 
 // newReadCache creates the cache of referenced objects, in the operator's
@@ -45,7 +42,7 @@ func (o *Operator) newReadCache(cfg *rest.Config) error {
 	if err != nil {
 		return fmt.Errorf("references cache: %w", err)
 	}
-	o.reads = readWatch{cache: c, syncing: map[schema.GroupVersionKind]*watchAttempt{}, watchers: map[*kindController]bool{}}
+	o.reads = readWatch{cache: c, syncing: map[schema.GroupVersionKind]*watchAttempt{}, controllerWatches: newControllerWatches(o.readSource)}
 	if err := o.checkReadableKinds(); err != nil {
 		return err
 	}
@@ -120,14 +117,9 @@ func (o *Operator) watchReadable(ctx context.Context, gvk schema.GroupVersionKin
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if err == nil {
-		for kc := range w.watchers {
-			if err = kc.ctrl.Watch(o.readSource(kc, gvk)); err != nil {
-				break
-			}
-		}
+		err = w.addKind(gvk)
 	}
 	if err == nil {
-		w.kinds = append(w.kinds, gvk)
 		o.log.Info("watching referenced objects", "kind", gvk.GroupKind().String(), "version", gvk.Version)
 	}
 	delete(w.syncing, gvk)
@@ -159,27 +151,6 @@ func (o *Operator) startReadWatch(ctx context.Context, gvk schema.GroupVersionKi
 	return nil
 }
 
-// addReadWatches makes kc map the events of every referenced kind watched,
-// now and later.
-func (o *Operator) addReadWatches(kc *kindController) error {
-	w := &o.reads
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	for _, gvk := range w.kinds {
-		if err := kc.ctrl.Watch(o.readSource(kc, gvk)); err != nil {
-			return err
-		}
-	}
-	w.watchers[kc] = true
-	return nil
-}
-
-func (o *Operator) removeReadWatches(kc *kindController) {
-	o.reads.mu.Lock()
-	defer o.reads.mu.Unlock()
-	delete(o.reads.watchers, kc)
-}
-
 // readSource enqueues the CRs of kc's kind that reference a changed object
 // of kind gvk (on an update, as it was and as it is: a selector that
 // matched it before matters too).
@@ -204,5 +175,5 @@ func (o *Operator) readSource(kc *kindController, gvk schema.GroupVersionKind) s
 // serveReferences wires kc's reconciler to the references cache.
 func (o *Operator) serveReferences(kc *kindController) error {
 	kc.rec.Read, kc.rec.Refs = o.readReferenced, reconcile.NewRefIndex()
-	return o.addReadWatches(kc)
+	return o.reads.addController(kc)
 }
