@@ -70,8 +70,7 @@ func TestCustomKindChild(t *testing.T) {
 		return ""
 	})
 	// The child kind's CRD comes after the operator started.
-	mustKubectl(t, widgetCRD, "apply", "-f", "-")
-	mustKubectl(t, "", "wait", "--for=condition=Established", "crd/widgets.parts.example.com", "--timeout=60s")
+	installCRD(t, widgetCRD, "widgets.parts.example.com")
 	mustKubectl(t, "apiVersion: parts.example.com/v1\nkind: Gadget\nmetadata:\n  name: g\n  namespace: "+ns+"\nspec:\n  size: 2\n", "apply", "-f", "-")
 	mustKubectl(t, "", "-n", ns, "wait", "--for=condition=Ready", "gadget/g", "--timeout=120s")
 	stop()

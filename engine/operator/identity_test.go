@@ -55,6 +55,16 @@ func startKinds(t *testing.T, dir, ns, extra string, cfg *rest.Config) (stop fun
 	return operatortest.Start(t, cfg, opts)
 }
 
+// installCRD applies a test CRD named name, waits for it to be
+// Established, and deletes it (waiting until it is gone) at the test's end,
+// so that a second run in the same process starts without it.
+func installCRD(t *testing.T, crdYAML, name string) {
+	t.Helper()
+	mustKubectl(t, crdYAML, "apply", "-f", "-")
+	t.Cleanup(func() { _, _ = kubectl(t, "", "delete", "--ignore-not-found", "--wait", "--timeout=60s", "crd/"+name) })
+	waitEstablished(t, name)
+}
+
 func waitEstablished(t *testing.T, crd string) {
 	t.Helper()
 	eventually(t, 60*time.Second, func() string {
@@ -243,8 +253,7 @@ ready: status.size == parent.spec.size
 // v1: neither the running operator nor a fresh one writes anything.
 func TestCRDChildGainsPreferredVersion(t *testing.T) {
 	ns := clustertest.Namespace(t)
-	mustKubectl(t, sprocketCRD, "apply", "-f", "-")
-	waitEstablished(t, "sprockets.sprocket.idtest.example.com")
+	installCRD(t, sprocketCRD, "sprockets.sprocket.idtest.example.com")
 	dir := kindsDir(t, map[string]string{"cog": cogTemplate})
 	const allowed = "Sprocket.sprocket.idtest.example.com"
 	cfg, ct := countingConfig()

@@ -114,8 +114,7 @@ func TestUnsyncedWatchDelaysOnlyItsKind(t *testing.T) {
 	waitEstablished(t, "notes.idtest.example.com")
 	// After the start, or the operator, looking for Knots it manages,
 	// would stop at once (see e2e TestAllowedKindBeyondRBACFailsClearly).
-	mustKubectl(t, knotCRD, "apply", "-f", "-")
-	waitEstablished(t, "knots.knot.idtest.example.com")
+	installCRD(t, knotCRD, "knots.knot.idtest.example.com")
 
 	mustKubectl(t, "apiVersion: idtest.example.com/v1\nkind: Blocker\nmetadata: {name: b, namespace: "+ns+"}\nspec: {}\n", "apply", "-f", "-")
 	eventually(t, 30*time.Second, func() string {
