@@ -3,14 +3,20 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
+	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/cueop/cueop/localcluster/clustertest"
 )
 
 // brokenKind is a package that defines a kind but does not compile: the
@@ -165,4 +171,78 @@ func TestDevShardedReplicas(t *testing.T) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())
 		}
 	}
+}
+
+// TestDevIdleCostsNoCPU runs `cueop dev` as `make run` does (no
+// --exit-when-ready) and, once every sample reads Ready, measures the CPU
+// the process uses in 10 s: an idle dev must sleep, not spin.
+func TestDevIdleCostsNoCPU(t *testing.T) {
+	dir := t.TempDir()
+	root := newRoot()
+	out := &lockedBuffer{}
+	root.SetOut(out)
+	root.SetErr(out)
+	root.SetArgs([]string{"--templates", "../../templates", "dev", "--samples", "../../config/samples",
+		"--kubeconfig-out", filepath.Join(dir, "kubeconfig")})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- root.ExecuteContext(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("cueop dev: %v\n%s", err, out.String())
+		}
+	}()
+	clustertest.Eventually(t, 3*time.Minute, func() string {
+		for _, key := range []string{"RedisCluster default/sample", "StaticSite default/docs"} {
+			if last := lastLineWith(out.String(), key); !strings.Contains(last, "Ready=True") {
+				return key + " not Ready yet: " + last
+			}
+		}
+		return ""
+	})
+	before := processCPU(t)
+	time.Sleep(10 * time.Second) // the window measured, not a wait for a signal
+	used := processCPU(t) - before
+	t.Logf("idle cueop dev used %s of CPU in 10 s", used.Round(time.Millisecond))
+	if used > 2*time.Second {
+		t.Errorf("idle cueop dev used %s of CPU in 10 s, want well under 2 s", used)
+	}
+}
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+func lastLineWith(out, key string) string {
+	last := ""
+	for _, line := range strings.Split(out, "\n") {
+		if strings.Contains(line, key) {
+			last = line
+		}
+	}
+	return last
+}
+
+// processCPU is the user and system CPU time this process has used.
+func processCPU(t *testing.T) time.Duration {
+	t.Helper()
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		t.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -44,6 +44,7 @@ func followDev(ctx context.Context, out io.Writer, op devView, cluster *localclu
 	tick := time.NewTicker(500 * time.Millisecond)
 	defer tick.Stop()
 	rollouts := map[string]string{}
+	allReady := p.allReady
 	for {
 		select {
 		case <-tick.C:
@@ -52,11 +53,14 @@ func followDev(ctx context.Context, out io.Writer, op devView, cluster *localclu
 			return nil
 		case err := <-runErr:
 			return fmt.Errorf("operator stopped: %w", err)
-		case <-p.allReady:
+		case <-allReady:
 			if f.exitWhenReady {
 				fmt.Fprintln(out, "every sample is Ready")
 				return nil
 			}
+			// Closed for good: a nil channel is never selected, so an
+			// idle dev sleeps until the next tick.
+			allReady = nil
 		case <-timeout:
 			return fmt.Errorf("%w after %s: %s", errNotReady, f.timeout, p.notReady())
 		}
