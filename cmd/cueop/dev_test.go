@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -174,16 +175,17 @@ func TestDevShardedReplicas(t *testing.T) {
 }
 
 // TestDevIdleCostsNoCPU runs `cueop dev` as `make run` does (no
-// --exit-when-ready) and, once every sample reads Ready, measures the CPU
-// the process uses in 10 s: an idle dev must sleep, not spin.
+// --exit-when-ready), here with no samples: a RedisCluster applied with
+// kubectl gets its status lines, and once it reads Ready the process's CPU
+// over 10 s is measured: an idle dev must sleep, not spin.
 func TestDevIdleCostsNoCPU(t *testing.T) {
 	dir := t.TempDir()
+	kubeconfig := filepath.Join(dir, "kubeconfig")
 	root := newRoot()
 	out := &lockedBuffer{}
 	root.SetOut(out)
 	root.SetErr(out)
-	root.SetArgs([]string{"--templates", "../../templates", "dev", "--samples", "../../config/samples",
-		"--kubeconfig-out", filepath.Join(dir, "kubeconfig")})
+	root.SetArgs([]string{"--templates", "../../templates", "dev", "--samples", t.TempDir(), "--kubeconfig-out", kubeconfig})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- root.ExecuteContext(ctx) }()
@@ -193,11 +195,18 @@ func TestDevIdleCostsNoCPU(t *testing.T) {
 			t.Errorf("cueop dev: %v\n%s", err, out.String())
 		}
 	}()
+	const cr = "apiVersion: cache.example.com/v1\nkind: RedisCluster\nmetadata: {name: mine, namespace: default}\nspec: {replicas: 2}\n"
 	clustertest.Eventually(t, 3*time.Minute, func() string {
-		for _, key := range []string{"RedisCluster default/sample", "StaticSite default/docs"} {
-			if last := lastLineWith(out.String(), key); !strings.Contains(last, "Ready=True") {
-				return key + " not Ready yet: " + last
-			}
+		apply := exec.Command("kubectl", "--kubeconfig", kubeconfig, "apply", "-f", "-")
+		apply.Stdin = strings.NewReader(cr)
+		if b, err := apply.CombinedOutput(); err != nil {
+			return "kubectl apply: " + string(b)
+		}
+		return ""
+	})
+	clustertest.Eventually(t, 3*time.Minute, func() string {
+		if last := lastLineWith(out.String(), "RedisCluster default/mine"); !strings.Contains(last, "Ready=True") {
+			return "no Ready line for the CR applied with kubectl; last: " + last + "\n" + out.String()
 		}
 		return ""
 	})

@@ -13,6 +13,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -21,20 +22,24 @@ import (
 	"github.com/cueop/cueop/localcluster"
 )
 
-// followDev applies the samples, then prints a line per CR whenever its
-// status changes, until ctx is done, the operator fails or, with
+// followDev applies the samples, then prints a line per CR of every kind
+// served (the samples and any applied with kubectl) whenever its status
+// changes, until ctx is done, the operator fails or, with
 // --exit-when-ready, every sample is Ready.
 func followDev(ctx context.Context, out io.Writer, op devView, cluster *localcluster.Cluster, f *devFlags, runErr <-chan error) error {
 	samples, err := readSamples(f.samples)
 	if err != nil {
 		return err
 	}
+	if len(samples) == 0 && f.exitWhenReady {
+		return fmt.Errorf("no sample in %s: --exit-when-ready waits for the samples to be Ready", f.samples)
+	}
 	if err := applySamples(ctx, cluster, samples); err != nil {
 		return err
 	}
 	fmt.Fprintf(out, "applied %d samples from %s; Ctrl-C stops everything\n", len(samples), f.samples)
-	p := &printer{out: out, last: map[string]string{}, ready: map[string]bool{}, want: len(samples), allReady: make(chan struct{})}
-	if err := p.follow(ctx, op, samples); err != nil {
+	p := newPrinter(out, op, samples)
+	if err := p.follow(ctx, sampleKinds(samples)); err != nil {
 		return err
 	}
 	var timeout <-chan time.Time
@@ -49,6 +54,9 @@ func followDev(ctx context.Context, out io.Writer, op devView, cluster *localclu
 		select {
 		case <-tick.C:
 			printRollouts(out, op, rollouts)
+			if err := p.follow(ctx, servedKinds(op)); err != nil {
+				return err
+			}
 		case <-ctx.Done():
 			return nil
 		case err := <-runErr:
@@ -84,9 +92,6 @@ func readSamples(dir string) ([]*unstructured.Unstructured, error) {
 		}
 		objs = append(objs, o...)
 	}
-	if len(objs) == 0 {
-		return nil, fmt.Errorf("no sample in %s", dir)
-	}
 	return objs, nil
 }
 
@@ -117,25 +122,52 @@ func applySamples(ctx context.Context, cluster *localcluster.Cluster, samples []
 // is Ready.
 type printer struct {
 	out      io.Writer
+	op       devView
 	mu       sync.Mutex
 	last     map[string]string
-	ready    map[string]bool
-	want     int
+	ready    map[string]bool // by sample
+	followed map[schema.GroupVersionKind]bool
 	allReady chan struct{}
 	closed   bool
 }
 
-func (p *printer) follow(ctx context.Context, op devView, samples []*unstructured.Unstructured) error {
-	seen := map[string]bool{}
+func newPrinter(out io.Writer, op devView, samples []*unstructured.Unstructured) *printer {
+	p := &printer{out: out, op: op, last: map[string]string{}, ready: map[string]bool{},
+		followed: map[schema.GroupVersionKind]bool{}, allReady: make(chan struct{})}
 	for _, s := range samples {
-		gvk := s.GroupVersionKind()
-		if seen[gvk.String()] {
+		p.ready[crKey(s)] = false
+	}
+	return p
+}
+
+func sampleKinds(samples []*unstructured.Unstructured) []schema.GroupVersionKind {
+	var out []schema.GroupVersionKind
+	for _, s := range samples {
+		out = append(out, s.GroupVersionKind())
+	}
+	return out
+}
+
+// servedKinds are the kinds the operator serves now (a new template
+// directory adds one while dev runs).
+func servedKinds(op devView) []schema.GroupVersionKind {
+	var out []schema.GroupVersionKind
+	for _, p := range op.Progress() {
+		out = append(out, p.GVK)
+	}
+	return out
+}
+
+// follow prints the status changes of the CRs of each kind not followed yet.
+func (p *printer) follow(ctx context.Context, gvks []schema.GroupVersionKind) error {
+	for _, gvk := range gvks {
+		if p.followed[gvk] || gvk.Empty() {
 			continue
 		}
-		seen[gvk.String()] = true
+		p.followed[gvk] = true
 		u := &unstructured.Unstructured{}
 		u.SetGroupVersionKind(gvk)
-		inf, err := op.Parents().GetInformer(ctx, u)
+		inf, err := p.op.Parents().GetInformer(ctx, u)
 		if err != nil {
 			return fmt.Errorf("follow %s: %w", gvk.Kind, err)
 		}
@@ -153,6 +185,10 @@ func (p *printer) follow(ctx context.Context, op devView, samples []*unstructure
 	return nil
 }
 
+func crKey(cr *unstructured.Unstructured) string {
+	return cr.GetKind() + " " + cr.GetNamespace() + "/" + cr.GetName()
+}
+
 // lockedWriter serialises the writes of several goroutines.
 type lockedWriter struct {
 	mu sync.Mutex
@@ -166,7 +202,7 @@ func (l *lockedWriter) Write(b []byte) (int, error) {
 }
 
 func (p *printer) show(cr *unstructured.Unstructured) {
-	key := cr.GetKind() + " " + cr.GetNamespace() + "/" + cr.GetName()
+	key := crKey(cr)
 	line := summary(cr)
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -175,30 +211,34 @@ func (p *printer) show(cr *unstructured.Unstructured) {
 	}
 	p.last[key] = line
 	fmt.Fprintf(p.out, "%s  %-40s %s\n", time.Now().Format("15:04:05"), key, line)
+	if _, sample := p.ready[key]; !sample {
+		return
+	}
 	p.ready[key] = isReady(cr)
-	if !p.closed && p.countReady() >= p.want {
+	if !p.closed && len(p.ready) > 0 && p.allSamplesReady() {
 		p.closed = true
 		close(p.allReady)
 	}
 }
 
-func (p *printer) countReady() int {
-	n := 0
+func (p *printer) allSamplesReady() bool {
 	for _, r := range p.ready {
-		if r {
-			n++
+		if !r {
+			return false
 		}
 	}
-	return n
+	return true
 }
 
 func (p *printer) notReady() string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	var out []string
-	for key, line := range p.last {
-		if !p.ready[key] {
+	for key, ready := range p.ready {
+		if line, seen := p.last[key]; seen && !ready {
 			out = append(out, key+": "+line)
+		} else if !seen {
+			out = append(out, key+": no status yet")
 		}
 	}
 	sort.Strings(out)

@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/cueop/cueop/engine/reconcile"
 )
@@ -12,6 +13,7 @@ import (
 // KindProgress is the rollout state of one kind.
 type KindProgress struct {
 	Kind, Package string
+	GVK           schema.GroupVersionKind // the CRs' group, version and kind
 	reconcile.Progress
 }
 
@@ -21,7 +23,8 @@ func (o *Operator) Progress() []KindProgress {
 	defer o.mu.Unlock()
 	var out []KindProgress
 	for name, kc := range o.kinds {
-		out = append(out, KindProgress{Kind: kc.rec.Kind().Resource.Kind, Package: name, Progress: kc.rec.Rollout.Progress()})
+		res := kc.rec.Kind().Resource
+		out = append(out, KindProgress{Kind: res.Kind, Package: name, GVK: res.GroupVersionKind(), Progress: kc.rec.Rollout.Progress()})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Package < out[j].Package })
 	return out

@@ -265,7 +265,7 @@ func MergeProgress(ps ...[]KindProgress) []KindProgress {
 		for _, p := range list {
 			m := byPackage[p.Package]
 			if m == nil {
-				m = &KindProgress{Kind: p.Kind, Package: p.Package}
+				m = &KindProgress{Kind: p.Kind, Package: p.Package, GVK: p.GVK}
 				m.Revision, m.Previous, m.PerRevision = p.Revision, p.Previous, map[string]int{}
 				byPackage[p.Package] = m
 				order = append(order, p.Package)
