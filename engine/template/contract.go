@@ -64,8 +64,8 @@ func newKind(v cue.Value) (*Kind, error) {
 	if k := children.IncompleteKind(); k != cue.StructKind {
 		return nil, fmt.Errorf("%s: %s must be a struct of objects keyed by id, not %v", children.Pos(), PathChildren, k)
 	}
-	if r := v.LookupPath(PathReady); r.Exists() && r.IncompleteKind()&cue.BoolKind == 0 {
-		return nil, fmt.Errorf("%s: %s must be a bool, not %v", r.Pos(), PathReady, r.IncompleteKind())
+	if err := checkReady(v.LookupPath(PathReady)); err != nil {
+		return nil, err
 	}
 	prepared := v
 	// A template that declares parent: spec: #Spec, as authors are told to,
@@ -92,6 +92,28 @@ func newKind(v cue.Value) (*Kind, error) {
 	statusChecked := status.Exists() && constrainedBy(v, v.LookupPath(PathStatus), PathStatusDef)
 	return &Kind{Resource: res, Spec: spec, Status: status, StatusChecked: statusChecked, Value: prepared,
 		Immutable: ImmutableFields(spec), References: refs, Waves: waves, ReadyWhen: readyWhen}, nil
+}
+
+// checkReady refuses a ready that can never be a bool. On the abstract
+// package anything that needs a concrete spec value is incomplete
+// (`parent.spec.replicas >= 1` with a required replicas): that is decided
+// by each render, so only a real error or a known kind other than bool is
+// refused here, with CUE's own reason.
+func checkReady(r cue.Value) error {
+	if !r.Exists() {
+		return nil
+	}
+	k := r.IncompleteKind()
+	if k&cue.BoolKind != 0 {
+		return nil
+	}
+	if k == cue.BottomKind {
+		if err := r.Validate(); err != nil {
+			return fmt.Errorf("%s must be a bool: %w", PathReady, Positioned(err))
+		}
+		return nil
+	}
+	return fmt.Errorf("%s: %s must be a bool, not %v", r.Pos(), PathReady, k)
 }
 
 // constrainedBy reports whether x is written as a reference to the

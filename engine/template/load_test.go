@@ -134,6 +134,18 @@ func TestLoadRefusesBrokenContracts(t *testing.T) {
 	}
 }
 
+// TestLoadAcceptsReadyOfRequiredField: ready reads a required spec field
+// with bounds, incomplete on the abstract package but a bool in every
+// render of a concrete CR.
+func TestLoadAcceptsReadyOfRequiredField(t *testing.T) {
+	for _, spec := range []string{"replicas!: int & >=1 & <=10", "replicas: int & >=1 & <=10"} {
+		src := strings.Replace(okKind, "#Spec: {replicas: *1 | int}", "#Spec: {"+spec+"}", 1) + "ready: parent.spec.replicas >= 1\n"
+		if _, err := template.Load(writeTemplates(t, map[string]string{"app/app.cue": src})); err != nil {
+			t.Errorf("%s: %v", spec, err)
+		}
+	}
+}
+
 func TestLoadRefusesToolImportThroughHelper(t *testing.T) {
 	dir := writeTemplates(t, map[string]string{
 		"app/app.cue": strings.Replace(okKind, "package app", "package app\nimport \"test.example/t/lib\"\n_l: lib.x", 1),
