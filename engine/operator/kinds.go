@@ -107,6 +107,7 @@ func (o *Operator) start(ctx context.Context, k *template.Kind) error {
 		return fmt.Errorf("kind %s: controller: %w", k.Name, err)
 	}
 	kc := &kindController{rec: rec, ctrl: c, resync: make(chan event.GenericEvent), crdName: k.Resource.Plural + "." + k.Resource.Group}
+	o.waitMapped(ctx, k.Resource.GroupVersionKind()) // mapper.go
 	o.pace(ctx, kc, k)
 	if err := o.watch(c, k, kc); err != nil {
 		return fmt.Errorf("kind %s: %w", k.Name, err)

@@ -1,12 +1,14 @@
 package operator
 
 import (
+	"context"
 	"net/http"
 	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 )
@@ -78,3 +80,19 @@ func (c *cachedMapper) RESTMapping(gk schema.GroupKind, versions ...string) (*me
 	c.mu.Unlock()
 	return m, nil
 }
+
+// waitMapped waits, up to mapTimeout, until the mapper knows gvk: a CRD
+// established a moment ago may not be in discovery yet, and a controller
+// started before would log controller-runtime's "if kind is a CRD, it
+// should be installed before calling Start" error, which a new user reads
+// as a failure. A kind still unknown after that starts anyway (its source
+// retries, and logs).
+func (o *Operator) waitMapped(ctx context.Context, gvk schema.GroupVersionKind) {
+	mapper := o.mgr.GetRESTMapper()
+	_ = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, mapTimeout, true, func(context.Context) (bool, error) {
+		_, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+		return err == nil, nil
+	})
+}
+
+const mapTimeout = 30 * time.Second
