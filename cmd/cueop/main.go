@@ -20,6 +20,7 @@ type globals struct {
 	// readableKinds is the allow-list of kinds templates may reference.
 	readableKinds string
 	budget        budgetFlags
+	limits        limitFlags
 }
 
 func main() {
@@ -45,6 +46,7 @@ func newRoot() *cobra.Command {
 	root.PersistentFlags().StringVar(&g.readableKinds, "readable-kinds", render.DefaultReadableKinds,
 		"comma-separated kinds templates may reference (read), in the CR's namespace (Kind or Kind.group); Secrets only when listed")
 	g.budget.register(root.PersistentFlags())
+	g.limits.register(root.PersistentFlags())
 	root.AddCommand(newRender(g), newCRD(g), newVet(g), newTest(g), newVersion())
 	root.AddCommand(newManifests(g), newDiff(g))
 	addServeCommands(root, g)
@@ -52,7 +54,7 @@ func newRoot() *cobra.Command {
 }
 
 func (g *globals) load() (*template.Set, error) {
-	return template.LoadWith(g.templates, template.LoadOptions{Budget: g.budget.budget()})
+	return template.LoadWith(g.templates, template.LoadOptions{Budget: g.budget.budget(), Limits: g.limits.limits()})
 }
 
 func (g *globals) renderOptions() (render.Options, error) {
