@@ -24,6 +24,7 @@ type globals struct {
 }
 
 func main() {
+	trialMain()
 	if err := newRoot().Execute(); err != nil {
 		if !isExitOnly(err) {
 			fmt.Fprintln(os.Stderr, "cueop:", err)
@@ -55,6 +56,16 @@ func newRoot() *cobra.Command {
 
 func (g *globals) load() (*template.Set, error) {
 	return template.LoadWith(g.templates, template.LoadOptions{Budget: g.budget.budget(), Limits: g.limits.limits()})
+}
+
+// trialSetup is what a vet trial process needs to render kind k as the
+// operator would (vettrial.go).
+func (g *globals) trialSetup(k *template.Kind) trialSetup {
+	b := g.budget.budget()
+	return trialSetup{
+		Templates: g.templates, Kind: k.Name, Budget: b, Limits: g.limits.limits(),
+		AllowedKinds: g.allowedKinds, ReadableKinds: g.readableKinds, AddressSpace: trialAddressSpace(b),
+	}
 }
 
 func (g *globals) renderOptions() (render.Options, error) {
