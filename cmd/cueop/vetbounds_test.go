@@ -92,3 +92,20 @@ children: cm: {apiVersion: "v1", kind: "ConfigMap", metadata: name: parent.metad
 		t.Fatalf("vet: %v", err)
 	}
 }
+
+// TestVetBoundsMapAtMaxFields: a map at its struct.MaxFields bound (the
+// CRD's maxProperties) driving nested for clauses runs out of the render
+// budget; vet names the map and its bound.
+func TestVetBoundsMapAtMaxFields(t *testing.T) {
+	err := vetHostile(t, `package app
+import "struct"
+resource: {group: "apps.test.example", version: "v1", kind: "App"}
+#Spec: {env: {[string]: string} & struct.MaxFields(5000)}
+parent: spec: #Spec
+_n: len([for a, _ in parent.spec.env for b, _ in parent.spec.env for c, _ in parent.spec.env {1}])
+children: cm: {apiVersion: "v1", kind: "ConfigMap", metadata: name: parent.metadata.name, data: n: "\(_n)"}
+`, "{env: {A: x}}")
+	if want := "kind app: #Spec accepts spec.env at struct.MaxFields(5000), which renders beyond the render budget"; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("vet: %v\nwant %q", err, want)
+	}
+}

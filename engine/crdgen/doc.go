@@ -18,6 +18,7 @@
 //	=~"re", !~"re", !="x"       pattern, not: {pattern}, not: {enum}
 //	strings.MinRunes/MaxRunes   minLength, maxLength
 //	list.MinItems/MaxItems      minItems, maxItems
+//	struct.MinFields/MaxFields  minProperties, maxProperties
 //	time.Time                   format date-time
 //	"a" | "b", 1 | 2            enum
 //	>5 | <1, "a" | =~"^x-"      anyOf (alternatives of one type)
