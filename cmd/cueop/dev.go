@@ -138,6 +138,7 @@ func devOperator(g *globals, f *devFlags, cluster *localcluster.Cluster) (*opera
 	return operator.New(cluster.Config, operator.Options{
 		Templates: g.templates, InstallCRDs: true, AllowedKinds: opts.AllowedKinds, ReadableKinds: opts.ReadableKinds, MaxConcurrent: f.maxConcurrent,
 		Budget:             opts.Budget,
+		TemplateLimits:     g.limits.limits(),
 		RolloutMaxInFlight: f.maxInFlight,
 		Manager:            ctrl.Options{Metrics: metricsserver.Options{BindAddress: f.metricsAddr}, HealthProbeBindAddress: "0", Logger: f.log},
 	})

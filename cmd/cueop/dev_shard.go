@@ -60,7 +60,7 @@ func devOperators(out io.Writer, g *globals, f *devFlags, cluster *localcluster.
 		}
 		s, err := operator.NewSharded(cluster.Config, operator.Options{
 			Templates: g.templates, InstallCRDs: true, AllowedKinds: opts.AllowedKinds, ReadableKinds: opts.ReadableKinds, MaxConcurrent: f.maxConcurrent,
-			Budget: opts.Budget, RolloutMaxInFlight: f.maxInFlight,
+			Budget: opts.Budget, TemplateLimits: g.limits.limits(), RolloutMaxInFlight: f.maxInFlight,
 			Manager: ctrl.Options{Metrics: metricsserver.Options{BindAddress: metrics}, HealthProbeBindAddress: "0", Logger: f.log},
 		}, operator.Sharding{Shards: f.shards, Identity: fmt.Sprintf("dev-replica-%d", i), Namespace: "default"})
 		if err != nil {

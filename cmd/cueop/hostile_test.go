@@ -142,7 +142,7 @@ func TestVetRefusesBoundsOverBudget(t *testing.T) {
 	})
 	start := time.Now()
 	_, err := runIn(templates, "--render-cpu", "50ms", "vet", "--testdata", testdata)
-	if err == nil || !strings.Contains(err.Error(), "#Spec accepts spec.size=30, whose render runs out of the render budget") ||
+	if err == nil || !strings.Contains(err.Error(), "#Spec accepts spec.size at <=30, which renders beyond the render budget") ||
 		!strings.Contains(err.Error(), "app/app.cue:9:10 comprehension (3 nested for)") {
 		t.Errorf("vet: %v", err)
 	}

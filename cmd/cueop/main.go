@@ -20,9 +20,11 @@ type globals struct {
 	// readableKinds is the allow-list of kinds templates may reference.
 	readableKinds string
 	budget        budgetFlags
+	limits        limitFlags
 }
 
 func main() {
+	trialMain()
 	if err := newRoot().Execute(); err != nil {
 		if !isExitOnly(err) {
 			fmt.Fprintln(os.Stderr, "cueop:", err)
@@ -45,6 +47,7 @@ func newRoot() *cobra.Command {
 	root.PersistentFlags().StringVar(&g.readableKinds, "readable-kinds", render.DefaultReadableKinds,
 		"comma-separated kinds templates may reference (read), in the CR's namespace (Kind or Kind.group); Secrets only when listed")
 	g.budget.register(root.PersistentFlags())
+	g.limits.register(root.PersistentFlags())
 	root.AddCommand(newRender(g), newCRD(g), newVet(g), newTest(g), newVersion())
 	root.AddCommand(newManifests(g), newDiff(g))
 	addServeCommands(root, g)
@@ -52,7 +55,17 @@ func newRoot() *cobra.Command {
 }
 
 func (g *globals) load() (*template.Set, error) {
-	return template.LoadWith(g.templates, template.LoadOptions{Budget: g.budget.budget()})
+	return template.LoadWith(g.templates, template.LoadOptions{Budget: g.budget.budget(), Limits: g.limits.limits()})
+}
+
+// trialSetup is what a vet trial process needs to render kind k as the
+// operator would (vettrial.go).
+func (g *globals) trialSetup(k *template.Kind) trialSetup {
+	b := g.budget.budget()
+	return trialSetup{
+		Templates: g.templates, Kind: k.Name, Budget: b, Limits: g.limits.limits(),
+		AllowedKinds: g.allowedKinds, ReadableKinds: g.readableKinds, AddressSpace: trialAddressSpace(b),
+	}
 }
 
 func (g *globals) renderOptions() (render.Options, error) {

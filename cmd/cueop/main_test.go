@@ -126,7 +126,7 @@ children: {for i in list.Range(0, parent.spec.size, 1) {"cm-\(i)": {apiVersion: 
 		t.Fatalf("vet with size <= 400 (within the budget of 500): %v", err)
 	}
 	err := vet("1000")
-	if err == nil || !strings.Contains(err.Error(), "spec.size=1000") || !strings.Contains(err.Error(), "render budget of 500") {
+	if err == nil || !strings.Contains(err.Error(), "#Spec accepts spec.size at <=1000, which renders beyond the render budget") || !strings.Contains(err.Error(), "render budget of 500") {
 		t.Fatalf("vet with size <= 1000: %v, want the bound named and the budget", err)
 	}
 	t.Log(err)

@@ -86,7 +86,8 @@ func operatorOptions(g *globals, f *runFlags) (*rest.Config, operator.Options, e
 	}
 	return cfg, operator.Options{
 		Templates: g.templates, InstallCRDs: f.installCRDs, AllowedKinds: opts.AllowedKinds, ReadableKinds: opts.ReadableKinds, Budget: opts.Budget,
-		MaxConcurrent: f.maxConcurrent, Namespace: f.namespace, RolloutMaxInFlight: f.rolloutMaxInFlight,
+		TemplateLimits: g.limits.limits(),
+		MaxConcurrent:  f.maxConcurrent, Namespace: f.namespace, RolloutMaxInFlight: f.rolloutMaxInFlight,
 		Manager: ctrl.Options{
 			Metrics:                metricsserver.Options{BindAddress: f.metricsAddr},
 			HealthProbeBindAddress: f.probeAddr,

@@ -6,14 +6,10 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"slices"
-	"sort"
-	"strings"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/tools/txtar"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/cueop/cueop/engine/golden"
 	"github.com/cueop/cueop/engine/kschema"
@@ -43,7 +39,7 @@ func newVet(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if err := errors.Join(vetCases(set, crds, dir, opts, cmd.ErrOrStderr()), vetGolden(cmd.OutOrStdout(), set, dir, opts)); err != nil {
+			if err := errors.Join(vetCases(g, set, crds, dir, opts, cmd.ErrOrStderr()), vetGolden(cmd.OutOrStdout(), set, dir, opts)); err != nil {
 				return err
 			}
 			for _, k := range set.Kinds {
@@ -64,27 +60,27 @@ func newVet(g *globals) *cobra.Command {
 // child against the schema of its kind, then the first such case with the
 // spec at the schema's bounds (vetBounds) and with the longest CR name
 // (vetNameLength, a warning written to warn).
-func vetCases(set *template.Set, crds []*apiextensionsv1.CustomResourceDefinition, dir string, opts render.Options, warn io.Writer) error {
+func vetCases(g *globals, set *template.Set, crds []*apiextensionsv1.CustomResourceDefinition, dir string, opts render.Options, warn io.Writer) error {
 	var errs []error
 	for i, k := range set.Kinds {
 		paths, _ := filepath.Glob(filepath.Join(dir, k.Name, "*.txtar"))
 		if len(paths) == 0 {
 			errs = append(errs, fmt.Errorf("kind %s: no golden case in %s", k.Name, filepath.Join(dir, k.Name)))
 		}
-		var base *unstructured.Unstructured
+		var base *vetBase
 		for _, p := range paths {
-			parent, err := vetCase(k, p, opts)
+			c, err := vetCase(k, p, opts)
 			if err != nil {
 				errs = append(errs, fmt.Errorf("%s: %w", p, err))
 			} else if base == nil {
-				base = parent
+				base = c
 			}
 		}
 		if base != nil {
-			if err := vetBounds(k, crds[i], base, opts); err != nil {
+			if err := vetBounds(g.trialSetup(k), crds[i], *base); err != nil {
 				errs = append(errs, fmt.Errorf("kind %s: %w", k.Name, err))
 			}
-			if w := vetNameLength(k, base, opts); w != "" {
+			if w := vetNameLength(k, base.parent, opts); w != "" {
 				fmt.Fprintln(warn, "warn", w)
 			}
 		}
@@ -93,9 +89,9 @@ func vetCases(set *template.Set, crds []*apiextensionsv1.CustomResourceDefinitio
 }
 
 // vetCase renders a golden case that should succeed and checks its
-// children; it returns the case's parent, nil for a case that expects an
-// error.
-func vetCase(k *template.Kind, path string, opts render.Options) (*unstructured.Unstructured, error) {
+// children; it returns the case's parent and referenced objects, nil for a
+// case that expects an error.
+func vetCase(k *template.Kind, path string, opts render.Options) (*vetBase, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
@@ -127,72 +123,7 @@ func vetCase(k *template.Kind, path string, opts render.Options) (*unstructured.
 			errs = append(errs, fmt.Errorf("children.%s: %w", c.ID, err))
 		}
 	}
-	return parent, errors.Join(errs...)
-}
-
-// vetBounds renders parent with every numeric spec field crd's schema bounds
-// set to its maximum. A spec the schema accepts must not render more
-// children than the render budget: the operator would refuse that CR, and
-// only after evaluating every child (slow and memory-hungry for large
-// bounds). Specs the template refuses otherwise (cross-field constraints)
-// prove nothing and pass.
-func vetBounds(k *template.Kind, crd *apiextensionsv1.CustomResourceDefinition, parent *unstructured.Unstructured, opts render.Options) error {
-	schema := crd.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"]
-	max := parent.DeepCopy()
-	spec, _ := max.Object["spec"].(map[string]any)
-	if spec == nil {
-		spec = map[string]any{}
-		max.Object["spec"] = spec
-	}
-	var set []string
-	setMaximums(schema, spec, "spec", &set)
-	if len(set) == 0 {
-		return nil
-	}
-	_, err := render.Render(k, max, nil, opts)
-	var rerr *render.Error
-	if errors.As(err, &rerr) && rerr.Reason == render.ReasonChildRefused && strings.Contains(err.Error(), "render budget") {
-		return fmt.Errorf("#Spec accepts %s, which renders more children than the budget (%w): lower those bounds",
-			strings.Join(set, ", "), err)
-	}
-	if errors.As(err, &rerr) && rerr.Reason == render.ReasonRenderBudget {
-		return fmt.Errorf("#Spec accepts %s, whose render runs out of the render budget (%w): lower those bounds",
-			strings.Join(set, ", "), err)
-	}
-	return nil
-}
-
-// setMaximums sets in obj every integer or number field of s that has a
-// maximum, and the same within nested objects present in obj or required;
-// set collects "path=value".
-func setMaximums(s apiextensionsv1.JSONSchemaProps, obj map[string]any, path string, set *[]string) {
-	names := make([]string, 0, len(s.Properties))
-	for name := range s.Properties {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	for _, name := range names {
-		p := s.Properties[name]
-		switch {
-		case (p.Type == "integer" || p.Type == "number") && p.Maximum != nil:
-			v := any(*p.Maximum)
-			if p.Type == "integer" {
-				v = int64(*p.Maximum)
-			}
-			obj[name] = v
-			*set = append(*set, fmt.Sprintf("%s.%s=%v", path, name, v))
-		case p.Type == "object" && len(p.Properties) > 0:
-			sub, _ := obj[name].(map[string]any)
-			if sub == nil {
-				if !slices.Contains(s.Required, name) {
-					continue
-				}
-				sub = map[string]any{}
-				obj[name] = sub
-			}
-			setMaximums(p, sub, path+"."+name, set)
-		}
-	}
+	return &vetBase{parent: parent, referenced: referenced}, errors.Join(errs...)
 }
 
 func sectionData(ar *txtar.Archive, name string) []byte {

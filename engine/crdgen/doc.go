@@ -18,6 +18,7 @@
 //	=~"re", !~"re", !="x"       pattern, not: {pattern}, not: {enum}
 //	strings.MinRunes/MaxRunes   minLength, maxLength
 //	list.MinItems/MaxItems      minItems, maxItems
+//	struct.MinFields/MaxFields  minProperties, maxProperties
 //	time.Time                   format date-time
 //	"a" | "b", 1 | 2            enum
 //	>5 | <1, "a" | =~"^x-"      anyOf (alternatives of one type)
@@ -91,4 +92,12 @@
 // Validate checks a CRD with the API server's own code: CRD validation
 // (names, versions, schema, defaults, printer columns) and the structural
 // schema invariants. Generate does not call it; callers do.
+//
+// # Bounds
+//
+// Bounds lists the bounds of a CRD's spec schema (maximum, maxLength,
+// maxItems, maxProperties) with the value that puts each at its limit,
+// items of a list or map at their own limits (AtLimits): what the API
+// server accepts at most, which `cueop vet` renders to prove the template
+// takes it within the render budget.
 package crdgen

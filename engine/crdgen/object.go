@@ -1,7 +1,9 @@
 package crdgen
 
 import (
+	"fmt"
 	"slices"
+	"strings"
 
 	"cuelang.org/go/cue"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -27,7 +29,36 @@ func (w *walker) object(s *apiextensionsv1.JSONSchemaProps, v cue.Value, l loc) 
 	if err := w.conditionalProperties(s, base, l); err != nil {
 		return err
 	}
+	fieldCounts(s, v)
 	return w.additional(s, base, l)
+}
+
+// fieldCounts maps struct.MinFields(n) and struct.MaxFields(n), conjuncts
+// of v, to minProperties and maxProperties: both count the regular fields.
+func fieldCounts(s *apiextensionsv1.JSONSchemaProps, v cue.Value) {
+	op, args := v.Expr()
+	if op != cue.AndOp {
+		return
+	}
+	for _, a := range args {
+		op, call := a.Expr()
+		if op == cue.AndOp {
+			fieldCounts(s, a)
+		}
+		if op != cue.CallOp || len(call) != 2 {
+			continue
+		}
+		n, err := call[1].Int64()
+		if err != nil || n < 0 {
+			continue
+		}
+		switch strings.TrimSuffix(fmt.Sprint(call[0]), "()") {
+		case "struct.MinFields":
+			s.MinProperties = &n
+		case "struct.MaxFields":
+			s.MaxProperties = &n
+		}
+	}
 }
 
 // conditionalProperties adds the fields that exist under a condition

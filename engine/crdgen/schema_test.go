@@ -209,6 +209,11 @@ func TestSchema(t *testing.T) {
 		field: "tags",
 		want:  "{type: array, items: {type: string}, minItems: 1, maxItems: 3}",
 	}, {
+		name:  "map bounds",
+		src:   "import \"struct\"\n#Spec: env: {[string]: string} & struct.MinFields(1) & struct.MaxFields(8)",
+		field: "env",
+		want:  "{type: object, additionalProperties: {type: string}, minProperties: 1, maxProperties: 8}",
+	}, {
 		name:  "list default",
 		src:   `#Spec: tags: *["a", "b"] | [...string]`,
 		field: "tags",

@@ -36,7 +36,7 @@ type kindController struct {
 // gets a controller, a removed kind's controller stops. A broken package
 // keeps its last good revision serving, and the error is reported.
 func (o *Operator) reload(ctx context.Context) error {
-	set, err := template.LoadWith(o.opts.Templates, template.LoadOptions{Budget: o.opts.Budget})
+	set, err := template.LoadWith(o.opts.Templates, template.LoadOptions{Budget: o.opts.Budget, Limits: o.opts.TemplateLimits})
 	if set == nil {
 		o.loadFailed(ctx, err, nil)
 		return err

@@ -30,6 +30,7 @@ import (
 	"github.com/cueop/cueop/engine/kschema"
 	"github.com/cueop/cueop/engine/render"
 	"github.com/cueop/cueop/engine/shard"
+	"github.com/cueop/cueop/engine/template"
 )
 
 // Options configure an Operator.
@@ -47,6 +48,9 @@ type Options struct {
 	// Budget bounds each render and each kind's compile (package budget);
 	// the zero value is the defaults.
 	Budget budget.Budget
+	// TemplateLimits bound the files a template load reads; the zero value
+	// is the defaults.
+	TemplateLimits template.Limits
 	// MaxConcurrent is the number of CRs of one kind reconciled at once.
 	MaxConcurrent int
 	// RolloutMaxInFlight bounds the CRs of a kind moving to a new template

@@ -48,6 +48,8 @@ type LoadOptions struct {
 	// Budget bounds the evaluation of each package; compiling a kind may
 	// take CompileBudgetFactor times a render's budget.
 	Budget budget.Budget
+	// Limits bound the files read (limits.go).
+	Limits Limits
 }
 
 // CompileBudgetFactor is how many renders' worth of budget compiling one
@@ -74,6 +76,7 @@ func LoadWith(dir string, opts LoadOptions) (*Set, error) {
 		return nil, fmt.Errorf("templates %s: %w", dir, err)
 	}
 	defer snap.Close()
+	snap.limits = opts.Limits.WithDefaults()
 	if err := checkModule(snap); err != nil {
 		return nil, fmt.Errorf("templates %s: %w", dir, err)
 	}
@@ -85,6 +88,7 @@ func LoadWith(dir string, opts LoadOptions) (*Set, error) {
 		return nil, fmt.Errorf("templates %s: no CUE package found", dir)
 	}
 	for i, p := range pkgs {
+		snap.packages[strings.TrimPrefix(p, "./")] = true
 		pkgs[i] = "/" + strings.TrimPrefix(p, "./")
 	}
 	insts := load.Instances(pkgs, loadConfig(snap))
@@ -209,6 +213,9 @@ func compile(ctx *cue.Context, snap *snapshot, inst *build.Instance) (*Kind, err
 	}
 	if err := v.Err(); err != nil {
 		return nil, fmt.Errorf("package %s: %w", name, Positioned(err))
+	}
+	if err := snap.checkTotal(dirs); err != nil {
+		return nil, fmt.Errorf("package %s: %w", name, err)
 	}
 	if !v.LookupPath(PathResource).Exists() {
 		return nil, nil

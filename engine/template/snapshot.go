@@ -23,6 +23,8 @@ import (
 //     os.Root): a symlink out of the directory is refused, and the refusal
 //     names the file, the link and where it points;
 //   - editor swap and backup files are not there;
+//   - only regular files are read, never blocking, each and those of a
+//     package together within Limits (limits.go);
 //   - each file is read once and its bytes are kept, so that CUE compiles
 //     and the revision hashes the very same bytes, whatever is written to
 //     the directory in between.
@@ -33,9 +35,13 @@ type snapshot struct {
 	real string // root with its own symlinks resolved
 	r    *os.Root
 
+	limits   Limits
+	packages map[string]bool // package directories, slash paths relative to root
+
 	mu      sync.Mutex
 	files   map[string][]byte // by slash path relative to root
 	refused map[string]error  // by slash path relative to root
+	used    map[string]int64  // bytes read, by package directory (packageOf)
 }
 
 func openSnapshot(root string) (*snapshot, error) {
@@ -47,7 +53,10 @@ func openSnapshot(root string) (*snapshot, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &snapshot{root: root, real: real, r: r, files: map[string][]byte{}, refused: map[string]error{}}, nil
+	return &snapshot{
+		root: root, real: real, r: r, limits: Limits{}.WithDefaults(), packages: map[string]bool{},
+		files: map[string][]byte{}, refused: map[string]error{}, used: map[string]int64{},
+	}, nil
 }
 
 func (s *snapshot) Close() error { return s.r.Close() }
@@ -102,9 +111,9 @@ func (s *snapshot) ReadFile(name string) ([]byte, error) {
 	if ok {
 		return data, nil
 	}
-	data, err := s.r.ReadFile(name)
+	data, err := s.checkRead(name)
 	if err != nil {
-		return nil, s.explain("read", name, err)
+		return nil, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -127,17 +136,21 @@ func (s *snapshot) ReadDir(name string) ([]fs.DirEntry, error) {
 		return nil, s.explain("readdir", name, err)
 	}
 	out := entries[:0]
+	var cue int64 // bytes of the package files listed
 	for _, e := range entries {
 		if IsEditorFile(e.Name()) {
 			continue
 		}
+		p := path.Join(name, e.Name())
 		if e.Type()&fs.ModeSymlink != 0 {
-			p := path.Join(name, e.Name())
 			if fi, err := s.r.Stat(p); err == nil {
 				e = fs.FileInfoToDirEntry(fi)
 			} else if strings.HasSuffix(e.Name(), ".cue") {
 				_ = s.explain("readdir", p, err) // a package file out of the directory
 			}
+		}
+		if strings.HasSuffix(e.Name(), ".cue") && !e.IsDir() && !s.listable(p, e, &cue) {
+			continue
 		}
 		out = append(out, e)
 	}
