@@ -30,6 +30,8 @@ type Cluster struct {
 	procs []*process // in start order
 	keep  atomic.Bool
 	mu    sync.Mutex // serializes Stop, StopAPIServer and StartAPIServer
+	// stopStorage ends the provisioner (storage.go).
+	stopStorage context.CancelFunc
 }
 
 // Start starts the control plane that opts describe and returns once it is ready:
@@ -82,7 +84,12 @@ func (c *Cluster) run(ctx context.Context) error {
 	if c.opts.Nodes == 0 {
 		return nil
 	}
-	return c.createNodes(ctx)
+	if err := c.createNodes(ctx); err != nil {
+		return err
+	}
+	storageCtx, stop := context.WithCancel(context.Background())
+	c.stopStorage = stop
+	return c.startStorage(storageCtx) // storage.go
 }
 
 func (c *Cluster) startAndWait(ctx context.Context, p *process) error {
@@ -113,6 +120,9 @@ func (c *Cluster) Stop() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	var errs []error
+	if c.stopStorage != nil {
+		c.stopStorage()
+	}
 	for i := len(c.procs) - 1; i >= 0; i-- {
 		errs = append(errs, c.procs[i].stop(c.opts.StopGrace))
 	}

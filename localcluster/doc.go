@@ -16,7 +16,11 @@
 //     and Ready within a second or two, without any container running.
 //
 // Start then creates Options.Nodes fake nodes and returns once every component is
-// healthy and every node is Ready. The Cluster gives a *rest.Config for the admin
+// healthy and every node is Ready. It also provisions storage (storage.go): a
+// default StorageClass "standard" (WaitForFirstConsumer) and "immediate", and a
+// provisioner in the calling process that binds each of their claims to a
+// hostPath PersistentVolume of its own (on the node of its first Pod in the
+// first mode) and deletes the volume with its claim. The Cluster gives a *rest.Config for the admin
 // user and a kubeconfig file (Cluster.KubeconfigPath) for kubectl. Each process logs
 // to Cluster.LogDir/<component>.log.
 //
