@@ -18,7 +18,7 @@ import (
 // TestReferenceCacheHoldsMetadataOnly: once a template references
 // ConfigMaps, the operator watches every ConfigMap it serves, but holds
 // only their metadata: ConfigMaps of 1 MB each that no template reads
-// (200 here; $CUEOP_TEST_BIG_CONFIGMAPS for more) grow the operator's live
+// (100 here; $CUEOP_TEST_BIG_CONFIGMAPS for more) grow the operator's live
 // heap by far less than their data (an eighth at most; about 1 KiB each
 // measured). A large one labelled into a selector is read whole for the
 // render that needs it.
@@ -26,7 +26,7 @@ func TestReferenceCacheHoldsMetadataOnly(t *testing.T) {
 	ns := clustertest.Namespace(t)
 	names := startDigest(t, ns)
 	names("") // the ConfigMaps are watched
-	n := 200
+	n := 100
 	if v, err := strconv.Atoi(os.Getenv("CUEOP_TEST_BIG_CONFIGMAPS")); err == nil && v > 0 {
 		n = v
 	}
