@@ -9,10 +9,13 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	kstatus "sigs.k8s.io/cli-utils/pkg/kstatus/status"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/cueop/cueop/engine/budget"
 	"github.com/cueop/cueop/engine/operator/operatortest"
+	"github.com/cueop/cueop/engine/reconcile"
 	"github.com/cueop/cueop/localcluster/clustertest"
 )
 
@@ -35,21 +38,8 @@ children: cm: {apiVersion: "v1", kind: "ConfigMap", metadata: name: parent.metad
 // without a change of spec, and is when its spec changes.
 func TestRenderBudgetStallsHostileCR(t *testing.T) {
 	ns := clustertest.Namespace(t)
-	dir := copyTemplates(t)
-	must(t, os.MkdirAll(filepath.Join(dir, "bomb"), 0o755))
-	must(t, os.WriteFile(filepath.Join(dir, "bomb", "bomb.cue"), []byte(bombKind), 0o644))
-	opts := operatortest.Options(dir, ns)
-	opts.Budget = budget.Budget{Time: 100 * time.Millisecond, Memory: 256 << 20, MaxAbandoned: 2}
-	operatortest.Start(t, clustertest.Config(), opts)
-	t.Cleanup(func() { waitBombsEnded(t) })
+	startBombs(t, ns, budget.Budget{Time: 100 * time.Millisecond, Memory: 256 << 20, MaxAbandoned: 2})
 	c := newClient(t)
-	waitCRD(t)
-	eventually(t, 60*time.Second, func() string {
-		if _, err := kubectl(t, "", "get", "crd", "bombs.bomb.test.example"); err != nil {
-			return "Bomb CRD not installed"
-		}
-		return ""
-	})
 
 	mustKubectl(t, bombYAML(ns, "hostile", 16), "apply", "-f", "-")
 	eventually(t, 60*time.Second, func() string {
@@ -90,6 +80,70 @@ func TestRenderBudgetStallsHostileCR(t *testing.T) {
 	if n := gatherCount(t, "cueop_render_duration_seconds", "kind", "Bomb"); n <= renders {
 		t.Errorf("the spec change did not render the Bomb again (%v renders)", n)
 	}
+}
+
+// TestRefusedRenderIsNotConverged: another CR's renders of the same kind,
+// over budget and still running, reach --render-max-abandoned, so a fresh
+// CR's render is refused as busy. Meanwhile the fresh CR never reads
+// Converged: Reconciling=True with reason RenderPending and a message
+// saying why, Ready=Unknown, and kstatus does not call it Current. Once the
+// abandoned render ends, the fresh CR is rendered and gets Ready.
+func TestRefusedRenderIsNotConverged(t *testing.T) {
+	ns := clustertest.Namespace(t)
+	startBombs(t, ns, budget.Budget{Time: 300 * time.Millisecond, Memory: 256 << 20, MaxAbandoned: 1})
+	c := newClient(t)
+
+	// Size 20: about 2 s of CPU (several with -race), abandoned after 300 ms.
+	mustKubectl(t, bombYAML(ns, "hostile", 20), "apply", "-f", "-")
+	eventually(t, 60*time.Second, func() string { return bombStalled(t, ns, "hostile", "RenderBudget") })
+	if budget.Abandoned("bomb") < 1 {
+		t.Fatal("the hostile render ended before the fresh CR was created: give it a larger size")
+	}
+	mustKubectl(t, bombYAML(ns, "fresh", 1), "apply", "-f", "-")
+	eventually(t, 60*time.Second, func() string {
+		o := object(t, c, bombGVK, ns, "fresh")
+		if msg := conditionIs(o, "Reconciling", "True", reconcile.ReasonRenderPending, "earlier evaluations that exceeded their budget are still running"); msg != "" {
+			return msg
+		}
+		if msg := conditionIs(o, "Ready", "Unknown", reconcile.ReasonRenderPending, "render not run"); msg != "" {
+			return msg
+		}
+		if res, err := kstatus.Compute(o); err != nil || res.Status == kstatus.CurrentStatus {
+			return fmt.Sprintf("kstatus %v (%v) while its render is refused", res, err)
+		}
+		return ""
+	})
+	if budget.Abandoned("bomb") < 1 {
+		t.Fatal("the hostile render ended before the fresh CR's status was checked: give it a larger size")
+	}
+
+	waitBombsEnded(t)
+	eventually(t, 2*time.Minute, func() string {
+		return conditionIs(object(t, c, bombGVK, ns, "fresh"), "Ready", "True", reconcile.ReasonReady, "")
+	})
+}
+
+var bombGVK = schema.GroupVersionKind{Group: "bomb.test.example", Version: "v1", Kind: "Bomb"}
+
+// startBombs runs an operator on the project's templates and the Bomb kind,
+// serving ns within budget b, until the test ends; the test then waits for
+// the renders it abandoned to end.
+func startBombs(t *testing.T, ns string, b budget.Budget) {
+	t.Helper()
+	dir := copyTemplates(t)
+	must(t, os.MkdirAll(filepath.Join(dir, "bomb"), 0o755))
+	must(t, os.WriteFile(filepath.Join(dir, "bomb", "bomb.cue"), []byte(bombKind), 0o644))
+	opts := operatortest.Options(dir, ns)
+	opts.Budget = b
+	operatortest.Start(t, clustertest.Config(), opts)
+	t.Cleanup(func() { waitBombsEnded(t) })
+	waitCRD(t)
+	eventually(t, 60*time.Second, func() string {
+		if _, err := kubectl(t, "", "get", "crd", "bombs.bomb.test.example"); err != nil {
+			return "Bomb CRD not installed"
+		}
+		return ""
+	})
 }
 
 func bombYAML(ns, name string, size int) string {

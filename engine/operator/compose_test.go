@@ -392,6 +392,21 @@ children: out: {
 // reference index (an object that stops matching counts too).
 func TestSelectorReferenceFollowsLabels(t *testing.T) {
 	ns := clustertest.Namespace(t)
+	names := startDigest(t, ns)
+	names("")
+	mustKubectl(t, "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a, namespace: "+ns+", labels: {digest: d}}\n", "apply", "-f", "-")
+	names("a")
+	mustKubectl(t, "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: b, namespace: "+ns+", labels: {digest: d}}\n", "apply", "-f", "-")
+	names("a,b")
+	mustKubectl(t, "", "-n", ns, "label", "configmap", "a", "digest-")
+	names("b")
+}
+
+// startDigest runs an operator serving ns with the Digest kind only, creates
+// the Digest d, and returns what waits until d's child lists the names want
+// (the ConfigMaps labelled digest: d, comma separated).
+func startDigest(t *testing.T, ns string) (names func(want string)) {
+	t.Helper()
 	dir := t.TempDir()
 	for name, data := range map[string]string{
 		"cue.mod/module.cue": "module: \"test.example/t@v0\"\nlanguage: version: \"v0.17.0\"\n",
@@ -411,10 +426,10 @@ func TestSelectorReferenceFollowsLabels(t *testing.T) {
 	})
 	c := newClient(t)
 	mustKubectl(t, "apiVersion: compose.test.example/v1\nkind: Digest\nmetadata: {name: d, namespace: "+ns+"}\nspec: {}\n", "apply", "-f", "-")
-	names := func(want string) {
+	return func(want string) {
 		t.Helper()
 		start := time.Now()
-		eventually(t, 30*time.Second, func() string {
+		eventually(t, 60*time.Second, func() string {
 			o := object(t, c, configMapGVK, ns, "d-digest")
 			if o == nil {
 				return "no d-digest"
@@ -426,13 +441,6 @@ func TestSelectorReferenceFollowsLabels(t *testing.T) {
 		})
 		t.Logf("names %q %v after the change", want, time.Since(start).Round(time.Millisecond))
 	}
-	names("")
-	mustKubectl(t, "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a, namespace: "+ns+", labels: {digest: d}}\n", "apply", "-f", "-")
-	names("a")
-	mustKubectl(t, "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: b, namespace: "+ns+", labels: {digest: d}}\n", "apply", "-f", "-")
-	names("a,b")
-	mustKubectl(t, "", "-n", ns, "label", "configmap", "a", "digest-")
-	names("b")
 }
 
 // TestClusterScopedKindCannotBeReadable gives the operator a readable kind

@@ -4,8 +4,10 @@
 // template in place when it changes (hot reload), starts a controller for a
 // new kind and stops the controller of a removed one.
 //
-// Two caches serve the reconcilers. The CRs are read from an unfiltered
+// Three caches serve the reconcilers. The CRs are read from an unfiltered
 // cache of their own; children are read from the manager's cache, which
 // holds only objects labelled app.kubernetes.io/managed-by=cueop, so memory
-// does not grow with unrelated objects in the cluster.
+// does not grow with unrelated objects in the cluster; the kinds templates
+// reference are cached by their metadata only, and the few objects a render
+// needs are read whole (references.go, refobjects.go).
 package operator

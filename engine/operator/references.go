@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
@@ -24,15 +25,22 @@ import (
 // children cache's label selector would hide them) only once a template
 // references it, and from then on every controller maps an event of such
 // an object to the CRs that reference it (reconcile.RefIndex): no resync.
+//
+// The cache holds the objects' metadata only (name, labels, uid,
+// resourceVersion: what references are resolved and a render's digest is
+// computed from), so that its memory does not grow with the data of every
+// object of the kind in the cluster; a render reads the few objects it
+// needs whole (loadReferenced), through a small LRU of objects.
 type readWatch struct {
-	cache cache.Cache
+	cache   cache.Cache
+	objects *objectLRU // refobjects.go
 
 	controllerWatches // mu guards syncing too
 	syncing           map[schema.GroupVersionKind]*watchAttempt
 }
 
-// newReadCache creates the cache of referenced objects, in the operator's
-// namespace (or every namespace), their managedFields dropped.
+// newReadCache creates the cache of referenced objects' metadata, in the
+// operator's namespace (or every namespace), their managedFields dropped.
 func (o *Operator) newReadCache(cfg *rest.Config) error {
 	if o.opts.ReadableKinds == nil {
 		o.opts.ReadableKinds = render.MustKindSet(render.DefaultReadableKinds)
@@ -42,7 +50,7 @@ func (o *Operator) newReadCache(cfg *rest.Config) error {
 	if err != nil {
 		return fmt.Errorf("references cache: %w", err)
 	}
-	o.reads = readWatch{cache: c, syncing: map[schema.GroupVersionKind]*watchAttempt{}, controllerWatches: newControllerWatches(o.readSource)}
+	o.reads = readWatch{cache: c, objects: newObjectLRU(referencedObjectsBytes), syncing: map[schema.GroupVersionKind]*watchAttempt{}, controllerWatches: newControllerWatches(o.readSource)}
 	if err := o.checkReadableKinds(); err != nil {
 		return err
 	}
@@ -66,28 +74,46 @@ func (o *Operator) checkReadableKinds() error {
 }
 
 func dropManagedFields(obj any) (any, error) {
-	if u, ok := obj.(*unstructured.Unstructured); ok {
-		u.SetManagedFields(nil)
+	if m, ok := obj.(metav1.Object); ok {
+		m.SetManagedFields(nil)
 	}
 	return obj, nil
 }
 
 // readReferenced is the reconcilers' reconcile.ReadFunc: the objects of a
-// readable kind in namespace, from the watched cache.
+// readable kind in namespace, by their metadata, from the watched cache
+// (loadReferenced reads one whole).
 func (o *Operator) readReferenced(ctx context.Context, gvk schema.GroupVersionKind, namespace string) ([]*unstructured.Unstructured, error) {
 	if err := o.watchReadable(ctx, gvk); err != nil {
 		return nil, err
 	}
-	list := &unstructured.UnstructuredList{}
+	list := &metav1.PartialObjectMetadataList{}
 	list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
-	if err := o.reads.cache.List(ctx, list, client.InNamespace(namespace)); err != nil {
+	if err := o.reads.cache.List(ctx, list, client.InNamespace(namespace), client.UnsafeDisableDeepCopy); err != nil {
 		return nil, err
 	}
 	out := make([]*unstructured.Unstructured, len(list.Items))
 	for i := range list.Items {
-		out[i] = &list.Items[i]
+		out[i] = metadataObject(gvk, &list.Items[i])
 	}
 	return out, nil
+}
+
+// metadataObject is the object m stands for, with what references are
+// resolved by and a render's digest counts: its kind, name, namespace,
+// uid, resourceVersion and labels (a fresh map: the cache's own is
+// shared).
+func metadataObject(gvk schema.GroupVersionKind, m *metav1.PartialObjectMetadata) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{Object: map[string]any{}}
+	u.SetGroupVersionKind(gvk)
+	u.SetName(m.Name)
+	u.SetNamespace(m.Namespace)
+	u.SetUID(m.UID)
+	u.SetResourceVersion(m.ResourceVersion)
+	if len(m.Labels) > 0 {
+		u.SetLabels(m.Labels)
+	}
+	return u
 }
 
 // watchReadable watches the objects of kind gvk, unless it already does:
@@ -141,7 +167,7 @@ func (o *Operator) startReadWatch(ctx context.Context, gvk schema.GroupVersionKi
 	if m.Scope.Name() != meta.RESTScopeNameNamespace {
 		return fmt.Errorf("referenced kind %s is cluster-scoped; references are read in the CR's namespace", gvk.GroupKind())
 	}
-	obj := &unstructured.Unstructured{}
+	obj := &metav1.PartialObjectMetadata{}
 	obj.SetGroupVersionKind(gvk)
 	sctx, cancel := context.WithTimeout(ctx, syncTimeout)
 	defer cancel()
@@ -155,16 +181,16 @@ func (o *Operator) startReadWatch(ctx context.Context, gvk schema.GroupVersionKi
 // of kind gvk (on an update, as it was and as it is: a selector that
 // matched it before matters too).
 func (o *Operator) readSource(kc *kindController, gvk schema.GroupVersionKind) source.Source {
-	obj := &unstructured.Unstructured{}
+	obj := &metav1.PartialObjectMetadata{}
 	obj.SetGroupVersionKind(gvk)
 	refs := kc.rec.Refs
 	toCRs := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, obj client.Object) []ctrlreconcile.Request {
-		u, ok := obj.(*unstructured.Unstructured)
+		m, ok := obj.(*metav1.PartialObjectMetadata)
 		if !ok {
 			return nil
 		}
 		var reqs []ctrlreconcile.Request
-		for _, key := range refs.Match(u) {
+		for _, key := range refs.Match(metadataObject(gvk, m)) {
 			reqs = append(reqs, ctrlreconcile.Request{NamespacedName: key})
 		}
 		return reqs
@@ -174,6 +200,6 @@ func (o *Operator) readSource(kc *kindController, gvk schema.GroupVersionKind) s
 
 // serveReferences wires kc's reconciler to the references cache.
 func (o *Operator) serveReferences(kc *kindController) error {
-	kc.rec.Read, kc.rec.Refs = o.readReferenced, reconcile.NewRefIndex()
+	kc.rec.Read, kc.rec.Load, kc.rec.Refs = o.readReferenced, o.loadReferenced, reconcile.NewRefIndex()
 	return o.reads.addController(kc)
 }

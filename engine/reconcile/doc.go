@@ -2,11 +2,13 @@
 // resource it runs the stages of the pipeline in order:
 //
 //	observe  list the children the CR owns from the informer cache
-//	resolve  read the objects the template references, in the CR's
-//	         namespace, from a watched cache (references.go); a missing
-//	         one leaves the CR waiting, not rendered
+//	resolve  resolve the objects the template references, in the CR's
+//	         namespace, from a watched cache (references.go: by their
+//	         metadata when the reconciler has a Load); a missing one
+//	         leaves the CR waiting, not rendered
 //	render   the current template over the CR, the observed children and
-//	         the referenced objects
+//	         the referenced objects (read whole only when the digest of
+//	         these inputs changed: memo.go)
 //	apply    server-side apply each child that would change (none
 //	         otherwise), wave by wave for a kind with waves (waves.go)
 //	prune    delete owned children the render no longer has, only after
@@ -16,7 +18,8 @@
 //	         Stalled, written once and only when it changed
 //
 // A render error (a spec breaking a CUE constraint, a refused child) sets
-// Stalled and changes no child. A converged CR costs no API request. A CR
+// Stalled and changes no child. A reconcile that ends without a render of
+// the CR's current inputs says why it waits, never Converged (pending.go). A converged CR costs no API request. A CR
 // being deleted releases its children to retain and, for a kind with waves,
 // deletes its children in reverse wave order before it goes (lifecycle.go,
 // ordered.go).

@@ -32,8 +32,10 @@ type memoEntry struct {
 }
 
 // render returns the result of rendering in for the CR key: the previous
-// one when the digest of in is unchanged (hit), else a fresh render.
-func (m *renderMemo) render(key types.NamespacedName, in render.Inputs, opts render.Options) (res *render.Result, hit bool, err error) {
+// one when the digest of in is unchanged (hit), else a fresh render. load,
+// when not nil, completes in before a render (the referenced objects read
+// whole: references.go); its error is returned as is, with no render.
+func (m *renderMemo) render(key types.NamespacedName, in render.Inputs, opts render.Options, load func(render.Inputs) (render.Inputs, error)) (res *render.Result, hit bool, err error) {
 	d, ok := in.Digest()
 	if ok {
 		m.mu.Lock()
@@ -45,6 +47,12 @@ func (m *renderMemo) render(key types.NamespacedName, in render.Inputs, opts ren
 		if found && e.digest == d {
 			return render.Reuse(in, e.packed.Unpack()), true, nil
 		}
+	}
+	if load != nil {
+		if in, err = load(in); err != nil {
+			return nil, false, err
+		}
+		d, ok = in.Digest() // the objects read may be newer than their metadata
 	}
 	res, err = render.RenderInputs(in, opts)
 	m.mu.Lock()

@@ -41,7 +41,7 @@ func TestMemoSameAsFreshRender(t *testing.T) {
 	step := func(name string, wantHit bool) *render.Result {
 		t.Helper()
 		in := render.Inputs{Kind: kind, Parent: cr.DeepCopy(), Observed: copyObjects(pods)}
-		got, hit, err := m.render(key, in, render.Options{})
+		got, hit, err := m.render(key, in, render.Options{}, nil)
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
@@ -137,7 +137,7 @@ func TestMemoDefaultReady(t *testing.T) {
 			deployment.Object["metadata"].(map[string]any)["generation"] = int64(2)
 		}
 		in := render.Inputs{Kind: k, Parent: cr, Observed: observed}
-		got, hit, err := m.render(key, in, render.Options{})
+		got, hit, err := m.render(key, in, render.Options{}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -234,12 +234,12 @@ func BenchmarkMemoHit(b *testing.B) {
 	var m renderMemo
 	key := types.NamespacedName{Namespace: "ns", Name: "r"}
 	in := render.Inputs{Kind: k, Parent: cr, Observed: pods}
-	if _, _, err := m.render(key, in, render.Options{}); err != nil {
+	if _, _, err := m.render(key, in, render.Options{}, nil); err != nil {
 		b.Fatal(err)
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, hit, _ := m.render(key, in, render.Options{}); !hit {
+		if _, hit, _ := m.render(key, in, render.Options{}, nil); !hit {
 			b.Fatal("miss")
 		}
 	}
@@ -275,8 +275,48 @@ func BenchmarkMemoMiss(b *testing.B) {
 	i := 0
 	for b.Loop() {
 		i++
-		if _, hit, err := m.render(key, ins[i%2], render.Options{}); hit || err != nil {
+		if _, hit, err := m.render(key, ins[i%2], render.Options{}, nil); hit || err != nil {
 			b.Fatal("hit", err)
+		}
+	}
+}
+
+// TestMemoLoadsReferencedOnMissOnly: with the referenced objects known by
+// their metadata, a reconcile whose inputs did not change reuses the render
+// without reading them whole; a new resourceVersion reads and renders.
+func TestMemoLoadsReferencedOnMissOnly(t *testing.T) {
+	k := loadKinds(t, "../../templates").Lookup("apps.example.com", "WebApp")
+	cr := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "apps.example.com/v1", "kind": "WebApp",
+		"metadata": map[string]any{"name": "shop", "namespace": "web", "uid": "uid-1", "generation": int64(1)},
+		"spec":     map[string]any{"settingsFrom": map[string]any{"name": "settings"}},
+	}}
+	meta := func(rv string) map[string]render.Referenced {
+		o := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap",
+			"metadata": map[string]any{"name": "settings", "namespace": "web", "uid": "cm-1", "resourceVersion": rv}}}
+		return map[string]render.Referenced{"settings": {Objects: []*unstructured.Unstructured{o}}}
+	}
+	loads := 0
+	load := func(in render.Inputs) (render.Inputs, error) {
+		loads++
+		o := in.Referenced["settings"].Objects[0].DeepCopy()
+		o.Object["data"] = map[string]any{"LEVEL": "v" + o.GetResourceVersion()}
+		in.Referenced = map[string]render.Referenced{"settings": {Objects: []*unstructured.Unstructured{o}}}
+		return in, nil
+	}
+	var m renderMemo
+	key := types.NamespacedName{Namespace: "web", Name: "shop"}
+	for i, step := range []struct {
+		rv        string
+		hit       bool
+		wantLoads int
+	}{{"7", false, 1}, {"7", true, 1}, {"8", false, 2}, {"8", true, 2}} {
+		_, hit, err := m.render(key, render.Inputs{Kind: k, Parent: cr, Referenced: meta(step.rv)}, render.Options{}, load)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if hit != step.hit || loads != step.wantLoads {
+			t.Errorf("step %d (resourceVersion %s): reused %v, %d loads; want reused %v, %d loads", i, step.rv, hit, loads, step.hit, step.wantLoads)
 		}
 	}
 }

@@ -59,6 +59,9 @@ type Reconciler struct {
 	// them.
 	Read ReadFunc
 	Refs *RefIndex
+	// Load, when set, reads whole a referenced object Read listed by its
+	// metadata, for a render (references.go).
+	Load LoadFunc
 	// ChildLabels are set on every child besides the engine's own labels
 	// (a sharded replica's shard label: childlabels.go).
 	ChildLabels map[string]string
@@ -115,6 +118,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	run := &run{r: r, kind: k, cr: cr, log: log.FromContext(ctx)}
 	err := run.converge(ctx)
+	run.unfinished(err) // pending.go
 	if serr := run.writeStatus(ctx); serr != nil {
 		err = errors.Join(err, serr)
 	}
@@ -145,6 +149,7 @@ type run struct {
 	stalled       *stall
 	actions       map[apply.Action][]string
 	waiting       string // why the CR is not converged yet, if it is not
+	pending       string // why the current inputs were not rendered (pending.go)
 
 	referenced map[string]render.Referenced // what the references resolved to
 	missing    string                       // the references not found, if any
@@ -169,7 +174,7 @@ func (r *run) converge(ctx context.Context) error {
 	if err := r.resolve(ctx); err != nil || r.stalled != nil || r.missing != "" {
 		return err
 	}
-	if err := r.render(); err != nil || r.result_ == nil {
+	if err := r.render(ctx); err != nil || r.result_ == nil {
 		return err
 	}
 	if err := r.watchKinds(ctx); err != nil {
@@ -193,12 +198,12 @@ func (r *run) converge(ctx context.Context) error {
 
 // render renders the CR with what observe saw. A render error the template
 // or the spec must fix stalls the CR (r.result_ stays nil).
-func (r *run) render() error {
+func (r *run) render(ctx context.Context) error {
 	start := time.Now()
 	// Every input of the render: the observed children and the referenced
 	// objects; the memo reuses the last result when their digest is the same.
 	in := render.Inputs{Kind: r.kind, Parent: r.cr, Observed: r.observed, Referenced: r.referenced}
-	res, hit, err := r.r.memo.render(client.ObjectKeyFromObject(r.cr), in, r.r.options())
+	res, hit, err := r.r.memo.render(client.ObjectKeyFromObject(r.cr), in, r.r.options(), r.loadReferenced(ctx))
 	if !hit {
 		r.r.rendered(r.kind.Resource.Kind, time.Since(start), err)
 	}
@@ -208,6 +213,7 @@ func (r *run) render() error {
 		return nil
 	}
 	if err != nil {
+		r.notRendered("render not run, retrying: " + firstLine(err.Error()))
 		return fmt.Errorf("%s: render: %w", r.subject(), err)
 	}
 	r.result_, r.waiting = r.r.withChildLabels(res), ""
@@ -231,7 +237,7 @@ func (r *run) rerender(ctx context.Context) error {
 		return err
 	}
 	r.observed = renderedView(r.result_.Children, r.owned, r.observed)
-	if err := r.render(); err != nil || r.result_ == nil {
+	if err := r.render(ctx); err != nil || r.result_ == nil {
 		return err
 	}
 	// Should this render want yet other objects, they are what the rest of

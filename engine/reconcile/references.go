@@ -22,8 +22,42 @@ import (
 const ReasonReferenceNotFound = render.ReasonReferenceNotFound
 
 // ReadFunc lists, from a watched cache, the objects of a readable kind in a
-// namespace; it starts the watch the first time a kind is read.
+// namespace; it starts the watch the first time a kind is read. The
+// objects may be metadata only (apiVersion, kind, metadata) when a
+// LoadFunc reads them whole.
 type ReadFunc func(ctx context.Context, gvk schema.GroupVersionKind, namespace string) ([]*unstructured.Unstructured, error)
+
+// LoadFunc reads whole the object a ReadFunc listed by its metadata (at
+// that resourceVersion or a newer one). The object it returns may be
+// shared: it is read, never changed.
+type LoadFunc func(ctx context.Context, meta *unstructured.Unstructured) (*unstructured.Unstructured, error)
+
+// loadReferenced returns in with its referenced objects read whole, when
+// the reconciler reads them by metadata (Reconciler.Load): only a render
+// needs them, as the digest of the inputs counts a referenced object by
+// its resourceVersion (render.Inputs.Digest), so a CR whose references did
+// not change costs no read.
+func (r *run) loadReferenced(ctx context.Context) func(render.Inputs) (render.Inputs, error) {
+	if r.r.Load == nil {
+		return nil
+	}
+	return func(in render.Inputs) (render.Inputs, error) {
+		whole := make(map[string]render.Referenced, len(in.Referenced))
+		for id, ref := range in.Referenced {
+			objs := make([]*unstructured.Unstructured, len(ref.Objects))
+			for i, o := range ref.Objects {
+				got, err := r.r.Load(ctx, o)
+				if err != nil {
+					return in, fmt.Errorf("references.%s: read %s %s/%s: %w", id, o.GetKind(), o.GetNamespace(), o.GetName(), err)
+				}
+				objs[i] = got
+			}
+			whole[id] = render.Referenced{Objects: objs, List: ref.List}
+		}
+		in.Referenced = whole
+		return in, nil
+	}
+}
 
 // resolve evaluates the template's references for the CR and reads them,
 // in the CR's namespace only. A reference refused by the readable kinds

@@ -129,15 +129,18 @@ func (r *run) conditions(conds []metav1.Condition) []metav1.Condition {
 		set(ConditionReconciling, metav1.ConditionFalse, r.stalled.reason, stallHint(r.stalled.reason))
 		set(ConditionReady, metav1.ConditionFalse, r.stalled.reason, firstLine(r.stalled.message))
 		return conds
+	case r.result_ == nil: // not rendered at the current inputs: never Converged
+		r.pendingConditions(set) // pending.go
+		return conds
 	case r.progressing() != "":
 		set(ConditionReconciling, metav1.ConditionTrue, r.progressReason(), r.progressing())
 	default:
 		set(ConditionReconciling, metav1.ConditionFalse, ReasonConverged, "every child is applied at revision "+r.kind.Revision)
 	}
 	set(ConditionStalled, metav1.ConditionFalse, ReasonConverged, "")
-	if r.result_ != nil && r.result_.Ready {
+	if r.result_.Ready {
 		set(ConditionReady, metav1.ConditionTrue, ReasonReady, "every child is ready")
-	} else if r.result_ != nil {
+	} else {
 		set(ConditionReady, metav1.ConditionFalse, ReasonChildrenNotReady, "waiting for children to be ready")
 	}
 	return conds

@@ -1,10 +1,19 @@
 package reconcile
 
 import (
+	"errors"
+	"strings"
 	"testing"
 
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	kstatus "sigs.k8s.io/cli-utils/pkg/kstatus/status"
+
+	"github.com/cueop/cueop/engine/apply"
+	"github.com/cueop/cueop/engine/render"
+	"github.com/cueop/cueop/engine/template"
 )
 
 // TestStatusWritesStale: a CR read at the resourceVersion the cache held
@@ -43,5 +52,43 @@ func TestStatusWritesStale(t *testing.T) {
 	w.forget(key)
 	if w.stale(key, at("3")) {
 		t.Error("stale after forget")
+	}
+}
+
+// TestNotRenderedIsNeverConverged: a reconcile that ends without a render
+// of the CR's current inputs (refused, failed to run, or ended before it)
+// says why it waits, Reconciling=True with reason RenderPending, and
+// kstatus does not call the CR Current; so does one that failed after its
+// render with nothing else to say.
+func TestNotRenderedIsNeverConverged(t *testing.T) {
+	cases := map[string]struct {
+		step   func(r *run)
+		reason string
+		msg    string
+	}{
+		"refused": {func(r *run) { r.notRendered("render not run, retrying: bomb: 1 earlier evaluations ...") },
+			ReasonRenderPending, "render not run, retrying: bomb: 1 earlier"},
+		"skipped": {func(r *run) {}, ReasonRenderPending, "not rendered at generation 3 with template revision rev-1 yet"},
+		"failed after render": {func(r *run) {
+			r.result_ = &render.Result{Ready: true}
+			r.unfinished(errors.New("finalizer cueop.dev/retain: conflict"))
+		}, ReasonProgressing, "retrying: finalizer cueop.dev/retain: conflict"},
+	}
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) {
+			cr := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "x.example.com/v1", "kind": "X",
+				"metadata": map[string]any{"name": "x", "namespace": "ns", "generation": int64(3)}}}
+			r := &run{r: &Reconciler{Applier: &apply.Applier{}}, kind: &template.Kind{Revision: "rev-1"}, cr: cr}
+			c.step(r)
+			cr.Object["status"] = r.desiredStatus()
+			rec := meta.FindStatusCondition(oldConditions(cr.Object["status"].(map[string]any)), ConditionReconciling)
+			if rec == nil || rec.Status != metav1.ConditionTrue || rec.Reason != c.reason || !strings.Contains(rec.Message, c.msg) {
+				t.Fatalf("Reconciling = %+v, want True, %s, %q", rec, c.reason, c.msg)
+			}
+			res, err := kstatus.Compute(cr)
+			if err != nil || res.Status == kstatus.CurrentStatus {
+				t.Errorf("kstatus = %v (%v), want not Current", res, err)
+			}
+		})
 	}
 }

@@ -46,7 +46,8 @@ type Digest [sha256.Size]byte
 
 // Digest hashes what the render reads of in: the template revision, the
 // parent's fields that the render and the template read, and the observed
-// paths the template reads (template.Reads). ok is false when an input
+// paths the template reads (template.Reads) and the referenced objects
+// (referencedView). ok is false when an input
 // cannot be hashed; the render must then run.
 func (in Inputs) Digest() (d Digest, ok bool) {
 	h := hasherPool.Get().(*hasher)
@@ -95,7 +96,7 @@ func inputView(in Inputs, name string, x any) any {
 		for id, r := range t {
 			objs := make([]any, len(r.Objects))
 			for i, o := range r.Objects {
-				objs[i] = o.Object
+				objs[i] = referencedView(o)
 			}
 			out[id] = map[string]any{"list": r.List, "objects": objs}
 		}
@@ -109,6 +110,18 @@ func inputView(in Inputs, name string, x any) any {
 }
 
 type unhashable struct{}
+
+// referencedView is what stands for a referenced object in the digest: its
+// identity and resourceVersion when it has them (an object read from the
+// API server: every change of it changes its resourceVersion), so that the
+// digest of a CR's inputs is known from the objects' metadata alone and a
+// reconciler needs the whole object only to render; else the object.
+func referencedView(o *unstructured.Unstructured) any {
+	if o.GetUID() == "" || o.GetResourceVersion() == "" {
+		return o.Object
+	}
+	return []any{o.GetAPIVersion(), o.GetKind(), o.GetNamespace(), o.GetName(), string(o.GetUID()), o.GetResourceVersion()}
+}
 
 // parentView is what a render reads of the CR: its identity (the engine
 // sets it on children), its spec (checked against #Spec), the immutable

@@ -76,3 +76,41 @@ func TestPackRoundTrip(t *testing.T) {
 	}
 	t.Logf("packed: %d bytes", p.Size())
 }
+
+// TestDigestOfReferencedByVersion: a referenced object read from the API
+// server (uid and resourceVersion set) counts by its identity and version,
+// so its metadata alone gives the digest of the whole object, and a new
+// version changes it; an object without them counts by its content.
+func TestDigestOfReferencedByVersion(t *testing.T) {
+	k := loadKind(t, "cache.example.com", "RedisCluster")
+	cm := func(rv string, data map[string]any) *unstructured.Unstructured {
+		o := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap",
+			"metadata": map[string]any{"name": "settings", "namespace": "ns"}}}
+		if data != nil {
+			o.Object["data"] = data
+		}
+		if rv != "" {
+			o.SetUID("u-1")
+			o.SetResourceVersion(rv)
+		}
+		return o
+	}
+	digest := func(o *unstructured.Unstructured) render.Digest {
+		in := render.Inputs{Kind: k, Parent: redis(map[string]any{"replicas": int64(3)}),
+			Referenced: map[string]render.Referenced{"settings": {Objects: []*unstructured.Unstructured{o}}}}
+		d, ok := in.Digest()
+		if !ok {
+			t.Fatal("no digest")
+		}
+		return d
+	}
+	if digest(cm("7", nil)) != digest(cm("7", map[string]any{"a": "1"})) {
+		t.Error("the metadata of an object digests differently from the whole object at the same resourceVersion")
+	}
+	if digest(cm("7", nil)) == digest(cm("8", nil)) {
+		t.Error("a new resourceVersion left the digest as it was")
+	}
+	if digest(cm("", map[string]any{"a": "1"})) == digest(cm("", map[string]any{"a": "2"})) {
+		t.Error("an object without a resourceVersion is not digested by its content")
+	}
+}

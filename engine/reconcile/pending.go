@@ -1,0 +1,54 @@
+package reconcile
+
+import (
+	"fmt"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// ReasonRenderPending is the reason of a CR that this reconcile did not
+// render at its current inputs: the render was refused (too many earlier
+// renders of its kind still running) or could not run, or what it reads
+// could not be read. Such a CR never reads Converged: it says why it waits,
+// Reconciling=True and Ready=Unknown with this reason, and the reconcile is
+// retried with backoff (at once on a change of spec, child or reference).
+const ReasonRenderPending = "RenderPending"
+
+// notRendered records that this reconcile ends without a render of the CR's
+// current inputs, and why: the one place a path that skips the render
+// tells the status so (conditions, pendingConditions).
+func (r *run) notRendered(why string) {
+	r.result_, r.pending = nil, why
+}
+
+// unfinished makes a reconcile that failed after its render say so: a
+// failure nothing else explained (a finalizer, prune or recreate request)
+// keeps the CR Reconciling, never Converged.
+func (r *run) unfinished(err error) {
+	if err == nil || r.waiting != "" || r.stalled != nil || r.observeFailed != nil || r.result_ == nil {
+		return
+	}
+	r.waiting = "retrying: " + firstLine(err.Error())
+}
+
+// pendingConditions are the conditions of a CR this reconcile did not
+// render at its current inputs (r.result_ is nil, nothing stalled it): it
+// waits, and says why.
+func (r *run) pendingConditions(set func(typ string, s metav1.ConditionStatus, reason, msg string)) {
+	msg := r.pendingMessage()
+	set(ConditionReconciling, metav1.ConditionTrue, ReasonRenderPending, msg)
+	set(ConditionStalled, metav1.ConditionFalse, ReasonRenderPending, "")
+	set(ConditionReady, metav1.ConditionUnknown, ReasonRenderPending, msg)
+}
+
+// pendingMessage says why a CR without a render of its current inputs
+// waits.
+func (r *run) pendingMessage() string {
+	switch {
+	case r.pending != "":
+		return r.pending
+	case r.waiting != "":
+		return r.waiting
+	}
+	return fmt.Sprintf("not rendered at generation %d with template revision %s yet; retrying", r.cr.GetGeneration(), r.kind.Revision)
+}
