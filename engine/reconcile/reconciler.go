@@ -63,8 +63,9 @@ type Reconciler struct {
 	// (a sharded replica's shard label: childlabels.go).
 	ChildLabels map[string]string
 
-	written statusWrites
-	memo    renderMemo // memo.go
+	written   statusWrites
+	memo      renderMemo   // memo.go
+	conflicts conflictMemo // ownership.go
 }
 
 // Observer receives what a reconcile did, for metrics.
@@ -94,6 +95,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			r.written.forget(req.NamespacedName)
 			r.Refs.Forget(req.NamespacedName)
 			r.memo.forget(req.NamespacedName)
+			r.conflicts.forget(req.NamespacedName)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -102,6 +104,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		r.written.forget(req.NamespacedName)
 		r.Refs.Forget(req.NamespacedName)
 		r.memo.forget(req.NamespacedName)
+		r.conflicts.forget(req.NamespacedName)
 		return ctrl.Result{}, r.finalize(ctx, cr) // lifecycle.go
 	}
 	if r.written.stale(req.NamespacedName, cr) {
@@ -270,6 +273,9 @@ func (r *run) converged() bool {
 }
 
 func (r *run) result() ctrl.Result {
+	if r.stalled != nil && r.stalled.reason == ReasonChildConflict {
+		return ctrl.Result{RequeueAfter: conflictRecheck} // ownership.go
+	}
 	return ctrl.Result{}
 }
 
