@@ -76,7 +76,7 @@ func (a *Applier) Apply(ctx context.Context, desired, live *unstructured.Unstruc
 		guardCreate(p.object)
 	}
 	rv, err := a.send(ctx, p.object)
-	if err != nil && live == nil {
+	if err != nil && live == nil && createRefused(p.object, err) != nil {
 		return "", createRefused(p.object, err)
 	}
 	if err != nil {

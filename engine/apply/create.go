@@ -34,11 +34,12 @@ func guardCreate(obj *unstructured.Unstructured) {
 	obj.Object["metadata"].(map[string]any)["resourceVersion"] = createOnly
 }
 
-// createRefused is the error of a create-only apply the API server refused
-// because an object of that name exists.
+// createRefused is the error of a create-only apply of obj the API server
+// refused with err because an object of that name exists, nil for any
+// other error.
 func createRefused(obj *unstructured.Unstructured, err error) error {
 	if !apierrors.IsConflict(err) && !apierrors.IsAlreadyExists(err) {
-		return err
+		return nil
 	}
 	return fmt.Errorf("%s: %w: the create-only apply changed nothing", subject(obj), ErrExists)
 }

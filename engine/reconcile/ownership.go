@@ -83,24 +83,37 @@ func subjectOf(cr *unstructured.Unstructured) string {
 	return fmt.Sprintf("%s %s/%s", cr.GetKind(), cr.GetNamespace(), cr.GetName())
 }
 
+// claimed is an existing object of a child's name, the child a reconcile
+// did not find in its cache, and what the CR may do with it.
+type claimed struct {
+	child render.Child
+	obj   *unstructured.Unstructured
+	Claim
+}
+
 // createAbsent applies, first of all, every child (of the waves not held)
-// that the cache does not hold: each is created, or claimed. When any is in
-// conflict the CR stalls, and applyAll changes nothing that exists.
+// that the cache does not hold: each is created where its name is free,
+// then, unless an object found is in conflict, applied over the objects
+// found that the CR controls or may adopt. When any is in conflict the CR
+// stalls: nothing that exists is changed, here or in applyAll.
 func (r *run) createAbsent(ctx context.Context) []error {
 	var failed []error
 	var lines []string
+	var claims []claimed
 	ids := map[string]bool{}
 	for _, c := range r.result_.Children {
 		if r.held[c.ID] || r.live(c) != nil {
 			continue
 		}
-		action, conflict, err := r.create(ctx, c)
+		action, cl, err := r.create(ctx, c)
 		switch {
 		case err != nil:
 			r.r.applied(r.kind.Resource.Kind, "", err)
 			failed = append(failed, err)
-		case conflict != "":
-			lines, ids[c.ID] = append(lines, conflict), true
+		case cl != nil && cl.Conflict != "":
+			lines, ids[c.ID] = append(lines, cl.Conflict), true
+		case cl != nil:
+			claims = append(claims, *cl)
 		default:
 			r.r.applied(r.kind.Resource.Kind, action, nil)
 			r.record(action, c.Object)
@@ -109,38 +122,50 @@ func (r *run) createAbsent(ctx context.Context) []error {
 	r.r.conflicts.set(client.ObjectKeyFromObject(r.cr), ids)
 	if len(lines) > 0 {
 		r.stalled = &stall{reason: ReasonChildConflict, message: strings.Join(lines, "\n")}
+		return failed
 	}
-	return failed
+	return append(failed, r.claimAll(ctx, claims)...)
 }
 
-// create creates c, which the cache does not hold, or claims the object of
-// its name: with a create-only apply, or, for a child found in conflict
-// before, a read first, so that a CR in conflict sends no write.
-func (r *run) create(ctx context.Context, c render.Child) (apply.Action, string, error) {
+// create creates c where its name is free, with a create-only apply, or
+// else reads the object of its name: for a child found in conflict before,
+// the read comes first, so that a CR in conflict sends no write.
+func (r *run) create(ctx context.Context, c render.Child) (apply.Action, *claimed, error) {
 	a := r.r.Applier
 	if !r.r.conflicts.had(client.ObjectKeyFromObject(r.cr), c.ID) {
 		action, err := a.Apply(ctx, c.Object, nil)
 		if !apply.IsExists(err) {
-			return action, "", err
+			return action, nil, err
 		}
 	}
 	obj, err := a.Get(ctx, c.Object)
 	if err != nil {
-		return "", "", err
+		return "", nil, err
 	}
-	if obj == nil {
-		action, err := a.Apply(ctx, c.Object, nil) // gone meanwhile
-		return action, "", err
+	if obj == nil { // gone meanwhile
+		action, err := a.Apply(ctx, c.Object, nil)
+		return action, nil, err
 	}
-	claim := ClaimOf(r.cr, c, obj)
-	if claim.Conflict != "" {
-		return "", claim.Conflict, nil
+	return "", &claimed{child: c, obj: obj, Claim: ClaimOf(r.cr, c, obj)}, nil
+}
+
+// claimAll applies each child over the object of its name, which the CR
+// controls (its cache had not seen it) or adopts.
+func (r *run) claimAll(ctx context.Context, claims []claimed) []error {
+	var failed []error
+	for _, cl := range claims {
+		action, err := r.r.Applier.Apply(ctx, cl.child.Object, cl.obj)
+		if err == nil && cl.Adopt {
+			action = Adopted
+		}
+		r.r.applied(r.kind.Resource.Kind, action, err)
+		if err != nil {
+			failed = append(failed, err)
+			continue
+		}
+		r.record(action, cl.child.Object)
 	}
-	action, err := a.Apply(ctx, c.Object, obj)
-	if err != nil || !claim.Adopt {
-		return action, "", err
-	}
-	return Adopted, "", nil
+	return failed
 }
 
 // dropReleasedMark removes AnnotationReleasedFrom from live, a child the CR
