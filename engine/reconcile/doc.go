@@ -8,7 +8,10 @@
 //	render   the current template over the CR, the observed children and
 //	         the referenced objects
 //	apply    server-side apply each child that would change (none
-//	         otherwise), wave by wave for a kind with waves (waves.go)
+//	         otherwise), wave by wave for a kind with waves (waves.go);
+//	         a child not in the cache with a create-only apply, and an
+//	         existing object of its name only when the CR controls it
+//	         or may adopt it, else the CR stalls (ownership.go)
 //	prune    delete owned children the render no longer has, only after
 //	         every apply succeeded
 //	status   the template's status plus observedGeneration, the template
