@@ -126,7 +126,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, nil // shutting down: the next leader picks the CR up
 	}
 	r.Rollout.Done(req.NamespacedName, k, err == nil && run.converged(), run.stalled != nil)
-	return run.result(), err
+	return run.result(err), err
 }
 
 // run is the state of one reconcile of one CR.
@@ -272,8 +272,10 @@ func (r *run) converged() bool {
 	return r.stalled == nil && r.result_ != nil && r.result_.Ready && r.progressing() == ""
 }
 
-func (r *run) result() ctrl.Result {
-	if r.stalled != nil && r.stalled.reason == ReasonChildConflict {
+// result asks for the CR again after a while when it waits for something
+// no watch reports; an error brings it back anyway (with backoff).
+func (r *run) result(err error) ctrl.Result {
+	if err == nil && r.stalled != nil && r.stalled.reason == ReasonChildConflict {
 		return ctrl.Result{RequeueAfter: conflictRecheck} // ownership.go
 	}
 	return ctrl.Result{}
