@@ -58,10 +58,9 @@ func ClaimOf(cr *unstructured.Unstructured, c render.Child, obj *unstructured.Un
 	if ctl != nil && ctl.UID == cr.GetUID() {
 		return Claim{}
 	}
-	o := obj
-	head := fmt.Sprintf("children.%s: %s %s/%s exists", c.ID, o.GetKind(), o.GetNamespace(), o.GetName())
+	head := fmt.Sprintf("children.%s: %s %s/%s exists", c.ID, obj.GetKind(), obj.GetNamespace(), obj.GetName())
 	if ctl != nil {
-		return Claim{Conflict: fmt.Sprintf("%s and is controlled by %s %s/%s", head, ctl.Kind, o.GetNamespace(), ctl.Name)}
+		return Claim{Conflict: fmt.Sprintf("%s and is controlled by %s %s/%s", head, ctl.Kind, obj.GetNamespace(), ctl.Name)}
 	}
 	from := obj.GetAnnotations()[AnnotationReleasedFrom]
 	switch {
