@@ -32,8 +32,11 @@ const (
 // Client, is ready to use; it is safe for concurrent use and must not be
 // copied after first use.
 type Applier struct {
-	// Client writes the children. Reads go through it only in Recreate.
+	// Client writes the children.
 	Client client.Client
+	// Reader reads an object live (Get), not from a cache; nil means
+	// Client.
+	Reader client.Reader
 	// FieldManager owns the applied fields; empty means DefaultFieldManager.
 	FieldManager string
 	// TypeConverter gives the schema of kinds that are not built in (for
@@ -53,8 +56,14 @@ func (a *Applier) fieldManager() string {
 
 // Apply makes live match desired with one server-side apply, or sends no
 // request when NeedsApply says nothing would change. live is the object as
-// the informer cache holds it, nil when absent. desired is not modified.
-// The result is Created when live is nil, Updated or Unchanged otherwise.
+// the informer cache holds it, nil when absent; it must be an object the
+// caller controls. desired is not modified. The result is Created when
+// live is nil, Updated or Unchanged otherwise.
+//
+// With live nil the apply only creates: when an object of that name exists
+// (another's, or the caller's that its cache has not seen) it is left
+// unchanged and the error wraps ErrExists (create.go). The caller decides,
+// from Get, whether to apply over it.
 func (a *Applier) Apply(ctx context.Context, desired, live *unstructured.Unstructured) (Action, error) {
 	p, err := a.plan(desired, live)
 	if err != nil {
@@ -63,7 +72,13 @@ func (a *Applier) Apply(ctx context.Context, desired, live *unstructured.Unstruc
 	if p.why == "" {
 		return Unchanged, nil
 	}
+	if live == nil {
+		guardCreate(p.object)
+	}
 	rv, err := a.send(ctx, p.object)
+	if err != nil && live == nil && createRefused(p.object, err) != nil {
+		return "", createRefused(p.object, err)
+	}
 	if err != nil {
 		return "", err
 	}

@@ -17,7 +17,12 @@
 //     "cueop"; TypeConverter is only for kinds that are not built in.
 //   - NeedsApply(desired, live) (bool, why, error): pure, no I/O.
 //   - Apply(ctx, desired, live) (Action, error): Created, Updated or
-//     Unchanged (no request sent).
+//     Unchanged (no request sent). With live nil the apply only creates:
+//     an object of that name left unchanged, the error wraps ErrExists
+//     (IsExists). live must be an object the caller controls.
+//   - Get(ctx, desired): the object of desired's name, read through Reader
+//     (the API server, not a cache); RemoveAnnotations(ctx, live, keys...).
+//   - DryRun, DryRunCreate: the same applies with dryRun=All.
 //   - Prune(ctx, live): delete by UID with background propagation; an
 //     object already gone, or replaced by another of the same name, is
 //     pruned.
@@ -97,7 +102,12 @@
 // # Requests
 //
 // Apply sends one server-side apply with force (cueop owns what it renders)
-// and never sends resourceVersion, managedFields, uid, creationTimestamp or
-// status. An apply that changes nothing on the server keeps the
+// and never sends managedFields, uid, creationTimestamp or status. It sends
+// a resourceVersion only with a child it is told is absent: one no object
+// can have (the largest 64-bit number), so that the apply creates the child
+// or, when an object of that name exists, is refused as a conflict and
+// changes nothing (the API server checks a resourceVersion sent with an
+// apply against the existing object, and wipes it on create). cueop never
+// takes over an object it was not told about, at no request more. An apply that changes nothing on the server keeps the
 // resourceVersion, but it is still a request; NeedsApply avoids it.
 package apply

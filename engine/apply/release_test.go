@@ -93,3 +93,45 @@ func merge(a, b map[string]string) map[string]string {
 	}
 	return out
 }
+
+// TestApplyCreatesOnly: told a child is absent, Apply creates it where its
+// name is free, and otherwise changes nothing (not even a field) and says
+// so (ErrExists), whoever holds the name; DryRunCreate answers the same
+// without writing, and Get reads the object that holds the name. A child
+// created so needs no second apply.
+func TestApplyCreatesOnly(t *testing.T) {
+	e := newEnv(t)
+	a := &apply.Applier{Client: e.c}
+	ctx := context.Background()
+	cm := configMap(e.ns, "taken")
+	theirs := cm.DeepCopy()
+	theirs.Object["data"] = map[string]any{"a": "theirs"}
+	if err := e.c.Create(ctx, theirs, client.FieldOwner("kubectl-create")); err != nil {
+		t.Fatal(err)
+	}
+	before := e.live(t, cm)
+	if _, err := a.DryRunCreate(ctx, cm); !apply.IsExists(err) {
+		t.Fatalf("DryRunCreate over an existing object: %v, want ErrExists", err)
+	}
+	if _, err := a.Apply(ctx, cm, nil); !apply.IsExists(err) || !strings.Contains(err.Error(), "ConfigMap "+e.ns+"/taken") {
+		t.Fatalf("Apply(live nil) over an existing object: %v, want ErrExists naming it", err)
+	}
+	after := e.live(t, cm)
+	if after.GetResourceVersion() != before.GetResourceVersion() || after.Object["data"].(map[string]any)["a"] != "theirs" {
+		t.Fatalf("the existing object changed: resourceVersion %s -> %s, data %v", before.GetResourceVersion(), after.GetResourceVersion(), after.Object["data"])
+	}
+	got, err := a.Get(ctx, cm)
+	if err != nil || got == nil || got.GetUID() != before.GetUID() {
+		t.Fatalf("Get = %v, %v; want the existing object", got, err)
+	}
+
+	free := configMap(e.ns, "free")
+	if _, err := a.DryRunCreate(ctx, free); err != nil {
+		t.Fatalf("DryRunCreate of a free name: %v", err)
+	}
+	if got, err := a.Get(ctx, free); err != nil || got != nil {
+		t.Fatalf("Get of a free name after a dry run = %v, %v; want nothing", got, err)
+	}
+	e.mustApply(t, a, free, apply.Created)
+	e.wantNeeds(t, a, free, false)
+}

@@ -13,15 +13,17 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/cueop/cueop/engine/apply"
+	"github.com/cueop/cueop/engine/reconcile"
 	"github.com/cueop/cueop/engine/render"
 )
 
 // dataKinds are the kinds whose prune loses data.
 var dataKinds = map[schema.GroupKind]bool{{Kind: "PersistentVolumeClaim"}: true}
 
-// child classifies one rendered child against live (nil when absent) with
-// a dry-run apply. It returns the child unchanged when nothing would change.
-func (d *differ) child(ctx context.Context, c render.Child, live *unstructured.Unstructured) Child {
+// child classifies one rendered child of cr against live (nil when absent)
+// with a dry-run apply. It returns the child unchanged when nothing would
+// change.
+func (d *differ) child(ctx context.Context, cr *unstructured.Unstructured, c render.Child, live *unstructured.Unstructured) Child {
 	out := childOf(c.ID, c.Object)
 	if live != nil {
 		if need, _, err := d.applier.NeedsApply(c.Object, live); err == nil && !need {
@@ -29,8 +31,16 @@ func (d *differ) child(ctx context.Context, c render.Child, live *unstructured.U
 			return out
 		}
 	}
-	got, err := d.applier.DryRun(ctx, c.Object, "")
+	var got *unstructured.Unstructured
+	var err error
+	if live == nil {
+		got, err = d.applier.DryRunCreate(ctx, c.Object)
+	} else {
+		got, err = d.applier.DryRun(ctx, c.Object, "")
+	}
 	switch {
+	case apply.IsExists(err):
+		return d.existing(ctx, cr, c)
 	case err == nil && live == nil:
 		out.Action = Create
 		out.Diff = d.unified(out, nil, got)
@@ -44,6 +54,30 @@ func (d *differ) child(ctx context.Context, c render.Child, live *unstructured.U
 	default:
 		out.Action, out.Destructive, out.Reason = Refused, true, fmt.Sprintf("children.%s: %v", c.ID, err)
 		out.Diff = d.unified(out, live, stamped(c.Object))
+	}
+	return out
+}
+
+// existing classifies a child whose name is taken by an object the list of
+// cr's children did not hold, as the controller's claim does: a conflict
+// (the CR would stall with ChildConflict, nothing written), an adoption, or
+// an object cr controls that lacks cueop's labels (an update).
+func (d *differ) existing(ctx context.Context, cr *unstructured.Unstructured, c render.Child) Child {
+	out := childOf(c.ID, c.Object)
+	obj, err := d.applier.Get(ctx, c.Object)
+	if err != nil || obj == nil {
+		out.Action, out.Reason = Refused, fmt.Sprintf("children.%s: the name is taken, and reading the object failed: %v", c.ID, err)
+		return out
+	}
+	claim := reconcile.ClaimOf(cr, c, obj)
+	if claim.Conflict != "" {
+		out.Action, out.Reason = Conflict, claim.Conflict+": the CR would stall (ChildConflict) and write nothing to it"
+		return out
+	}
+	out = d.child(ctx, cr, c, obj)
+	if claim.Adopt && out.Action != Refused {
+		out.Action = Adopt
+		out.Reason = fmt.Sprintf("no controller: taken over (policies: %s: adopt: %q)", c.ID, c.Policy.Adopt)
 	}
 	return out
 }

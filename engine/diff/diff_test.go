@@ -21,6 +21,7 @@ var (
 	tightSchema   = []string{`int & >=1 & <=100`, `int & >=1 & <=1`}
 	badPort       = []string{`port: 6379, targetPort`, `port: 70000, targetPort`}
 	brokenCompile = []string{`_name: parent.metadata.name`, `_name: parent.metadata.name & 5`}
+	oneService    = []string{`metadata: {name: _name, labels: _selector}`, `metadata: {name: "r0000", labels: _selector}`}
 )
 
 // TestDiff diffs one fleet of 3 RedisClusters (1, 2 and 1 Pods), left as
@@ -109,6 +110,23 @@ func TestDiff(t *testing.T) {
 		}
 		if !strings.Contains(out, "children.service: Service "+ns+"/r0000 dry-run apply failed") || !strings.Contains(out, "spec.ports[0].port") {
 			t.Errorf("want the child, the object and the field the API server names:\n%s", out)
+		}
+	})
+	t.Run("name taken by another CR's child", func(t *testing.T) {
+		r := run(t, edited(t, oneService...), opts)
+		s, out := redis(t, r), text(t, r)
+		if s.Children[diff.Conflict] != 2 || s.Failed != 2 || s.Unchanged != 1 || s.Children[diff.Update] != 0 || r.ExitCode() != 2 {
+			t.Fatalf("want the Service of r0001 and r0002 in conflict, r0000 unchanged, exit 2; got exit %d:\n%s", r.ExitCode(), out)
+		}
+		for _, want := range []string{
+			"x conflict Service " + ns + "/r0000 (children.service)",
+			"children.service: Service " + ns + "/r0000 exists and is controlled by RedisCluster " + ns + "/r0000",
+			"- prune    Service " + ns + "/r0001 (children.service)",
+			"held: not done while children.service is in conflict",
+		} {
+			if !strings.Contains(out, want) {
+				t.Errorf("output lacks %q:\n%s", want, out)
+			}
 		}
 	})
 	t.Run("template does not compile", func(t *testing.T) {

@@ -19,7 +19,7 @@ const (
 )
 
 // marks are the sign of each action in the text output.
-var marks = map[Action]string{Create: "+", Update: "~", Recreate: "!", Refused: "x", Prune: "-", Release: "?"}
+var marks = map[Action]string{Create: "+", Update: "~", Recreate: "!", Refused: "x", Prune: "-", Release: "?", Conflict: "x", Adopt: "~"}
 
 // WriteJSON writes r as indented JSON.
 func (r *Report) WriteJSON(w io.Writer) error {
@@ -101,7 +101,7 @@ func (p *printer) summary(r *Report) {
 		}
 		ch := s.Children
 		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\n", name, s.CRs, s.Unchanged, s.Changing, s.Failed,
-			ch[Create], ch[Update], ch[Prune]+ch[Release], ch[Recreate], ch[Refused], s.Destructive, s.Waiting)
+			ch[Create], ch[Update]+ch[Adopt], ch[Prune]+ch[Release], ch[Recreate], ch[Refused]+ch[Conflict], s.Destructive, s.Waiting)
 	}
 	if err := tw.Flush(); err != nil && p.err == nil {
 		p.err = err
@@ -125,7 +125,7 @@ func (p *printer) cr(c CR) {
 func (p *printer) child(ch Child) {
 	style := ""
 	switch {
-	case ch.Action == Refused:
+	case ch.Action == Refused, ch.Action == Conflict:
 		style = red
 	case ch.Destructive:
 		style = yellow

@@ -14,6 +14,12 @@ const (
 	Refused   Action = "refused"
 	Prune     Action = "prune"
 	Release   Action = "release"
+	// Conflict is a child whose name is taken by an object the CR does not
+	// control and may not adopt: the CR would stall (ChildConflict).
+	Conflict Action = "conflict"
+	// Adopt is a child whose name is taken by an object with no controller
+	// that its policy lets the CR take over.
+	Adopt Action = "adopt"
 )
 
 // Report is what a template change would do to a cluster.
@@ -104,7 +110,7 @@ func (c CR) Failed() bool {
 		return true
 	}
 	for _, ch := range c.Children {
-		if ch.Action == Refused {
+		if ch.Action == Refused || ch.Action == Conflict {
 			return true
 		}
 	}

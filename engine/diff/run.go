@@ -151,9 +151,9 @@ func (d *differ) cr(ctx context.Context, j job) CR {
 		out.Reason, out.Error = renderError(err)
 		return out
 	}
-	var refused []string
+	var refused, conflicts []string
 	for _, c := range p.Result.Children {
-		ch := d.child(ctx, c, p.Live[c.ID])
+		ch := d.child(ctx, j.cr, c, p.Live[c.ID])
 		if ch.Action == Unchanged {
 			out.Unchanged++
 			continue
@@ -168,6 +168,9 @@ func (d *differ) cr(ctx context.Context, j job) CR {
 		if ch.Action == Refused && !held {
 			refused = append(refused, "children."+ch.ID)
 		}
+		if ch.Action == Conflict && !held {
+			conflicts = append(conflicts, "children."+ch.ID)
+		}
 		out.Children = append(out.Children, ch)
 	}
 	for _, o := range p.Prune {
@@ -178,7 +181,9 @@ func (d *differ) cr(ctx context.Context, j job) CR {
 		}
 		out.Children = append(out.Children, ch)
 	}
-	if len(refused) > 0 {
+	if len(conflicts) > 0 {
+		holdForConflict(out.Children, conflicts)
+	} else if len(refused) > 0 {
 		hold(out.Children, refused)
 	}
 	return out
@@ -199,6 +204,18 @@ func hold(children []Child, refused []string) {
 		if c.Action == Recreate || c.Action == Prune || c.Action == Release {
 			children[i].Reason = strings.TrimPrefix(c.Reason+"; ", "; ") +
 				"held: not done while " + strings.Join(refused, ", ") + " is refused"
+		}
+	}
+}
+
+// holdForConflict marks what a reconcile does not do while a child is in
+// conflict: it changes nothing that exists (it still creates the children
+// whose names are free).
+func holdForConflict(children []Child, conflicts []string) {
+	for i, c := range children {
+		if c.Action != Create && c.Action != Conflict {
+			children[i].Reason = strings.TrimPrefix(c.Reason+"; ", "; ") +
+				"held: not done while " + strings.Join(conflicts, ", ") + " is in conflict"
 		}
 	}
 }

@@ -106,7 +106,7 @@ func New(cfg *rest.Config, opts Options) (*Operator, error) {
 	}
 	o := &Operator{
 		opts: opts, mgr: mgr, parents: parents,
-		applier:  &apply.Applier{Client: mgr.GetClient()},
+		applier:  &apply.Applier{Client: mgr.GetClient(), Reader: mgr.GetAPIReader()},
 		recorder: mgr.GetEventRecorderFor("cueop"),
 		metrics:  NewMetrics(),
 		log:      mgr.GetLogger().WithName("cueop"),

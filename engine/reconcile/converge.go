@@ -14,22 +14,31 @@ import (
 	"github.com/cueop/cueop/engine/render"
 )
 
-// applyAll applies every child that would change. A child whose change the
+// applyAll applies every child that would change: first it creates those
+// that do not exist, claiming an object of a child's name only when the CR
+// controls it or may adopt it (ownership.go); while one is in conflict the
+// CR stalls and nothing that exists is changed. A child whose change the
 // API server refuses as immutable is recreated when its policy allows it,
 // one per CR at a time and only while every other child is ready, so a
 // rollout never takes down more than one child of a CR; when its policy
 // does not, the CR stalls (lifecycle.go).
 func (r *run) applyAll(ctx context.Context) error {
-	var errs []error
+	errs := r.createAbsent(ctx)
+	if r.stalled != nil {
+		return errors.Join(errs...)
+	}
 	var immutable []refusal
 	for _, c := range r.result_.Children {
-		if r.held[c.ID] {
-			continue // a later wave (waves.go)
-		}
 		live := r.live(c)
+		if r.held[c.ID] || live == nil {
+			continue // a later wave (waves.go), or created above
+		}
 		action, err := r.r.Applier.Apply(ctx, c.Object, live)
+		if err == nil {
+			action, err = r.dropReleasedMark(ctx, c, live, action)
+		}
 		switch {
-		case err != nil && apply.IsImmutable(err) && live != nil:
+		case err != nil && apply.IsImmutable(err):
 			immutable = append(immutable, refusal{c, err})
 		case err != nil:
 			r.r.applied(r.kind.Resource.Kind, "", err)

@@ -10,7 +10,10 @@
 //	         the referenced objects (read whole only when the digest of
 //	         these inputs changed: memo.go)
 //	apply    server-side apply each child that would change (none
-//	         otherwise), wave by wave for a kind with waves (waves.go)
+//	         otherwise), wave by wave for a kind with waves (waves.go);
+//	         a child not in the cache with a create-only apply, and an
+//	         existing object of its name only when the CR controls it
+//	         or may adopt it, else the CR stalls (ownership.go)
 //	prune    delete owned children the render no longer has, only after
 //	         every apply succeeded
 //	status   the template's status plus observedGeneration, the template

@@ -66,8 +66,9 @@ type Reconciler struct {
 	// (a sharded replica's shard label: childlabels.go).
 	ChildLabels map[string]string
 
-	written statusWrites
-	memo    renderMemo // memo.go
+	written   statusWrites
+	memo      renderMemo   // memo.go
+	conflicts conflictMemo // ownership.go
 }
 
 // Observer receives what a reconcile did, for metrics.
@@ -97,6 +98,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			r.written.forget(req.NamespacedName)
 			r.Refs.Forget(req.NamespacedName)
 			r.memo.forget(req.NamespacedName)
+			r.conflicts.forget(req.NamespacedName)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -105,6 +107,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		r.written.forget(req.NamespacedName)
 		r.Refs.Forget(req.NamespacedName)
 		r.memo.forget(req.NamespacedName)
+		r.conflicts.forget(req.NamespacedName)
 		return ctrl.Result{}, r.finalize(ctx, cr) // lifecycle.go
 	}
 	if r.written.stale(req.NamespacedName, cr) {
@@ -127,7 +130,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, nil // shutting down: the next leader picks the CR up
 	}
 	r.Rollout.Done(req.NamespacedName, k, err == nil && run.converged(), run.stalled != nil)
-	return run.result(), err
+	return run.result(err), err
 }
 
 // run is the state of one reconcile of one CR.
@@ -275,7 +278,12 @@ func (r *run) converged() bool {
 	return r.stalled == nil && r.result_ != nil && r.result_.Ready && r.progressing() == ""
 }
 
-func (r *run) result() ctrl.Result {
+// result asks for the CR again after a while when it waits for something
+// no watch reports; an error brings it back anyway (with backoff).
+func (r *run) result(err error) ctrl.Result {
+	if err == nil && r.stalled != nil && r.stalled.reason == ReasonChildConflict {
+		return ctrl.Result{RequeueAfter: conflictRecheck} // ownership.go
+	}
 	return ctrl.Result{}
 }
 

@@ -154,13 +154,16 @@ func stallHint(reason string) string {
 	if reason == ReasonImmutableChange {
 		return "stalled until the spec or the template changes, or the child is deleted by hand"
 	}
+	if reason == ReasonChildConflict {
+		return "nothing is changed until the object is gone or released, or the spec or the template changes; checked again every minute"
+	}
 	return "stalled until the spec or the template changes"
 }
 
 // progressing says what this reconcile changed or waits for, or "".
 func (r *run) progressing() string {
 	var parts []string
-	for _, a := range []apply.Action{apply.Created, apply.Updated, apply.Recreated, apply.Pruned} {
+	for _, a := range []apply.Action{apply.Created, Adopted, apply.Updated, apply.Recreated, apply.Pruned} {
 		if n := len(r.actions[a]); n > 0 {
 			parts = append(parts, fmt.Sprintf("%s %d", a, n))
 		}

@@ -28,6 +28,9 @@ type Policy struct {
 	// OnDelete is OnDeleteDelete (the child goes with its CR) or
 	// OnDeleteRetain (it is released when its CR is deleted).
 	OnDelete string `json:"onDelete,omitempty"`
+	// Adopt is which existing object of the child's name that the CR does
+	// not control it may take over (adopt.go).
+	Adopt string `json:"adopt,omitempty"`
 }
 
 // Policy values.
@@ -62,7 +65,7 @@ var (
 // DefaultPolicy is the policy of a child of kind gk that the template gives
 // none.
 func DefaultPolicy(gk schema.GroupKind) Policy {
-	p := Policy{Recreate: recreatedByDefault[gk], Cascade: CascadeOrphan, Prune: PruneAlways, OnDelete: OnDeleteDelete}
+	p := Policy{Recreate: recreatedByDefault[gk], Cascade: CascadeOrphan, Prune: PruneAlways, OnDelete: OnDeleteDelete, Adopt: AdoptReleased}
 	if p.Recreate {
 		p.Cascade = CascadeBackground
 	}

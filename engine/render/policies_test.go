@@ -23,11 +23,12 @@ pod: {apiVersion: "v1", kind: "Pod", metadata: name: "p"}
 pvc: {apiVersion: "v1", kind: "PersistentVolumeClaim", metadata: {name: "d", annotations: {"cueop.dev/prune": "never", keep: "me"}}}`
 
 func TestRenderPolicies(t *testing.T) {
-	res := kindWithPolicies(t, policyChildren, `cm: {recreate: parent.spec.n > 1, cascade: "background", onDelete: "retain"}`)
+	res := kindWithPolicies(t, policyChildren, `cm: {recreate: parent.spec.n > 1, cascade: "background", onDelete: "retain", adopt: "uncontrolled"}
+pod: adopt: "never"`)
 	want := map[string]render.Policy{
-		"cm":  {Recreate: true, Cascade: "background", Prune: "always", OnDelete: "retain"},
-		"pod": {Recreate: true, Cascade: "background", Prune: "always", OnDelete: "delete"},
-		"pvc": {Recreate: false, Cascade: "orphan", Prune: "always", OnDelete: "delete"},
+		"cm":  {Recreate: true, Cascade: "background", Prune: "always", OnDelete: "retain", Adopt: "uncontrolled"},
+		"pod": {Recreate: true, Cascade: "background", Prune: "always", OnDelete: "delete", Adopt: "never"},
+		"pvc": {Recreate: false, Cascade: "orphan", Prune: "always", OnDelete: "delete", Adopt: "released"},
 	}
 	wantAnn := map[string]map[string]string{
 		"cm":  {render.AnnotationOnDelete: "retain"},
@@ -53,7 +54,7 @@ func TestRenderPoliciesWithoutField(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p := res.Children[1].Policy; !p.Recreate || p.Prune != "always" || p.OnDelete != "delete" {
+	if p := res.Children[1].Policy; !p.Recreate || p.Prune != "always" || p.OnDelete != "delete" || p.Adopt != "released" {
 		t.Errorf("pod policy %+v, want the defaults (recreated)", p)
 	}
 	if ann := res.Children[2].Object.GetAnnotations(); ann[render.AnnotationPrune] != "" {
@@ -67,6 +68,7 @@ func TestRenderRefusesPolicies(t *testing.T) {
 		"pvc recreate":        {`pvc: recreate: true`, "policies.pvc: recreate: a PersistentVolumeClaim is never recreated"},
 		"cascade alone":       {`cm: cascade: "orphan"`, "policies.cm: cascade applies only to a child with recreate: true"},
 		"bad value from spec": {`cm: prune: [if parent.spec.n > 1 {"sometimes"}, "always"][0]`, "policies.cm.prune"},
+		"bad adopt from spec": {`cm: adopt: [if parent.spec.n > 1 {"always"}, "never"][0]`, "policies.cm.adopt"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			k := kindWithChildren(t, policyChildren+"\n}\npolicies: {\n"+tc.policies)

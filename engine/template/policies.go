@@ -8,7 +8,8 @@ import (
 
 // PathPolicies is the optional `policies` field: per child id, what the
 // engine may do to that child beyond applying it (recreate it on an
-// immutable change, prune it, delete it with its CR).
+// immutable change, prune it, delete it with its CR, adopt an existing
+// object of its name).
 var PathPolicies = cue.ParsePath("policies")
 
 // PoliciesContract is the file name positions in the policies contract
@@ -22,6 +23,7 @@ const policiesSchema = `[string]: close({
 	cascade?:  "orphan" | "background"
 	prune?:    "always" | "never"
 	onDelete?: "delete" | "retain"
+	adopt?:    "never" | "released" | "uncontrolled"
 })`
 
 // withPolicies checks the template's policies against their contract and

@@ -16,6 +16,7 @@ func TestLoadChecksPolicies(t *testing.T) {
 		"bad prune":     {`policies: cm: prune: "sometimes"`, `policies.cm.prune: `},
 		"bad onDelete":  {`policies: cm: onDelete: "keep"`, `policies.cm.onDelete: `},
 		"not a bool":    {`policies: cm: recreate: "yes"`, `policies.cm.recreate: `},
+		"bad adopt":     {`policies: cm: adopt: true`, `policies.cm.adopt: `},
 		"unknown field": {`policies: cm: recreat: true`, `policies.cm.recreat: field not allowed`},
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -30,7 +31,7 @@ func TestLoadChecksPolicies(t *testing.T) {
 	}
 	for name, src := range map[string]string{
 		"none":                "",
-		"literal":             `policies: cm: {recreate: true, cascade: "background", prune: "never", onDelete: "retain"}`,
+		"literal":             `policies: cm: {recreate: true, cascade: "background", prune: "never", onDelete: "retain", adopt: "uncontrolled"}`,
 		"depends on the spec": `policies: cm: prune: [if parent.spec.replicas > 1 {"never"}, "always"][0]`,
 		"comprehension":       `policies: {for id, _ in children {(id): onDelete: "retain"}}`,
 	} {

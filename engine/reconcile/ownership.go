@@ -1,0 +1,212 @@
+package reconcile
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/cueop/cueop/engine/apply"
+	"github.com/cueop/cueop/engine/render"
+)
+
+// Ownership is explicit: cueop creates a child only where no object of its
+// group, kind, namespace and name exists, and writes only to objects whose
+// controller owner reference is the CR. The cache holds only what carries
+// cueop's labels, so it cannot tell that a name is taken: a child the
+// cache does not hold is sent as a create-only apply (apply.ErrExists when
+// the name is taken), and the object found is then read from the API server
+// and claimed, adopted or reported as a conflict.
+
+// ReasonChildConflict stalls a CR a rendered child of which exists as an
+// object the CR does not control and may not adopt.
+const ReasonChildConflict = "ChildConflict"
+
+// Adopted is the action of taking over an existing object (policies:
+// adopt), for events and metrics.
+const Adopted apply.Action = "adopted"
+
+// conflictRecheck is how often a CR in conflict looks again at the objects
+// that hold its children's names, besides its own events: they are not
+// cueop's, so their deletion or release brings no event.
+const conflictRecheck = time.Minute
+
+// Claim is what a CR may do with an existing object of a rendered child's
+// name.
+type Claim struct {
+	// Adopt is set when the CR does not control the object but its policy
+	// lets it take it over.
+	Adopt bool
+	// Conflict, when not "", says why the CR may not write to the object:
+	// the child id, the object and its controller.
+	Conflict string
+}
+
+// ClaimOf is what cr may do with obj, the live object of its child c: apply
+// over it when cr controls it; adopt it when it has no controller and c's
+// policy allows (adopt: "uncontrolled", or the default "released" for an
+// object cueop released from a CR of cr's kind, namespace and name);
+// otherwise leave it alone, a conflict.
+func ClaimOf(cr *unstructured.Unstructured, c render.Child, obj *unstructured.Unstructured) Claim {
+	ctl := metav1.GetControllerOfNoCopy(obj)
+	if ctl != nil && ctl.UID == cr.GetUID() {
+		return Claim{}
+	}
+	head := fmt.Sprintf("children.%s: %s %s/%s exists", c.ID, obj.GetKind(), obj.GetNamespace(), obj.GetName())
+	if ctl != nil {
+		return Claim{Conflict: fmt.Sprintf("%s and is controlled by %s %s/%s", head, ctl.Kind, obj.GetNamespace(), ctl.Name)}
+	}
+	from := obj.GetAnnotations()[AnnotationReleasedFrom]
+	switch {
+	case c.Policy.Adopt == render.AdoptUncontrolled:
+		return Claim{Adopt: true}
+	case c.Policy.Adopt == render.AdoptReleased && from == subjectOf(cr):
+		return Claim{Adopt: true}
+	case from != "":
+		head += " with no controller (released from " + from + ")"
+	default:
+		head += " with no controller"
+	}
+	return Claim{Conflict: fmt.Sprintf("%s; policies: %s: adopt: %q would take it over", head, c.ID, render.AdoptUncontrolled)}
+}
+
+// subjectOf names a CR as its released children's AnnotationReleasedFrom
+// does: "Kind ns/name".
+func subjectOf(cr *unstructured.Unstructured) string {
+	return fmt.Sprintf("%s %s/%s", cr.GetKind(), cr.GetNamespace(), cr.GetName())
+}
+
+// claimed is an existing object of a child's name, the child a reconcile
+// did not find in its cache, and what the CR may do with it.
+type claimed struct {
+	child render.Child
+	obj   *unstructured.Unstructured
+	Claim
+}
+
+// createAbsent applies, first of all, every child (of the waves not held)
+// that the cache does not hold: each is created where its name is free,
+// then, unless an object found is in conflict, applied over the objects
+// found that the CR controls or may adopt. When any is in conflict the CR
+// stalls: nothing that exists is changed, here or in applyAll.
+func (r *run) createAbsent(ctx context.Context) []error {
+	var failed []error
+	var lines []string
+	var claims []claimed
+	ids := map[string]bool{}
+	for _, c := range r.result_.Children {
+		if r.held[c.ID] || r.live(c) != nil {
+			continue
+		}
+		action, cl, err := r.create(ctx, c)
+		switch {
+		case err != nil:
+			r.r.applied(r.kind.Resource.Kind, "", err)
+			failed = append(failed, err)
+		case cl != nil && cl.Conflict != "":
+			lines, ids[c.ID] = append(lines, cl.Conflict), true
+		case cl != nil:
+			claims = append(claims, *cl)
+		default:
+			r.r.applied(r.kind.Resource.Kind, action, nil)
+			r.record(action, c.Object)
+		}
+	}
+	r.r.conflicts.set(client.ObjectKeyFromObject(r.cr), ids)
+	if len(lines) > 0 {
+		r.stalled = &stall{reason: ReasonChildConflict, message: strings.Join(lines, "\n")}
+		return failed
+	}
+	return append(failed, r.claimAll(ctx, claims)...)
+}
+
+// create creates c where its name is free, with a create-only apply, or
+// else reads the object of its name: for a child found in conflict before,
+// the read comes first, so that a CR in conflict sends no write.
+func (r *run) create(ctx context.Context, c render.Child) (apply.Action, *claimed, error) {
+	a := r.r.Applier
+	if !r.r.conflicts.had(client.ObjectKeyFromObject(r.cr), c.ID) {
+		action, err := a.Apply(ctx, c.Object, nil)
+		if !apply.IsExists(err) {
+			return action, nil, err
+		}
+	}
+	obj, err := a.Get(ctx, c.Object)
+	if err != nil {
+		return "", nil, err
+	}
+	if obj == nil { // gone meanwhile
+		action, err := a.Apply(ctx, c.Object, nil)
+		return action, nil, err
+	}
+	return "", &claimed{child: c, obj: obj, Claim: ClaimOf(r.cr, c, obj)}, nil
+}
+
+// claimAll applies each child over the object of its name, which the CR
+// controls (its cache had not seen it) or adopts.
+func (r *run) claimAll(ctx context.Context, claims []claimed) []error {
+	var failed []error
+	for _, cl := range claims {
+		action, err := r.r.Applier.Apply(ctx, cl.child.Object, cl.obj)
+		if err == nil && cl.Adopt {
+			action = Adopted
+		}
+		r.r.applied(r.kind.Resource.Kind, action, err)
+		if err != nil {
+			failed = append(failed, err)
+			continue
+		}
+		r.record(action, cl.child.Object)
+	}
+	return failed
+}
+
+// dropReleasedMark removes AnnotationReleasedFrom from live, a child the CR
+// controls again (adopted), unless the template renders it; action is what
+// the apply before it did, and what the reconcile did to the child.
+func (r *run) dropReleasedMark(ctx context.Context, c render.Child, live *unstructured.Unstructured, action apply.Action) (apply.Action, error) {
+	if _, ok := live.GetAnnotations()[AnnotationReleasedFrom]; !ok {
+		return action, nil
+	}
+	if _, rendered := c.Object.GetAnnotations()[AnnotationReleasedFrom]; rendered {
+		return action, nil
+	}
+	if action == apply.Unchanged {
+		action = apply.Updated
+	}
+	return action, r.r.Applier.RemoveAnnotations(ctx, live, AnnotationReleasedFrom)
+}
+
+// conflictMemo remembers, per CR, the children found in conflict by its last
+// reconcile.
+type conflictMemo struct {
+	mu sync.Mutex
+	m  map[types.NamespacedName]map[string]bool
+}
+
+func (m *conflictMemo) set(key types.NamespacedName, ids map[string]bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if len(ids) == 0 {
+		delete(m.m, key)
+		return
+	}
+	if m.m == nil {
+		m.m = map[types.NamespacedName]map[string]bool{}
+	}
+	m.m[key] = ids
+}
+
+func (m *conflictMemo) had(key types.NamespacedName, id string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.m[key][id]
+}
+
+func (m *conflictMemo) forget(key types.NamespacedName) { m.set(key, nil) }

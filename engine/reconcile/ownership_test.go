@@ -1,0 +1,68 @@
+package reconcile
+
+import (
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/cueop/cueop/engine/render"
+)
+
+// TestClaimOf: a CR applies over an object of its child's name only when
+// it controls it, adopts one with no controller only as the child's policy
+// says (by default only what cueop released from a CR of the same kind,
+// namespace and name), and never one another controller owns.
+func TestClaimOf(t *testing.T) {
+	yes := true
+	other := metav1.OwnerReference{APIVersion: "web.example.com/v1", Kind: "StaticSite", Name: "shop", UID: "other", Controller: &yes}
+	mine := metav1.OwnerReference{APIVersion: "cache.example.com/v1", Kind: "RedisCluster", Name: "r", UID: crUID, Controller: &yes}
+	owner := metav1.OwnerReference{APIVersion: "v1", Kind: "ConfigMap", Name: "ref", UID: "ref"} // not a controller
+	for name, tc := range map[string]struct {
+		refs     []metav1.OwnerReference
+		released string
+		adopt    string
+		want     Claim
+		wantText []string
+	}{
+		"controlled by the CR":              {refs: []metav1.OwnerReference{owner, mine}, want: Claim{}},
+		"another controller":                {refs: []metav1.OwnerReference{other}, adopt: render.AdoptUncontrolled, wantText: []string{"children.service: Service ns/shop exists and is controlled by StaticSite ns/shop"}},
+		"no controller, default":            {refs: []metav1.OwnerReference{owner}, wantText: []string{"Service ns/shop exists with no controller", `adopt: "uncontrolled"`}},
+		"no controller, adopt uncontrolled": {adopt: render.AdoptUncontrolled, want: Claim{Adopt: true}},
+		"released from this CR":             {released: "RedisCluster ns/r", want: Claim{Adopt: true}},
+		"released from another CR":          {released: "RedisCluster ns/q", wantText: []string{"with no controller (released from RedisCluster ns/q)"}},
+		"released, adopt never":             {released: "RedisCluster ns/r", adopt: render.AdoptNever, wantText: []string{"with no controller (released from RedisCluster ns/r)"}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			o := &unstructured.Unstructured{}
+			o.SetAPIVersion("v1")
+			o.SetKind("Service")
+			o.SetNamespace("ns")
+			o.SetName("shop")
+			o.SetOwnerReferences(tc.refs)
+			if tc.released != "" {
+				o.SetAnnotations(map[string]string{AnnotationReleasedFrom: tc.released})
+			}
+			c := render.Child{ID: "service", Object: o, Policy: render.DefaultPolicy(o.GroupVersionKind().GroupKind())}
+			if tc.adopt != "" {
+				c.Policy.Adopt = tc.adopt
+			}
+			got := ClaimOf(testCR(), c, o)
+			if tc.wantText == nil {
+				if got != tc.want {
+					t.Fatalf("ClaimOf = %+v, want %+v", got, tc.want)
+				}
+				return
+			}
+			if got.Adopt {
+				t.Fatalf("ClaimOf = %+v, want a conflict", got)
+			}
+			for _, w := range tc.wantText {
+				if !strings.Contains(got.Conflict, w) {
+					t.Errorf("conflict %q lacks %q", got.Conflict, w)
+				}
+			}
+		})
+	}
+}
