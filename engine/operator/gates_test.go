@@ -102,7 +102,7 @@ func TestWaveGateOpensOnClaimWaitingForFirstConsumer(t *testing.T) {
 	}
 	eventually(t, time.Minute, func() string {
 		msg := reconcilingMessage(object(t, c, gatedGVK, ns, "h"))
-		if !strings.Contains(msg, "WaitingForWave: wave 1 waits for children.data: PersistentVolumeClaim "+ns+"/h-data to be ready") {
+		if !strings.HasPrefix(msg, "WaitingForWave: ") || !strings.Contains(msg, "wave 1 waits for children.data: PersistentVolumeClaim "+ns+"/h-data to be ready") {
 			return "h: " + msg
 		}
 		return ""
