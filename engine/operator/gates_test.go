@@ -290,13 +290,18 @@ func TestDriftRepairedWhileWaitingAfterRestart(t *testing.T) {
 		if p.InFlight != 2 || p.Waiting != 4 {
 			return fmt.Sprintf("rollout %+v, want 2 in flight and 4 waiting", p)
 		}
+		moved := 0
 		for _, cr := range listReaders(t, c, ns) {
 			if rev, _, _ := unstructured.NestedString(cr.Object, "status", "revision"); rev != p.Revision {
 				waiting = &cr
-				return ""
+			} else {
+				moved++
 			}
 		}
-		return "no Reader left on the previous revision"
+		if moved != 2 {
+			return fmt.Sprintf("%d Readers at the new revision, want the 2 in flight", moved)
+		}
+		return ""
 	})
 	name := waiting.GetName() + "-out"
 	old := exists(t, c, configMapGVK, ns, name)
