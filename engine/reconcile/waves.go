@@ -43,8 +43,8 @@ func (g WaveGate) Message() string {
 
 // gateWaves holds back the children of every wave above the first wave
 // with a child that does not exist or is not ready for the gates
-// (gateReady: its readyWhen, else kstatus): they are not applied yet (nor pruned, when they exist). A kind
-// without waves holds nothing back.
+// (gateReady: its readyWhen, else kstatus): they are not applied yet (nor
+// pruned, when they exist). A kind without waves holds nothing back.
 func (r *run) gateWaves(ctx context.Context) {
 	r.held = nil
 	if !r.kind.Waves {
