@@ -339,12 +339,23 @@ func managerRole(set *template.Set, children, readable render.KindSet, retain []
 		"create", "patch")...)
 	rules = append(rules, rulesFor(childResources(children), childVerbs...)...)
 	rules = append(rules, rulesFor(readOnlyResources(readable, children), "get", "list", "watch")...)
+	rules = append(rules, gateRules(children)...)
 	return map[string]any{
 		"apiVersion": "rbac.authorization.k8s.io/v1",
 		"kind":       "ClusterRole",
 		"metadata":   map[string]any{"name": managerRoleName},
 		"rules":      rules,
 	}
+}
+
+// gateRules grant get on StorageClasses where PersistentVolumeClaims may be
+// children: a wave gate reads a Pending claim's class to tell a claim
+// waiting for its first consumer (reconcile.BindingModes).
+func gateRules(children render.KindSet) []rbacv1.PolicyRule {
+	if !children[schema.GroupKind{Kind: "PersistentVolumeClaim"}] {
+		return nil
+	}
+	return rulesFor([]schema.GroupResource{{Group: "storage.k8s.io", Resource: "storageclasses"}}, "get")
 }
 
 // childResources are the REST resources of the child kinds.

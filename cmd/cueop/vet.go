@@ -68,6 +68,7 @@ func vetCases(g *globals, set *template.Set, crds []*apiextensionsv1.CustomResou
 			errs = append(errs, fmt.Errorf("kind %s: no golden case in %s", k.Name, filepath.Join(dir, k.Name)))
 		}
 		var base *vetBase
+		gates := map[string]bool{}
 		for _, p := range paths {
 			c, err := vetCase(k, p, opts)
 			if err != nil {
@@ -75,6 +76,7 @@ func vetCases(g *globals, set *template.Set, crds []*apiextensionsv1.CustomResou
 			} else if base == nil {
 				base = c
 			}
+			vetGates(k, c, opts, gates, warn)
 		}
 		if base != nil {
 			if err := vetBounds(g.trialSetup(k), crds[i], *base); err != nil {
@@ -86,6 +88,20 @@ func vetCases(g *globals, set *template.Set, crds []*apiextensionsv1.CustomResou
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// vetGates warns, once each, where a gate of the render of a golden case
+// can never open (render.GateWarnings).
+func vetGates(k *template.Kind, c *vetBase, opts render.Options, seen map[string]bool, warn io.Writer) {
+	if c == nil {
+		return
+	}
+	for _, w := range render.GateWarnings(render.Inputs{Kind: k, Parent: c.parent}, opts) {
+		if !seen[w] {
+			seen[w] = true
+			fmt.Fprintf(warn, "warn kind %s: %s\n", k.Name, w)
+		}
+	}
 }
 
 // vetCase renders a golden case that should succeed and checks its

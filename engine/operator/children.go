@@ -234,10 +234,11 @@ func (o *Operator) addWatch(kw *kindWatch, m *meta.RESTMapping) error {
 	return nil
 }
 
-// childSource enqueues kc's CR that controls a changed child of kind gvk.
+// childSource enqueues kc's CR that controls a changed child of kind gvk,
+// marking it drifted first when the child was deleted or edited by hand.
 func (o *Operator) childSource(kc *kindController, gvk schema.GroupVersionKind) source.Source {
 	parent := &unstructured.Unstructured{}
 	parent.SetGroupVersionKind(kc.rec.Kind().Resource.GroupVersionKind())
 	owner := handler.EnqueueRequestForOwner(o.mgr.GetScheme(), o.mgr.GetRESTMapper(), parent, handler.OnlyControllerOwner())
-	return source.Kind[client.Object](o.mgr.GetCache(), o.childObject(gvk), owner)
+	return source.Kind[client.Object](o.mgr.GetCache(), o.childObject(gvk), driftHandler(kc, owner)) // drift.go
 }

@@ -98,6 +98,7 @@ func (o *Operator) start(ctx context.Context, k *template.Kind) error {
 	rec.Options.Budget = o.opts.Budget
 	rec.Options.ReadableKinds = o.opts.ReadableKinds
 	rec.ChildLabels = childLabels(o.opts.Shard)
+	rec.BindingModes = o.bindingModes.Mode // storageclasses.go
 	c, err := controller.NewUnmanaged("cueop-"+k.Name, controller.Options{
 		Reconciler: rec, MaxConcurrentReconciles: o.opts.MaxConcurrent,
 		SkipNameValidation: ptr.To(true), Logger: o.log.WithValues("kind", k.Resource.Kind),

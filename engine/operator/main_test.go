@@ -36,8 +36,15 @@ var (
 // may edit.
 func copyTemplates(t *testing.T) string {
 	t.Helper()
+	return copyTemplatesFrom(t, "../../templates")
+}
+
+// copyTemplatesFrom copies the templates directory src into a directory
+// the test may edit.
+func copyTemplatesFrom(t *testing.T, src string) string {
+	t.Helper()
 	dst := filepath.Join(t.TempDir(), "templates")
-	if out, err := exec.Command("cp", "-r", "../../templates", dst).CombinedOutput(); err != nil {
+	if out, err := exec.Command("cp", "-r", src, dst).CombinedOutput(); err != nil {
 		t.Fatalf("copy templates: %v: %s", err, out)
 	}
 	return dst

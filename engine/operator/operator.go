@@ -77,8 +77,9 @@ type Operator struct {
 	metrics  *Metrics
 	log      logr.Logger
 
-	children childWatch
-	reads    readWatch // references.go
+	children     childWatch
+	reads        readWatch     // references.go
+	bindingModes *bindingModes // storageclasses.go
 
 	mu    sync.Mutex
 	kinds map[string]*kindController // by kind name
@@ -112,6 +113,7 @@ func New(cfg *rest.Config, opts Options) (*Operator, error) {
 		log:      mgr.GetLogger().WithName("cueop"),
 		kinds:    map[string]*kindController{},
 	}
+	o.bindingModes = newBindingModes(mgr.GetAPIReader())
 	if err := o.resolveChildKinds(cfg); err != nil {
 		return nil, err
 	}

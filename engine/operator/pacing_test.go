@@ -19,6 +19,14 @@ import (
 // what follows its activity.
 func startPaced(t *testing.T, dir, ns string, maxInFlight int) (*operator.Operator, *operatortest.Activity) {
 	t.Helper()
+	op, act, _ := startPacedStoppable(t, dir, ns, maxInFlight)
+	return op, act
+}
+
+// startPacedStoppable is startPaced that also returns a stop, which waits
+// for the operator to end.
+func startPacedStoppable(t *testing.T, dir, ns string, maxInFlight int) (*operator.Operator, *operatortest.Activity, func()) {
+	t.Helper()
 	opts := operatortest.Options(dir, ns)
 	opts.RolloutMaxInFlight = maxInFlight
 	cfg, act := operatortest.Observe(clustertest.Config(), &opts)
@@ -26,8 +34,7 @@ func startPaced(t *testing.T, dir, ns string, maxInFlight int) (*operator.Operat
 	if err != nil {
 		t.Fatal(err)
 	}
-	operatortest.Run(t, op)
-	return op, act
+	return op, act, operatortest.Run(t, op)
 }
 
 func applyRedis(t *testing.T, ns, prefix string, n, replicas int) {

@@ -19,7 +19,12 @@ import (
 // editTemplate rewrites the RedisCluster template of dir with edit applied.
 func editTemplate(t *testing.T, dir string, edit func(string) string) {
 	t.Helper()
-	p := filepath.Join(dir, "rediscluster", "rediscluster.cue")
+	editFile(t, filepath.Join(dir, "rediscluster", "rediscluster.cue"), edit)
+}
+
+// editFile rewrites the file p with edit applied, atomically (a rename).
+func editFile(t *testing.T, p string, edit func(string) string) {
+	t.Helper()
 	src, err := os.ReadFile(p)
 	if err != nil {
 		t.Fatal(err)

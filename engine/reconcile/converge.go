@@ -8,7 +8,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"sigs.k8s.io/cli-utils/pkg/kstatus/status"
 
 	"github.com/cueop/cueop/engine/apply"
 	"github.com/cueop/cueop/engine/render"
@@ -77,7 +76,7 @@ func (r *run) recreate(ctx context.Context, immutable []refusal) error {
 		return nil
 	}
 	c := immutable[0].child
-	if !r.othersReady(c.ID) {
+	if !r.othersReady(ctx, c.ID) {
 		r.waiting = fmt.Sprintf("waiting for children to be ready before recreating %s %s", c.Object.GetKind(), c.Object.GetName())
 		return nil
 	}
@@ -92,17 +91,11 @@ func (r *run) recreate(ctx context.Context, immutable []refusal) error {
 	return nil
 }
 
-// othersReady is true when every child but id exists and is ready.
-func (r *run) othersReady(id string) bool {
+// othersReady is true when every child but id exists and is ready for the
+// gates (gateReady: its readyWhen, else kstatus).
+func (r *run) othersReady(ctx context.Context, id string) bool {
 	for _, c := range r.result_.Children {
-		if c.ID == id {
-			continue
-		}
-		o := r.live(c)
-		if o == nil {
-			return false
-		}
-		if res, err := status.Compute(o); err != nil || res.Status != status.CurrentStatus {
+		if ok, _ := gateReady(ctx, c, r.live(c), r.r.BindingModes); c.ID != id && !ok {
 			return false
 		}
 	}

@@ -14,6 +14,11 @@
 //	         a child not in the cache with a create-only apply, and an
 //	         existing object of its name only when the CR controls it
 //	         or may adopt it, else the CR stalls (ownership.go)
+//	         a wave waits for the lower ones to be ready for the gates
+//	         (gateready.go: readyWhen, else kstatus, with a claim waiting
+//	         for its first consumer and a LoadBalancer Service without
+//	         an address counted ready), as a recreate waits for the
+//	         other children
 //	prune    delete owned children the render no longer has, only after
 //	         every apply succeeded
 //	status   the template's status plus observedGeneration, the template
@@ -25,5 +30,8 @@
 // the CR's current inputs says why it waits, never Converged (pending.go). A converged CR costs no API request. A CR
 // being deleted releases its children to retain and, for a kind with waves,
 // deletes its children in reverse wave order before it goes (lifecycle.go,
-// ordered.go).
+// ordered.go). Rollout (rollout.go) chooses the revision each CR renders
+// with: a new revision moves a bounded number of CRs at once; a CR waiting
+// on a missing reference frees its slot (Park), and a waiting CR whose
+// child drifted is repaired (Drifted).
 package reconcile

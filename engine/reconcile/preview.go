@@ -1,6 +1,8 @@
 package reconcile
 
 import (
+	"context"
+
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/cueop/cueop/engine/render"
@@ -51,7 +53,7 @@ func PreviewRender(k *template.Kind, cr *unstructured.Unstructured, objs []*unst
 		}
 	}
 	if k.Waves {
-		p.Gate = GateWaves(res.Children, func(c render.Child) *unstructured.Unstructured { return p.Live[c.ID] })
+		p.Gate = GateWaves(context.Background(), res.Children, func(c render.Child) *unstructured.Unstructured { return p.Live[c.ID] }, nil)
 	}
 	return p, nil
 }

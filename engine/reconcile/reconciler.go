@@ -62,6 +62,9 @@ type Reconciler struct {
 	// Load, when set, reads whole a referenced object Read listed by its
 	// metadata, for a render (references.go).
 	Load LoadFunc
+	// BindingModes reads StorageClasses for the gates (gateready.go); nil:
+	// a Pending claim is not ready for them.
+	BindingModes BindingModes
 	// ChildLabels are set on every child besides the engine's own labels
 	// (a sharded replica's shard label: childlabels.go).
 	ChildLabels map[string]string
@@ -129,7 +132,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if ctx.Err() != nil {
 		return ctrl.Result{}, nil // shutting down: the next leader picks the CR up
 	}
-	r.Rollout.Done(req.NamespacedName, k, err == nil && run.converged(), run.stalled != nil)
+	if run.missing != "" && run.stalled == nil {
+		r.Rollout.Park(req.NamespacedName, rev) // waits for a reference, not for the rollout
+	} else {
+		r.Rollout.Done(req.NamespacedName, k, err == nil && run.converged(), run.stalled != nil)
+	}
 	return run.result(err), err
 }
 
@@ -192,7 +199,7 @@ func (r *run) converge(ctx context.Context) error {
 	if err := r.syncOrderedFinalizer(ctx); err != nil {
 		return err
 	}
-	r.gateWaves()
+	r.gateWaves(ctx)
 	if err := r.applyAll(ctx); err != nil || r.stalled != nil {
 		return err
 	}

@@ -44,12 +44,15 @@ type Rollout struct {
 	halted   bool
 	revOf    map[types.NamespacedName]string
 	crsOn    map[string]int // CRs by revOf, to forget revisions no CR is on
+	// drifted are the CRs a child of which was deleted or taken over by
+	// hand since their last reconcile (Drifted).
+	drifted map[types.NamespacedName]bool
 }
 
 // NewRollout starts serving k.
 func NewRollout(k *template.Kind) *Rollout {
 	ro := &Rollout{revOf: map[types.NamespacedName]string{}, crsOn: map[string]int{},
-		served: map[string]*template.Kind{}, halts: map[string]bool{}}
+		served: map[string]*template.Kind{}, halts: map[string]bool{}, drifted: map[types.NamespacedName]bool{}}
 	ro.SetKind(k)
 	return ro
 }
@@ -82,6 +85,7 @@ func (ro *Rollout) SetKind(k *template.Kind) {
 	ro.inFlight = map[types.NamespacedName]bool{}
 	ro.waiting = map[types.NamespacedName]bool{}
 	ro.stalled = map[types.NamespacedName]bool{}
+	ro.drifted = map[types.NamespacedName]bool{}
 }
 
 // Choose returns the revision to render a CR with, given the revision it
@@ -95,10 +99,14 @@ func (ro *Rollout) SetKind(k *template.Kind) {
 // While it waits its turn Choose returns nil, as there is no revision to
 // render it with: its children and status stay as the earlier revision left
 // them, and a halted rollout leaves it so. A spec change moves it at once
-// unless the rollout is halted.
+// unless the rollout is halted, and so does a child of it deleted or taken
+// over by hand (Drifted): drift is repaired at the new revision, as that CR
+// was last rendered with a revision this process cannot render.
 func (ro *Rollout) Choose(key types.NamespacedName, rev string, specChanged bool) *template.Kind {
 	ro.mu.Lock()
 	defer ro.mu.Unlock()
+	drifted := ro.drifted[key]
+	delete(ro.drifted, key)
 	own, known := ro.served[rev]
 	if !known && ro.halts[rev] {
 		own, known = ro.previous, ro.previous != nil
@@ -107,7 +115,7 @@ func (ro *Rollout) Choose(key types.NamespacedName, rev string, specChanged bool
 	case rev == "", rev == ro.current.Revision, ro.inFlight[key]:
 		return ro.current
 	case !ro.halted && (ro.MaxInFlight == 0 || len(ro.inFlight) < ro.MaxInFlight),
-		!known && specChanged && !ro.halted:
+		!known && (specChanged || drifted) && !ro.halted:
 		delete(ro.waiting, key)
 		ro.inFlight[key] = true
 		return ro.current
@@ -153,6 +161,39 @@ func (ro *Rollout) notify(k *template.Kind, halt, wake []types.NamespacedName) {
 	}
 }
 
+// Park records that a CR given a revision was not rendered for want of
+// something outside the rollout (a referenced object that does not exist):
+// it frees its slot for the next waiting CR and stays on rev, the revision
+// it was last rendered with, until its own event (the object's creation)
+// brings it back to Choose like any other CR.
+func (ro *Rollout) Park(key types.NamespacedName, rev string) {
+	ro.mu.Lock()
+	wasInFlight := ro.inFlight[key]
+	delete(ro.inFlight, key)
+	delete(ro.stalled, key)
+	if rev != "" {
+		ro.setRev(key, rev)
+	}
+	var wake []types.NamespacedName
+	if wasInFlight {
+		wake = ro.nextWaiting()
+	}
+	ro.mu.Unlock()
+	ro.notify(nil, nil, wake)
+}
+
+// Drifted records that a child of a CR was deleted or changed by another
+// field manager on fields cueop applied: a CR waiting its turn on a
+// revision this process cannot render moves at its next Choose (drift
+// repair is never held back by the rollout).
+func (ro *Rollout) Drifted(key types.NamespacedName) {
+	ro.mu.Lock()
+	defer ro.mu.Unlock()
+	if ro.waiting[key] {
+		ro.drifted[key] = true
+	}
+}
+
 // Forget drops a deleted CR.
 func (ro *Rollout) Forget(key types.NamespacedName) {
 	ro.mu.Lock()
@@ -160,6 +201,7 @@ func (ro *Rollout) Forget(key types.NamespacedName) {
 	delete(ro.inFlight, key)
 	delete(ro.waiting, key)
 	delete(ro.stalled, key)
+	delete(ro.drifted, key)
 	ro.setRev(key, "")
 	var wake []types.NamespacedName
 	if wasInFlight {

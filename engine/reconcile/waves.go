@@ -1,11 +1,11 @@
 package reconcile
 
 import (
+	"context"
 	"fmt"
 	"sort"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"sigs.k8s.io/cli-utils/pkg/kstatus/status"
 
 	"github.com/cueop/cueop/engine/render"
 )
@@ -42,15 +42,15 @@ func (g WaveGate) Message() string {
 }
 
 // gateWaves holds back the children of every wave above the first wave
-// with a child that does not exist or is not ready (by its readyWhen, or
-// kstatus): they are not applied yet (nor pruned, when they exist). A kind
-// without waves holds nothing back.
-func (r *run) gateWaves() {
+// with a child that does not exist or is not ready for the gates
+// (gateReady: its readyWhen, else kstatus): they are not applied yet (nor
+// pruned, when they exist). A kind without waves holds nothing back.
+func (r *run) gateWaves(ctx context.Context) {
 	r.held = nil
 	if !r.kind.Waves {
 		return
 	}
-	g := GateWaves(r.result_.Children, r.live)
+	g := GateWaves(ctx, r.result_.Children, r.live, r.r.BindingModes)
 	if g.Held == nil {
 		return
 	}
@@ -59,9 +59,10 @@ func (r *run) gateWaves() {
 }
 
 // GateWaves is what a reconcile holds back of children, live being the
-// live object of a child (nil when it does not exist). Children all of
-// wave 0 hold nothing back.
-func GateWaves(children []render.Child, live func(render.Child) *unstructured.Unstructured) WaveGate {
+// live object of a child (nil when it does not exist), modes the binding
+// modes of StorageClasses (nil: none known); see gateReady. Children all
+// of wave 0 hold nothing back.
+func GateWaves(ctx context.Context, children []render.Child, live func(render.Child) *unstructured.Unstructured, modes BindingModes) WaveGate {
 	byWave := map[int][]render.Child{}
 	var waves []int
 	for _, c := range children {
@@ -72,7 +73,7 @@ func GateWaves(children []render.Child, live func(render.Child) *unstructured.Un
 	}
 	sort.Ints(waves)
 	for i, w := range waves {
-		blocker, why := blocker(byWave[w], live)
+		blocker, why := blocker(ctx, byWave[w], live, modes)
 		if blocker == nil || i == len(waves)-1 {
 			continue
 		}
@@ -87,22 +88,12 @@ func GateWaves(children []render.Child, live func(render.Child) *unstructured.Un
 	return WaveGate{}
 }
 
-// blocker is the first child of a wave that does not exist or is not ready
-// yet, and which of the two.
-func blocker(wave []render.Child, live func(render.Child) *unstructured.Unstructured) (*render.Child, string) {
+// blocker is the first child of a wave that does not let the gate pass
+// (gateReady), and what it waits for.
+func blocker(ctx context.Context, wave []render.Child, live func(render.Child) *unstructured.Unstructured, modes BindingModes) (*render.Child, string) {
 	for i, c := range wave {
-		l := live(c)
-		if l == nil {
-			return &wave[i], "to exist"
-		}
-		if c.ReadyWhen != nil {
-			if !*c.ReadyWhen {
-				return &wave[i], "to be ready (readyWhen)"
-			}
-			continue
-		}
-		if res, err := status.Compute(l); err != nil || res.Status != status.CurrentStatus {
-			return &wave[i], "to be ready"
+		if ok, why := gateReady(ctx, c, live(c), modes); !ok {
+			return &wave[i], why
 		}
 	}
 	return nil, ""
