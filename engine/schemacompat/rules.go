@@ -15,7 +15,7 @@ import (
 func (d *differ) rules(p Path, o, n *apiextensionsv1.JSONSchemaProps, renamed map[string]string) {
 	old := map[string]apiextensionsv1.ValidationRule{}
 	for _, r := range o.XValidations {
-		r.Rule = rename(r.Rule, renamed)
+		r.Rule, r.Message = rename(r.Rule, renamed), renameWords(r.Message, renamed)
 		old[r.Rule] = r
 	}
 	next := map[string]bool{}
@@ -43,6 +43,14 @@ func rename(rule string, renamed map[string]string) string {
 		rule = re.ReplaceAllString(rule, "${1}."+to)
 	}
 	return rule
+}
+
+// renameWords rewrites each renamed field's name as a word of message.
+func renameWords(message string, renamed map[string]string) string {
+	for from, to := range renamed {
+		message = regexp.MustCompile(`\b`+regexp.QuoteMeta(from)+`\b`).ReplaceAllString(message, to)
+	}
+	return message
 }
 
 // guard is a rule that holds whenever field f is absent: `!has(self.f) || ...`.
