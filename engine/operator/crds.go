@@ -17,7 +17,9 @@ import (
 )
 
 // installCRD applies k's CRD with server-side apply and waits until it is
-// established, so that the kind's informer can start.
+// established, so that the kind's informer can start. A breaking change to
+// the schema of a kind with stored CRs is refused first (guardSchema): the
+// CRD is left as it is.
 func (o *Operator) installCRD(ctx context.Context, k *template.Kind) error {
 	crd, err := crdgen.Generate(k)
 	if err != nil {
@@ -34,6 +36,9 @@ func (o *Operator) installCRD(ctx context.Context, k *template.Kind) error {
 			return fmt.Errorf("CustomResourceDefinition %s: %w", crd.Name, err)
 		}
 		live = nil
+	}
+	if err := o.guardSchema(ctx, k, crd, live); err != nil { // schemaguard.go
+		return err
 	}
 	if _, err := o.applier.Apply(ctx, u, live); err != nil {
 		return err

@@ -39,6 +39,13 @@ func (r *Refusal) Error() string {
 	if r.Acknowledge != "" {
 		fmt.Fprintf(&b, " (to let it through deliberately: %s)", r.Acknowledge)
 	}
+	return b.String() + r.Details()
+}
+
+// Details are the changes, one per line, and the way forward, each line
+// indented and preceded by a line break.
+func (r *Refusal) Details() string {
+	var b strings.Builder
 	for _, c := range r.Changes {
 		b.WriteString("\n  " + c.Explain())
 	}
