@@ -21,6 +21,8 @@ type Refusal struct {
 	// Stored is the number of stored CRs of the kind; -1 when they were not
 	// counted (offline).
 	Stored int
+	// Source, offline, is the file of the CRD compared with.
+	Source string
 	// Acknowledge, when set, says how to let the change through
 	// (offline: a flag).
 	Acknowledge string
@@ -34,7 +36,7 @@ func (r *Refusal) Error() string {
 	if r.Stored >= 0 {
 		fmt.Fprintf(&b, "it would change what stored CRs mean (the kind has %s)", crs(r.Stored))
 	} else {
-		b.WriteString("the committed CRD serves the version it changes")
+		fmt.Fprintf(&b, "the CRD in %s serves the version it changes: CRs stored at it would change meaning", r.Source)
 	}
 	if r.Acknowledge != "" {
 		fmt.Fprintf(&b, " (to let it through deliberately: %s)", r.Acknowledge)
