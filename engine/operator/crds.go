@@ -7,12 +7,12 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/cueop/cueop/engine/crdgen"
+	"github.com/cueop/cueop/engine/schemaguard"
 	"github.com/cueop/cueop/engine/template"
 )
 
@@ -29,13 +29,9 @@ func (o *Operator) installCRD(ctx context.Context, k *template.Kind) error {
 	if err != nil {
 		return err
 	}
-	live := &unstructured.Unstructured{}
-	live.SetGroupVersionKind(u.GroupVersionKind())
-	if err := o.mgr.GetAPIReader().Get(ctx, client.ObjectKey{Name: crd.Name}, live); err != nil {
-		if !apierrors.IsNotFound(err) {
-			return fmt.Errorf("CustomResourceDefinition %s: %w", crd.Name, err)
-		}
-		live = nil
+	live, err := schemaguard.Live(ctx, o.mgr.GetAPIReader(), crd.Name)
+	if err != nil {
+		return err
 	}
 	if err := o.guardSchema(ctx, k, crd, live); err != nil { // schemaguard.go
 		return err

@@ -8,76 +8,31 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/cueop/cueop/engine/crdgen"
 	"github.com/cueop/cueop/engine/schemacompat"
+	"github.com/cueop/cueop/engine/schemaguard"
 	"github.com/cueop/cueop/engine/template"
 )
 
-// guardSchema compares the CRD the cluster serves (live; nil when there is
-// none) with next, the CRD of k, before next is applied. A breaking change
-// (schemacompat) to a kind with stored CRs is refused with a
-// *schemacompat.Refusal naming each change, its CUE position and the stored
-// CRs it touches; a kind with no stored CR takes it, with a warning Event
-// on the CRD.
+// guardSchema checks next, the CRD of k, against live, the one the
+// cluster serves (nil when there is none), before next is applied
+// (schemaguard.Check): a breaking change to a kind with stored CRs is
+// refused with the *schemacompat.Refusal; a kind with no stored CR takes
+// it, with a warning Event on the CRD.
 func (o *Operator) guardSchema(ctx context.Context, k *template.Kind, next *apiextensionsv1.CustomResourceDefinition, live *unstructured.Unstructured) error {
-	if live == nil {
+	r, err := schemaguard.Check(ctx, o.mgr.GetAPIReader(), k, live, next)
+	switch {
+	case err != nil:
+		return err
+	case r == nil:
 		return nil
-	}
-	old := &apiextensionsv1.CustomResourceDefinition{}
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(live.Object, old); err != nil {
-		return fmt.Errorf("CustomResourceDefinition %s: %w", next.Name, err)
-	}
-	breaking := schemacompat.Breaking(schemacompat.CompareCRDs(old, next))
-	if len(breaking) == 0 {
-		return nil
-	}
-	crdgen.Locate(k, breaking)
-	stored, total, err := o.storedCRs(ctx, old, breaking)
-	if err != nil {
-		return fmt.Errorf("CustomResourceDefinition %s: count stored CRs: %w", next.Name, err)
-	}
-	schemacompat.Count(breaking, stored)
-	r := &schemacompat.Refusal{Kind: k.Resource.Kind + "." + k.Resource.Group, Changes: breaking, Stored: total}
-	if total > 0 {
+	case r.Stored > 0:
 		return r
 	}
 	msg := "breaking schema change taken, as no CR of the kind is stored:" + r.Details()
 	o.log.Info(msg, "kind", k.Resource.Kind, "revision", k.Revision)
 	o.recorder.Event(live, corev1.EventTypeWarning, "BreakingSchemaChange", msg)
 	return nil
-}
-
-// storedCRs lists, at each version a change is to, the CRs of crd's kind
-// in every namespace, as the API server serves them at that version, and
-// returns them with their number.
-func (o *Operator) storedCRs(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition, cs []schemacompat.Change) (map[string][]map[string]any, int, error) {
-	out := map[string][]map[string]any{}
-	total := 0
-	for _, c := range cs {
-		if _, done := out[c.Version]; done {
-			continue
-		}
-		out[c.Version] = []map[string]any{}
-		list := &unstructured.UnstructuredList{}
-		list.SetAPIVersion(crd.Spec.Group + "/" + c.Version)
-		list.SetKind(crd.Spec.Names.ListKind)
-		for {
-			if err := o.mgr.GetAPIReader().List(ctx, list, client.Limit(500), client.Continue(list.GetContinue())); err != nil {
-				return nil, 0, err
-			}
-			for _, item := range list.Items {
-				out[c.Version] = append(out[c.Version], item.Object)
-			}
-			if list.GetContinue() == "" {
-				break
-			}
-		}
-		total = max(total, len(out[c.Version]))
-	}
-	return out, total, nil
 }
 
 // schemaRefused reports a refused schema change where template errors
