@@ -16,6 +16,7 @@ import (
 func newCRD(g *globals) *cobra.Command {
 	var outDir string
 	var explain bool
+	var allow []string
 	cmd := &cobra.Command{
 		Use:   "crd",
 		Short: "Print the CustomResourceDefinitions of every kind, offline",
@@ -39,6 +40,9 @@ func newCRD(g *globals) *cobra.Command {
 				return err
 			}
 			if outDir != "" {
+				if err := checkCommittedCRDs(cmd.ErrOrStderr(), set, crds, outDir, allow); err != nil { // schemaguard.go
+					return err
+				}
 				return writeCRDs(outDir, crds)
 			}
 			for _, crd := range crds {
@@ -51,7 +55,8 @@ func newCRD(g *globals) *cobra.Command {
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&outDir, "out-dir", "", "write one file per CRD into this directory (stale files removed)")
+	cmd.Flags().StringVar(&outDir, "out-dir", "", "write one file per CRD into this directory (stale files removed); a breaking change to a CRD there is refused")
+	allowBreakingFlag(cmd, &allow)
 	cmd.Flags().BoolVar(&explain, "explain", false, "list, per kind, the constraints of #Spec beyond the OpenAPI schema: "+
 		"those the CRD enforces at admission (CEL rules) and those left to render")
 	return cmd

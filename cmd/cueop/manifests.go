@@ -71,7 +71,10 @@ const maxConfigMapBytes = 1 << 20
 // childVerbs are what the operator does to the children it owns.
 var childVerbs = []string{"get", "list", "watch", "create", "patch", "update", "delete"}
 
-type manifestsFlags struct{ outDir, testdata, samples string }
+type manifestsFlags struct {
+	outDir, testdata, samples string
+	allowBreaking             []string
+}
 
 func newManifests(g *globals) *cobra.Command {
 	f := manifestsFlags{}
@@ -87,6 +90,9 @@ func newManifests(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if err := checkCommittedCRDs(cmd.ErrOrStderr(), m.set, m.crds, filepath.Join(f.outDir, crdsDir), f.allowBreaking); err != nil { // schemaguard.go
+				return err
+			}
 			return m.write(f.outDir)
 		},
 	}
@@ -94,12 +100,14 @@ func newManifests(g *globals) *cobra.Command {
 	fl.StringVar(&f.outDir, "out-dir", ".", "the repository root to write crds/ and config/ below")
 	fl.StringVar(&f.testdata, "testdata", "./testdata", "directory of the golden cases")
 	fl.StringVar(&f.samples, "samples", "./config/samples", "directory of the sample CRs")
+	allowBreakingFlag(cmd, &f.allowBreaking)
 	return cmd
 }
 
 // manifestSet is what `cueop manifests` writes: the CRDs, and the other
 // files by path relative to the output directory.
 type manifestSet struct {
+	set        *template.Set
 	crds       []*apiextensionsv1.CustomResourceDefinition
 	childKinds render.KindSet
 	files      map[string][]byte
@@ -114,7 +122,7 @@ func buildManifests(g *globals, f manifestsFlags) (*manifestSet, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := &manifestSet{files: map[string][]byte{}}
+	m := &manifestSet{set: set, files: map[string][]byte{}}
 	if m.crds, err = generateCRDs(set); err != nil {
 		return nil, err
 	}

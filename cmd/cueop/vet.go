@@ -18,7 +18,8 @@ import (
 )
 
 func newVet(g *globals) *cobra.Command {
-	var dir string
+	var dir, crdsDir string
+	var allow []string
 	cmd := &cobra.Command{
 		Use:   "vet",
 		Short: "Check every kind: contract, CRD, golden cases, children against the Kubernetes schemas",
@@ -39,6 +40,9 @@ func newVet(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if err := checkCommittedCRDs(cmd.ErrOrStderr(), set, crds, crdsDir, allow); err != nil { // schemaguard.go
+				return err
+			}
 			if err := errors.Join(vetCases(g, set, crds, dir, opts, cmd.ErrOrStderr()), vetGolden(cmd.OutOrStdout(), set, dir, opts)); err != nil {
 				return err
 			}
@@ -53,6 +57,8 @@ func newVet(g *globals) *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&dir, "testdata", "./testdata", "directory of the golden cases")
+	cmd.Flags().StringVar(&crdsDir, "crds", "./crds", "directory of the committed CRDs, which a schema change must not break")
+	allowBreakingFlag(cmd, &allow)
 	return cmd
 }
 

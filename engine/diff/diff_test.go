@@ -14,12 +14,17 @@ import (
 
 // The template edits of the tests.
 var (
-	podLabels     = []string{`metadata: {name: "\(_name)-\(i)", labels: _selector}`, `metadata: {name: "\(_name)-\(i)", labels: {_selector, tier: "cache"}}`}
-	podArgs       = []string{`args: ["/etc/redis/redis.conf"]`, `args: ["/etc/redis/redis.conf", "--appendonly", "yes"]`}
-	noRecreate    = []string{`ready: status.readyReplicas`, `policies: "pod-0": recreate: false` + "\n" + `ready: status.readyReplicas`}
-	noService     = []string{"\tservice: {", "\t_service: {"}
-	tightSchema   = []string{`int & >=1 & <=100`, `int & >=1 & <=1`}
-	badPort       = []string{`port: 6379, targetPort`, `port: 70000, targetPort`}
+	podLabels   = []string{`metadata: {name: "\(_name)-\(i)", labels: _selector}`, `metadata: {name: "\(_name)-\(i)", labels: {_selector, tier: "cache"}}`}
+	podArgs     = []string{`args: ["/etc/redis/redis.conf"]`, `args: ["/etc/redis/redis.conf", "--appendonly", "yes"]`}
+	noRecreate  = []string{`ready: status.readyReplicas`, `policies: "pod-0": recreate: false` + "\n" + `ready: status.readyReplicas`}
+	noService   = []string{"\tservice: {", "\t_service: {"}
+	tightSchema = []string{`int & >=1 & <=100`, `int & >=1 & <=1`}
+	badPort     = []string{`port: 6379, targetPort`, `port: 70000, targetPort`}
+	// renameReplicas renames spec.replicas to spec.size wherever the
+	// template names it.
+	renameReplicas = []string{`".spec.replicas"`, `".spec.size"`, `".spec.replicas"`, `".spec.size"`, "\treplicas: *3", "\tsize: *3",
+		"<=replicas", "<=size", "parent.spec.replicas", "parent.spec.size", "parent.spec.replicas", "parent.spec.size",
+		"parent.spec.replicas", "parent.spec.size", "parent.spec.replicas", "parent.spec.size"}
 	brokenCompile = []string{`_name: parent.metadata.name`, `_name: parent.metadata.name & 5`}
 	oneService    = []string{`metadata: {name: _name, labels: _selector}`, `metadata: {name: "r0000", labels: _selector}`}
 )
@@ -37,6 +42,18 @@ func TestDiff(t *testing.T) {
 		s := redis(t, r)
 		if s.CRs != 3 || s.Unchanged != 3 || len(r.CRs) != 0 || r.ExitCode() != 0 {
 			t.Fatalf("want 3 CRs unchanged, exit 0; got exit %d:\n%s", r.ExitCode(), text(t, r))
+		}
+	})
+	t.Run("schema rename refused", func(t *testing.T) {
+		r := run(t, edited(t, renameReplicas...), opts)
+		s, out := redis(t, r), text(t, r)
+		if s.Failed != 3 || r.ExitCode() != 2 {
+			t.Fatalf("want the revision refused, its 3 CRs failed (spec.replicas not allowed), exit 2; got exit %d:\n%s", r.ExitCode(), out)
+		}
+		for _, want := range []string{"refuses this revision and keeps serving the one it has", "v1 spec.replicas -> spec.size: renamed (at ", "rediscluster.cue:31:2): set in "} {
+			if !strings.Contains(out, want) {
+				t.Errorf("want %q in:\n%s", want, out)
+			}
 		}
 	})
 	t.Run("relabel Pods", func(t *testing.T) {

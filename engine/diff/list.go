@@ -42,6 +42,9 @@ func (d *differ) jobs(ctx context.Context, r *Report) ([]job, map[schema.GroupKi
 		}
 		r.Kinds = append(r.Kinds, sum)
 		total[schema.GroupKind{Group: sum.Group, Kind: sum.Kind}] = len(crs)
+		if len(crs) > 0 {
+			d.checkSchema(ctx, k, r) // schema.go
+		}
 		for _, cr := range crs {
 			jobs = append(jobs, job{kind: k, cr: cr})
 		}

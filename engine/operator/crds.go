@@ -7,17 +7,19 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/cueop/cueop/engine/crdgen"
+	"github.com/cueop/cueop/engine/schemaguard"
 	"github.com/cueop/cueop/engine/template"
 )
 
 // installCRD applies k's CRD with server-side apply and waits until it is
-// established, so that the kind's informer can start.
+// established, so that the kind's informer can start. A breaking change to
+// the schema of a kind with stored CRs is refused first (guardSchema): the
+// CRD is left as it is.
 func (o *Operator) installCRD(ctx context.Context, k *template.Kind) error {
 	crd, err := crdgen.Generate(k)
 	if err != nil {
@@ -27,13 +29,12 @@ func (o *Operator) installCRD(ctx context.Context, k *template.Kind) error {
 	if err != nil {
 		return err
 	}
-	live := &unstructured.Unstructured{}
-	live.SetGroupVersionKind(u.GroupVersionKind())
-	if err := o.mgr.GetAPIReader().Get(ctx, client.ObjectKey{Name: crd.Name}, live); err != nil {
-		if !apierrors.IsNotFound(err) {
-			return fmt.Errorf("CustomResourceDefinition %s: %w", crd.Name, err)
-		}
-		live = nil
+	live, err := schemaguard.Live(ctx, o.mgr.GetAPIReader(), crd.Name)
+	if err != nil {
+		return err
+	}
+	if err := o.guardSchema(ctx, k, crd, live); err != nil { // schemaguard.go
+		return err
 	}
 	if _, err := o.applier.Apply(ctx, u, live); err != nil {
 		return err

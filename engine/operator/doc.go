@@ -2,7 +2,10 @@
 // controller per kind of the templates directory, all running the generic
 // reconciler, and a watch on the templates directory that swaps a kind's
 // template in place when it changes (hot reload), starts a controller for a
-// new kind and stops the controller of a removed one.
+// new kind and stops the controller of a removed one. With InstallCRDs, a
+// kind's CRD is applied first, unless it breaks the schema of a kind with
+// stored CRs (schemaguard): then the new revision is refused, reported as a
+// template error, and the last good one keeps serving.
 //
 // Three caches serve the reconcilers. The CRs are read from an unfiltered
 // cache of their own; children are read from the manager's cache, which

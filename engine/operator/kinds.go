@@ -67,13 +67,15 @@ func (o *Operator) reload(ctx context.Context) error {
 func (o *Operator) serve(ctx context.Context, k *template.Kind) error {
 	kc, ok := o.kinds[k.Name]
 	if ok && kc.rec.Kind().Revision == k.Revision {
+		o.schemaAccepted(k)
 		return nil
 	}
 	if o.opts.InstallCRDs {
 		if err := o.installCRD(ctx, k); err != nil {
-			return err
+			return o.schemaRefused(ctx, k, k.Resource.Plural+"."+k.Resource.Group, err) // schemaguard.go
 		}
 	}
+	o.schemaAccepted(k)
 	o.metrics.revision(k)
 	if !ok {
 		return o.start(ctx, k)

@@ -72,6 +72,12 @@ func startOperatorStoppable(t *testing.T, dir, ns string, cfg *rest.Config) (*op
 // appliesUnchanged is the count of children found in sync, from cueop's
 // metrics.
 func appliesUnchanged(t *testing.T) float64 {
+	return metricSum(t, "cueop_applies_total", "result", "unchanged")
+}
+
+// metricSum is the sum of the counters and gauges of the metric name
+// whose labels hold every key/value pair of kv.
+func metricSum(t *testing.T, name string, kv ...string) float64 {
 	t.Helper()
 	families, err := metrics.Registry.Gather()
 	if err != nil {
@@ -79,18 +85,29 @@ func appliesUnchanged(t *testing.T) float64 {
 	}
 	var total float64
 	for _, f := range families {
-		if f.GetName() != "cueop_applies_total" {
+		if f.GetName() != name {
 			continue
 		}
 		for _, m := range f.GetMetric() {
+			labels := map[string]string{}
 			for _, l := range m.GetLabel() {
-				if l.GetName() == "result" && l.GetValue() == "unchanged" {
-					total += m.GetCounter().GetValue()
-				}
+				labels[l.GetName()] = l.GetValue()
+			}
+			if labelsMatch(labels, kv) {
+				total += m.GetCounter().GetValue() + m.GetGauge().GetValue()
 			}
 		}
 	}
 	return total
+}
+
+func labelsMatch(labels map[string]string, kv []string) bool {
+	for i := 0; i+1 < len(kv); i += 2 {
+		if labels[kv[i]] != kv[i+1] {
+			return false
+		}
+	}
+	return true
 }
 
 func newClient(t *testing.T) client.Client {

@@ -18,6 +18,7 @@ type Metrics struct {
 	applies       *prometheus.CounterVec
 	revisions     *prometheus.GaugeVec
 	loadErrors    prometheus.Counter
+	refused       *prometheus.GaugeVec
 }
 
 var (
@@ -47,8 +48,11 @@ func newMetrics() *Metrics {
 		loadErrors: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "cueop_template_load_errors_total", Help: "Template loads that failed.",
 		}),
+		refused: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "cueop_template_refused", Help: "1 while a kind's newest template is refused for a breaking schema change, 0 once a revision of it is served again.",
+		}, []string{"kind"}),
 	}
-	metrics.Registry.MustRegister(m.renderSeconds, m.applies, m.revisions, m.loadErrors, rolloutCollector{})
+	metrics.Registry.MustRegister(m.renderSeconds, m.applies, m.revisions, m.loadErrors, m.refused, rolloutCollector{})
 	return m
 }
 
@@ -80,6 +84,14 @@ func (m *Metrics) removed(k *template.Kind) {
 }
 
 func (m *Metrics) loadError() { m.loadErrors.Inc() }
+
+func (m *Metrics) schemaRefused(k *template.Kind, refused bool) {
+	v := 0.0
+	if refused {
+		v = 1
+	}
+	m.refused.WithLabelValues(k.Resource.Kind).Set(v)
+}
 
 func dirExists(p string) bool {
 	fi, err := os.Stat(p)

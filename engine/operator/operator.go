@@ -83,6 +83,9 @@ type Operator struct {
 
 	mu    sync.Mutex
 	kinds map[string]*kindController // by kind name
+	// refused are the kinds whose newest template was refused for a
+	// breaking schema change (schemaguard.go), by kind name.
+	refused map[string]bool
 
 	controllers sync.WaitGroup // the kinds' running controllers
 }
@@ -112,6 +115,7 @@ func New(cfg *rest.Config, opts Options) (*Operator, error) {
 		metrics:  NewMetrics(),
 		log:      mgr.GetLogger().WithName("cueop"),
 		kinds:    map[string]*kindController{},
+		refused:  map[string]bool{},
 	}
 	o.bindingModes = newBindingModes(mgr.GetAPIReader())
 	if err := o.resolveChildKinds(cfg); err != nil {

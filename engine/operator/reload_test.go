@@ -22,7 +22,8 @@ func editTemplate(t *testing.T, dir string, edit func(string) string) {
 	editFile(t, filepath.Join(dir, "rediscluster", "rediscluster.cue"), edit)
 }
 
-// editFile rewrites the file p with edit applied, atomically (a rename).
+// editFile rewrites the file p with edit applied, atomically, as an editor
+// saves.
 func editFile(t *testing.T, p string, edit func(string) string) {
 	t.Helper()
 	src, err := os.ReadFile(p)
@@ -115,16 +116,27 @@ func podUIDs(t *testing.T, c client.Client, ns, cluster string) string {
 // crdEvent says why no Warning event with reason and a message containing
 // text is on the RedisCluster CRD, or "".
 func crdEvent(t *testing.T, c client.Client, reason, text string) string {
-	out, err := kubectl(t, "", "describe", "crd", "redisclusters.cache.example.com")
-	if err != nil {
-		return err.Error()
-	}
-	if !strings.Contains(out, reason) || !strings.Contains(out, text) {
-		return "kubectl describe crd shows no " + reason + " event naming " + text
+	if why := crdEventOn(t, "redisclusters.cache.example.com", reason, text); why != "" {
+		return why
 	}
 	events := &corev1.EventList{}
 	if err := c.List(context.Background(), events); err != nil {
 		return err.Error()
+	}
+	return ""
+}
+
+// crdEventOn says why `kubectl describe crd` shows no event with reason and
+// every one of texts on the CRD named crd, or "".
+func crdEventOn(t *testing.T, crd, reason string, texts ...string) string {
+	out, err := kubectl(t, "", "describe", "crd", crd)
+	if err != nil {
+		return err.Error()
+	}
+	for _, text := range append([]string{reason}, texts...) {
+		if !strings.Contains(out, text) {
+			return "kubectl describe crd " + crd + " shows no " + reason + " event naming " + text
+		}
 	}
 	return ""
 }

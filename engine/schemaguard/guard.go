@@ -1,0 +1,91 @@
+// Package schemaguard checks a kind's new CRD against the one the cluster
+// serves, before it is applied: the breaking changes (schemacompat), each
+// located in the new template (crdgen.Locate) and counted over the CRs the
+// API server stores. The operator refuses such a change while CRs of the
+// kind are stored; `cueop diff` reports it.
+package schemaguard
+
+import (
+	"context"
+	"fmt"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/cueop/cueop/engine/crdgen"
+	"github.com/cueop/cueop/engine/schemacompat"
+	"github.com/cueop/cueop/engine/template"
+)
+
+// Live returns the CRD named name as the cluster serves it; nil when there
+// is none.
+func Live(ctx context.Context, r client.Reader, name string) (*unstructured.Unstructured, error) {
+	live := &unstructured.Unstructured{}
+	live.SetGroupVersionKind(apiextensionsv1.SchemeGroupVersion.WithKind("CustomResourceDefinition"))
+	if err := r.Get(ctx, client.ObjectKey{Name: name}, live); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("CustomResourceDefinition %s: %w", name, err)
+	}
+	return live, nil
+}
+
+// Check compares live (nil: no CRD yet) with next, the CRD of k. It
+// returns nil when next changes nothing breaking; otherwise the Refusal,
+// its changes located in k and counted over the CRs stored, read through r
+// in every namespace. Its Stored tells whether the kind has stored CRs:
+// without any, the change may be taken.
+func Check(ctx context.Context, r client.Reader, k *template.Kind, live *unstructured.Unstructured, next *apiextensionsv1.CustomResourceDefinition) (*schemacompat.Refusal, error) {
+	if live == nil {
+		return nil, nil
+	}
+	old := &apiextensionsv1.CustomResourceDefinition{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(live.Object, old); err != nil {
+		return nil, fmt.Errorf("CustomResourceDefinition %s: %w", next.Name, err)
+	}
+	breaking := schemacompat.Breaking(schemacompat.CompareCRDs(old, next))
+	if len(breaking) == 0 {
+		return nil, nil
+	}
+	crdgen.Locate(k, breaking)
+	stored, total, err := storedCRs(ctx, r, old, breaking)
+	if err != nil {
+		return nil, fmt.Errorf("CustomResourceDefinition %s: count stored CRs: %w", next.Name, err)
+	}
+	schemacompat.Count(breaking, stored)
+	return &schemacompat.Refusal{Kind: k.Resource.Kind + "." + k.Resource.Group, Changes: breaking, Stored: total}, nil
+}
+
+// storedCRs lists, at each version a change is to, the CRs of crd's kind
+// in every namespace, as the API server serves them at that version, and
+// returns them with their number.
+func storedCRs(ctx context.Context, r client.Reader, crd *apiextensionsv1.CustomResourceDefinition, cs []schemacompat.Change) (map[string][]map[string]any, int, error) {
+	out := map[string][]map[string]any{}
+	total := 0
+	for _, c := range cs {
+		if _, done := out[c.Version]; done {
+			continue
+		}
+		out[c.Version] = []map[string]any{}
+		list := &unstructured.UnstructuredList{}
+		list.SetAPIVersion(crd.Spec.Group + "/" + c.Version)
+		list.SetKind(crd.Spec.Names.ListKind)
+		for {
+			if err := r.List(ctx, list, client.Limit(500), client.Continue(list.GetContinue())); err != nil {
+				return nil, 0, err
+			}
+			for _, item := range list.Items {
+				out[c.Version] = append(out[c.Version], item.Object)
+			}
+			if list.GetContinue() == "" {
+				break
+			}
+		}
+		total = max(total, len(out[c.Version]))
+	}
+	return out, total, nil
+}
