@@ -53,8 +53,10 @@ func (r *Reconciler) finalize(ctx context.Context, cr *unstructured.Unstructured
 		return ctrl.Result{}, err
 	}
 	if len(left) > 0 && slices.Contains(fins, FinalizerOrdered) {
-		err := run.deleteWave(ctx, left) // ordered.go
-		return ctrl.Result{RequeueAfter: deletionRecheck}, errors.Join(err, run.writeStatus(ctx))
+		if err := errors.Join(run.deleteWave(ctx, left), run.writeStatus(ctx)); err != nil { // ordered.go
+			return ctrl.Result{}, err
+		}
+		return ctrl.Result{RequeueAfter: deletionRecheck}, nil
 	}
 	return ctrl.Result{}, r.setFinalizers(ctx, cr, noFinalizers)
 }
