@@ -149,7 +149,11 @@ func TestOrphanCascadeDeletesNothing(t *testing.T) {
 	mustKubectl(t, "", "-n", ns, "delete", "depot", "d", "--cascade=orphan", "--wait=false")
 	depotGone(t, c, ns)
 	eventually(t, 30*time.Second, func() string {
-		if refs := object(t, c, deploymentGVK, ns, "d").GetOwnerReferences(); len(refs) > 0 {
+		d := object(t, c, deploymentGVK, ns, "d")
+		if d == nil {
+			t.Fatal("the Deployment (wave 1) was deleted")
+		}
+		if refs := d.GetOwnerReferences(); len(refs) > 0 {
 			return fmt.Sprintf("Deployment not orphaned yet: %v", refs)
 		}
 		return ""
@@ -169,17 +173,21 @@ func TestOrphanCascadeDeletesNothing(t *testing.T) {
 }
 
 // TestRetainedClaimReleasedWhateverItsLabels deletes a Keeper whose claim
-// (retained: a data kind) had its cueop labels rewritten by another tool
-// while no operator ran, so that no cache of cueop's children holds it:
-// the claim is found from the API server and released, never
-// garbage-collected.
+// (retained: a data kind) and retained ConfigMap (onDelete: retain) had
+// their cueop labels rewritten by another tool while no operator ran, so
+// that no cache of cueop's children holds them: they are found from the
+// API server and released, never garbage-collected.
 func TestRetainedClaimReleasedWhateverItsLabels(t *testing.T) {
 	ns := clustertest.Namespace(t)
 	_, stop := startOperatorStoppable(t, lifecycleTemplates, ns, nil)
 	waitLifecycleCRD(t, "keepers")
 	c := newClient(t)
-	applyKeeper(t, ns, "lost", "storageClass: fast")
-	uid := string(exists(t, c, pvcGVK, ns, "lost-data").GetUID())
+	applyKeeper(t, ns, "lost", "storageClass: fast", "kept: true")
+	uids := map[schema.GroupVersionKind]string{
+		pvcGVK:       string(exists(t, c, pvcGVK, ns, "lost-data").GetUID()),
+		configMapGVK: string(exists(t, c, configMapGVK, ns, "lost-kept").GetUID()),
+	}
+	names := map[schema.GroupVersionKind]string{pvcGVK: "lost-data", configMapGVK: "lost-kept"}
 	eventually(t, 30*time.Second, func() string {
 		if f := object(t, c, keeperGVK, ns, "lost").GetFinalizers(); !slices.Contains(f, reconcile.FinalizerRetain) {
 			return fmt.Sprintf("finalizers %v", f)
@@ -187,7 +195,9 @@ func TestRetainedClaimReleasedWhateverItsLabels(t *testing.T) {
 		return ""
 	})
 	stop()
-	mustKubectl(t, "", "-n", ns, "label", "pvc", "lost-data", "--overwrite", "app.kubernetes.io/managed-by=another-tool", "cueop.dev/owner-uid-", "cueop.dev/id-")
+	for _, obj := range []string{"pvc/lost-data", "configmap/lost-kept"} {
+		mustKubectl(t, "", "-n", ns, "label", obj, "--overwrite", "app.kubernetes.io/managed-by=another-tool", "cueop.dev/owner-uid-", "cueop.dev/id-")
+	}
 	mustKubectl(t, "", "-n", ns, "delete", "keeper", "lost", "--wait=false")
 	startOperator(t, lifecycleTemplates, ns, nil)
 	eventually(t, 90*time.Second, func() string {
@@ -196,13 +206,15 @@ func TestRetainedClaimReleasedWhateverItsLabels(t *testing.T) {
 		}
 		return ""
 	})
-	o := object(t, c, pvcGVK, ns, "lost-data")
-	sameObject(t, o, uid)
-	if refs := o.GetOwnerReferences(); len(refs) > 0 {
-		t.Errorf("claim still owned: %v", refs)
-	}
-	if from := o.GetAnnotations()[reconcile.AnnotationReleasedFrom]; !strings.HasPrefix(from, "Keeper "+ns+"/lost") {
-		t.Errorf("claim not marked released: %v", o.GetAnnotations())
+	for gvk, name := range names {
+		o := object(t, c, gvk, ns, name)
+		sameObject(t, o, uids[gvk])
+		if refs := o.GetOwnerReferences(); len(refs) > 0 {
+			t.Errorf("%s %s still owned: %v", gvk.Kind, name, refs)
+		}
+		if from := o.GetAnnotations()[reconcile.AnnotationReleasedFrom]; !strings.HasPrefix(from, "Keeper "+ns+"/lost") {
+			t.Errorf("%s %s not marked released: %v", gvk.Kind, name, o.GetAnnotations())
+		}
 	}
 }
 
