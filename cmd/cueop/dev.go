@@ -136,7 +136,7 @@ func devOperator(g *globals, f *devFlags, cluster *localcluster.Cluster) (*opera
 		return nil, err
 	}
 	return operator.New(cluster.Config, operator.Options{
-		Templates: g.templates, InstallCRDs: true, AllowedKinds: opts.AllowedKinds, ReadableKinds: opts.ReadableKinds, MaxConcurrent: f.maxConcurrent,
+		Templates: g.templates, InstallCRDs: true, AllowedKinds: opts.AllowedKinds, ReadableKinds: opts.ReadableKinds, DataKinds: opts.DataKinds, MaxConcurrent: f.maxConcurrent,
 		Budget:             opts.Budget,
 		TemplateLimits:     g.limits.limits(),
 		RolloutMaxInFlight: f.maxInFlight,

@@ -19,8 +19,10 @@ type globals struct {
 	allowedKinds string
 	// readableKinds is the allow-list of kinds templates may reference.
 	readableKinds string
-	budget        budgetFlags
-	limits        limitFlags
+	// dataKinds are the kinds released, not deleted, by default.
+	dataKinds string
+	budget    budgetFlags
+	limits    limitFlags
 }
 
 func main() {
@@ -46,6 +48,8 @@ func newRoot() *cobra.Command {
 		"comma-separated child kinds templates may create (Kind or Kind.group)")
 	root.PersistentFlags().StringVar(&g.readableKinds, "readable-kinds", render.DefaultReadableKinds,
 		"comma-separated kinds templates may reference (read), in the CR's namespace (Kind or Kind.group); Secrets only when listed")
+	root.PersistentFlags().StringVar(&g.dataKinds, "data-kinds", render.DefaultDataKinds,
+		"comma-separated kinds that hold data (Kind or Kind.group): such a child is released, not deleted, when pruned or when its CR is deleted, unless its policy says prune: always / onDelete: delete")
 	g.budget.register(root.PersistentFlags())
 	g.limits.register(root.PersistentFlags())
 	root.AddCommand(newRender(g), newCRD(g), newVet(g), newTest(g), newVersion())
@@ -77,5 +81,9 @@ func (g *globals) renderOptions() (render.Options, error) {
 	if err != nil {
 		return render.Options{}, fmt.Errorf("--readable-kinds: %w", err)
 	}
-	return render.Options{AllowedKinds: allowed, ReadableKinds: readable, Budget: g.budget.budget()}, nil
+	data, err := render.ParseKindSet(g.dataKinds)
+	if err != nil {
+		return render.Options{}, fmt.Errorf("--data-kinds: %w", err)
+	}
+	return render.Options{AllowedKinds: allowed, ReadableKinds: readable, DataKinds: data, Budget: g.budget.budget()}, nil
 }

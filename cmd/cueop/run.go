@@ -85,7 +85,7 @@ func operatorOptions(g *globals, f *runFlags) (*rest.Config, operator.Options, e
 		return nil, operator.Options{}, err
 	}
 	return cfg, operator.Options{
-		Templates: g.templates, InstallCRDs: f.installCRDs, AllowedKinds: opts.AllowedKinds, ReadableKinds: opts.ReadableKinds, Budget: opts.Budget,
+		Templates: g.templates, InstallCRDs: f.installCRDs, AllowedKinds: opts.AllowedKinds, ReadableKinds: opts.ReadableKinds, DataKinds: opts.DataKinds, Budget: opts.Budget,
 		TemplateLimits: g.limits.limits(),
 		MaxConcurrent:  f.maxConcurrent, Namespace: f.namespace, RolloutMaxInFlight: f.rolloutMaxInFlight,
 		Manager: ctrl.Options{

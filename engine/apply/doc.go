@@ -26,6 +26,8 @@
 //   - Prune(ctx, live): delete by UID with background propagation; an
 //     object already gone, or replaced by another of the same name, is
 //     pruned.
+//   - Delete(ctx, live, propagation): the same with the propagation given
+//     (ordered deletion deletes each wave in the foreground).
 //   - IsImmutable(err): the API server refused the change as immutable (422
 //     Invalid: "pod updates may not change fields other than ...", "field is
 //     immutable", "may not change once set", ...).

@@ -22,6 +22,16 @@ func (a *Applier) Prune(ctx context.Context, live *unstructured.Unstructured) er
 	return nil
 }
 
+// Delete deletes live with propagation policy p, by UID as Prune does:
+// ordered deletion deletes each wave in the foreground, so that a child is
+// gone only once its dependents are.
+func (a *Applier) Delete(ctx context.Context, live *unstructured.Unstructured, p metav1.DeletionPropagation) error {
+	if err := a.delete(ctx, live, p); err != nil {
+		return fmt.Errorf("%s delete failed: %w", subject(live), err)
+	}
+	return nil
+}
+
 // delete deletes live by UID with propagation policy p. NotFound and a failed UID precondition (a
 // Conflict: the name now belongs to another object) are success.
 func (a *Applier) delete(ctx context.Context, live *unstructured.Unstructured, p metav1.DeletionPropagation) error {

@@ -9,16 +9,12 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/yaml"
 
 	"github.com/cueop/cueop/engine/apply"
 	"github.com/cueop/cueop/engine/reconcile"
 	"github.com/cueop/cueop/engine/render"
 )
-
-// dataKinds are the kinds whose prune loses data.
-var dataKinds = map[schema.GroupKind]bool{{Kind: "PersistentVolumeClaim"}: true}
 
 // child classifies one rendered child of cr against live (nil when absent)
 // with a dry-run apply. It returns the child unchanged when nothing would
@@ -126,12 +122,12 @@ func stamped(desired *unstructured.Unstructured) *unstructured.Unstructured {
 // prune classifies an owned child the render no longer has.
 func (d *differ) prune(o *unstructured.Unstructured) Child {
 	out := childOf(o.GetLabels()[render.LabelID], o)
-	if o.GetAnnotations()[render.AnnotationPrune] == render.PruneNever {
+	if d.o.Render.LivePolicy(o).Prune == render.PruneNever {
 		out.Action, out.Reason = Release, "policy prune: never: left in place, no longer owned by cueop"
 		return out
 	}
 	out.Action = Prune
-	if dataKinds[o.GroupVersionKind().GroupKind()] {
+	if d.o.Render.IsDataKind(o) {
 		out.Destructive, out.Reason = true, fmt.Sprintf("deleting a %s deletes its data", o.GetKind())
 	}
 	out.Diff = d.unified(out, o, nil)

@@ -20,7 +20,8 @@ import (
 )
 
 // volTemplate is a kind of two PersistentVolumeClaims, the one "keep"
-// released rather than pruned; without claims it renders a ConfigMap.
+// released rather than pruned (a claim's default), the one "data" opted
+// out; without claims it renders a ConfigMap.
 const volTemplate = `package vol
 
 resource: {group: "vol.example.com", version: "v1", kind: "Vol"}
@@ -37,7 +38,7 @@ const (
 	data: _claim & {metadata: name: "\(parent.metadata.name)-data"}
 	keep: _claim & {metadata: name: "\(parent.metadata.name)-keep"}
 }
-policies: keep: prune: "never"`
+policies: data: prune: "always"`
 	withoutClaims = `children: cm: {apiVersion: "v1", kind: "ConfigMap", metadata: name: parent.metadata.name}`
 )
 
@@ -61,8 +62,8 @@ func volTemplates(t *testing.T, children string) string {
 }
 
 // TestDiffPrunesData: a template edit that drops two PersistentVolumeClaims
-// shows the one pruned as destructive (its data goes) and the one whose
-// policy says prune: never as released; a kind the cluster has no CRD for
+// shows the one whose policy says prune: "always" pruned as destructive
+// (its data goes) and the other, with a claim's default policy, released; a kind the cluster has no CRD for
 // is reported as not served.
 func TestDiffPrunesData(t *testing.T) {
 	ns := clustertest.Namespace(t)

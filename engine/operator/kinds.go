@@ -94,11 +94,11 @@ func (o *Operator) serve(ctx context.Context, k *template.Kind) error {
 func (o *Operator) start(ctx context.Context, k *template.Kind) error {
 	rec := reconcile.NewReconciler(k)
 	rec.Parents, rec.Children, rec.Client, rec.Scheme = o.parents, o.mgr.GetCache(), o.mgr.GetClient(), o.mgr.GetScheme()
-	rec.ChildKinds, rec.WatchKind = o.watchedKinds, o.watchKind
+	rec.ChildKinds, rec.WatchKind, rec.Owned = o.watchedKinds, o.watchKind, o.ownedLive
 	rec.Applier, rec.Recorder, rec.Observer = o.applier, o.recorder, o.metrics
 	rec.Options.AllowedKinds, rec.Options.Scope = o.opts.AllowedKinds, o.scope
 	rec.Options.Budget = o.opts.Budget
-	rec.Options.ReadableKinds = o.opts.ReadableKinds
+	rec.Options.ReadableKinds, rec.Options.DataKinds = o.opts.ReadableKinds, o.opts.DataKinds
 	rec.ChildLabels = childLabels(o.opts.Shard)
 	rec.BindingModes = o.bindingModes.Mode // storageclasses.go
 	c, err := controller.NewUnmanaged("cueop-"+k.Name, controller.Options{

@@ -30,13 +30,19 @@ func startKeepers(t *testing.T) (string, client.Client) {
 	t.Helper()
 	ns := clustertest.Namespace(t)
 	startOperator(t, lifecycleTemplates, ns, nil)
+	waitLifecycleCRD(t, "keepers")
+	return ns, newClient(t)
+}
+
+// waitLifecycleCRD waits for the CRD of a lifecycle test kind, by plural.
+func waitLifecycleCRD(t *testing.T, plural string) {
+	t.Helper()
 	eventually(t, 30*time.Second, func() string {
-		if _, err := kubectl(t, "", "wait", "--for=condition=Established", "crd/keepers.lifecycle.example.com", "--timeout=5s"); err != nil {
-			return "Keeper CRD not established"
+		if _, err := kubectl(t, "", "wait", "--for=condition=Established", "crd/"+plural+".lifecycle.example.com", "--timeout=5s"); err != nil {
+			return plural + " CRD not established"
 		}
 		return ""
 	})
-	return ns, newClient(t)
 }
 
 func applyKeeper(t *testing.T, ns, name string, spec ...string) {
@@ -233,7 +239,7 @@ func released(o *unstructured.Unstructured) string {
 			return "annotation " + k
 		}
 	}
-	if from := o.GetAnnotations()[reconcile.AnnotationReleasedFrom]; !strings.HasPrefix(from, "Keeper ") {
+	if from := o.GetAnnotations()[reconcile.AnnotationReleasedFrom]; !strings.HasPrefix(from, "Keeper ") && !strings.HasPrefix(from, "Depot ") {
 		return fmt.Sprintf("annotation %s is %q", reconcile.AnnotationReleasedFrom, from)
 	}
 	for _, e := range o.GetManagedFields() {

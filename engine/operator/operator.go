@@ -45,6 +45,9 @@ type Options struct {
 	// ReadableKinds is the administrator's allow-list of kinds templates
 	// may reference (read); nil means render.DefaultReadableKinds.
 	ReadableKinds render.KindSet
+	// DataKinds are the kinds whose children are released, not deleted,
+	// unless the template says otherwise; nil means render.DefaultDataKinds.
+	DataKinds render.KindSet
 	// Budget bounds each render and each kind's compile (package budget);
 	// the zero value is the defaults.
 	Budget budget.Budget

@@ -22,11 +22,13 @@ import (
 	"k8s.io/client-go/dynamic"
 	toolscache "k8s.io/client-go/tools/cache"
 	watchtools "k8s.io/client-go/tools/watch"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/cueop/cueop/engine/operator"
 	"github.com/cueop/cueop/engine/operator/operatortest"
+	"github.com/cueop/cueop/engine/reconcile"
 	"github.com/cueop/cueop/engine/shard"
 	"github.com/cueop/cueop/localcluster/clustertest"
 )
@@ -328,4 +330,54 @@ func rangesHeld(t *testing.T, id string) float64 {
 		}
 	}
 	return -1
+}
+
+// TestShardedTemplateRemovalClearsEveryRange removes the WebApp template
+// while replica a holds range 0 and range 1 is mid-handover (its Lease held
+// by a replica that is gone): the ordered-deletion finalizer comes off
+// every WebApp, those of range 1 too, so that none is stuck on deletion.
+func TestShardedTemplateRemovalClearsEveryRange(t *testing.T) {
+	ns := clustertest.Namespace(t)
+	dir := copyTemplates(t)
+	c := newClient(t)
+	now := metav1.NewMicroTime(time.Now())
+	ghost := &coordinationv1.Lease{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: shard.Ranges(2)[1].LeaseName()},
+		Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To("gone"), LeaseDurationSeconds: ptr.To[int32](600),
+			AcquireTime: &now, RenewTime: &now},
+	}
+	if err := c.Create(t.Context(), ghost); err != nil {
+		t.Fatal(err)
+	}
+	startShardReplica(t, dir, ns, "a", &statusWriters{writers: map[string]map[string]bool{}})
+	watchUntil(t, 60*time.Second, leasesGVR, ns, func(objs map[string]*unstructured.Unstructured) string {
+		if h := shardHolders(objs); h[0] != "a" || h[1] != "gone" {
+			return fmt.Sprintf("shard Leases held by %v, want a and gone", h)
+		}
+		return ""
+	})
+	waitWebAppCRD(t)
+	// WebApps left with the finalizer, as a previous holder of their range
+	// would have, until both ranges have some.
+	byRange := map[int][]string{}
+	for i := 0; len(byRange[0]) == 0 || len(byRange[1]) == 0; i++ {
+		name := fmt.Sprintf("w%d", i)
+		mustKubectl(t, fmt.Sprintf("apiVersion: apps.example.com/v1\nkind: WebApp\nmetadata: {name: %s, namespace: %s, finalizers: [%s]}\nspec: {settingsFrom: {name: settings}}\n",
+			name, ns, reconcile.FinalizerOrdered), "apply", "-f", "-")
+		r := shard.Of(string(object(t, c, webAppGVK, ns, name).GetUID()), 2)
+		byRange[r.Index] = append(byRange[r.Index], name)
+	}
+	t.Logf("WebApps by range: %v", byRange)
+
+	mustRun(t, "rm", "-r", dir+"/webapp")
+	eventually(t, 60*time.Second, func() string {
+		for _, names := range byRange {
+			for _, n := range names {
+				if fins := object(t, c, webAppGVK, ns, n).GetFinalizers(); len(fins) > 0 {
+					return fmt.Sprintf("WebApp %s (range %d) still has finalizers %v", n, shard.Of(string(object(t, c, webAppGVK, ns, n).GetUID()), 2).Index, fins)
+				}
+			}
+		}
+		return ""
+	})
 }

@@ -110,13 +110,14 @@ func TestRefusedChildStallsAndAppliesNothing(t *testing.T) {
 }
 
 // countingTransport counts the requests that write, and records the
-// resources watched.
+// resources watched and the writes the API server refused.
 type countingTransport struct {
 	rt      http.RoundTripper
 	mu      sync.Mutex
 	writes  []string
 	reads   int
 	watched []string // last path segment of every watch request
+	failed  []string // writes answered with an error status
 }
 
 func (c *countingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -131,7 +132,20 @@ func (c *countingTransport) RoundTrip(req *http.Request) (*http.Response, error)
 		c.writes = append(c.writes, req.Method+" "+req.URL.Path)
 	}
 	c.mu.Unlock()
-	return c.rt.RoundTrip(req)
+	resp, err := c.rt.RoundTrip(req)
+	if req.Method != http.MethodGet && resp != nil && resp.StatusCode >= 400 {
+		c.mu.Lock()
+		c.failed = append(c.failed, fmt.Sprintf("%s %s: %d", req.Method, req.URL.Path, resp.StatusCode))
+		c.mu.Unlock()
+	}
+	return resp, err
+}
+
+// failures are the writes refused so far.
+func (c *countingTransport) failures() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.failed)
 }
 
 func (c *countingTransport) snapshot() ([]string, int) {

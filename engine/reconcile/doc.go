@@ -20,17 +20,21 @@
 //	         an address counted ready), as a recreate waits for the
 //	         other children
 //	prune    delete owned children the render no longer has, only after
-//	         every apply succeeded
+//	         every apply succeeded; release those whose live policy says
+//	         prune: never (a data kind's default)
 //	status   the template's status plus observedGeneration, the template
 //	         revision and the kstatus conditions Ready, Reconciling and
 //	         Stalled, written once and only when it changed
 //
 // A render error (a spec breaking a CUE constraint, a refused child) sets
 // Stalled and changes no child. A reconcile that ends without a render of
-// the CR's current inputs says why it waits, never Converged (pending.go). A converged CR costs no API request. A CR
-// being deleted releases its children to retain and, for a kind with waves,
-// deletes its children in reverse wave order before it goes (lifecycle.go,
-// ordered.go). Rollout (rollout.go) chooses the revision each CR renders
+// the CR's current inputs says why it waits, never Converged (pending.go).
+// A converged CR costs no API request. cueop's finalizers are synced in one
+// write (finalizers.go). A CR being deleted lists its children from the API
+// server, not the cache, releases those to retain and, for a kind with
+// waves, deletes the others wave by wave in the foreground before its
+// finalizers come off; the user's orphan cascade deletes nothing
+// (deletion.go, ordered.go). Rollout (rollout.go) chooses the revision each CR renders
 // with: a new revision moves a bounded number of CRs at once; a CR waiting
 // on a missing reference frees its slot (Park), and a waiting CR whose
 // child drifted is repaired (Drifted).

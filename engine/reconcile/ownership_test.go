@@ -44,7 +44,7 @@ func TestClaimOf(t *testing.T) {
 			if tc.released != "" {
 				o.SetAnnotations(map[string]string{AnnotationReleasedFrom: tc.released})
 			}
-			c := render.Child{ID: "service", Object: o, Policy: render.DefaultPolicy(o.GroupVersionKind().GroupKind())}
+			c := render.Child{ID: "service", Object: o, Policy: render.DefaultPolicy(o.GroupVersionKind().GroupKind(), nil)}
 			if tc.adopt != "" {
 				c.Policy.Adopt = tc.adopt
 			}

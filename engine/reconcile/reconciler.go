@@ -65,6 +65,9 @@ type Reconciler struct {
 	// BindingModes reads StorageClasses for the gates (gateready.go); nil:
 	// a Pending claim is not ready for them.
 	BindingModes BindingModes
+	// Owned lists a CR's children from the API server (deletion.go): what
+	// a finalizer is taken off on, never the cache.
+	Owned OwnedFunc
 	// ChildLabels are set on every child besides the engine's own labels
 	// (a sharded replica's shard label: childlabels.go).
 	ChildLabels map[string]string
@@ -111,7 +114,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		r.Refs.Forget(req.NamespacedName)
 		r.memo.forget(req.NamespacedName)
 		r.conflicts.forget(req.NamespacedName)
-		return ctrl.Result{}, r.finalize(ctx, cr) // lifecycle.go
+		return r.finalize(ctx, cr) // deletion.go
 	}
 	if r.written.stale(req.NamespacedName, cr) {
 		return ctrl.Result{}, nil // the event of cueop's last status write brings the CR back
@@ -193,10 +196,7 @@ func (r *run) converge(ctx context.Context) error {
 	if err := r.rerender(ctx); err != nil || r.result_ == nil {
 		return err
 	}
-	if err := r.syncFinalizer(ctx); err != nil {
-		return err
-	}
-	if err := r.syncOrderedFinalizer(ctx); err != nil {
+	if err := r.syncFinalizers(ctx); err != nil { // finalizers.go
 		return err
 	}
 	r.gateWaves(ctx)

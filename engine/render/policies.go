@@ -43,9 +43,13 @@ const (
 	OnDeleteRetain    = "retain"
 )
 
-// Annotations that carry a child's lifecycle policy on the object itself,
-// set only when they differ from the default: prune and deletion act on
-// live objects, which the template may no longer render.
+// Annotations that carry a child's lifecycle policy on the object itself:
+// prune and deletion act on live objects, which the template may no longer
+// render. They are set where the policy differs from the default of every
+// kind (prune: always, onDelete: delete), and always on a child of a data
+// kind (datakinds.go). A live object without them gets its kind's default
+// (LivePolicy), so that no decision depends on an annotation having
+// reached the object.
 const (
 	AnnotationPrune    = "cueop.dev/prune"
 	AnnotationOnDelete = "cueop.dev/on-delete"
@@ -57,17 +61,23 @@ const (
 // for the garbage collector); a PersistentVolumeClaim holds data and is
 // never recreated, whatever the template says. Every other kind stalls its
 // CR unless opted in, and is then recreated with its dependents orphaned.
+// A data kind (Options.DataKinds) is released, not deleted, on prune and
+// with its CR unless the template says prune: "always" or onDelete:
+// "delete".
 var (
 	recreatedByDefault = map[schema.GroupKind]bool{{Kind: "Pod"}: true}
 	neverRecreated     = map[schema.GroupKind]bool{{Kind: "PersistentVolumeClaim"}: true}
 )
 
 // DefaultPolicy is the policy of a child of kind gk that the template gives
-// none.
-func DefaultPolicy(gk schema.GroupKind) Policy {
+// none, where data lists the data kinds (nil: DefaultDataKinds).
+func DefaultPolicy(gk schema.GroupKind, data KindSet) Policy {
 	p := Policy{Recreate: recreatedByDefault[gk], Cascade: CascadeOrphan, Prune: PruneAlways, OnDelete: OnDeleteDelete, Adopt: AdoptReleased}
 	if p.Recreate {
 		p.Cascade = CascadeBackground
+	}
+	if dataKinds(data)[gk] {
+		p.Prune, p.OnDelete = PruneNever, OnDeleteRetain
 	}
 	return p
 }
@@ -79,12 +89,12 @@ func Recreatable(gk schema.GroupKind) bool { return !neverRecreated[gk] }
 // applyPolicies reads the template's policies, checks that each names a
 // rendered child and suits it, and gives each child its policy and the
 // annotations that carry it.
-func applyPolicies(v cue.Value, children []Child) error {
+func applyPolicies(v cue.Value, children []Child, data KindSet) error {
 	pv := v.LookupPath(template.PathPolicies)
 	if !pv.Exists() {
 		for i := range children {
-			children[i].Policy = DefaultPolicy(children[i].Object.GroupVersionKind().GroupKind())
-			annotatePolicy(&children[i])
+			children[i].Policy = DefaultPolicy(children[i].Object.GroupVersionKind().GroupKind(), data)
+			annotatePolicy(&children[i], data)
 		}
 		return nil
 	}
@@ -98,7 +108,7 @@ func applyPolicies(v cue.Value, children []Child) error {
 	byID := make(map[string]*Child, len(children))
 	for i := range children {
 		c := &children[i]
-		c.Policy = DefaultPolicy(c.Object.GroupVersionKind().GroupKind())
+		c.Policy = DefaultPolicy(c.Object.GroupVersionKind().GroupKind(), data)
 		byID[c.ID] = c
 	}
 	bad := &Error{Reason: ReasonTemplateError}
@@ -111,7 +121,7 @@ func applyPolicies(v cue.Value, children []Child) error {
 		return bad
 	}
 	for i := range children {
-		annotatePolicy(&children[i])
+		annotatePolicy(&children[i], data)
 	}
 	return nil
 }
@@ -137,14 +147,15 @@ func setPolicy(id string, v cue.Value, c *Child) string {
 
 // annotatePolicy records on c the parts of its policy that act on live
 // objects, and removes annotations of the same names the template wrote. A
-// child with the default policy and none of these annotations, the common
-// case, is left as it is.
-func annotatePolicy(c *Child) {
+// child of a kind that holds no data, with the default policy and none of
+// these annotations, the common case, is left as it is.
+func annotatePolicy(c *Child, data KindSet) {
 	md, _ := c.Object.Object["metadata"].(map[string]any)
 	raw, _ := md["annotations"].(map[string]any)
 	_, hasPrune := raw[AnnotationPrune]
 	_, hasOnDelete := raw[AnnotationOnDelete]
-	if !hasPrune && !hasOnDelete && c.Policy.Prune == PruneAlways && c.Policy.OnDelete == OnDeleteDelete {
+	isData := dataKinds(data)[c.Object.GroupVersionKind().GroupKind()]
+	if !isData && !hasPrune && !hasOnDelete && c.Policy.Prune == PruneAlways && c.Policy.OnDelete == OnDeleteDelete {
 		return
 	}
 	ann := c.Object.GetAnnotations()
@@ -153,10 +164,10 @@ func annotatePolicy(c *Child) {
 	}
 	delete(ann, AnnotationPrune)
 	delete(ann, AnnotationOnDelete)
-	if c.Policy.Prune != PruneAlways {
+	if isData || c.Policy.Prune != PruneAlways {
 		ann[AnnotationPrune] = c.Policy.Prune
 	}
-	if c.Policy.OnDelete != OnDeleteDelete {
+	if isData || c.Policy.OnDelete != OnDeleteDelete {
 		ann[AnnotationOnDelete] = c.Policy.OnDelete
 	}
 	if len(ann) == 0 {

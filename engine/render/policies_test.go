@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
 	"github.com/cueop/cueop/engine/render"
 )
 
@@ -28,12 +30,14 @@ pod: adopt: "never"`)
 	want := map[string]render.Policy{
 		"cm":  {Recreate: true, Cascade: "background", Prune: "always", OnDelete: "retain", Adopt: "uncontrolled"},
 		"pod": {Recreate: true, Cascade: "background", Prune: "always", OnDelete: "delete", Adopt: "never"},
-		"pvc": {Recreate: false, Cascade: "orphan", Prune: "always", OnDelete: "delete", Adopt: "released"},
+		"pvc": {Recreate: false, Cascade: "orphan", Prune: "never", OnDelete: "retain", Adopt: "released"}, // a data kind
 	}
 	wantAnn := map[string]map[string]string{
 		"cm":  {render.AnnotationOnDelete: "retain"},
 		"pod": nil,
-		"pvc": {"keep": "me"}, // the template's policy annotation is not the policy
+		// The template's policy annotation is not the policy; a data
+		// kind's policy is always recorded.
+		"pvc": {"keep": "me", render.AnnotationPrune: "never", render.AnnotationOnDelete: "retain"},
 	}
 	for _, c := range res.Children {
 		if c.Policy != want[c.ID] {
@@ -43,9 +47,58 @@ pod: adopt: "never"`)
 			t.Errorf("%s: annotations %v, want %v", c.ID, got, wantAnn[c.ID])
 		}
 	}
-	res = kindWithPolicies(t, policyChildren, `pvc: prune: "never"`)
-	if got := res.Children[2].Object.GetAnnotations(); got[render.AnnotationPrune] != "never" || got["keep"] != "me" {
-		t.Errorf("pvc annotations %v, want prune: never beside the template's", got)
+	res = kindWithPolicies(t, policyChildren, `pvc: prune: "always"`)
+	if got := res.Children[2].Object.GetAnnotations(); got[render.AnnotationPrune] != "always" || got[render.AnnotationOnDelete] != "retain" || got["keep"] != "me" {
+		t.Errorf("pvc annotations %v, want prune: always, onDelete: retain beside the template's", got)
+	}
+}
+
+// TestDataKindsDefaults: a data kind is released on prune and with its CR
+// unless the template opts out; the administrator's data kinds replace
+// the default list.
+func TestDataKindsDefaults(t *testing.T) {
+	res, err := render.Render(kindWithChildren(t, policyChildren), app(1), nil, render.Options{DataKinds: render.MustKindSet("ConfigMap")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]render.Policy{
+		"cm":  {Cascade: "orphan", Prune: "never", OnDelete: "retain", Adopt: "released"},
+		"pod": {Recreate: true, Cascade: "background", Prune: "always", OnDelete: "delete", Adopt: "released"},
+		"pvc": {Cascade: "orphan", Prune: "always", OnDelete: "delete", Adopt: "released"}, // not listed
+	}
+	for _, c := range res.Children {
+		if c.Policy != want[c.ID] {
+			t.Errorf("%s: policy %+v, want %+v", c.ID, c.Policy, want[c.ID])
+		}
+	}
+}
+
+// TestLivePolicy decides from the live object: its annotations, else its
+// kind's default, so that a claim whose annotations never reached it is
+// released, never deleted.
+func TestLivePolicy(t *testing.T) {
+	obj := func(kind string, ann map[string]string) *unstructured.Unstructured {
+		o := &unstructured.Unstructured{}
+		o.SetAPIVersion("v1")
+		o.SetKind(kind)
+		o.SetAnnotations(ann)
+		return o
+	}
+	for name, tc := range map[string]struct {
+		live *unstructured.Unstructured
+		opts render.Options
+		want render.Policy
+	}{
+		"claim, no annotation":     {obj("PersistentVolumeClaim", nil), render.Options{}, render.Policy{Prune: "never", OnDelete: "retain"}},
+		"claim, opted out":         {obj("PersistentVolumeClaim", map[string]string{render.AnnotationPrune: "always", render.AnnotationOnDelete: "delete"}), render.Options{}, render.Policy{Prune: "always", OnDelete: "delete"}},
+		"configmap, no annotation": {obj("ConfigMap", nil), render.Options{}, render.Policy{Prune: "always", OnDelete: "delete"}},
+		"configmap, retained":      {obj("ConfigMap", map[string]string{render.AnnotationOnDelete: "retain"}), render.Options{}, render.Policy{Prune: "always", OnDelete: "retain"}},
+		"configmap, a data kind":   {obj("ConfigMap", nil), render.Options{DataKinds: render.MustKindSet("ConfigMap")}, render.Policy{Prune: "never", OnDelete: "retain"}},
+		"claim, bad annotation":    {obj("PersistentVolumeClaim", map[string]string{render.AnnotationPrune: "yes"}), render.Options{}, render.Policy{Prune: "never", OnDelete: "retain"}},
+	} {
+		if got := tc.opts.LivePolicy(tc.live); got != tc.want {
+			t.Errorf("%s: %+v, want %+v", name, got, tc.want)
+		}
 	}
 }
 
@@ -57,8 +110,8 @@ func TestRenderPoliciesWithoutField(t *testing.T) {
 	if p := res.Children[1].Policy; !p.Recreate || p.Prune != "always" || p.OnDelete != "delete" || p.Adopt != "released" {
 		t.Errorf("pod policy %+v, want the defaults (recreated)", p)
 	}
-	if ann := res.Children[2].Object.GetAnnotations(); ann[render.AnnotationPrune] != "" {
-		t.Errorf("pvc annotations %v: the template's policy annotation must not pass", ann)
+	if ann := res.Children[2].Object.GetAnnotations(); ann[render.AnnotationPrune] != "never" || ann[render.AnnotationOnDelete] != "retain" {
+		t.Errorf("pvc annotations %v: want the data kind's default policy recorded", ann)
 	}
 }
 

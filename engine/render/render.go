@@ -25,6 +25,10 @@ type Options struct {
 	// ReadableKinds is the allow-list of kinds a template may reference
 	// (references.go); nil means DefaultReadableKinds.
 	ReadableKinds KindSet
+	// DataKinds are the kinds that hold data (datakinds.go): released, not
+	// deleted, unless the template says otherwise; nil means
+	// DefaultDataKinds.
+	DataKinds KindSet
 	// MaxChildren bounds the number of children; 0 means DefaultMaxChildren.
 	MaxChildren int
 	// Budget bounds each render in time and memory (budget.go); the zero
@@ -100,7 +104,7 @@ func evaluate(k *template.Kind, parent *unstructured.Unstructured, in Inputs, op
 	if err != nil {
 		return nil, err
 	}
-	if err := applyPolicies(v, children); err != nil {
+	if err := applyPolicies(v, children, opts.DataKinds); err != nil {
 		return nil, err
 	}
 	if err := applyWaves(k, v, children, observed); err != nil {

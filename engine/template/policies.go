@@ -17,7 +17,11 @@ var PathPolicies = cue.ParsePath("policies")
 const PoliciesContract = "policies contract"
 
 // policiesSchema is the contract of `policies`. Every field is optional:
-// render fills the defaults.
+// render fills the defaults (render.DefaultPolicy): recreate false (true
+// for a Pod), cascade "orphan" ("background" for a Pod), prune "always"
+// and onDelete "delete", but prune "never" and onDelete "retain" for a
+// child of a data kind (a PersistentVolumeClaim, and the kinds of
+// --data-kinds), as a StatefulSet retains its claims.
 const policiesSchema = `[string]: close({
 	recreate?: bool
 	cascade?:  "orphan" | "background"

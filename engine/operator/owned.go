@@ -1,0 +1,93 @@
+package operator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// ownedLive lists from the API server the objects in namespace ns that the
+// CR of uid controls (its controller owner reference), across every
+// allowed kind the API server serves (reconcile.OwnedFunc). Each list is
+// metadata only and has no label selector: a child whose cueop labels lag
+// (sharding just turned on, a CR that never re-applied) or were rewritten
+// by another tool, a child of a kind not watched, a child the shard's
+// cache does not select, all are found. A finalizer comes off on this
+// answer, never on the cache's.
+func (o *Operator) ownedLive(ctx context.Context, ns string, uid types.UID) ([]*unstructured.Unstructured, error) {
+	var out []*unstructured.Unstructured
+	for _, gk := range o.allowedKinds() {
+		m, err := o.resolveChildKind(gk, "")
+		if errors.Is(err, errNotServed) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		items, err := o.listMetadata(ctx, m.Resource, ns)
+		if err != nil {
+			return nil, fmt.Errorf("list %s: %w", m.Resource.GroupResource(), err)
+		}
+		for i := range items {
+			if controlledByUID(&items[i], uid) {
+				out = append(out, childMetadata(&items[i], m.GroupVersionKind))
+			}
+		}
+	}
+	return out, nil
+}
+
+// allowedKinds are the allowed kinds, sorted.
+func (o *Operator) allowedKinds() []schema.GroupKind {
+	gks := make([]schema.GroupKind, 0, len(o.opts.AllowedKinds))
+	for gk := range o.opts.AllowedKinds {
+		gks = append(gks, gk)
+	}
+	sort.Slice(gks, func(i, j int) bool { return gks[i].String() < gks[j].String() })
+	return gks
+}
+
+// listPage is the page size of ownedLive's lists.
+const listPage = 500
+
+// listMetadata lists the metadata of every object of resource in ns
+// (every namespace when ns is empty), page by page.
+func (o *Operator) listMetadata(ctx context.Context, resource schema.GroupVersionResource, ns string) ([]metav1.PartialObjectMetadata, error) {
+	var out []metav1.PartialObjectMetadata
+	opts := metav1.ListOptions{Limit: listPage}
+	for {
+		list, err := o.children.meta.Resource(resource).Namespace(ns).List(ctx, opts)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, list.Items...)
+		if opts.Continue = list.Continue; opts.Continue == "" {
+			return out, nil
+		}
+	}
+}
+
+func controlledByUID(obj *metav1.PartialObjectMetadata, uid types.UID) bool {
+	ref := metav1.GetControllerOfNoCopy(obj)
+	return ref != nil && ref.UID == uid
+}
+
+// childMetadata is obj's metadata as an unstructured object of kind gvk:
+// enough to release it, delete it by uid and read its recorded policy and
+// wave.
+func childMetadata(obj *metav1.PartialObjectMetadata, gvk schema.GroupVersionKind) *unstructured.Unstructured {
+	md, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&obj.ObjectMeta)
+	if err != nil {
+		panic(err) // ObjectMeta always converts
+	}
+	u := &unstructured.Unstructured{Object: map[string]any{"metadata": md}}
+	u.SetGroupVersionKind(gvk)
+	return u
+}

@@ -1,0 +1,105 @@
+package reconcile
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/cueop/cueop/engine/apply"
+)
+
+// OwnedFunc lists from the API server, not a cache, the objects in
+// namespace ns whose controller owner reference names the uid owner,
+// across every kind a CR may own: a child whose cueop labels lag or were
+// rewritten, or that a sharded replica's cache does not select, is listed
+// all the same.
+type OwnedFunc func(ctx context.Context, ns string, owner types.UID) ([]*unstructured.Unstructured, error)
+
+// deletionRecheck is how often a CR whose ordered deletion waits looks
+// again, besides the deletion events of its children: a child the cache
+// does not hold sends none.
+const deletionRecheck = 10 * time.Second
+
+// finalize runs for a CR being deleted that carries cueop's finalizers.
+// With the user's orphan cascade (kubectl delete --cascade=orphan) it
+// deletes nothing and takes its finalizers off: the garbage collector
+// orphans the children. Otherwise it lists the CR's children from the API
+// server, releases those to retain, and, for a kind with waves, deletes the
+// highest wave left and waits; only when nothing is left to delete does it
+// take its finalizers off, and the CR goes (the garbage collector deletes
+// what a kind without waves leaves).
+func (r *Reconciler) finalize(ctx context.Context, cr *unstructured.Unstructured) (ctrl.Result, error) {
+	fins := cr.GetFinalizers()
+	if !slices.ContainsFunc(Finalizers, func(f string) bool { return slices.Contains(fins, f) }) {
+		return ctrl.Result{}, nil
+	}
+	if slices.Contains(fins, metav1.FinalizerOrphanDependents) {
+		return ctrl.Result{}, r.setFinalizers(ctx, cr, noFinalizers)
+	}
+	run := &run{r: r, kind: r.Kind(), cr: cr, log: log.FromContext(ctx)}
+	left, err := run.liveChildren(ctx)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if left, err = run.releaseRetained(ctx, left); err != nil {
+		return ctrl.Result{}, err
+	}
+	if len(left) > 0 && slices.Contains(fins, FinalizerOrdered) {
+		if err := errors.Join(run.deleteWave(ctx, left), run.writeStatus(ctx)); err != nil { // ordered.go
+			return ctrl.Result{}, err
+		}
+		return ctrl.Result{RequeueAfter: deletionRecheck}, nil
+	}
+	return ctrl.Result{}, r.setFinalizers(ctx, cr, noFinalizers)
+}
+
+// liveChildren are the objects the CR controls, as the API server has them
+// now (Reconciler.Owned), each once.
+func (r *run) liveChildren(ctx context.Context) ([]*unstructured.Unstructured, error) {
+	if r.r.Owned == nil {
+		return nil, fmt.Errorf("%s: no way to list its children from the API server", r.subject())
+	}
+	objs, err := r.r.Owned(ctx, r.cr.GetNamespace(), r.cr.GetUID())
+	if err != nil {
+		return nil, fmt.Errorf("%s: list its children: %w", r.subject(), err)
+	}
+	seen := map[types.UID]bool{}
+	return slices.DeleteFunc(objs, func(o *unstructured.Unstructured) bool {
+		dup := seen[o.GetUID()]
+		seen[o.GetUID()] = true
+		return dup
+	}), nil
+}
+
+// releaseRetained releases every child of left that is to outlive its CR
+// (Reconciler.retained) and returns the others.
+func (r *run) releaseRetained(ctx context.Context, left []*unstructured.Unstructured) ([]*unstructured.Unstructured, error) {
+	var errs []error
+	var rest []*unstructured.Unstructured
+	for _, o := range left {
+		if !r.r.retained(o) {
+			rest = append(rest, o)
+			continue
+		}
+		err := r.release(ctx, o)
+		r.r.applied(r.r.Kind().Resource.Kind, apply.Released, err)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		r.record(apply.Released, o)
+	}
+	r.emitEvents()
+	if len(errs) > 0 {
+		return nil, fmt.Errorf("%s: %w", r.subject(), errs[0])
+	}
+	return rest, nil
+}

@@ -1,0 +1,109 @@
+package reconcile
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/cueop/cueop/engine/render"
+)
+
+// Finalizers are cueop's finalizers, the order in which one write adds
+// them.
+var Finalizers = []string{FinalizerRetain, FinalizerOrdered}
+
+// noFinalizers takes every one of cueop's finalizers off.
+var noFinalizers = map[string]bool{FinalizerRetain: false, FinalizerOrdered: false}
+
+// syncFinalizers puts on the CR, before any child is applied, the
+// finalizers it needs, and takes off those it no longer needs: all in one
+// write, none when nothing changes (a CR that needs none costs nothing).
+// FinalizerRetain while a child is to be released when the CR is deleted
+// (rendered with onDelete: retain, or observed so), FinalizerOrdered while
+// the kind has waves.
+func (r *run) syncFinalizers(ctx context.Context) error {
+	retain := slices.ContainsFunc(r.result_.Children, func(c render.Child) bool { return c.Policy.OnDelete == render.OnDeleteRetain })
+	for _, o := range r.observed {
+		retain = retain || r.r.retained(o)
+	}
+	return r.r.setFinalizers(ctx, r.cr, map[string]bool{FinalizerRetain: retain, FinalizerOrdered: r.kind.Waves})
+}
+
+// retained says whether o, a live child, is released rather than deleted
+// with its CR (render.Options.LivePolicy).
+func (r *Reconciler) retained(o *unstructured.Unstructured) bool {
+	return r.Options.LivePolicy(o).OnDelete == render.OnDeleteRetain
+}
+
+// setFinalizers adds the finalizers want says on and removes those it says
+// off, leaving the others alone, in one JSON patch guarded by the CR's uid:
+// neither an apply (it would create a CR deleted meanwhile) nor a merge
+// patch (it replaces the whole list). cr takes the finalizers and the
+// resourceVersion the API server returns, so that a later write of this
+// reconcile does not start from the old ones.
+func (r *Reconciler) setFinalizers(ctx context.Context, cr *unstructured.Unstructured, want map[string]bool) error {
+	ops := finalizerOps(cr, want)
+	if len(ops) == 0 {
+		return nil
+	}
+	data, err := json.Marshal(ops)
+	if err != nil {
+		return err
+	}
+	patched := cr.DeepCopy()
+	err = r.Client.Patch(ctx, patched, client.RawPatch(types.JSONPatchType, data), client.FieldOwner(r.fieldManager()))
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil
+	case err != nil:
+		return fmt.Errorf("%s %s/%s: finalizers %v: %w", cr.GetKind(), cr.GetNamespace(), cr.GetName(), want, err)
+	}
+	cr.SetFinalizers(patched.GetFinalizers())
+	cr.SetResourceVersion(patched.GetResourceVersion())
+	return nil
+}
+
+// finalizerOps are the JSON patch operations that bring cr's finalizers in
+// line with want, nil when they are: removals first, from the highest
+// index, each guarded by a test of the name at its index; then additions,
+// guarded by the resourceVersion, so that a cache that lags behind an
+// earlier add does not add a finalizer twice nor replace a list created
+// meanwhile.
+func finalizerOps(cr *unstructured.Unstructured, want map[string]bool) []map[string]any {
+	fins := cr.GetFinalizers()
+	var ops []map[string]any
+	for i := len(fins) - 1; i >= 0; i-- {
+		if on, ours := want[fins[i]]; ours && !on {
+			at := fmt.Sprintf("/metadata/finalizers/%d", i)
+			ops = append(ops, map[string]any{"op": "test", "path": at, "value": fins[i]}, map[string]any{"op": "remove", "path": at})
+		}
+	}
+	var add []any
+	for _, name := range Finalizers {
+		if want[name] && !slices.Contains(fins, name) {
+			add = append(add, name)
+		}
+	}
+	if len(ops) == 0 && len(add) == 0 {
+		return nil
+	}
+	head := []map[string]any{{"op": "test", "path": "/metadata/uid", "value": string(cr.GetUID())}}
+	if len(add) == 0 {
+		return append(head, ops...)
+	}
+	head = append(head, map[string]any{"op": "test", "path": "/metadata/resourceVersion", "value": cr.GetResourceVersion()})
+	ops = append(head, ops...)
+	if len(fins) == 0 {
+		return append(ops, map[string]any{"op": "add", "path": "/metadata/finalizers", "value": add})
+	}
+	for _, name := range add {
+		ops = append(ops, map[string]any{"op": "add", "path": "/metadata/finalizers/-", "value": name})
+	}
+	return ops
+}

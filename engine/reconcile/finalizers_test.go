@@ -1,0 +1,46 @@
+package reconcile
+
+import (
+	"encoding/json"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+// TestFinalizerOps: one patch adds both finalizers, or removes both,
+// leaving the others (the user's orphan) alone; nothing to change is no
+// patch.
+func TestFinalizerOps(t *testing.T) {
+	cr := func(fins ...string) *unstructured.Unstructured {
+		o := &unstructured.Unstructured{}
+		o.SetUID("u")
+		o.SetResourceVersion("7")
+		o.SetFinalizers(fins)
+		return o
+	}
+	both := map[string]bool{FinalizerRetain: true, FinalizerOrdered: true}
+	for name, tc := range map[string]struct {
+		cr   *unstructured.Unstructured
+		want map[string]bool
+		ops  string
+	}{
+		"add both to none": {cr(), both,
+			`[{"op":"test","path":"/metadata/uid","value":"u"},{"op":"test","path":"/metadata/resourceVersion","value":"7"},{"op":"add","path":"/metadata/finalizers","value":["cueop.dev/retain","cueop.dev/ordered-deletion"]}]`},
+		"add both beside another": {cr("x"), both,
+			`[{"op":"test","path":"/metadata/uid","value":"u"},{"op":"test","path":"/metadata/resourceVersion","value":"7"},{"op":"add","path":"/metadata/finalizers/-","value":"cueop.dev/retain"},{"op":"add","path":"/metadata/finalizers/-","value":"cueop.dev/ordered-deletion"}]`},
+		"remove both, keep orphan": {cr(FinalizerRetain, "orphan", FinalizerOrdered), noFinalizers,
+			`[{"op":"test","path":"/metadata/uid","value":"u"},{"op":"test","path":"/metadata/finalizers/2","value":"cueop.dev/ordered-deletion"},{"op":"remove","path":"/metadata/finalizers/2"},{"op":"test","path":"/metadata/finalizers/0","value":"cueop.dev/retain"},{"op":"remove","path":"/metadata/finalizers/0"}]`},
+		"swap one for the other": {cr(FinalizerRetain), map[string]bool{FinalizerRetain: false, FinalizerOrdered: true},
+			`[{"op":"test","path":"/metadata/uid","value":"u"},{"op":"test","path":"/metadata/resourceVersion","value":"7"},{"op":"test","path":"/metadata/finalizers/0","value":"cueop.dev/retain"},{"op":"remove","path":"/metadata/finalizers/0"},{"op":"add","path":"/metadata/finalizers/-","value":"cueop.dev/ordered-deletion"}]`},
+		"in line":     {cr(FinalizerOrdered), map[string]bool{FinalizerRetain: false, FinalizerOrdered: true}, `null`},
+		"not cueop's": {cr("orphan"), noFinalizers, `null`},
+	} {
+		got, err := json.Marshal(finalizerOps(tc.cr, tc.want))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(got) != tc.ops {
+			t.Errorf("%s:\n got %s\nwant %s", name, got, tc.ops)
+		}
+	}
+}
