@@ -51,6 +51,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/cueop/cueop/bench/harness"
+	"github.com/cueop/cueop/engine/worker"
 	"github.com/cueop/cueop/localcluster"
 )
 
@@ -114,6 +115,7 @@ func fatalf(format string, args ...any) {
 }
 
 func main() {
+	worker.Main() // the operator under test starts this binary as its render worker
 	if len(os.Args) > 1 && os.Args[1] == "shards" {
 		runShards() // shards.go
 		return

@@ -1,0 +1,203 @@
+package worker
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os/exec"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/cueop/cueop/engine/budget"
+)
+
+// pollEvery is how often the CPU time and resident memory of a busy
+// worker are read.
+const pollEvery = 20 * time.Millisecond
+
+// helloTimeout bounds a worker's start: a program that does not answer
+// as a worker (a test binary without worker.Main) is killed.
+const helloTimeout = 30 * time.Second
+
+// proc is one worker process.
+type proc struct {
+	cmd    *exec.Cmd
+	pid    int
+	in     io.WriteCloser
+	out    *bufio.Reader
+	stderr *tail
+	done   chan struct{} // closed when the process has exited
+}
+
+func startProc(cmd *exec.Cmd) (*proc, error) {
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	w := &proc{cmd: cmd, in: in, out: bufio.NewReaderSize(out, 64<<10), stderr: &tail{}, done: make(chan struct{})}
+	cmd.Stderr = w.stderr
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	w.pid = cmd.Process.Pid
+	go func() {
+		_ = cmd.Wait()
+		close(w.done)
+	}()
+	hello := make(chan error, 1)
+	go func() {
+		var resp response
+		err := readMessage(w.out, &resp)
+		if err == nil && resp.Hello == nil {
+			err = errors.New("no hello")
+		}
+		hello <- err
+	}()
+	select {
+	case err = <-hello:
+	case <-time.After(helloTimeout):
+		err = errors.New("no answer")
+	}
+	if err != nil {
+		w.kill()
+		return nil, fmt.Errorf("worker did not start: %w%s", err, w.stderr.fatal())
+	}
+	return w, nil
+}
+
+func (w *proc) kill() {
+	_ = w.cmd.Process.Kill()
+	_ = w.in.Close()
+}
+
+func (w *proc) close() { _ = w.in.Close() }
+
+// usage is what one evaluation used of its worker.
+type usage struct {
+	cpu     time.Duration
+	wall    time.Duration
+	rss     int64 // the worker's resident memory, at its highest seen
+	limit   string
+	crashed string // the worker's fatal error, when it died
+}
+
+// String reads "1.2s of CPU in 1.3s, worker resident memory at most 80.0 MiB".
+func (u usage) String() string {
+	return fmt.Sprintf("%s of CPU in %s, worker resident memory at most %s", u.cpu.Round(time.Millisecond), u.wall.Round(time.Millisecond), budget.MiB(u.rss))
+}
+
+// call sends req and waits for the answer, killing the worker when the
+// evaluation overruns b (CPU time: half as much again as the worker's own
+// budget; wall clock: budget.WallFactor times it) or memory bytes of
+// resident memory. ok is false when the worker cannot serve again; u says
+// why and what the evaluation used.
+func (w *proc) call(ctx context.Context, req *request, b budget.Budget, memory int64) (resp *response, u usage, ok bool, err error) {
+	b = b.WithDefaults()
+	start, t0 := w.cpu(), time.Now()
+	answer := make(chan error, 1)
+	resp = &response{}
+	if err := writeMessage(w.in, req); err != nil {
+		return nil, w.died(start, t0), false, nil
+	}
+	go func() { answer <- readMessage(w.out, resp) }()
+	tick := time.NewTicker(pollEvery)
+	defer tick.Stop()
+	for {
+		select {
+		case err := <-answer:
+			u = w.usage(start, t0, u.rss)
+			if err != nil {
+				return nil, w.died(start, t0), false, nil
+			}
+			return resp, u, !resp.Abandoned, nil
+		case <-tick.C:
+			u = w.usage(start, t0, u.rss)
+			if u.limit = overrun(u, b, memory); u.limit != "" {
+				w.kill()
+				return nil, u, false, nil
+			}
+		case <-ctx.Done():
+			w.kill()
+			return nil, u, false, ctx.Err()
+		}
+	}
+}
+
+func overrun(u usage, b budget.Budget, memory int64) string {
+	switch {
+	case memory > 0 && u.rss > memory:
+		return "memory"
+	case b.Time > 0 && u.cpu > b.Time+b.Time/2:
+		return "cpu"
+	case b.Time > 0 && u.wall > b.Time*budget.WallFactor:
+		return "wall"
+	}
+	return ""
+}
+
+func (w *proc) cpu() time.Duration {
+	c, _ := procCPU(w.pid)
+	return c
+}
+
+func (w *proc) usage(start time.Duration, t0 time.Time, rss int64) usage {
+	u := usage{cpu: w.cpu() - start, wall: time.Since(t0), rss: rss}
+	if r, err := procStatus(w.pid, "VmRSS:"); err == nil && r > u.rss {
+		u.rss = r
+	}
+	return u
+}
+
+// died is the usage of a worker that ended during an evaluation.
+func (w *proc) died(start time.Duration, t0 time.Time) usage {
+	u := usage{wall: time.Since(t0)}
+	<-w.done
+	if st := w.cmd.ProcessState; st != nil {
+		u.cpu = st.UserTime() + st.SystemTime() - start
+		u.rss = maxRSS(st)
+	}
+	u.crashed = strings.TrimPrefix(w.stderr.fatal(), ": ")
+	if u.crashed == "" {
+		u.crashed = "exited"
+	}
+	return u
+}
+
+// tail keeps the last bytes a worker wrote to stderr.
+type tail struct {
+	mu  sync.Mutex
+	buf []byte
+}
+
+const tailSize = 16 << 10
+
+func (t *tail) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.buf = append(t.buf, p...)
+	if len(t.buf) > tailSize {
+		t.buf = append(t.buf[:0], t.buf[len(t.buf)-tailSize:]...)
+	}
+	return len(p), nil
+}
+
+// fatal is the first line of the worker's Go runtime crash, ": "-prefixed,
+// or "".
+func (t *tail) fatal() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for line := range strings.Lines(string(t.buf)) {
+		line = strings.TrimSpace(line)
+		if strings.HasPrefix(line, "fatal error:") || strings.HasPrefix(line, "runtime: out of memory") || strings.HasPrefix(line, "panic:") || strings.HasPrefix(line, "cueop worker:") {
+			return ": " + line
+		}
+	}
+	return ""
+}
