@@ -31,3 +31,20 @@ func (InProcess) Render(_ context.Context, in Inputs, opts Options) (*Result, er
 func (InProcess) References(_ context.Context, k *template.Kind, parent *unstructured.Unstructured, opts Options) ([]Reference, error) {
 	return References(k, parent, opts)
 }
+
+// ObservedView is what the template of k reads of the observed children:
+// all that a render evaluates of them but for the engine's default
+// readiness, which Reuse computes from the whole objects. An evaluator
+// that copies the inputs elsewhere copies this view, then passes the
+// result through Reuse with the whole inputs. The render digest covers the
+// same view (Inputs.Digest).
+func ObservedView(k *template.Kind, observed map[string]*unstructured.Unstructured) map[string]*unstructured.Unstructured {
+	if observed == nil {
+		return nil
+	}
+	out := make(map[string]*unstructured.Unstructured, len(observed))
+	for id, o := range observed {
+		out[id] = &unstructured.Unstructured{Object: projectObserved(k, id, o.Object)}
+	}
+	return out
+}

@@ -30,6 +30,9 @@ type proc struct {
 	out    *bufio.Reader
 	stderr *tail
 	done   chan struct{} // closed when the process has exited
+	// spent is the worker's CPU time as of its last answer, which is
+	// where the next evaluation's starts.
+	spent time.Duration
 }
 
 func startProc(cmd *exec.Cmd) (*proc, error) {
@@ -58,6 +61,7 @@ func startProc(cmd *exec.Cmd) (*proc, error) {
 		if err == nil && resp.Hello == nil {
 			err = errors.New("no hello")
 		}
+		w.spent = resp.CPU
 		hello <- err
 	}()
 	select {
@@ -100,7 +104,7 @@ func (u usage) String() string {
 // why and what the evaluation used.
 func (w *proc) call(ctx context.Context, req *request, b budget.Budget, memory int64) (resp *response, u usage, ok bool, err error) {
 	b = b.WithDefaults()
-	start, t0 := w.cpu(), time.Now()
+	start, t0 := w.spent, time.Now()
 	answer := make(chan error, 1)
 	resp = &response{}
 	if err := writeMessage(w.in, req); err != nil {
@@ -112,10 +116,13 @@ func (w *proc) call(ctx context.Context, req *request, b budget.Budget, memory i
 	for {
 		select {
 		case err := <-answer:
-			u = w.usage(start, t0, u.rss)
 			if err != nil {
 				return nil, w.died(start, t0), false, nil
 			}
+			// The worker says its CPU time: no /proc read for the
+			// evaluations that end before the first poll.
+			w.spent = resp.CPU
+			u.cpu, u.wall = resp.CPU-start, time.Since(t0)
 			return resp, u, !resp.Abandoned, nil
 		case <-tick.C:
 			u = w.usage(start, t0, u.rss)

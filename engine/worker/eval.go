@@ -18,7 +18,10 @@ import (
 // crashes its worker, is a render Error (render.ReasonRenderBudget) that
 // names what the evaluation used; its worker is replaced.
 func (p *Pool) Render(ctx context.Context, in render.Inputs, opts render.Options) (*render.Result, error) {
-	req := &request{Op: opRender, Parent: in.Parent.Object, Observed: objects(in.Observed), Options: wire(opts)}
+	// The worker gets what the template reads of the observed children;
+	// the engine's default readiness is computed here from the whole
+	// objects (render.Reuse), as for a memoized render.
+	req := &request{Op: opRender, Parent: in.Parent.Object, Observed: objects(render.ObservedView(in.Kind, in.Observed)), Options: wire(opts)}
 	if err := p.setKind(req, in.Kind); err != nil {
 		return nil, err
 	}
@@ -36,7 +39,7 @@ func (p *Pool) Render(ctx context.Context, in render.Inputs, opts render.Options
 	if err != nil {
 		return nil, err
 	}
-	return result(resp.Result), nil
+	return render.Reuse(in, result(resp.Result)), nil
 }
 
 // References evaluates k's references for parent in a worker, as

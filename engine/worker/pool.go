@@ -367,3 +367,18 @@ func (f *fairQueue) remove(tenant string, ch chan *proc) bool {
 	}
 	return false
 }
+
+// CPU is the CPU time the pool's running workers have used, for
+// benchmarks that count the workers' share of the operator's cost.
+func (p *Pool) CPU() time.Duration {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var total time.Duration
+	for _, w := range p.idle {
+		total += w.cpu()
+	}
+	for w := range p.busy {
+		total += w.cpu()
+	}
+	return total
+}

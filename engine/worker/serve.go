@@ -48,7 +48,7 @@ func Serve(r io.Reader, w io.Writer, limit int64) int {
 	}
 	in, out := bufio.NewReaderSize(r, 64<<10), bufio.NewWriterSize(w, 64<<10)
 	s := &server{kinds: map[string]*template.Kind{}}
-	if err := s.send(out, &response{Hello: &hello{PID: os.Getpid()}}); err != nil {
+	if err := s.send(out, &response{Hello: &hello{PID: os.Getpid()}, CPU: selfCPU()}); err != nil {
 		return 1
 	}
 	for {
@@ -61,6 +61,7 @@ func Serve(r io.Reader, w io.Writer, limit int64) int {
 			return 1
 		}
 		resp := s.handle(&req)
+		resp.CPU = selfCPU()
 		if err := s.send(out, resp); err != nil || resp.Abandoned {
 			return 0
 		}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
@@ -66,7 +67,9 @@ type response struct {
 	Revision   string          `json:"revision,omitempty"`
 	Err        *wireError      `json:"err,omitempty"`
 	Abandoned  bool            `json:"abandoned,omitempty"`
-	Hello      *hello          `json:"hello,omitempty"`
+	// CPU is the worker's CPU time (user and system) when it answered.
+	CPU   time.Duration `json:"cpu"`
+	Hello *hello        `json:"hello,omitempty"`
 }
 
 type hello struct {

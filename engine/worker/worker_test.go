@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -17,6 +16,7 @@ import (
 	"github.com/cueop/cueop/engine/render"
 	"github.com/cueop/cueop/engine/template"
 	"github.com/cueop/cueop/engine/worker"
+	"github.com/cueop/cueop/engine/worker/workertest"
 )
 
 func TestMain(m *testing.M) {
@@ -24,52 +24,11 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// hostile is a kind whose render a tenant controls: the bounds of #Spec
-// let one CR ask for a terabyte (line times count) or three nested loops
-// over 2000 items.
-const hostile = `package hostile
-
-import (
-	"list"
-	"strings"
-)
-
-resource: {group: "hostile.test.example", version: "v1", kind: "Hostile"}
-#Spec: {
-	line:  *"x" | string & strings.MaxRunes(1000000)
-	count: *1 | int & <=1000000
-	items: *[] | [...int] & list.MaxItems(2000)
-}
-parent: spec: #Spec
-children: cm: {
-	apiVersion: "v1", kind: "ConfigMap"
-	metadata: name: parent.metadata.name
-	data: {
-		repeated: strings.Repeat(parent.spec.line, parent.spec.count)
-		loops: "\(len([for a in parent.spec.items for b in parent.spec.items for c in parent.spec.items if a+b+c < 0 {a}]))"
-	}
-}
-status: lines: parent.spec.count
-`
-
 // loadHostile writes the hostile kind into a templates directory and
 // loads it.
 func loadHostile(t testing.TB) *template.Kind {
 	t.Helper()
-	dir := t.TempDir()
-	for name, data := range map[string]string{
-		"cue.mod/module.cue":  "module: \"test.example/t@v0\"\nlanguage: version: \"v0.17.0\"\n",
-		"hostile/hostile.cue": hostile,
-	} {
-		p := filepath.Join(dir, name)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	set, err := template.Load(dir)
+	set, err := template.Load(workertest.Templates(t, map[string]string{"hostile/hostile.cue": workertest.HostileKind}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,7 +79,7 @@ func TestRenderInWorker(t *testing.T) {
 func TestFatalAllocationEndsOnlyItsWorker(t *testing.T) {
 	k := loadHostile(t)
 	p := newPool(t, worker.Options{})
-	bomb := cr("tenant-a", "bomb", map[string]any{"line": strings.Repeat("x", 1000000), "count": int64(1000000)})
+	bomb := cr("tenant-a", "bomb", workertest.BombSpec())
 	_, err := p.Render(context.Background(), render.Inputs{Kind: k, Parent: bomb}, render.Options{})
 	var rerr *render.Error
 	if !errors.As(err, &rerr) || rerr.Reason != render.ReasonRenderBudget {
@@ -160,11 +119,7 @@ func TestSlowRenderIsKilled(t *testing.T) {
 }
 
 func slow(ns, name string) *unstructured.Unstructured {
-	items := make([]any, 2000)
-	for i := range items {
-		items[i] = int64(i)
-	}
-	return cr(ns, name, map[string]any{"items": items})
+	return cr(ns, name, workertest.SlowSpec())
 }
 
 // TestFairShare: while one tenant's slow render holds its share of the
@@ -211,4 +166,25 @@ func tryRender(t *testing.T, p *worker.Pool, k *template.Kind, parent *unstructu
 		t.Fatal("render of a slow CR succeeded")
 	}
 	return err
+}
+
+// TestLoadCompilesInWorkersFirst: a package that allocates a terabyte when
+// compiled crashes a worker and is refused (Broken, the worker's crash
+// named); the other package is compiled, and its kind renders.
+func TestLoadCompilesInWorkersFirst(t *testing.T) {
+	dir := workertest.Templates(t, map[string]string{"hostile/hostile.cue": workertest.HostileKind, "templatebomb/bomb.cue": workertest.TemplateBomb})
+	p := newPool(t, worker.Options{Workers: 1})
+	admit := func(root, name string) (func(*template.Kind) error, error) {
+		return p.Compile(context.Background(), root, name, budget.Budget{})
+	}
+	set, err := template.LoadWith(dir, template.LoadOptions{Admit: admit})
+	if err == nil || set == nil || len(set.Kinds) != 1 || set.Kinds[0].Name != "hostile" {
+		t.Fatalf("LoadWith = %v, %v; want the hostile kind and an error", set, err)
+	}
+	if why := set.Broken["templatebomb"]; why == nil || !strings.Contains(why.Error(), "package templatebomb: compile crashed its worker (runtime: out of memory") {
+		t.Errorf("templatebomb broken with %v", why)
+	}
+	if _, err := p.Render(context.Background(), render.Inputs{Kind: set.Kinds[0], Parent: cr("ns", "a", nil)}, render.Options{}); err != nil {
+		t.Fatal(err)
+	}
 }
