@@ -329,7 +329,8 @@ func (d *driver) oneRun(ctx context.Context, rep *report, op string, run int, la
 		return nil, err
 	}
 	name := fmt.Sprintf("%s-run%d", op, run+1)
-	p, err := d.startOperator(ctx, op, name, ns, tmpl)
+	kind, extra := opKind(op)
+	p, err := d.startOperator(ctx, kind, name, ns, tmpl, extra...)
 	if err != nil {
 		return nil, err
 	}
