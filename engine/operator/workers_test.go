@@ -75,7 +75,7 @@ func TestTenantFatalAllocationSparesOperator(t *testing.T) {
 	startHostile(t, ns, budget.Budget{})
 	applyHostile(t, ns, "bomb", workertest.BombSpec())
 	eventually(t, 120*time.Second, func() string {
-		return hostileCondition(t, ns, "bomb", "Stalled", "True", "RenderBudget", "render crashed its worker (runtime: out of memory", "of CPU")
+		return hostileCondition(t, ns, "bomb", "Stalled", "True", "RenderBudget", "render crashed its worker (", "out of memory", "of CPU")
 	})
 	applyHostile(t, ns, "fine", map[string]any{"count": 2})
 	eventually(t, 60*time.Second, func() string { return hostileCondition(t, ns, "fine", "Ready", "True") })

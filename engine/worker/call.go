@@ -106,11 +106,11 @@ func (w *proc) call(ctx context.Context, req *request, b budget.Budget, memory i
 	b = b.WithDefaults()
 	start, t0 := w.spent, time.Now()
 	answer := make(chan error, 1)
-	resp = &response{}
+	got := &response{} // the reader's until it answers
 	if err := writeMessage(w.in, req); err != nil {
 		return nil, w.died(start, t0), false, nil
 	}
-	go func() { answer <- readMessage(w.out, resp) }()
+	go func() { answer <- readMessage(w.out, got) }()
 	tick := time.NewTicker(pollEvery)
 	defer tick.Stop()
 	for {
@@ -121,9 +121,9 @@ func (w *proc) call(ctx context.Context, req *request, b budget.Budget, memory i
 			}
 			// The worker says its CPU time: no /proc read for the
 			// evaluations that end before the first poll.
-			w.spent = resp.CPU
-			u.cpu, u.wall = resp.CPU-start, time.Since(t0)
-			return resp, u, !resp.Abandoned, nil
+			w.spent = got.CPU
+			u.cpu, u.wall = got.CPU-start, time.Since(t0)
+			return got, u, !got.Abandoned, nil
 		case <-tick.C:
 			u = w.usage(start, t0, u.rss)
 			if u.limit = overrun(u, b, memory); u.limit != "" {
@@ -177,20 +177,24 @@ func (w *proc) died(start time.Duration, t0 time.Time) usage {
 	return u
 }
 
-// tail keeps the last bytes a worker wrote to stderr.
+// tail keeps the first and the last bytes a worker wrote to stderr: Go
+// says why it dies first, then dumps every goroutine.
 type tail struct {
-	mu  sync.Mutex
-	buf []byte
+	mu         sync.Mutex
+	head, last []byte
 }
 
-const tailSize = 16 << 10
+const tailSize = 8 << 10
 
 func (t *tail) Write(p []byte) (int, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.buf = append(t.buf, p...)
-	if len(t.buf) > tailSize {
-		t.buf = append(t.buf[:0], t.buf[len(t.buf)-tailSize:]...)
+	if n := min(len(p), tailSize-len(t.head)); n > 0 {
+		t.head = append(t.head, p[:n]...)
+	}
+	t.last = append(t.last, p...)
+	if len(t.last) > tailSize {
+		t.last = append(t.last[:0], t.last[len(t.last)-tailSize:]...)
 	}
 	return len(p), nil
 }
@@ -200,11 +204,23 @@ func (t *tail) Write(p []byte) (int, error) {
 func (t *tail) fatal() string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	for line := range strings.Lines(string(t.buf)) {
+	for line := range strings.Lines(string(t.head) + "\n" + string(t.last)) {
 		line = strings.TrimSpace(line)
-		if strings.HasPrefix(line, "fatal error:") || strings.HasPrefix(line, "runtime: out of memory") || strings.HasPrefix(line, "panic:") || strings.HasPrefix(line, "cueop worker:") {
+		if isFatal(line) {
 			return ": " + line
 		}
 	}
 	return ""
+}
+
+// isFatal tells the line of a worker's stderr that says why it died: Go's
+// runtime (out of memory, a fatal error, a panic), the race detector's
+// runtime, or the worker itself.
+func isFatal(line string) bool {
+	for _, p := range []string{"runtime: out of memory", "fatal error:", "panic:", "cueop worker:"} {
+		if strings.HasPrefix(line, p) {
+			return true
+		}
+	}
+	return strings.Contains(line, "ThreadSanitizer") && strings.Contains(line, "ERROR")
 }

@@ -14,10 +14,14 @@ import (
 // of memory") instead of growing the worker. The garbage collector is told
 // to keep the heap well inside it, and the kernel to pick the worker, not
 // the operator, should the container run out of memory.
+//
+// In a -race build only the resident memory is limited (from the operator):
+// the race runtime cannot start its shadow mappings under an address space
+// limit.
 func limitSelf(limit int64) error {
 	_ = os.WriteFile("/proc/self/oom_score_adj", []byte("1000"), 0)
-	if limit <= 0 {
-		return nil
+	if limit <= 0 || raceEnabled {
+		return nil // the race detector's shadow memory needs address space of its own
 	}
 	vm, err := procStatus(os.Getpid(), "VmSize:")
 	if err != nil {

@@ -85,7 +85,7 @@ func TestFatalAllocationEndsOnlyItsWorker(t *testing.T) {
 	if !errors.As(err, &rerr) || rerr.Reason != render.ReasonRenderBudget {
 		t.Fatalf("render of the bomb = %v, want a %s error", err, render.ReasonRenderBudget)
 	}
-	for _, want := range []string{"hostile: render crashed its worker (runtime: out of memory", "out of memory", "of CPU", render.BudgetRevision(k)} {
+	for _, want := range []string{"hostile: render crashed its worker (", "out of memory", "of CPU", render.BudgetRevision(k)} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q does not say %q", err, want)
 		}
@@ -181,7 +181,7 @@ func TestLoadCompilesInWorkersFirst(t *testing.T) {
 	if err == nil || set == nil || len(set.Kinds) != 1 || set.Kinds[0].Name != "hostile" {
 		t.Fatalf("LoadWith = %v, %v; want the hostile kind and an error", set, err)
 	}
-	if why := set.Broken["templatebomb"]; why == nil || !strings.Contains(why.Error(), "package templatebomb: compile crashed its worker (runtime: out of memory") {
+	if why := set.Broken["templatebomb"]; why == nil || !strings.Contains(why.Error(), "package templatebomb: compile crashed its worker (") || !strings.Contains(why.Error(), "out of memory") {
 		t.Errorf("templatebomb broken with %v", why)
 	}
 	if _, err := p.Render(context.Background(), render.Inputs{Kind: set.Kinds[0], Parent: cr("ns", "a", nil)}, render.Options{}); err != nil {
