@@ -99,7 +99,8 @@ func (u usage) String() string {
 
 // call sends req and waits for the answer, killing the worker when the
 // evaluation overruns b (CPU time: half as much again as the worker's own
-// budget; wall clock: budget.WallFactor times it) or memory bytes of
+// budget; wall clock: budget.WallFactor plus one times it, so that the
+// worker's own budget answers first) or memory bytes of
 // resident memory. ok is false when the worker cannot serve again; u says
 // why and what the evaluation used.
 func (w *proc) call(ctx context.Context, req *request, b budget.Budget, memory int64) (resp *response, u usage, ok bool, err error) {
@@ -143,7 +144,7 @@ func overrun(u usage, b budget.Budget, memory int64) string {
 		return "memory"
 	case b.Time > 0 && u.cpu > b.Time+b.Time/2:
 		return "cpu"
-	case b.Time > 0 && u.wall > b.Time*budget.WallFactor:
+	case b.Time > 0 && u.wall > b.Time*(budget.WallFactor+1):
 		return "wall"
 	}
 	return ""

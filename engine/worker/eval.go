@@ -128,7 +128,7 @@ func describe(op string, u usage, b budget.Budget, memory int64) string {
 	case "cpu":
 		what = fmt.Sprintf("exceeded its budget (%s) and was killed", b)
 	case "wall":
-		what = fmt.Sprintf("exceeded %d times its CPU budget (%s) in wall-clock time and was killed", budget.WallFactor, b)
+		what = fmt.Sprintf("exceeded %d times its CPU budget (%s) in wall-clock time and was killed", budget.WallFactor+1, b)
 	default:
 		what = fmt.Sprintf("crashed its worker (%s; worker memory limit %s, budget %s)", u.crashed, budget.MiB(memory), b)
 	}
