@@ -51,7 +51,8 @@ type opStats struct {
 	MaxRSS     int64   `json:"maxRSS"`
 	// WorkerCPUSeconds and WorkerMaxRSS are the render workers' share of
 	// CPUSeconds and MaxRSS (workers.go): the operator's cost is its own
-	// plus its workers'.
+	// plus its workers'; of the workers' memory, the private part (their
+	// executable's pages are the operator's).
 	WorkerCPUSeconds float64 `json:"workerCPUSeconds"`
 	WorkerMaxRSS     int64   `json:"workerMaxRSS"`
 	// Objects counts the writes by object name, with -shards only
@@ -156,6 +157,8 @@ func runOperator(args []string) error {
 	var ready atomic.Bool
 	heap := &heapSampler{}
 	go heap.run(ctx)
+	workerMem := &workerMemory{}
+	go workerMem.run(ctx)
 	ln, err := net.Listen("tcp", *statsAddr)
 	if err != nil {
 		return err
@@ -166,7 +169,7 @@ func runOperator(args []string) error {
 		st.Reconciles, st.QueueDepth = controllerMetrics()
 		st.HeapInuse, st.PeakHeapInuse, st.PeakHeapAlloc = heap.get()
 		st.CPUSeconds, st.MaxRSS = rusage()
-		st.WorkerCPUSeconds, st.WorkerMaxRSS = workerUsage()
+		st.WorkerCPUSeconds, st.WorkerMaxRSS = workerUsage(workerMem)
 		st.CPUSeconds += st.WorkerCPUSeconds
 		st.MaxRSS += st.WorkerMaxRSS
 		st.Objects = objects.snapshot()

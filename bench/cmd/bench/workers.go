@@ -1,11 +1,14 @@
 package main
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
+	"time"
 )
 
 // opInProcess is cueop with its renders and compiles in its own process
@@ -21,22 +24,45 @@ func opKind(op string) (kind string, extra []string) {
 	return op, nil
 }
 
-// workerUsage is the CPU seconds and the peak resident memory (VmHWM) of
-// the render workers this process started: the live ones read from /proc,
-// the ended ones from getrusage's children (their CPU summed, the largest
-// peak).
-func workerUsage() (cpuSeconds float64, maxRSS int64) {
+// workerUsage is the CPU seconds of the render workers this process
+// started (the live ones read from /proc, the ended ones from getrusage's
+// children) and the peak of their private resident memory (workerMemory).
+func workerUsage(mem *workerMemory) (cpuSeconds float64, maxRSS int64) {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_CHILDREN, &ru); err == nil {
 		tv := func(t syscall.Timeval) float64 { return float64(t.Sec) + float64(t.Usec)/1e6 }
-		cpuSeconds, maxRSS = tv(ru.Utime)+tv(ru.Stime), ru.Maxrss*1024
+		cpuSeconds = tv(ru.Utime) + tv(ru.Stime)
 	}
-	var live int64
 	for _, pid := range children() {
 		cpuSeconds += procCPU(pid)
-		live += statusBytes(pid, "VmHWM:")
 	}
-	return cpuSeconds, max(maxRSS, live)
+	return cpuSeconds, mem.peak.Load()
+}
+
+// workerMemory samples the private resident memory (RssAnon) of the
+// workers, summed, every 100 ms, and keeps its peak. Their file-backed
+// pages are the operator's own executable, shared with it (a worker of
+// cueop maps 48 MiB of it), so counting their VmHWM would count those
+// twice.
+type workerMemory struct{ peak atomic.Int64 }
+
+func (m *workerMemory) run(ctx context.Context) {
+	t := time.NewTicker(100 * time.Millisecond)
+	defer t.Stop()
+	for {
+		var sum int64
+		for _, pid := range children() {
+			sum += statusBytes(pid, "RssAnon:")
+		}
+		if sum > m.peak.Load() {
+			m.peak.Store(sum)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
 }
 
 // children are the pids whose parent is this process.
