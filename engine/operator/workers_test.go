@@ -109,7 +109,7 @@ func TestTemplateBombRefusedOnReload(t *testing.T) {
 // running (not yet stalled by their budget).
 func TestSlowTenantDoesNotDelayAnother(t *testing.T) {
 	slowNS, quickNS := clustertest.Namespace(t), clustertest.Namespace(t)
-	startHostile(t, "", budget.Budget{Time: 20 * time.Second})
+	startHostile(t, "", budget.Budget{Time: 20 * time.Second, Memory: -1})
 	applyHostile(t, slowNS, "slow-1", workertest.SlowSpec())
 	applyHostile(t, slowNS, "slow-2", workertest.SlowSpec())
 	applyHostile(t, quickNS, "quick", nil)
@@ -119,6 +119,26 @@ func TestSlowTenantDoesNotDelayAnother(t *testing.T) {
 			t.Errorf("%s stalled before the quick CR converged: it did not wait for the slow renders to end", name)
 		}
 	}
+}
+
+// TestOverBudgetRendersLeaveNothingRunning: two renders of one tenant that
+// run out of their budget are stalled and their workers killed, not left
+// running abandoned: another tenant's CR of the kind created after them
+// converges (before: the kind had --render-max-abandoned renders running for
+// hours and refused every other render of it as Busy).
+func TestOverBudgetRendersLeaveNothingRunning(t *testing.T) {
+	slowNS, quickNS := clustertest.Namespace(t), clustertest.Namespace(t)
+	startHostile(t, "", budget.Budget{Time: 500 * time.Millisecond, Memory: -1})
+	for _, name := range []string{"slow-1", "slow-2"} {
+		applyHostile(t, slowNS, name, workertest.SlowSpec())
+	}
+	for _, name := range []string{"slow-1", "slow-2"} {
+		eventually(t, 120*time.Second, func() string {
+			return hostileCondition(t, slowNS, name, "Stalled", "True", "RenderBudget", "of CPU")
+		})
+	}
+	applyHostile(t, quickNS, "quick", nil)
+	eventually(t, 60*time.Second, func() string { return hostileCondition(t, quickNS, "quick", "Ready", "True") })
 }
 
 // TestSlowBadCompilesDoNotRefuseFix: two template edits whose compiles

@@ -27,6 +27,7 @@ resource: {group: "hostile.test.example", version: "v1", kind: "Hostile"}
 	count: *1 | int & >=0 & <=1000000
 	items: *[] | [...int] & list.MaxItems(2000)
 }
+#Status: {lines?: int, fixed?: bool}
 parent: spec: #Spec
 children: cm: {
 	apiVersion: "v1", kind: "ConfigMap"
