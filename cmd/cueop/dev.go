@@ -32,6 +32,7 @@ type devFlags struct {
 	// (empty when they go to standard error).
 	log     logr.Logger
 	logPath string
+	workers workerFlags // worker.go
 }
 
 func newDev(g *globals, zapOpts *zap.Options) *cobra.Command {
@@ -68,6 +69,7 @@ func newDev(g *globals, zapOpts *zap.Options) *cobra.Command {
 	fl.IntVar(&f.nodes, "nodes", 3, "fake kwok nodes")
 	fl.IntVar(&f.maxConcurrent, "max-concurrent", 4, "CRs of one kind reconciled at once")
 	fl.IntVar(&f.maxInFlight, "rollout-max-in-flight", 50, "CRs of a kind moved to a new template revision at once (0: unlimited)")
+	f.workers.register(fl)
 	fl.IntVar(&f.shards, "shards", 1, "ranges of CRs spread over the replicas (the local kube-apiserver gets the ShardedListAndWatch gate)")
 	fl.IntVar(&f.replicas, "replicas", 1, "replicas run in this process, competing for the shard ranges")
 	return cmd
@@ -135,9 +137,13 @@ func devOperator(g *globals, f *devFlags, cluster *localcluster.Cluster) (*opera
 	if err != nil {
 		return nil, err
 	}
+	workers, inProcess, err := f.workers.options()
+	if err != nil {
+		return nil, err
+	}
 	return operator.New(cluster.Config, operator.Options{
 		Templates: g.templates, InstallCRDs: true, AllowedKinds: opts.AllowedKinds, ReadableKinds: opts.ReadableKinds, DataKinds: opts.DataKinds, MaxConcurrent: f.maxConcurrent,
-		Budget:             opts.Budget,
+		Budget: opts.Budget, Workers: workers, InProcess: inProcess,
 		TemplateLimits:     g.limits.limits(),
 		RolloutMaxInFlight: f.maxInFlight,
 		Manager:            ctrl.Options{Metrics: metricsserver.Options{BindAddress: f.metricsAddr}, HealthProbeBindAddress: "0", Logger: f.log},

@@ -11,6 +11,7 @@ import (
 
 	"github.com/cueop/cueop/engine/render"
 	"github.com/cueop/cueop/engine/template"
+	"github.com/cueop/cueop/engine/worker"
 )
 
 // globals are the flags every subcommand shares.
@@ -26,6 +27,7 @@ type globals struct {
 }
 
 func main() {
+	worker.Main() // a render worker the operator started: serves and exits
 	trialMain()
 	if err := newRoot().Execute(); err != nil {
 		if !isExitOnly(err) {
@@ -53,7 +55,7 @@ func newRoot() *cobra.Command {
 	g.budget.register(root.PersistentFlags())
 	g.limits.register(root.PersistentFlags())
 	root.AddCommand(newRender(g), newCRD(g), newVet(g), newTest(g), newVersion())
-	root.AddCommand(newManifests(g), newDiff(g))
+	root.AddCommand(newManifests(g), newDiff(g), newWorker())
 	addServeCommands(root, g)
 	return root
 }

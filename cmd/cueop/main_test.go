@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/cueop/cueop/engine/worker"
 )
 
 // run runs cueop with args from the repository root's point of view.
@@ -137,4 +139,13 @@ func TestVersion(t *testing.T) {
 	if err != nil || !strings.HasPrefix(out, "cueop ") {
 		t.Fatalf("version: %v %q", err, out)
 	}
+}
+
+// TestMain lets the test binary serve as the render worker of the
+// operators its tests run (cueop dev, cueop run) and as vet's trial
+// process (vettrial.go), as main does.
+func TestMain(m *testing.M) {
+	worker.Main()
+	trialMain()
+	os.Exit(m.Run())
 }

@@ -18,7 +18,8 @@ type runFlags struct {
 	installCRDs, leaderElect                                       bool
 	maxConcurrent, burst, rolloutMaxInFlight                       int
 	qps                                                            float32
-	shard                                                          shardFlags // run_shard.go
+	shard                                                          shardFlags  // run_shard.go
+	workers                                                        workerFlags // worker.go
 }
 
 func newRun(g *globals, zapOpts *zap.Options) *cobra.Command {
@@ -54,6 +55,7 @@ func newRun(g *globals, zapOpts *zap.Options) *cobra.Command {
 	fl.BoolVar(&f.leaderElect, "leader-elect", false, "run controllers on the elected leader only")
 	fl.StringVar(&f.leaderNamespace, "leader-election-namespace", "", "namespace of the leader election lease and of the shard Leases (default: the pod's)")
 	addShardFlags(cmd, &f.shard)
+	f.workers.register(fl)
 	return cmd
 }
 
@@ -84,10 +86,14 @@ func operatorOptions(g *globals, f *runFlags) (*rest.Config, operator.Options, e
 	if err != nil {
 		return nil, operator.Options{}, err
 	}
+	workers, inProcess, err := f.workers.options()
+	if err != nil {
+		return nil, operator.Options{}, err
+	}
 	return cfg, operator.Options{
 		Templates: g.templates, InstallCRDs: f.installCRDs, AllowedKinds: opts.AllowedKinds, ReadableKinds: opts.ReadableKinds, DataKinds: opts.DataKinds, Budget: opts.Budget,
-		TemplateLimits: g.limits.limits(),
-		MaxConcurrent:  f.maxConcurrent, Namespace: f.namespace, RolloutMaxInFlight: f.rolloutMaxInFlight,
+		TemplateLimits: g.limits.limits(), Workers: workers, InProcess: inProcess,
+		MaxConcurrent: f.maxConcurrent, Namespace: f.namespace, RolloutMaxInFlight: f.rolloutMaxInFlight,
 		Manager: ctrl.Options{
 			Metrics:                metricsserver.Options{BindAddress: f.metricsAddr},
 			HealthProbeBindAddress: f.probeAddr,

@@ -1,18 +1,12 @@
 package main
 
 import (
-	"os"
 	"strings"
 	"testing"
 )
 
 // TestMain lets the test binary serve as vet's trial process (vettrial.go),
 // as the cueop binary does.
-func TestMain(m *testing.M) {
-	trialMain()
-	os.Exit(m.Run())
-}
-
 // vetHostile vets the kind app of hostileKind-like src with one golden case
 // of spec, and returns vet's error.
 func vetHostile(t *testing.T, src, spec string) error {

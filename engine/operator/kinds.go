@@ -36,7 +36,7 @@ type kindController struct {
 // gets a controller, a removed kind's controller stops. A broken package
 // keeps its last good revision serving, and the error is reported.
 func (o *Operator) reload(ctx context.Context) error {
-	set, err := template.LoadWith(o.opts.Templates, template.LoadOptions{Budget: o.opts.Budget, Limits: o.opts.TemplateLimits})
+	set, err := template.LoadWith(o.opts.Templates, o.loadOptions(ctx))
 	if set == nil {
 		o.loadFailed(ctx, err, nil)
 		return err
@@ -98,6 +98,7 @@ func (o *Operator) start(ctx context.Context, k *template.Kind) error {
 	rec.Applier, rec.Recorder, rec.Observer = o.applier, o.recorder, o.metrics
 	rec.Options.AllowedKinds, rec.Options.Scope = o.opts.AllowedKinds, o.scope
 	rec.Options.Budget = o.opts.Budget
+	rec.Evaluator = o.eval
 	rec.Options.ReadableKinds, rec.Options.DataKinds = o.opts.ReadableKinds, o.opts.DataKinds
 	rec.ChildLabels = childLabels(o.opts.Shard)
 	rec.BindingModes = o.bindingModes.Mode // storageclasses.go

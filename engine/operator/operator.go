@@ -31,6 +31,7 @@ import (
 	"github.com/cueop/cueop/engine/render"
 	"github.com/cueop/cueop/engine/shard"
 	"github.com/cueop/cueop/engine/template"
+	"github.com/cueop/cueop/engine/worker"
 )
 
 // Options configure an Operator.
@@ -68,6 +69,13 @@ type Options struct {
 	// Shard, when set, makes the operator serve the CRs of one range of
 	// the uid hash space only (shard.go); nil means all of them.
 	Shard *shard.Range
+	// Workers configure the worker processes that every render, every
+	// evaluation of references and every compile runs in (workers.go).
+	Workers worker.Options
+	// InProcess renders and compiles in the operator's own process, where
+	// one evaluation can take the whole operator down: for benchmarks and
+	// trusted templates only.
+	InProcess bool
 }
 
 // Operator serves every kind of a templates directory.
@@ -91,6 +99,9 @@ type Operator struct {
 	refused map[string]bool
 
 	controllers sync.WaitGroup // the kinds' running controllers
+
+	eval render.Evaluator // workers.go
+	pool *worker.Pool     // nil in process
 }
 
 // New builds an operator on cfg. Run starts it.
@@ -121,6 +132,9 @@ func New(cfg *rest.Config, opts Options) (*Operator, error) {
 		refused:  map[string]bool{},
 	}
 	o.bindingModes = newBindingModes(mgr.GetAPIReader())
+	if err := o.startWorkers(); err != nil {
+		return nil, err
+	}
 	if err := o.resolveChildKinds(cfg); err != nil {
 		return nil, err
 	}
@@ -331,6 +345,7 @@ func (o *Operator) Start(ctx context.Context) error {
 		return fmt.Errorf("templates watch: %w", err)
 	}
 	defer w.Close()
+	defer o.stopWorkers()
 	o.addWatches(w)
 	if err := o.reload(ctx); err != nil && len(o.kindNames()) == 0 {
 		return fmt.Errorf("templates %s: %w", o.opts.Templates, err)

@@ -1,6 +1,7 @@
 package reconcile
 
 import (
+	"context"
 	"sync"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -35,7 +36,7 @@ type memoEntry struct {
 // one when the digest of in is unchanged (hit), else a fresh render. load,
 // when not nil, completes in before a render (the referenced objects read
 // whole: references.go); its error is returned as is, with no render.
-func (m *renderMemo) render(key types.NamespacedName, in render.Inputs, opts render.Options, load func(render.Inputs) (render.Inputs, error)) (res *render.Result, hit bool, err error) {
+func (m *renderMemo) render(ctx context.Context, ev render.Evaluator, key types.NamespacedName, in render.Inputs, opts render.Options, load func(render.Inputs) (render.Inputs, error)) (res *render.Result, hit bool, err error) {
 	d, ok := in.Digest()
 	if ok {
 		m.mu.Lock()
@@ -54,7 +55,7 @@ func (m *renderMemo) render(key types.NamespacedName, in render.Inputs, opts ren
 		}
 		d, ok = in.Digest() // the objects read may be newer than their metadata
 	}
-	res, err = render.RenderInputs(in, opts)
+	res, err = ev.Render(ctx, in, opts)
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.misses++

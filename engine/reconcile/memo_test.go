@@ -1,6 +1,7 @@
 package reconcile
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -41,7 +42,7 @@ func TestMemoSameAsFreshRender(t *testing.T) {
 	step := func(name string, wantHit bool) *render.Result {
 		t.Helper()
 		in := render.Inputs{Kind: kind, Parent: cr.DeepCopy(), Observed: copyObjects(pods)}
-		got, hit, err := m.render(key, in, render.Options{}, nil)
+		got, hit, err := m.render(context.Background(), render.InProcess{}, key, in, render.Options{}, nil)
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
@@ -137,7 +138,7 @@ func TestMemoDefaultReady(t *testing.T) {
 			deployment.Object["metadata"].(map[string]any)["generation"] = int64(2)
 		}
 		in := render.Inputs{Kind: k, Parent: cr, Observed: observed}
-		got, hit, err := m.render(key, in, render.Options{}, nil)
+		got, hit, err := m.render(context.Background(), render.InProcess{}, key, in, render.Options{}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -234,12 +235,12 @@ func BenchmarkMemoHit(b *testing.B) {
 	var m renderMemo
 	key := types.NamespacedName{Namespace: "ns", Name: "r"}
 	in := render.Inputs{Kind: k, Parent: cr, Observed: pods}
-	if _, _, err := m.render(key, in, render.Options{}, nil); err != nil {
+	if _, _, err := m.render(context.Background(), render.InProcess{}, key, in, render.Options{}, nil); err != nil {
 		b.Fatal(err)
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, hit, _ := m.render(key, in, render.Options{}, nil); !hit {
+		if _, hit, _ := m.render(context.Background(), render.InProcess{}, key, in, render.Options{}, nil); !hit {
 			b.Fatal("miss")
 		}
 	}
@@ -275,7 +276,7 @@ func BenchmarkMemoMiss(b *testing.B) {
 	i := 0
 	for b.Loop() {
 		i++
-		if _, hit, err := m.render(key, ins[i%2], render.Options{}, nil); hit || err != nil {
+		if _, hit, err := m.render(context.Background(), render.InProcess{}, key, ins[i%2], render.Options{}, nil); hit || err != nil {
 			b.Fatal("hit", err)
 		}
 	}
@@ -311,7 +312,7 @@ func TestMemoLoadsReferencedOnMissOnly(t *testing.T) {
 		hit       bool
 		wantLoads int
 	}{{"7", false, 1}, {"7", true, 1}, {"8", false, 2}, {"8", true, 2}} {
-		_, hit, err := m.render(key, render.Inputs{Kind: k, Parent: cr, Referenced: meta(step.rv)}, render.Options{}, load)
+		_, hit, err := m.render(context.Background(), render.InProcess{}, key, render.Inputs{Kind: k, Parent: cr, Referenced: meta(step.rv)}, render.Options{}, load)
 		if err != nil {
 			t.Fatal(err)
 		}

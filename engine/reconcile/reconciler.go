@@ -50,6 +50,10 @@ type Reconciler struct {
 	Applier *apply.Applier
 	// Options are the administrator's render policy.
 	Options render.Options
+	// Evaluator runs the renders and the references' evaluations; nil
+	// means in process (render.InProcess), for tests of trusted templates.
+	// The operator's runs them in killable worker processes.
+	Evaluator render.Evaluator
 	// Recorder emits Events on the CR; nil means none.
 	Recorder record.EventRecorder
 	// Observer is told about each reconcile; nil means nobody.
@@ -213,7 +217,7 @@ func (r *run) render(ctx context.Context) error {
 	// Every input of the render: the observed children and the referenced
 	// objects; the memo reuses the last result when their digest is the same.
 	in := render.Inputs{Kind: r.kind, Parent: r.cr, Observed: r.observed, Referenced: r.referenced}
-	res, hit, err := r.r.memo.render(client.ObjectKeyFromObject(r.cr), in, r.r.options(), r.loadReferenced(ctx))
+	res, hit, err := r.r.memo.render(ctx, r.r.evaluator(), client.ObjectKeyFromObject(r.cr), in, r.r.options(), r.loadReferenced(ctx))
 	if !hit {
 		r.r.rendered(r.kind.Resource.Kind, time.Since(start), err)
 	}
@@ -299,6 +303,13 @@ func (r *run) subject() string {
 }
 
 func (r *Reconciler) options() render.Options { return r.Options }
+
+func (r *Reconciler) evaluator() render.Evaluator {
+	if r.Evaluator == nil {
+		return render.InProcess{}
+	}
+	return r.Evaluator
+}
 
 func (r *Reconciler) rendered(kind string, d time.Duration, err error) {
 	if r.Observer != nil {

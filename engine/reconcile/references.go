@@ -70,7 +70,7 @@ func (r *run) resolve(ctx context.Context) error {
 		r.r.Refs.Forget(client.ObjectKeyFromObject(r.cr))
 		return nil
 	}
-	refs, err := r.references()
+	refs, err := r.references(ctx)
 	var rerr *render.Error
 	if errors.As(err, &rerr) {
 		r.stalled = &stall{reason: rerr.Reason, message: rerr.Error()}
@@ -129,13 +129,13 @@ func ReadReferences(ctx context.Context, refs []render.Reference, namespace stri
 // are computed from changed: the template revision and the parent the
 // template sees (its spec, by generation, its labels and annotations).
 // The index remembers them, so that the object's events find the CR.
-func (r *run) references() ([]render.Reference, error) {
+func (r *run) references(ctx context.Context) ([]render.Reference, error) {
 	key := types.NamespacedName{Namespace: r.cr.GetNamespace(), Name: r.cr.GetName()}
 	memo := referencesKey(r.kind.Revision, r.cr)
 	if refs, ok := r.r.Refs.get(key, memo); ok {
 		return refs, nil
 	}
-	refs, err := render.References(r.kind, r.cr, r.r.options())
+	refs, err := r.r.evaluator().References(ctx, r.kind, r.cr, r.r.options())
 	if err != nil {
 		r.r.Refs.Forget(key)
 		return nil, err

@@ -50,6 +50,10 @@ type LoadOptions struct {
 	Budget budget.Budget
 	// Limits bound the files read (limits.go).
 	Limits Limits
+	// Admit, when set, is asked before each package of root is compiled
+	// (loadkind.go): an error refuses the package (it is Broken with that
+	// error), and check, when not nil, is asked about the compiled kind.
+	Admit func(root, name string) (check func(*Kind) error, err error)
 }
 
 // CompileBudgetFactor is how many renders' worth of budget compiling one
@@ -96,7 +100,7 @@ func LoadWith(dir string, opts LoadOptions) (*Set, error) {
 	b := opts.Budget.Scale(CompileBudgetFactor)
 	var errs []error
 	for _, inst := range insts {
-		k, err := compileBudgeted(b, snap, inst)
+		k, err := compileAdmitted(opts, b, snap, inst)
 		if err != nil {
 			set.Broken[relName(root, inst.Dir)] = err
 			errs = append(errs, err)

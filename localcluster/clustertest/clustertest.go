@@ -35,6 +35,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/cueop/cueop/engine/worker"
 	"github.com/cueop/cueop/localcluster"
 )
 
@@ -47,8 +48,11 @@ var (
 // Main starts a cluster as opts describe, runs the tests, stops the cluster and
 // exits with the tests' exit code. Call it from TestMain. When a test fails, it
 // keeps the cluster's directory and prints where its logs are. On SIGINT or
-// SIGTERM it stops the cluster and exits.
+// SIGTERM it stops the cluster and exits. The test binary serves as the
+// operator's render worker too (worker.Main): started as one, it serves and
+// exits before any cluster starts.
 func Main(m *testing.M, opts localcluster.Options) {
+	worker.Main()
 	os.Exit(run(m, opts))
 }
 

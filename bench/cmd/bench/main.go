@@ -51,6 +51,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/cueop/cueop/bench/harness"
+	"github.com/cueop/cueop/engine/worker"
 	"github.com/cueop/cueop/localcluster"
 )
 
@@ -114,6 +115,7 @@ func fatalf(format string, args ...any) {
 }
 
 func main() {
+	worker.Main() // the operator under test starts this binary as its render worker
 	if len(os.Args) > 1 && os.Args[1] == "shards" {
 		runShards() // shards.go
 		return
@@ -327,7 +329,8 @@ func (d *driver) oneRun(ctx context.Context, rep *report, op string, run int, la
 		return nil, err
 	}
 	name := fmt.Sprintf("%s-run%d", op, run+1)
-	p, err := d.startOperator(ctx, op, name, ns, tmpl)
+	kind, extra := opKind(op)
+	p, err := d.startOperator(ctx, kind, name, ns, tmpl, extra...)
 	if err != nil {
 		return nil, err
 	}

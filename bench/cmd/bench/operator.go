@@ -49,6 +49,12 @@ type opStats struct {
 	// (VmHWM), in bytes.
 	CPUSeconds float64 `json:"cpuSeconds"`
 	MaxRSS     int64   `json:"maxRSS"`
+	// WorkerCPUSeconds and WorkerMaxRSS are the render workers' share of
+	// CPUSeconds and MaxRSS (workers.go): the operator's cost is its own
+	// plus its workers'; of the workers' memory, the private part (their
+	// executable's pages are the operator's).
+	WorkerCPUSeconds float64 `json:"workerCPUSeconds"`
+	WorkerMaxRSS     int64   `json:"workerMaxRSS"`
 	// Objects counts the writes by object name, with -shards only
 	// (shards.go).
 	Objects map[string]int64 `json:"objects,omitempty"`
@@ -75,6 +81,7 @@ func runOperator(args []string) error {
 	shards := fs.Int("shards", 0, "cueop only: run a sharded replica of that many ranges (shards.go)")
 	identity := fs.String("identity", "", "with -shards: the replica's identity in the shard Leases")
 	byObject := fs.Bool("objects", false, "count the writes by object name (always with -shards)")
+	isolation := fs.String("render-isolation", "process", "cueop only: process (render workers) or inprocess")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -106,6 +113,7 @@ func runOperator(args []string) error {
 		// QPS and Burst left unset: operator.New sets its defaults.
 		op, err := operator.New(cfg, operator.Options{
 			Templates: *templates, MaxConcurrent: maxConcurrent, Namespace: *namespace, Manager: mopts,
+			InProcess: *isolation == "inprocess",
 		})
 		if err != nil {
 			return err
@@ -149,6 +157,8 @@ func runOperator(args []string) error {
 	var ready atomic.Bool
 	heap := &heapSampler{}
 	go heap.run(ctx)
+	workerMem := &workerMemory{}
+	go workerMem.run(ctx)
 	ln, err := net.Listen("tcp", *statsAddr)
 	if err != nil {
 		return err
@@ -159,6 +169,9 @@ func runOperator(args []string) error {
 		st.Reconciles, st.QueueDepth = controllerMetrics()
 		st.HeapInuse, st.PeakHeapInuse, st.PeakHeapAlloc = heap.get()
 		st.CPUSeconds, st.MaxRSS = rusage()
+		st.WorkerCPUSeconds, st.WorkerMaxRSS = workerUsage(workerMem)
+		st.CPUSeconds += st.WorkerCPUSeconds
+		st.MaxRSS += st.WorkerMaxRSS
 		st.Objects = objects.snapshot()
 		st.AllocBytes, st.AllocObjects = allocs()
 		_ = json.NewEncoder(w).Encode(st)

@@ -28,7 +28,7 @@ func (d *driver) smallRuns(ctx context.Context, rep *report) error {
 	small := *d
 	small.cfg.N = n
 	sub := &report{cfg: small.cfg}
-	for _, op := range ops {
+	for _, op := range append([]string{opInProcess}, ops...) {
 		if _, err := small.oneRun(ctx, sub, op, 100, false); err != nil {
 			return fmt.Errorf("%s, %d CRs: %w", op, n, err)
 		}
@@ -69,12 +69,14 @@ func (r *report) moreTargets(p func(string, ...any)) {
 	var crss, brss, cheap, bheap float64
 	for _, c := range r.small {
 		rss, heap := float64(c.Stats.MaxRSS)/(1<<20), float64(c.Stats.PeakHeapInuse)/(1<<20)
-		if c.Op == "cueop" {
+		switch c.Op {
+		case "cueop":
 			crss, cheap = rss, heap
-		} else {
+		case "baseline":
 			brss, bheap = rss, heap
 		}
 	}
+	r.isolationTargets(p)
 	if crss > 0 && brss > 0 {
 		p("| peak RSS (VmHWM) with %d CRs, one run (MiB); peak heap in use | %.1f; %.1f | %.1f; %.1f | %.2f | cueop ≤ 80 MiB | %s |\n",
 			r.smallN, crss, cheap, brss, bheap, crss/brss, mark(crss <= 80))

@@ -1,0 +1,66 @@
+package template
+
+import (
+	"fmt"
+	"path/filepath"
+
+	"cuelang.org/go/cue/build"
+	"cuelang.org/go/cue/load"
+
+	"github.com/cueop/cueop/engine/budget"
+)
+
+// LoadKind loads and compiles the one package name (relative to root, as
+// Kind.Name) of the templates directory root, which is already resolved (a
+// Kind's Dir without its Name): what a render worker needs to serve a kind
+// without compiling the others. The module file is checked and the
+// package compiled within opts.Budget as LoadWith does. A helper package
+// (no resource) is nil, nil.
+func LoadKind(root, name string, opts LoadOptions) (*Kind, error) {
+	snap, err := openSnapshot(filepath.Clean(root))
+	if err != nil {
+		return nil, fmt.Errorf("templates %s: %w", root, err)
+	}
+	defer snap.Close()
+	snap.limits = opts.Limits.WithDefaults()
+	if err := checkModule(snap); err != nil {
+		return nil, fmt.Errorf("templates %s: %w", root, err)
+	}
+	insts := load.Instances([]string{"/" + name}, loadConfig(snap))
+	if len(insts) != 1 {
+		return nil, fmt.Errorf("templates %s: package %s: found %d instances", root, name, len(insts))
+	}
+	k, err := compileBudgeted(opts.Budget.Scale(CompileBudgetFactor), snap, insts[0])
+	if err != nil {
+		return nil, err
+	}
+	return k, nil
+}
+
+// compileAdmitted compiles inst within b once opts.Admit lets it.
+func compileAdmitted(opts LoadOptions, b budget.Budget, snap *snapshot, inst *build.Instance) (*Kind, error) {
+	if opts.Admit == nil {
+		return compileBudgeted(b, snap, inst)
+	}
+	name := relName(snap.root, inst.Dir)
+	check, err := opts.Admit(snap.root, name)
+	if err != nil {
+		return nil, fmt.Errorf("package %s: %w", name, err)
+	}
+	k, err := compileBudgeted(b, snap, inst)
+	if err != nil || k == nil || check == nil {
+		return k, err
+	}
+	if err := check(k); err != nil {
+		return nil, fmt.Errorf("package %s: %w", name, err)
+	}
+	return k, nil
+}
+
+// Root is the resolved templates directory k was loaded from.
+func (k *Kind) Root() string {
+	if k.Name == "." {
+		return k.Dir
+	}
+	return filepath.Clean(k.Dir[:len(k.Dir)-len(k.Name)])
+}

@@ -1,0 +1,173 @@
+package worker
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"io"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
+
+	"github.com/cueop/cueop/engine/budget"
+	"github.com/cueop/cueop/engine/render"
+	"github.com/cueop/cueop/engine/template"
+)
+
+// MaxMessage bounds one message between the operator and a worker: a
+// render result larger than this is refused as over budget rather than
+// read.
+const MaxMessage = 64 << 20
+
+// Operations a worker serves.
+const (
+	opRender     = "render"
+	opReferences = "references"
+	opCompile    = "compile"
+)
+
+// request is one evaluation asked of a worker.
+type request struct {
+	Op string `json:"op"`
+	// Root, Kind and Revision name the compiled template: the resolved
+	// templates directory, the package, and the revision the operator
+	// holds (the worker refuses another).
+	Root     string `json:"root"`
+	Kind     string `json:"kind"`
+	Revision string `json:"revision,omitempty"`
+
+	Parent     map[string]any            `json:"parent,omitempty"`
+	Observed   map[string]map[string]any `json:"observed,omitempty"`
+	Referenced map[string]wireReferenced `json:"referenced,omitempty"`
+	Options    wireOptions               `json:"options"`
+}
+
+type wireReferenced struct {
+	Objects []map[string]any `json:"objects,omitempty"`
+	List    bool             `json:"list,omitempty"`
+}
+
+// wireOptions are render.Options as data: the scope of each allowed kind
+// is asked of the operator's Scope before the request is sent.
+type wireOptions struct {
+	Allowed     string          `json:"allowed,omitempty"`
+	Readable    string          `json:"readable,omitempty"`
+	Namespaced  map[string]bool `json:"namespaced,omitempty"`
+	MaxChildren int             `json:"maxChildren,omitempty"`
+	Budget      budget.Budget   `json:"budget"`
+	// Limits bound the template files a worker reads to compile a kind.
+	Limits template.Limits `json:"limits"`
+}
+
+// response is a worker's answer to a request.
+type response struct {
+	Result     *wireResult     `json:"result,omitempty"`
+	References []wireReference `json:"references,omitempty"`
+	Revision   string          `json:"revision,omitempty"`
+	Err        *wireError      `json:"err,omitempty"`
+	Abandoned  bool            `json:"abandoned,omitempty"`
+	// CPU is the worker's CPU time (user and system) when it answered.
+	CPU   time.Duration `json:"cpu"`
+	Hello *hello        `json:"hello,omitempty"`
+}
+
+type hello struct {
+	PID int `json:"pid"`
+}
+
+type wireResult struct {
+	Children  []wireChild    `json:"children,omitempty"`
+	Status    map[string]any `json:"status,omitempty"`
+	Ready     bool           `json:"ready"`
+	Immutable map[string]any `json:"immutable,omitempty"`
+}
+
+type wireChild struct {
+	ID        string         `json:"id"`
+	Object    map[string]any `json:"object"`
+	Policy    render.Policy  `json:"policy"`
+	Wave      int            `json:"wave,omitempty"`
+	ReadyWhen *bool          `json:"readyWhen,omitempty"`
+}
+
+type wireReference struct {
+	ID  string           `json:"id"`
+	Ref render.Reference `json:"ref"`
+}
+
+// wireError is an error as the operator must tell it: a render Error
+// (Reason set) stalls the CR, any other is retried.
+type wireError struct {
+	Reason   string   `json:"reason,omitempty"`
+	Messages []string `json:"messages,omitempty"`
+}
+
+func (e *wireError) err() error {
+	if e.Reason != "" {
+		return &render.Error{Reason: e.Reason, Messages: e.Messages}
+	}
+	return fmt.Errorf("%s", firstOr(e.Messages, "worker error"))
+}
+
+func firstOr(s []string, def string) string {
+	if len(s) == 0 {
+		return def
+	}
+	return s[0]
+}
+
+// writeMessage writes v as a length-prefixed JSON message.
+func writeMessage(w io.Writer, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	if len(b) > MaxMessage {
+		return fmt.Errorf("message of %s exceeds %s", budget.MiB(int64(len(b))), budget.MiB(MaxMessage))
+	}
+	buf := make([]byte, 4, 4+len(b))
+	binary.BigEndian.PutUint32(buf, uint32(len(b)))
+	_, err = w.Write(append(buf, b...))
+	return err
+}
+
+// readMessage reads one message into v. Numbers in maps decode as int64
+// when integral, float64 otherwise, as unstructured objects hold them.
+func readMessage(r io.Reader, v any) error {
+	var n [4]byte
+	if _, err := io.ReadFull(r, n[:]); err != nil {
+		return err
+	}
+	size := binary.BigEndian.Uint32(n[:])
+	if size > MaxMessage {
+		return fmt.Errorf("message of %s exceeds %s", budget.MiB(int64(size)), budget.MiB(MaxMessage))
+	}
+	b := make([]byte, size)
+	if _, err := io.ReadFull(r, b); err != nil {
+		return err
+	}
+	return utiljson.Unmarshal(b, v)
+}
+
+func objects(in map[string]*unstructured.Unstructured) map[string]map[string]any {
+	if in == nil {
+		return nil
+	}
+	out := make(map[string]map[string]any, len(in))
+	for id, o := range in {
+		out[id] = o.Object
+	}
+	return out
+}
+
+func unstructureds(in map[string]map[string]any) map[string]*unstructured.Unstructured {
+	if in == nil {
+		return nil
+	}
+	out := make(map[string]*unstructured.Unstructured, len(in))
+	for id, o := range in {
+		out[id] = &unstructured.Unstructured{Object: o}
+	}
+	return out
+}

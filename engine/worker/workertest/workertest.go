@@ -1,0 +1,94 @@
+// Package workertest holds what tests of the render workers share: a kind
+// whose render a tenant can make crash or hang within its schema's
+// bounds, and templates directories to load it from.
+package workertest
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// HostileKind is a kind whose render a tenant controls: the bounds of
+// #Spec let one CR ask for a terabyte at once (line times count: BombSpec)
+// or three nested loops over 2000 items (SlowSpec). The default spec
+// renders one ConfigMap at once, Ready as soon as it exists.
+const HostileKind = `package hostile
+
+import (
+	"list"
+	"strings"
+)
+
+resource: {group: "hostile.test.example", version: "v1", kind: "Hostile"}
+#Spec: {
+	line:  *"x" | string & strings.MaxRunes(1000000)
+	count: *1 | int & >=0 & <=1000000
+	items: *[] | [...int] & list.MaxItems(2000)
+}
+#Status: {lines?: int, fixed?: bool}
+parent: spec: #Spec
+children: cm: {
+	apiVersion: "v1", kind: "ConfigMap"
+	metadata: name: parent.metadata.name
+	data: {
+		repeated: strings.Repeat(parent.spec.line, parent.spec.count)
+		loops: "\(len([for a in parent.spec.items for b in parent.spec.items for c in parent.spec.items if a+b+c < 0 {a}]))"
+	}
+}
+status: lines: parent.spec.count
+`
+
+// TemplateBomb is a package that allocates a terabyte at once when it is
+// compiled.
+const TemplateBomb = `package templatebomb
+
+import "strings"
+
+resource: {group: "templatebomb.test.example", version: "v1", kind: "TemplateBomb"}
+#Spec: {}
+parent: spec: #Spec
+_x: strings.Repeat(strings.Repeat("x", 1000000), 1000000)
+children: cm: {apiVersion: "v1", kind: "ConfigMap", metadata: name: parent.metadata.name, data: x: _x}
+`
+
+// BombSpec is a spec of HostileKind at its bounds: a line of a million
+// runes repeated a million times.
+func BombSpec() map[string]any {
+	return map[string]any{"line": strings.Repeat("x", 1000000), "count": int64(1000000)}
+}
+
+// SlowSpec is a spec of HostileKind whose render takes hours: 2000 items
+// three for clauses deep.
+func SlowSpec() map[string]any {
+	items := make([]any, 2000)
+	for i := range items {
+		items[i] = int64(i)
+	}
+	return map[string]any{"items": items}
+}
+
+// Templates writes a templates directory (a CUE module) holding files,
+// by slash path, and returns it.
+func Templates(t testing.TB, files map[string]string) string {
+	t.Helper()
+	dir := t.TempDir()
+	files["cue.mod/module.cue"] = "module: \"test.example/t@v0\"\nlanguage: version: \"v0.17.0\"\n"
+	for name, data := range files {
+		WriteFile(t, dir, name, data)
+	}
+	return dir
+}
+
+// WriteFile writes data to dir/name (slash path), making its directory.
+func WriteFile(t testing.TB, dir, name, data string) {
+	t.Helper()
+	p := filepath.Join(dir, filepath.FromSlash(name))
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
