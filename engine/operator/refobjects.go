@@ -15,8 +15,10 @@ import (
 // rolling out) read it once.
 const referencedObjectsBytes = 8 << 20
 
-// objectLRU holds the referenced objects last read whole, by uid and
-// resourceVersion (an object is immutable at a resourceVersion), the least
+// objectLRU holds the referenced objects last read whole, by uid,
+// resourceVersion (an object is immutable at a resourceVersion) and the
+// apiVersion it was read at (templates may read one object at different
+// versions of its kind, which the API server converts), the least
 // recently used dropped beyond max bytes (counted as the bytes of their
 // strings). It is safe for concurrent use; the objects it returns are
 // shared and read only.
@@ -39,7 +41,7 @@ func newObjectLRU(maxBytes int) *objectLRU {
 }
 
 func lruKey(o *unstructured.Unstructured) string {
-	return string(o.GetUID()) + "/" + o.GetResourceVersion()
+	return string(o.GetUID()) + "/" + o.GetResourceVersion() + "/" + o.GetAPIVersion()
 }
 
 // get returns the object meta stands for, at its resourceVersion, or nil.
