@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"strings"
 	"sync"
 
@@ -100,21 +101,25 @@ func (r *run) resolve(ctx context.Context) error {
 // one line each ("" when none): a reconcile renders nothing, and applies
 // nothing, until they exist (ReasonReferenceNotFound).
 func ReadReferences(ctx context.Context, refs []render.Reference, namespace string, read ReadFunc) (map[string]render.Referenced, string, error) {
-	var objs []*unstructured.Unstructured
-	done := map[schema.GroupVersionKind]bool{}
+	read1 := map[schema.GroupVersionKind][]*unstructured.Unstructured{}
+	got := make(map[string]render.Referenced, len(refs))
+	var missing []render.Reference
 	for _, ref := range refs {
 		gvk := ref.GroupVersionKind()
-		if done[gvk] {
-			continue
+		items, done := read1[gvk]
+		if !done {
+			var err error
+			if items, err = read(ctx, gvk, namespace); err != nil {
+				return nil, "", fmt.Errorf("read %s: %w", ref, err)
+			}
+			read1[gvk] = items
 		}
-		done[gvk] = true
-		items, err := read(ctx, gvk, namespace)
-		if err != nil {
-			return nil, "", fmt.Errorf("read %s: %w", ref, err)
-		}
-		objs = append(objs, items...)
+		// Resolved against the objects read at its own version only: a
+		// kind read at two versions lists each object twice.
+		one, miss := render.Resolve([]render.Reference{ref}, namespace, items)
+		maps.Copy(got, one)
+		missing = append(missing, miss...)
 	}
-	got, missing := render.Resolve(refs, namespace, objs)
 	if len(missing) == 0 {
 		return got, "", nil
 	}

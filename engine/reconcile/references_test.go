@@ -1,11 +1,13 @@
 package reconcile
 
 import (
+	"context"
 	"slices"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/cueop/cueop/engine/render"
@@ -69,4 +71,45 @@ func cmpName(p, q types.NamespacedName) int {
 		return 1
 	}
 	return 0
+}
+
+// TestReadReferencesOneVersionEach: references to one kind at two versions
+// (autoscaling/v1 and autoscaling/v2) each resolve to the objects read at
+// their own version: a selector lists each object once, a name finds the
+// object at the version it names.
+func TestReadReferencesOneVersionEach(t *testing.T) {
+	hpa := func(apiVersion string) *unstructured.Unstructured {
+		o := &unstructured.Unstructured{}
+		o.SetAPIVersion(apiVersion)
+		o.SetKind("HorizontalPodAutoscaler")
+		o.SetNamespace("ns")
+		o.SetName("web")
+		o.SetLabels(map[string]string{"app": "web"})
+		return o
+	}
+	read := func(_ context.Context, gvk schema.GroupVersionKind, _ string) ([]*unstructured.Unstructured, error) {
+		return []*unstructured.Unstructured{hpa(gvk.GroupVersion().String())}, nil
+	}
+	refs := []render.Reference{
+		{ID: "all", APIVersion: "autoscaling/v1", Kind: "HorizontalPodAutoscaler", Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}},
+		{ID: "web", APIVersion: "autoscaling/v2", Kind: "HorizontalPodAutoscaler", Name: "web"},
+	}
+	got, missing, err := ReadReferences(context.Background(), refs, "ns", read)
+	if err != nil || missing != "" {
+		t.Fatalf("ReadReferences: %v, missing %q", err, missing)
+	}
+	if objs := got["all"].Objects; len(objs) != 1 || objs[0].GetAPIVersion() != "autoscaling/v1" {
+		t.Errorf("references.all: want web once at autoscaling/v1, got %d objects: %v", len(objs), apiVersions(objs))
+	}
+	if objs := got["web"].Objects; len(objs) != 1 || objs[0].GetAPIVersion() != "autoscaling/v2" {
+		t.Errorf("references.web: want web at autoscaling/v2, got %v", apiVersions(objs))
+	}
+}
+
+func apiVersions(objs []*unstructured.Unstructured) []string {
+	var out []string
+	for _, o := range objs {
+		out = append(out, o.GetAPIVersion())
+	}
+	return out
 }
