@@ -42,14 +42,19 @@ func (r *run) loadReferenced(ctx context.Context) func(render.Inputs) (render.In
 	if r.r.Load == nil {
 		return nil
 	}
+	max := int(r.r.Options.Budget.WithDefaults().Memory)
 	return func(in render.Inputs) (render.Inputs, error) {
 		whole := make(map[string]render.Referenced, len(in.Referenced))
+		read := 0
 		for id, ref := range in.Referenced {
 			objs := make([]*unstructured.Unstructured, len(ref.Objects))
 			for i, o := range ref.Objects {
 				got, err := r.r.Load(ctx, o)
 				if err != nil {
 					return in, fmt.Errorf("references.%s: read %s %s/%s: %w", id, o.GetKind(), o.GetNamespace(), o.GetName(), err)
+				}
+				if read += render.ValueBytes(got.Object); max > 0 && read > max {
+					return in, referencedTooLarge(id, o, read, max)
 				}
 				objs[i] = got
 			}
@@ -58,6 +63,16 @@ func (r *run) loadReferenced(ctx context.Context) func(render.Inputs) (render.In
 		in.Referenced = whole
 		return in, nil
 	}
+}
+
+// referencedTooLarge refuses a render whose referenced objects hold more
+// than its memory budget (a selector matching many large objects): the
+// render could not hold them, and reading the rest would only cost the
+// operator's memory. The objects' change wakes the CR.
+func referencedTooLarge(id string, o *unstructured.Unstructured, read, max int) error {
+	return &render.Error{Reason: render.ReasonRenderBudget, Messages: []string{fmt.Sprintf(
+		"references.%s: the referenced objects read up to %s %s/%s hold %d bytes, more than the %d of the render memory budget: not rendered (raise --render-memory, or reference fewer objects)",
+		id, o.GetKind(), o.GetNamespace(), o.GetName(), read, max)}}
 }
 
 // resolve evaluates the template's references for the CR and reads them,

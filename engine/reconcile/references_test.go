@@ -2,7 +2,10 @@ package reconcile
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"slices"
+	"strings"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -10,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/cueop/cueop/engine/budget"
 	"github.com/cueop/cueop/engine/render"
 )
 
@@ -112,4 +116,32 @@ func apiVersions(objs []*unstructured.Unstructured) []string {
 		out = append(out, o.GetAPIVersion())
 	}
 	return out
+}
+
+// TestLoadReferencedWithinRenderBudget: a selector matching more bytes of
+// objects than the render memory budget stops reading them once past it,
+// and the render is refused as over budget (the CR stalls, naming the
+// reference), not run over every object.
+func TestLoadReferencedWithinRenderBudget(t *testing.T) {
+	loads := 0
+	load := func(_ context.Context, meta *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+		loads++
+		o := meta.DeepCopy()
+		o.Object["data"] = map[string]any{"d": strings.Repeat("x", 400<<10)}
+		return o, nil
+	}
+	var objs []*unstructured.Unstructured
+	for i := range 10 {
+		objs = append(objs, cm("ns", fmt.Sprintf("big-%d", i), nil))
+	}
+	rec := &Reconciler{Load: load, Options: render.Options{Budget: budget.Budget{Memory: 1 << 20}}}
+	r := &run{r: rec}
+	_, err := r.loadReferenced(context.Background())(render.Inputs{Referenced: map[string]render.Referenced{"all": {List: true, Objects: objs}}})
+	var rerr *render.Error
+	if !errors.As(err, &rerr) || rerr.Reason != render.ReasonRenderBudget || !strings.Contains(err.Error(), "references.all: the referenced objects read up to ConfigMap ns/big-2 hold") {
+		t.Fatalf("want a RenderBudget refusal naming references.all, got %v", err)
+	}
+	if loads != 3 {
+		t.Errorf("%d objects read, want 3 (the reading stops once past the budget)", loads)
+	}
 }
