@@ -7,6 +7,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/cueop/cueop/engine/render"
 )
 
 // referencedObjectsBytes bounds the referenced objects held whole between
@@ -15,8 +17,10 @@ import (
 // rolling out) read it once.
 const referencedObjectsBytes = 8 << 20
 
-// objectLRU holds the referenced objects last read whole, by uid and
-// resourceVersion (an object is immutable at a resourceVersion), the least
+// objectLRU holds the referenced objects last read whole, by uid,
+// resourceVersion (an object is immutable at a resourceVersion) and the
+// apiVersion it was read at (templates may read one object at different
+// versions of its kind, which the API server converts), the least
 // recently used dropped beyond max bytes (counted as the bytes of their
 // strings). It is safe for concurrent use; the objects it returns are
 // shared and read only.
@@ -39,7 +43,7 @@ func newObjectLRU(maxBytes int) *objectLRU {
 }
 
 func lruKey(o *unstructured.Unstructured) string {
-	return string(o.GetUID()) + "/" + o.GetResourceVersion()
+	return string(o.GetUID()) + "/" + o.GetResourceVersion() + "/" + o.GetAPIVersion()
 }
 
 // get returns the object meta stands for, at its resourceVersion, or nil.
@@ -57,7 +61,7 @@ func (c *objectLRU) get(meta *unstructured.Unstructured) *unstructured.Unstructu
 // add keeps o, dropping the least recently used objects beyond the bound;
 // an object larger than the bound is not kept.
 func (c *objectLRU) add(o *unstructured.Unstructured) {
-	size := objectSize(o.Object)
+	size := render.ValueBytes(o.Object)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	key := lruKey(o)
@@ -80,28 +84,6 @@ func (c *objectLRU) bytes() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.used
-}
-
-// objectSize is about how many bytes an unstructured value holds: its
-// strings and keys, and a word for every other value.
-func objectSize(v any) int {
-	switch t := v.(type) {
-	case string:
-		return len(t)
-	case map[string]any:
-		n := 0
-		for k, x := range t {
-			n += len(k) + objectSize(x)
-		}
-		return n
-	case []any:
-		n := 0
-		for _, x := range t {
-			n += objectSize(x)
-		}
-		return n
-	}
-	return 8
 }
 
 // loadReferenced is the reconcilers' reconcile.LoadFunc: the object meta

@@ -36,3 +36,26 @@ func TestObjectLRUBounded(t *testing.T) {
 		t.Error("an object over the bound was kept, or pushed others out")
 	}
 }
+
+// TestObjectLRUKeyedByVersion: one object read at two versions of its kind
+// (two templates referencing autoscaling/v1 and autoscaling/v2 of the same
+// HorizontalPodAutoscaler) is two entries: a read at one version never
+// gets the object converted to the other.
+func TestObjectLRUKeyedByVersion(t *testing.T) {
+	at := func(apiVersion string) *unstructured.Unstructured {
+		o := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{"v": apiVersion}}}
+		o.SetAPIVersion(apiVersion)
+		o.SetKind("HorizontalPodAutoscaler")
+		o.SetUID("u")
+		o.SetResourceVersion("7")
+		return o
+	}
+	c := newObjectLRU(3000)
+	c.add(at("autoscaling/v2"))
+	if got := c.get(at("autoscaling/v1")); got != nil {
+		t.Fatalf("a read at autoscaling/v1 got the object read at %s", got.GetAPIVersion())
+	}
+	if c.get(at("autoscaling/v2")) == nil {
+		t.Fatal("a read at autoscaling/v2 missed the object read at autoscaling/v2")
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"strings"
 	"sync"
 
@@ -41,14 +42,19 @@ func (r *run) loadReferenced(ctx context.Context) func(render.Inputs) (render.In
 	if r.r.Load == nil {
 		return nil
 	}
+	max := int(r.r.Options.Budget.WithDefaults().Memory)
 	return func(in render.Inputs) (render.Inputs, error) {
 		whole := make(map[string]render.Referenced, len(in.Referenced))
+		read := 0
 		for id, ref := range in.Referenced {
 			objs := make([]*unstructured.Unstructured, len(ref.Objects))
 			for i, o := range ref.Objects {
 				got, err := r.r.Load(ctx, o)
 				if err != nil {
 					return in, fmt.Errorf("references.%s: read %s %s/%s: %w", id, o.GetKind(), o.GetNamespace(), o.GetName(), err)
+				}
+				if read += render.ValueBytes(got.Object); max > 0 && read > max {
+					return in, referencedTooLarge(id, o, read, max)
 				}
 				objs[i] = got
 			}
@@ -57,6 +63,16 @@ func (r *run) loadReferenced(ctx context.Context) func(render.Inputs) (render.In
 		in.Referenced = whole
 		return in, nil
 	}
+}
+
+// referencedTooLarge refuses a render whose referenced objects hold more
+// than its memory budget (a selector matching many large objects): the
+// render could not hold them, and reading the rest would only cost the
+// operator's memory. The objects' change wakes the CR.
+func referencedTooLarge(id string, o *unstructured.Unstructured, read, max int) error {
+	return &render.Error{Reason: render.ReasonRenderBudget, Messages: []string{fmt.Sprintf(
+		"references.%s: the referenced objects read up to %s %s/%s hold %d bytes, more than the %d of the render memory budget: not rendered (raise --render-memory, or reference fewer objects)",
+		id, o.GetKind(), o.GetNamespace(), o.GetName(), read, max)}}
 }
 
 // resolve evaluates the template's references for the CR and reads them,
@@ -100,21 +116,25 @@ func (r *run) resolve(ctx context.Context) error {
 // one line each ("" when none): a reconcile renders nothing, and applies
 // nothing, until they exist (ReasonReferenceNotFound).
 func ReadReferences(ctx context.Context, refs []render.Reference, namespace string, read ReadFunc) (map[string]render.Referenced, string, error) {
-	var objs []*unstructured.Unstructured
-	done := map[schema.GroupVersionKind]bool{}
+	read1 := map[schema.GroupVersionKind][]*unstructured.Unstructured{}
+	got := make(map[string]render.Referenced, len(refs))
+	var missing []render.Reference
 	for _, ref := range refs {
 		gvk := ref.GroupVersionKind()
-		if done[gvk] {
-			continue
+		items, done := read1[gvk]
+		if !done {
+			var err error
+			if items, err = read(ctx, gvk, namespace); err != nil {
+				return nil, "", fmt.Errorf("read %s: %w", ref, err)
+			}
+			read1[gvk] = items
 		}
-		done[gvk] = true
-		items, err := read(ctx, gvk, namespace)
-		if err != nil {
-			return nil, "", fmt.Errorf("read %s: %w", ref, err)
-		}
-		objs = append(objs, items...)
+		// Resolved against the objects read at its own version only: a
+		// kind read at two versions lists each object twice.
+		one, miss := render.Resolve([]render.Reference{ref}, namespace, items)
+		maps.Copy(got, one)
+		missing = append(missing, miss...)
 	}
-	got, missing := render.Resolve(refs, namespace, objs)
 	if len(missing) == 0 {
 		return got, "", nil
 	}

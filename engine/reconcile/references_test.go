@@ -1,13 +1,19 @@
 package reconcile
 
 import (
+	"context"
+	"errors"
+	"fmt"
 	"slices"
+	"strings"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/cueop/cueop/engine/budget"
 	"github.com/cueop/cueop/engine/render"
 )
 
@@ -69,4 +75,73 @@ func cmpName(p, q types.NamespacedName) int {
 		return 1
 	}
 	return 0
+}
+
+// TestReadReferencesOneVersionEach: references to one kind at two versions
+// (autoscaling/v1 and autoscaling/v2) each resolve to the objects read at
+// their own version: a selector lists each object once, a name finds the
+// object at the version it names.
+func TestReadReferencesOneVersionEach(t *testing.T) {
+	hpa := func(apiVersion string) *unstructured.Unstructured {
+		o := &unstructured.Unstructured{}
+		o.SetAPIVersion(apiVersion)
+		o.SetKind("HorizontalPodAutoscaler")
+		o.SetNamespace("ns")
+		o.SetName("web")
+		o.SetLabels(map[string]string{"app": "web"})
+		return o
+	}
+	read := func(_ context.Context, gvk schema.GroupVersionKind, _ string) ([]*unstructured.Unstructured, error) {
+		return []*unstructured.Unstructured{hpa(gvk.GroupVersion().String())}, nil
+	}
+	refs := []render.Reference{
+		{ID: "all", APIVersion: "autoscaling/v1", Kind: "HorizontalPodAutoscaler", Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}},
+		{ID: "web", APIVersion: "autoscaling/v2", Kind: "HorizontalPodAutoscaler", Name: "web"},
+	}
+	got, missing, err := ReadReferences(context.Background(), refs, "ns", read)
+	if err != nil || missing != "" {
+		t.Fatalf("ReadReferences: %v, missing %q", err, missing)
+	}
+	if objs := got["all"].Objects; len(objs) != 1 || objs[0].GetAPIVersion() != "autoscaling/v1" {
+		t.Errorf("references.all: want web once at autoscaling/v1, got %d objects: %v", len(objs), apiVersions(objs))
+	}
+	if objs := got["web"].Objects; len(objs) != 1 || objs[0].GetAPIVersion() != "autoscaling/v2" {
+		t.Errorf("references.web: want web at autoscaling/v2, got %v", apiVersions(objs))
+	}
+}
+
+func apiVersions(objs []*unstructured.Unstructured) []string {
+	var out []string
+	for _, o := range objs {
+		out = append(out, o.GetAPIVersion())
+	}
+	return out
+}
+
+// TestLoadReferencedWithinRenderBudget: a selector matching more bytes of
+// objects than the render memory budget stops reading them once past it,
+// and the render is refused as over budget (the CR stalls, naming the
+// reference), not run over every object.
+func TestLoadReferencedWithinRenderBudget(t *testing.T) {
+	loads := 0
+	load := func(_ context.Context, meta *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+		loads++
+		o := meta.DeepCopy()
+		o.Object["data"] = map[string]any{"d": strings.Repeat("x", 400<<10)}
+		return o, nil
+	}
+	var objs []*unstructured.Unstructured
+	for i := range 10 {
+		objs = append(objs, cm("ns", fmt.Sprintf("big-%d", i), nil))
+	}
+	rec := &Reconciler{Load: load, Options: render.Options{Budget: budget.Budget{Memory: 1 << 20}}}
+	r := &run{r: rec}
+	_, err := r.loadReferenced(context.Background())(render.Inputs{Referenced: map[string]render.Referenced{"all": {List: true, Objects: objs}}})
+	var rerr *render.Error
+	if !errors.As(err, &rerr) || rerr.Reason != render.ReasonRenderBudget || !strings.Contains(err.Error(), "references.all: the referenced objects read up to ConfigMap ns/big-2 hold") {
+		t.Fatalf("want a RenderBudget refusal naming references.all, got %v", err)
+	}
+	if loads != 3 {
+		t.Errorf("%d objects read, want 3 (the reading stops once past the budget)", loads)
+	}
 }

@@ -220,3 +220,32 @@ func TestLoadTotalSizeListsNoMorePackageFiles(t *testing.T) {
 	wantRefused(t, err, "package app: "+filepath.Join(dir, "app/xd.cue")+": its files hold ", "more than the 1048576 a kind may read")
 	wantOnlyOther(t, set)
 }
+
+// TestLoadCountsParentDirectoryFiles: a file of a kind's package name in a
+// parent directory is part of the kind (CUE takes it into the package):
+// its edit changes the kind's revision, its bytes count in the total, and
+// its refusal refuses the kind (never compiled without it).
+func TestLoadCountsParentDirectoryFiles(t *testing.T) {
+	dir := writeTemplates(t, map[string]string{"app/app.cue": okKind, "app/big.cue": "package app\n_b: \"" + strings.Repeat("y", 300<<10) + "\"\n"})
+	parent := filepath.Join(dir, "parent.cue")
+	revision := func(replicas string) string {
+		must(t, os.WriteFile(parent, []byte("package app\n#Spec: {replicas: *"+replicas+" | int}\n_p: \""+strings.Repeat("y", 300<<10)+"\"\n"), 0o644))
+		set, err := loadWithin(t, dir, template.Limits{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return set.Kinds[0].Revision
+	}
+	if a, b := revision("5"), revision("6"); a == b {
+		t.Errorf("parent.cue changed, the kind's revision stayed %s", a)
+	}
+	_, err := loadWithin(t, dir, template.Limits{MaxTotalSize: 1 << 20 / 2})
+	wantRefused(t, err, "package app: its files hold ", "more than the 524288 a kind may read")
+	must(t, os.Remove(parent))
+	mkfifo(t, parent)
+	set, err := loadWithin(t, dir, template.Limits{})
+	wantRefused(t, err, "package app: "+parent+": a named pipe (FIFO), not a regular file: refused")
+	if set != nil && len(set.Kinds) > 0 {
+		t.Errorf("kind %s compiled without its refused parent.cue", set.Kinds[0].Name)
+	}
+}

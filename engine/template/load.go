@@ -202,7 +202,7 @@ func compile(ctx *cue.Context, snap *snapshot, inst *build.Instance) (*Kind, err
 	root := snap.root
 	name := relName(root, inst.Dir)
 	dirs := packageDirsOf(root, inst)
-	if refused := snap.refusedUnder(dirs); len(refused) > 0 {
+	if refused := append(snap.refusedUnder(dirs), snap.refusedAbove(name)...); len(refused) > 0 {
 		return nil, fmt.Errorf("package %s: %w", name, errors.Join(refused...))
 	}
 	if inst.Err != nil {
@@ -267,16 +267,40 @@ func checkHermetic(inst *build.Instance, seen map[*build.Instance]bool) error {
 }
 
 // packageDirsOf returns the directories, relative to root and slash
-// separated, of inst and of every local package it imports.
+// separated, of inst and of every local package it imports, and the files
+// of theirs CUE took from a parent directory (a file of the same package
+// name there is part of the package): what the kind is compiled from.
 func packageDirsOf(root string, inst *build.Instance) []string {
 	dirs := map[string]bool{inst.Dir: true}
 	collectDirs(root, inst, dirs)
-	out := make([]string, 0, len(dirs))
+	files := map[string]bool{}
+	collectFiles(root, inst, map[*build.Instance]bool{}, files)
+	out := make([]string, 0, len(dirs)+len(files))
 	for d := range dirs {
 		out = append(out, relName(root, d))
 	}
+	for f := range files {
+		out = append(out, f)
+	}
 	sort.Strings(out)
 	return out
+}
+
+// collectFiles adds to files the files of inst and its local imports that
+// lie outside their package directories.
+func collectFiles(root string, inst *build.Instance, seen map[*build.Instance]bool, files map[string]bool) {
+	if seen[inst] || !strings.HasPrefix(inst.Dir, root) {
+		return
+	}
+	seen[inst] = true
+	for _, f := range inst.BuildFiles {
+		if filepath.Dir(f.Filename) != inst.Dir && strings.HasPrefix(f.Filename, root+string(filepath.Separator)) {
+			files[relName(root, f.Filename)] = true
+		}
+	}
+	for _, imp := range inst.Imports {
+		collectFiles(root, imp, seen, files)
+	}
 }
 
 func collectDirs(root string, inst *build.Instance, dirs map[string]bool) {

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -231,6 +232,31 @@ func (s *snapshot) refusedUnder(dirs []string) []error {
 	return errs
 }
 
+// refusedAbove returns the refusals of files directly in the directories
+// above dir (a slash path relative to the root, up to the root itself):
+// CUE takes a file of the same package name there into dir's package, so
+// a refused one may be a part of it left out.
+func (s *snapshot) refusedAbove(dir string) []error {
+	var above []string
+	for d := path.Dir(dir); d != dir; dir, d = d, path.Dir(d) {
+		above = append(above, d)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var names []string
+	for name := range s.refused {
+		if slices.Contains(above, path.Dir(name)) && strings.HasSuffix(name, ".cue") {
+			names = append(names, name)
+		}
+	}
+	sort.Strings(names)
+	errs := make([]error, 0, len(names))
+	for _, n := range names {
+		errs = append(errs, s.refused[n])
+	}
+	return errs
+}
+
 // revision hashes the module file and every file read below dirs: what the
 // kind was compiled from, byte for byte.
 func (s *snapshot) revision(dirs []string) string {
@@ -255,7 +281,7 @@ const moduleFile = "cue.mod/module.cue"
 
 func under(name string, dirs []string) bool {
 	for _, d := range dirs {
-		if d == "." || strings.HasPrefix(name, d+"/") {
+		if d == "." || name == d || strings.HasPrefix(name, d+"/") {
 			return true
 		}
 	}
