@@ -155,9 +155,9 @@ func TestDevLoggerOneLine(t *testing.T) {
 func TestDevShardedReplicas(t *testing.T) {
 	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
 	root := newRoot()
-	var out bytes.Buffer
-	root.SetOut(&out)
-	root.SetErr(&out)
+	out := &lockedBuffer{} // the replicas' goroutines may log as dev returns
+	root.SetOut(out)
+	root.SetErr(out)
 	root.SetArgs([]string{"--templates", "../../templates", "dev", "--samples", "../../config/samples",
 		"--kubeconfig-out", kubeconfig, "--exit-when-ready", "--timeout", "2m", "--zap-log-level", "error",
 		"--shards", "2", "--replicas", "2"})

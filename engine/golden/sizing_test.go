@@ -79,11 +79,11 @@ spec: {settingsFrom: {name: shop-settings}}
 		used := int64(allocated() - before)
 		t.Logf("%s: %d children, %s allocated, %s of CPU (budget %s)", tc.name, len(res.Children),
 			budget.MiB(used), (processCPU() - cpu).Round(time.Millisecond), b)
-		// The budget is charged with what the rest of the operator
-		// allocates meanwhile (an informer relisting the same ConfigMap):
-		// the render itself must leave half of it.
-		if used > b.Memory/2 {
-			t.Errorf("%s: the render allocates %s, more than half the budget %s", tc.name, budget.MiB(used), b)
+		// A render worker charges the budget with the evaluation alone;
+		// what this process allocates meanwhile (other tests) is counted
+		// here too, so fitting the budget here is a bound from above.
+		if used > b.Memory {
+			t.Errorf("%s: the render allocates %s, more than the budget %s", tc.name, budget.MiB(used), b)
 		}
 	}
 }

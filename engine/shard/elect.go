@@ -97,6 +97,9 @@ func Run(ctx context.Context, opts Options) error {
 func (o Options) compete(ctx context.Context, r Range, b *balance) {
 	for ctx.Err() == nil {
 		if err := o.term(ctx, r, b); err != nil {
+			if ctx.Err() != nil {
+				return // shutting down: not an election error
+			}
 			o.Log.Error(err, "shard range election", "range", r.Label(), "lease", r.LeaseName())
 			select {
 			case <-ctx.Done():
