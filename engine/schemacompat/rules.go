@@ -56,16 +56,26 @@ func renameWords(message string, renamed map[string]string) string {
 // guard is a rule that holds whenever field f is absent: `!has(self.f) || ...`.
 var guard = regexp.MustCompile(`^!has\(self\.([A-Za-z_][A-Za-z0-9_]*)\)\s*\|\|`)
 
+// literal is a CEL string literal; oldSelf the variable of a transition
+// rule (oldSelf inside a literal is text, not the variable).
+var (
+	literal = regexp.MustCompile(`'''[\s\S]*?'''|"""[\s\S]*?"""|'(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*"`)
+	oldSelf = regexp.MustCompile(`\boldSelf\b`)
+)
+
 // safeRule tells whether no stored CR can fail rule: it is a transition
 // rule (it reads oldSelf, so it judges updates only), or it holds whenever
 // a field that the old schema o does not have is absent, and no stored CR
 // has such a field (the API server pruned it).
 func safeRule(rule string, o, n *apiextensionsv1.JSONSchemaProps) bool {
-	if strings.Contains(rule, "oldSelf") {
+	code := literal.ReplaceAllString(rule, "''")
+	if oldSelf.MatchString(code) {
 		return true
 	}
-	m := guard.FindStringSubmatch(strings.TrimSpace(rule))
-	if m == nil || preserves(o) {
+	m := guard.FindStringSubmatch(strings.TrimSpace(code))
+	// A conditional binds looser than ||: `!has(self.f) || a ? b : c`
+	// is `(!has(self.f) || a) ? b : c`, which the guard does not guard.
+	if m == nil || strings.Contains(code, "?") || preserves(o) {
 		return false
 	}
 	_, had := o.Properties[m[1]]

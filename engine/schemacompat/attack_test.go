@@ -1,0 +1,34 @@
+package schemacompat_test
+
+import (
+	"testing"
+
+	"github.com/cueop/cueop/engine/schemacompat"
+)
+
+// TestCompareRefusesWhatStoredCRsMayAlreadyHold covers edits that look
+// safe on the schema alone but that CRs stored under the old one may fail.
+func TestCompareRefusesWhatStoredCRsMayAlreadyHold(t *testing.T) {
+	for _, tc := range []struct{ name, old, next string }{
+		// A preserved object keeps any field: a stored CR may hold b as
+		// a string already.
+		{"new typed field where unknown fields were kept",
+			`{type: object, x-kubernetes-preserve-unknown-fields: true, properties: {a: {type: integer}}}`,
+			`{type: object, x-kubernetes-preserve-unknown-fields: true, properties: {a: {type: integer}, b: {type: integer}}}`},
+		// oldSelf inside a string literal does not make a transition rule.
+		{"oldSelf only in a string literal",
+			`{type: object, properties: {lo: {type: integer}, hi: {type: integer}}}`,
+			`{type: object, x-kubernetes-validations: [{rule: "self.lo <= self.hi || 'oldSelf' == ''"}], properties: {lo: {type: integer}, hi: {type: integer}}}`},
+		// `a || b ? c : d` is `(a || b) ? c : d`: the guard does not guard c.
+		{"a guard that a conditional swallows",
+			`{type: object, properties: {lo: {type: integer}, hi: {type: integer}}}`,
+			`{type: object, x-kubernetes-validations: [{rule: "!has(self.cnt) || self.cnt > 0 ? self.lo <= self.hi : true"}], properties: {lo: {type: integer}, hi: {type: integer}, cnt: {type: integer}}}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cs := schemacompat.Compare("v1", schema(t, root(tc.old)), schema(t, root(tc.next)))
+			if len(schemacompat.Breaking(cs)) == 0 {
+				t.Errorf("no breaking change in %v", summary(cs))
+			}
+		})
+	}
+}
