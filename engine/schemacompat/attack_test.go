@@ -23,6 +23,11 @@ func TestCompareRefusesWhatStoredCRsMayAlreadyHold(t *testing.T) {
 		{"a guard that a conditional swallows",
 			`{type: object, properties: {lo: {type: integer}, hi: {type: integer}}}`,
 			`{type: object, x-kubernetes-validations: [{rule: "!has(self.cnt) || self.cnt > 0 ? self.lo <= self.hi : true"}], properties: {lo: {type: integer}, hi: {type: integer}, cnt: {type: integer}}}`},
+		// The API server fills a default on read: stored CRs have the
+		// new field, and the guard guards nothing.
+		{"a guard on a new field with a default",
+			`{type: object, properties: {replicas: {type: integer}}}`,
+			`{type: object, x-kubernetes-validations: [{rule: "!has(self.minReady) || self.minReady <= self.replicas"}], properties: {replicas: {type: integer}, minReady: {type: integer, default: 10}}}`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cs := schemacompat.Compare("v1", schema(t, root(tc.old)), schema(t, root(tc.next)))

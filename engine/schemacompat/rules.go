@@ -66,7 +66,7 @@ var (
 // safeRule tells whether no stored CR can fail rule: it is a transition
 // rule (it reads oldSelf, so it judges updates only), or it holds whenever
 // a field that the old schema o does not have is absent, and no stored CR
-// has such a field (the API server pruned it).
+// has such a field (the API server pruned it, and fills no default for it).
 func safeRule(rule string, o, n *apiextensionsv1.JSONSchemaProps) bool {
 	code := literal.ReplaceAllString(rule, "''")
 	if oldSelf.MatchString(code) {
@@ -79,6 +79,7 @@ func safeRule(rule string, o, n *apiextensionsv1.JSONSchemaProps) bool {
 		return false
 	}
 	_, had := o.Properties[m[1]]
-	_, has := n.Properties[m[1]]
-	return !had && has
+	f, has := n.Properties[m[1]]
+	// A default is filled on read: stored CRs have the field.
+	return !had && has && f.Default == nil
 }
