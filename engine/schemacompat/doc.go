@@ -26,9 +26,9 @@
 // A new CEL rule is safe when no stored CR can fail it: a transition rule
 // (it reads oldSelf outside a string literal, so it judges updates, never a
 // stored value), or a rule with no conditional (`?`) guarded by
-// `!has(self.f) ||` for a field f the old schema did not have
-// (no stored CR has it: the API server pruned it; f has no default, which it would fill on read). Any other new rule is
-// breaking, as is a rule whose text changed (a message alone is safe). A
+// `!has(self.f) ||` for a field f the old schema did not have and that
+// has no default (no stored CR has it: the API server pruned it, and fills
+// no default on read). Any other new rule is breaking, as is a rule whose text changed (a message alone is safe). A
 // rule that names a renamed field is compared under the new name, so a
 // rename is one change. The status subtree is not compared: cueop
 // computes status anew from the children at every reconcile.
