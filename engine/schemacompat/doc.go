@@ -24,8 +24,10 @@
 //	          has no status: a CRD read from a file)
 //
 // A new CEL rule is safe when no stored CR can fail it: a transition rule
-// (it reads oldSelf outside a string literal, so it judges updates, never a
-// stored value), or a rule with no conditional (`?`) guarded by
+// (it reads oldSelf outside a string literal) that holds for an unchanged
+// value (`self == oldSelf`, `self.size >= oldSelf.size`, the rule of an
+// optional @cueop(immutable) field; not `self == oldSelf && self.lo <=
+// self.hi`, which refuses the next update of a stored CR with lo > hi), or a rule with no conditional (`?`) guarded by
 // `!has(self.f) ||` for a field f the old schema did not have and that
 // has no default (no stored CR has it: the API server pruned it, and fills
 // no default on read). Any other new rule is breaking, as is a rule whose text changed (a message alone is safe). A
