@@ -9,6 +9,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -60,7 +61,7 @@ func ClaimOf(cr *unstructured.Unstructured, c render.Child, obj *unstructured.Un
 	}
 	head := fmt.Sprintf("children.%s: %s %s/%s exists", c.ID, obj.GetKind(), obj.GetNamespace(), obj.GetName())
 	if ctl != nil {
-		return Claim{Conflict: fmt.Sprintf("%s and is controlled by %s %s/%s", head, ctl.Kind, obj.GetNamespace(), ctl.Name)}
+		return Claim{Conflict: head + " and is controlled by " + controllerText(cr, ctl, obj.GetNamespace())}
 	}
 	from := obj.GetAnnotations()[AnnotationReleasedFrom]
 	switch {
@@ -74,6 +75,18 @@ func ClaimOf(cr *unstructured.Unstructured, c render.Child, obj *unstructured.Un
 		head += " with no controller"
 	}
 	return Claim{Conflict: fmt.Sprintf("%s; policies: %s: adopt: %q would take it over", head, c.ID, render.AdoptUncontrolled)}
+}
+
+// controllerText names ctl, the controller of an object in ns; a CR of
+// cr's kind and name with another uid is an earlier one, deleted (the
+// garbage collector deletes the object in time).
+func controllerText(cr *unstructured.Unstructured, ctl *metav1.OwnerReference, ns string) string {
+	name := fmt.Sprintf("%s %s/%s", ctl.Kind, ns, ctl.Name)
+	gv, err := schema.ParseGroupVersion(ctl.APIVersion)
+	if err != nil || gv.Group != cr.GroupVersionKind().Group || ctl.Kind != cr.GetKind() || ctl.Name != cr.GetName() {
+		return name
+	}
+	return fmt.Sprintf("an earlier %s (uid %s), not this one (uid %s)", name, ctl.UID, cr.GetUID())
 }
 
 // subjectOf names a CR as its released children's AnnotationReleasedFrom

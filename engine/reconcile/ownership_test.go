@@ -19,6 +19,8 @@ func TestClaimOf(t *testing.T) {
 	other := metav1.OwnerReference{APIVersion: "web.example.com/v1", Kind: "StaticSite", Name: "shop", UID: "other", Controller: &yes}
 	mine := metav1.OwnerReference{APIVersion: "cache.example.com/v1", Kind: "RedisCluster", Name: "r", UID: crUID, Controller: &yes}
 	owner := metav1.OwnerReference{APIVersion: "v1", Kind: "ConfigMap", Name: "ref", UID: "ref"} // not a controller
+	earlier := mine
+	earlier.UID = "deleted-uid" // a CR of the same name, deleted and created again
 	for name, tc := range map[string]struct {
 		refs     []metav1.OwnerReference
 		released string
@@ -26,9 +28,11 @@ func TestClaimOf(t *testing.T) {
 		want     Claim
 		wantText []string
 	}{
-		"controlled by the CR":              {refs: []metav1.OwnerReference{owner, mine}, want: Claim{}},
-		"another controller":                {refs: []metav1.OwnerReference{other}, adopt: render.AdoptUncontrolled, wantText: []string{"children.service: Service ns/shop exists and is controlled by StaticSite ns/shop"}},
-		"no controller, default":            {refs: []metav1.OwnerReference{owner}, wantText: []string{"Service ns/shop exists with no controller", `adopt: "uncontrolled"`}},
+		"controlled by the CR":   {refs: []metav1.OwnerReference{owner, mine}, want: Claim{}},
+		"another controller":     {refs: []metav1.OwnerReference{other}, adopt: render.AdoptUncontrolled, wantText: []string{"children.service: Service ns/shop exists and is controlled by StaticSite ns/shop"}},
+		"no controller, default": {refs: []metav1.OwnerReference{owner}, wantText: []string{"Service ns/shop exists with no controller", `adopt: "uncontrolled"`}},
+		"controlled by an earlier CR of the name": {refs: []metav1.OwnerReference{earlier}, adopt: render.AdoptUncontrolled,
+			wantText: []string{"is controlled by an earlier RedisCluster ns/r (uid deleted-uid), not this one (uid " + string(crUID) + ")"}},
 		"no controller, adopt uncontrolled": {adopt: render.AdoptUncontrolled, want: Claim{Adopt: true}},
 		"released from this CR":             {released: "RedisCluster ns/r", want: Claim{Adopt: true}},
 		"released from another CR":          {released: "RedisCluster ns/q", wantText: []string{"with no controller (released from RedisCluster ns/q)"}},

@@ -13,9 +13,26 @@ import (
 func Count(cs []Change, crs map[string][]map[string]any) {
 	for i := range cs {
 		c := &cs[i]
-		c.Counted, c.Stored, c.Set, c.Defaulted = true, len(crs[c.Version]), 0, 0
+		c.Counted, c.Stored, c.Set, c.Defaulted = true, 0, 0, 0
+	}
+	for version, objs := range crs {
+		Tally(cs, version, objs)
+	}
+}
+
+// Tally adds to the counts of each change at version those of objs, some of
+// the CRs stored at it (a page of a list): the CRs need not be held all at
+// once. Counts start at zero.
+func Tally(cs []Change, version string, objs []map[string]any) {
+	for i := range cs {
+		c := &cs[i]
+		if c.Version != version {
+			continue
+		}
+		c.Counted = true
+		c.Stored += len(objs)
 		def, hasDef := decode(c.OldDefault)
-		for _, obj := range crs[c.Version] {
+		for _, obj := range objs {
 			found := lookup(obj, c.Path)
 			if len(found) > 0 {
 				c.Set++

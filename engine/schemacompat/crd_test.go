@@ -94,7 +94,11 @@ func TestCountAndRefusal(t *testing.T) {
 - spec: {replicas: 3, version: "7.0", servers: [{name: a}]}
 - spec: {replicas: 3, version: "6.2"}
 `)
-	schemacompat.Count(changes, map[string][]map[string]any{"v1": stored})
+	// Counted a page at a time, as the operator lists them.
+	schemacompat.Count(changes, nil)
+	schemacompat.Tally(changes, "v1", stored[:2])
+	schemacompat.Tally(changes, "v1", stored[2:])
+	schemacompat.Tally(changes, "v2", stored) // another version's CRs count for its changes only
 	changes[0].Pos = "templates/redis/redis.cue:31:2"
 	r := &schemacompat.Refusal{Kind: "RedisCluster.cache.example.com", Changes: changes, Stored: 3}
 	want := `RedisCluster.cache.example.com: breaking schema change refused: it would change what stored CRs mean (the kind has 3 stored CRs)

@@ -12,7 +12,8 @@
 //	          value, a removed pattern or format, a field no longer required, a
 //	          widened type (integer to number, to int-or-string), a rule removed,
 //	          documentation, printer columns, subresources, a new version
-//	breaking  a field removed, a field renamed (a removal and an addition of
+//	breaking  a field added to an object that kept unknown fields (a stored
+//	          CR may hold it already), a field removed, a field renamed (a removal and an addition of
 //	          the same schema at the same level, reported as one change), a
 //	          type changed, a bound narrowed, a pattern or format added or
 //	          changed, an enum value removed, a field made required, a default
@@ -23,10 +24,13 @@
 //	          has no status: a CRD read from a file)
 //
 // A new CEL rule is safe when no stored CR can fail it: a transition rule
-// (it reads oldSelf, so it judges updates, never a stored value), or a rule
-// guarded by `!has(self.f) ||` for a field f the old schema did not have
-// (no stored CR has it: the API server pruned it). Any other new rule is
-// breaking, as is a rule whose text changed (a message alone is safe). A
+// (it reads oldSelf outside a string literal) that holds for an unchanged
+// value (`self == oldSelf`, `self.size >= oldSelf.size`, the rule of an
+// optional @cueop(immutable) field; not `self == oldSelf && self.lo <=
+// self.hi`, which refuses the next update of a stored CR with lo > hi), or a rule with no conditional (`?`) guarded by
+// `!has(self.f) ||` for a field f the old schema did not have and that
+// has no default (no stored CR has it: the API server pruned it, and fills
+// no default on read). Any other new rule is breaking, as is a rule whose text changed (a message alone is safe). A
 // rule that names a renamed field is compared under the new name, so a
 // rename is one change. The status subtree is not compared: cueop
 // computes status anew from the children at every reconcile.

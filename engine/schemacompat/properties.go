@@ -39,7 +39,7 @@ func (d *differ) properties(p Path, o, n *apiextensionsv1.JSONSchemaProps) map[s
 	}
 	for _, name := range added {
 		if !slices.Contains(values(renamed), name) {
-			d.added(p.child(name), n.Properties[name], slices.Contains(n.Required, name))
+			d.added(p.child(name), n.Properties[name], slices.Contains(n.Required, name), preserves(o))
 		}
 	}
 	for _, name := range common {
@@ -50,10 +50,14 @@ func (d *differ) properties(p Path, o, n *apiextensionsv1.JSONSchemaProps) map[s
 	return renamed
 }
 
-// added reports a new field: safe when optional or defaulted.
-func (d *differ) added(p Path, s apiextensionsv1.JSONSchemaProps, required bool) {
+// added reports a new field: safe when optional or defaulted, unless the
+// object kept unknown fields (kept, when the old object preserved them): a
+// stored CR may hold the field already, with any value.
+func (d *differ) added(p Path, s apiextensionsv1.JSONSchemaProps, required, kept bool) {
 	c := Change{Path: p, What: "added", New: "optional"}
 	switch {
+	case kept:
+		c.New, c.Breaking = "typed where unknown fields were kept", true
 	case s.Default != nil:
 		c.New = "default " + raw(s.Default)
 	case required:

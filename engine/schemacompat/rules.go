@@ -2,6 +2,7 @@ package schemacompat
 
 import (
 	"regexp"
+	"slices"
 	"strings"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -56,19 +57,96 @@ func renameWords(message string, renamed map[string]string) string {
 // guard is a rule that holds whenever field f is absent: `!has(self.f) || ...`.
 var guard = regexp.MustCompile(`^!has\(self\.([A-Za-z_][A-Za-z0-9_]*)\)\s*\|\|`)
 
-// safeRule tells whether no stored CR can fail rule: it is a transition
-// rule (it reads oldSelf, so it judges updates only), or it holds whenever
-// a field that the old schema o does not have is absent, and no stored CR
-// has such a field (the API server pruned it).
-func safeRule(rule string, o, n *apiextensionsv1.JSONSchemaProps) bool {
-	if strings.Contains(rule, "oldSelf") {
-		return true
+// literal is a CEL string literal; oldSelf the variable of a transition
+// rule (oldSelf inside a literal is text, not the variable).
+var (
+	literal = regexp.MustCompile(`'''[\s\S]*?'''|"""[\s\S]*?"""|'(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*"`)
+	oldSelf = regexp.MustCompile(`\boldSelf\b`)
+)
+
+// reflexive is a comparison that holds between a value and itself.
+var reflexive = regexp.MustCompile(`^([\w.\[\]'()]+)\s*(==|>=|<=)\s*([\w.\[\]'()]+)$`)
+
+// holdsUnchanged tells whether a transition rule (its string literals
+// emptied) holds for a CR whose value did not change: with oldSelf read as
+// self, it is made of comparisons of a value with itself (`self ==
+// oldSelf`, `self.size >= oldSelf.size`, `has(oldSelf.f) == has(self.f)`),
+// joined by && and ||, where each || has such a side or a negated
+// has(). A transition rule is judged at every update of a stored CR, so
+// one that also constrains self alone (`self == oldSelf && self.lo <=
+// self.hi`) may refuse it.
+func holdsUnchanged(code string) bool {
+	return holds(oldSelf.ReplaceAllString(code, "self"))
+}
+
+func holds(e string) bool {
+	e = strings.TrimSpace(e)
+	for len(e) > 1 && e[0] == '(' && closing(e, 0) == len(e)-1 {
+		e = strings.TrimSpace(e[1 : len(e)-1])
 	}
-	m := guard.FindStringSubmatch(strings.TrimSpace(rule))
-	if m == nil || preserves(o) {
+	if parts := splitTop(e, "||"); len(parts) > 1 {
+		return slices.ContainsFunc(parts, holds)
+	}
+	if parts := splitTop(e, "&&"); len(parts) > 1 {
+		return !slices.ContainsFunc(parts, func(p string) bool { return !holds(p) })
+	}
+	m := reflexive.FindStringSubmatch(e)
+	return m != nil && m[1] == m[3]
+}
+
+// closing is the index of the parenthesis that closes the one at open in
+// e; -1 when none.
+func closing(e string, open int) int {
+	depth := 0
+	for i := open; i < len(e); i++ {
+		switch e[i] {
+		case '(':
+			depth++
+		case ')':
+			depth--
+			if depth == 0 {
+				return i
+			}
+		}
+	}
+	return -1
+}
+
+// splitTop splits e at op outside parentheses.
+func splitTop(e, op string) []string {
+	var parts []string
+	depth, from := 0, 0
+	for i := 0; i < len(e); i++ {
+		switch {
+		case e[i] == '(':
+			depth++
+		case e[i] == ')':
+			depth--
+		case depth == 0 && strings.HasPrefix(e[i:], op):
+			parts, from = append(parts, e[from:i]), i+len(op)
+			i += len(op) - 1
+		}
+	}
+	return append(parts, e[from:])
+}
+
+// safeRule tells whether no stored CR can fail rule: it is a transition
+// rule that holds for an unchanged value (holdsUnchanged), or it holds whenever
+// a field that the old schema o does not have is absent, and no stored CR
+// has such a field (the API server pruned it, and fills no default for it).
+func safeRule(rule string, o, n *apiextensionsv1.JSONSchemaProps) bool {
+	code := literal.ReplaceAllString(rule, "''")
+	if oldSelf.MatchString(code) {
+		return holdsUnchanged(code)
+	}
+	m := guard.FindStringSubmatch(strings.TrimSpace(code))
+	// A conditional binds looser than ||: `!has(self.f) || a ? b : c`
+	// is `(!has(self.f) || a) ? b : c`, which the guard does not guard.
+	if m == nil || strings.Contains(code, "?") || preserves(o) {
 		return false
 	}
 	_, had := o.Properties[m[1]]
-	_, has := n.Properties[m[1]]
-	return !had && has
+	f, has := n.Properties[m[1]]
+	// A default is filled on read: stored CRs have the field.
+	return !had && has && f.Default == nil
 }

@@ -52,40 +52,45 @@ func Check(ctx context.Context, r client.Reader, k *template.Kind, live *unstruc
 		return nil, nil
 	}
 	crdgen.Locate(k, breaking)
-	stored, total, err := storedCRs(ctx, r, old, breaking)
+	total, err := countStored(ctx, r, old, breaking)
 	if err != nil {
 		return nil, fmt.Errorf("CustomResourceDefinition %s: count stored CRs: %w", next.Name, err)
 	}
-	schemacompat.Count(breaking, stored)
 	return &schemacompat.Refusal{Kind: k.Resource.Kind + "." + k.Resource.Group, Changes: breaking, Stored: total}, nil
 }
 
-// storedCRs lists, at each version a change is to, the CRs of crd's kind
-// in every namespace, as the API server serves them at that version, and
-// returns them with their number.
-func storedCRs(ctx context.Context, r client.Reader, crd *apiextensionsv1.CustomResourceDefinition, cs []schemacompat.Change) (map[string][]map[string]any, int, error) {
-	out := map[string][]map[string]any{}
+// countStored lists, at each version a change is to, the CRs of crd's
+// kind in every namespace, as the API server serves them at that version,
+// a page at a time, counts them into cs (schemacompat.Tally) and returns
+// the number of stored CRs: a page is held at once, not every CR.
+func countStored(ctx context.Context, r client.Reader, crd *apiextensionsv1.CustomResourceDefinition, cs []schemacompat.Change) (int, error) {
+	schemacompat.Count(cs, nil)
 	total := 0
+	done := map[string]bool{}
 	for _, c := range cs {
-		if _, done := out[c.Version]; done {
+		if done[c.Version] {
 			continue
 		}
-		out[c.Version] = []map[string]any{}
+		done[c.Version] = true
+		n := 0
 		list := &unstructured.UnstructuredList{}
 		list.SetAPIVersion(crd.Spec.Group + "/" + c.Version)
 		list.SetKind(crd.Spec.Names.ListKind)
 		for {
 			if err := r.List(ctx, list, client.Limit(500), client.Continue(list.GetContinue())); err != nil {
-				return nil, 0, err
+				return 0, err
 			}
-			for _, item := range list.Items {
-				out[c.Version] = append(out[c.Version], item.Object)
+			page := make([]map[string]any, len(list.Items))
+			for i := range list.Items {
+				page[i] = list.Items[i].Object
 			}
+			schemacompat.Tally(cs, c.Version, page)
+			n += len(page)
 			if list.GetContinue() == "" {
 				break
 			}
 		}
-		total = max(total, len(out[c.Version]))
+		total = max(total, n)
 	}
-	return out, total, nil
+	return total, nil
 }
