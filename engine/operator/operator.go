@@ -347,7 +347,10 @@ func (o *Operator) Start(ctx context.Context) error {
 	defer w.Close()
 	defer o.stopWorkers()
 	o.addWatches(w)
-	if err := o.reload(ctx); err != nil && len(o.kindNames()) == 0 {
+	// No kind to serve is fatal, unless a kind was refused for its schema:
+	// exiting would make a restarted operator crash-loop on the CRs it
+	// protects; it waits for a fixed template instead (schemaguard.go).
+	if err := o.reload(ctx); err != nil && len(o.kindNames()) == 0 && !o.anyRefused() {
 		return fmt.Errorf("templates %s: %w", o.opts.Templates, err)
 	}
 	return o.watchTemplates(ctx, w)

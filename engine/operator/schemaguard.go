@@ -69,3 +69,10 @@ func (o *Operator) schemaAccepted(k *template.Kind) {
 	o.metrics.schemaRefused(k, false)
 	o.log.Info("schema change no longer refused: the kind serves revision "+k.Revision, "kind", k.Resource.Kind)
 }
+
+// anyRefused reports whether a kind's schema change is refused now.
+func (o *Operator) anyRefused() bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return len(o.refused) > 0
+}

@@ -203,3 +203,41 @@ func TestSchemaSafeChangeWithCRs(t *testing.T) {
 		t.Errorf("cueop_template_refused = %v, want 0", got)
 	}
 }
+
+// TestSchemaRefusedAtStartKeepsRunning: an operator restarted on a
+// template whose schema change is refused, its only kind, does not exit
+// (a crash loop): it leaves the CRD and the CRs as they are, and serves
+// the kind once the template is put back.
+func TestSchemaRefusedAtStartKeepsRunning(t *testing.T) {
+	ns := clustertest.Namespace(t)
+	t.Cleanup(func() {
+		_, _ = kubectl(t, "", "delete", "--ignore-not-found", "--wait", "--timeout=60s", "crd/"+vaultCRD)
+	})
+	dir := kindsDir(t, map[string]string{"vault": vaultTemplate})
+	file := filepath.Join(dir, "vault", "vault.cue")
+	_, stop := startOperatorStoppable(t, dir, ns, nil)
+	waitEstablished(t, vaultCRD)
+	applyVault(t, ns, "r5", "{replicas: 5}")
+	eventually(t, 60*time.Second, func() string { return podsOf(t, ns, "r5", 5) })
+	stop()
+	schema := vaultSchema(t)
+
+	editFile(t, file, renameReplicas)
+	a, _ := startOperatorStoppable(t, dir, ns, nil) // its end reports an error it stopped with
+	eventually(t, 60*time.Second, func() string {
+		return crdEventOn(t, vaultCRD, "TemplateError", "v1 spec.replicas -> spec.size: renamed", "no revision of the kind serves yet")
+	})
+	if got := vaultSchema(t); got != schema {
+		t.Errorf("the CRD changed:\n%s\nwas:\n%s", got, schema)
+	}
+	editFile(t, file, func(string) string { return vaultTemplate })
+	eventually(t, 60*time.Second, func() string {
+		for _, p := range a.Operator.Progress() {
+			if p.Kind == "Vault" {
+				return ""
+			}
+		}
+		return "the operator does not serve Vault after the template was put back"
+	})
+	eventually(t, 60*time.Second, func() string { return podsOf(t, ns, "r5", 5) })
+}
