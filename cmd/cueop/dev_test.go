@@ -10,7 +10,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -155,7 +154,7 @@ func TestDevLoggerOneLine(t *testing.T) {
 func TestDevShardedReplicas(t *testing.T) {
 	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
 	root := newRoot()
-	out := &lockedBuffer{} // the replicas' goroutines may log as dev returns
+	out := newLockedBuffer() // the replicas' goroutines may log as dev returns
 	root.SetOut(out)
 	root.SetErr(out)
 	root.SetArgs([]string{"--templates", "../../templates", "dev", "--samples", "../../config/samples",
@@ -182,7 +181,7 @@ func TestDevIdleCostsNoCPU(t *testing.T) {
 	dir := t.TempDir()
 	kubeconfig := filepath.Join(dir, "kubeconfig")
 	root := newRoot()
-	out := &lockedBuffer{}
+	out := newLockedBuffer()
 	root.SetOut(out)
 	root.SetErr(out)
 	root.SetArgs([]string{"--templates", "../../templates", "dev", "--samples", t.TempDir(), "--kubeconfig-out", kubeconfig})
@@ -219,22 +218,9 @@ func TestDevIdleCostsNoCPU(t *testing.T) {
 	}
 }
 
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
+// newLockedBuffer is a buffer that the dev goroutines write to and a test
+// reads, under one lock.
+func newLockedBuffer() *lockedWriter { return &lockedWriter{w: &bytes.Buffer{}} }
 
 func lastLineWith(out, key string) string {
 	last := ""

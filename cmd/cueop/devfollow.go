@@ -201,6 +201,13 @@ func (l *lockedWriter) Write(b []byte) (int, error) {
 	return l.w.Write(b)
 }
 
+// String is what was written, when w is a fmt.Stringer (a bytes.Buffer).
+func (l *lockedWriter) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return fmt.Sprint(l.w)
+}
+
 func (p *printer) show(cr *unstructured.Unstructured) {
 	key := crKey(cr)
 	line := summary(cr)
