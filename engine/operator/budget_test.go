@@ -38,7 +38,7 @@ children: cm: {apiVersion: "v1", kind: "ConfigMap", metadata: name: parent.metad
 // without a change of spec, and is when its spec changes.
 func TestRenderBudgetStallsHostileCR(t *testing.T) {
 	ns := clustertest.Namespace(t)
-	startBombs(t, ns, budget.Budget{Time: 100 * time.Millisecond, Memory: 256 << 20, MaxAbandoned: 2})
+	startBombs(t, ns, budget.Budget{Time: 100 * time.Millisecond, Memory: 256 << 20, MaxAbandoned: 2}, false)
 	c := newClient(t)
 
 	mustKubectl(t, bombYAML(ns, "hostile", 16), "apply", "-f", "-")
@@ -82,7 +82,8 @@ func TestRenderBudgetStallsHostileCR(t *testing.T) {
 	}
 }
 
-// TestRefusedRenderIsNotConverged: another CR's renders of the same kind,
+// TestRefusedRenderIsNotConverged (evaluating in process, where renders
+// over budget are abandoned; workers kill them): another CR's renders of the same kind,
 // over budget and still running, reach --render-max-abandoned, so a fresh
 // CR's render is refused as busy. Meanwhile the fresh CR never reads
 // Converged: Reconciling=True with reason RenderPending and a message
@@ -90,7 +91,7 @@ func TestRenderBudgetStallsHostileCR(t *testing.T) {
 // abandoned render ends, the fresh CR is rendered and gets Ready.
 func TestRefusedRenderIsNotConverged(t *testing.T) {
 	ns := clustertest.Namespace(t)
-	startBombs(t, ns, budget.Budget{Time: 300 * time.Millisecond, Memory: 256 << 20, MaxAbandoned: 1})
+	startBombs(t, ns, budget.Budget{Time: 300 * time.Millisecond, Memory: 256 << 20, MaxAbandoned: 1}, true)
 	c := newClient(t)
 
 	// Size 20: about 2 s of CPU (several with -race), abandoned after 300 ms.
@@ -128,13 +129,16 @@ var bombGVK = schema.GroupVersionKind{Group: "bomb.test.example", Version: "v1",
 // startBombs runs an operator on the project's templates and the Bomb kind,
 // serving ns within budget b, until the test ends; the test then waits for
 // the renders it abandoned to end.
-func startBombs(t *testing.T, ns string, b budget.Budget) {
+// startBombs serves the Bomb kind beside the project's templates, with
+// budget b; inProcess evaluates in the operator's process (where an
+// evaluation over budget is abandoned, not killed).
+func startBombs(t *testing.T, ns string, b budget.Budget, inProcess bool) {
 	t.Helper()
 	dir := copyTemplates(t)
 	must(t, os.MkdirAll(filepath.Join(dir, "bomb"), 0o755))
 	must(t, os.WriteFile(filepath.Join(dir, "bomb", "bomb.cue"), []byte(bombKind), 0o644))
 	opts := operatortest.Options(dir, ns)
-	opts.Budget = b
+	opts.Budget, opts.InProcess = b, inProcess
 	operatortest.Start(t, clustertest.Config(), opts)
 	t.Cleanup(func() { waitBombsEnded(t) })
 	waitCRD(t)
