@@ -10,7 +10,8 @@ import (
 // render at its current inputs: the render was refused (too many earlier
 // renders of its kind still running) or could not run, or what it reads
 // could not be read. Such a CR never reads Converged: it says why it waits,
-// Reconciling=True and Ready=Unknown with this reason, and the reconcile is
+// Reconciling=True with this reason (Ready=Unknown too when it has no Ready
+// condition yet; else Ready is left as it was), and the reconcile is
 // retried with backoff (at once on a change of spec, child or reference).
 const ReasonRenderPending = "RenderPending"
 
@@ -33,12 +34,16 @@ func (r *run) unfinished(err error) {
 
 // pendingConditions are the conditions of a CR this reconcile did not
 // render at its current inputs (r.result_ is nil, nothing stalled it): it
-// waits, and says why.
-func (r *run) pendingConditions(set func(typ string, s metav1.ConditionStatus, reason, msg string)) {
+// waits, and says why. A Ready condition it already has stays as it is: its
+// children, unchanged, serve as they did (a template edit rolling out must
+// not make Ready drop); a CR never rendered reads Ready=Unknown.
+func (r *run) pendingConditions(set func(typ string, s metav1.ConditionStatus, reason, msg string), hasReady bool) {
 	msg := r.pendingMessage()
 	set(ConditionReconciling, metav1.ConditionTrue, ReasonRenderPending, msg)
 	set(ConditionStalled, metav1.ConditionFalse, ReasonRenderPending, "")
-	set(ConditionReady, metav1.ConditionUnknown, ReasonRenderPending, msg)
+	if !hasReady {
+		set(ConditionReady, metav1.ConditionUnknown, ReasonRenderPending, msg)
+	}
 }
 
 // pendingMessage says why a CR without a render of its current inputs

@@ -130,7 +130,7 @@ func (r *run) conditions(conds []metav1.Condition) []metav1.Condition {
 		set(ConditionReady, metav1.ConditionFalse, r.stalled.reason, firstLine(r.stalled.message))
 		return conds
 	case r.result_ == nil: // not rendered at the current inputs: never Converged
-		r.pendingConditions(set) // pending.go
+		r.pendingConditions(set, meta.FindStatusCondition(conds, ConditionReady) != nil) // pending.go
 		return conds
 	case r.progressing() != "":
 		set(ConditionReconciling, metav1.ConditionTrue, r.progressReason(), r.progressing())
