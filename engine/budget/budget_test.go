@@ -3,6 +3,7 @@ package budget_test
 import (
 	"context"
 	"errors"
+	"sync"
 	"testing"
 	"time"
 
@@ -121,11 +122,19 @@ func TestRunMemory(t *testing.T) {
 // TestRunShares: evaluations that allocate a little each, side by side,
 // stay within a budget that their sum exceeds.
 func TestRunShares(t *testing.T) {
-	b := budget.Budget{Time: time.Minute, Memory: 24 << 20}
+	// The watchdog shares what the process allocated among the evaluations
+	// running at that tick, so all four start allocating together (an
+	// evaluation running alone for a tick is charged the whole process), and
+	// the budget is twice an evaluation's own allocation but half their sum.
+	b := budget.Budget{Time: time.Minute, Memory: 32 << 20}
 	errs := make(chan error, 4)
+	var ready sync.WaitGroup
+	ready.Add(4)
 	for range 4 {
 		go func() {
 			errs <- b.Run("fair", func(*budget.Tracker) error {
+				ready.Done()
+				ready.Wait()
 				var keep [][]byte
 				for range 16 { // 16 MiB each, 64 MiB in all
 					keep = append(keep, make([]byte, 1<<20))
