@@ -75,4 +75,9 @@ type Kind struct {
 	// Reads is what the template reads of observed and parent (paths.go):
 	// the render converts only that of each live object.
 	Reads *Reads
+	// Versions are the served versions of the kind, the hub
+	// (Resource.Version, the storage version) first, then the spokes
+	// declared under versions, by name (versions.go). A kind with one
+	// version has only the hub.
+	Versions []Version
 }
