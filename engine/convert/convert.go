@@ -1,17 +1,30 @@
 package convert
 
 import (
+	"errors"
 	"fmt"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/cueop/cueop/engine/budget"
 	"github.com/cueop/cueop/engine/template"
 )
+
+// AnnotationPrefix prefixes the annotation that carries the spec of the
+// version it names (cueop.dev/conversion.v2) through a conversion to a
+// version that cannot hold all of it.
+const AnnotationPrefix = "cueop.dev/conversion."
+
+// OwnStatus are the status fields cueop itself writes: a conversion passes
+// them unchanged.
+var OwnStatus = []string{"conditions", "observedGeneration", "revision", template.StatusImmutable}
 
 // Converter converts objects of one kind between its served versions. It
 // is immutable and safe for concurrent use.
 type Converter struct {
-	kind *template.Kind
+	kind   *template.Kind
+	budget budget.Budget
 }
 
 // New compiles the conversions of k. It returns nil, nil for a kind with
@@ -23,8 +36,69 @@ func New(k *template.Kind) (*Converter, error) {
 	return &Converter{kind: k}, nil
 }
 
+// WithBudget returns c evaluating each conversion within b (the default
+// budget when not called).
+func (c *Converter) WithBudget(b budget.Budget) *Converter {
+	d := *c
+	d.budget = b
+	return &d
+}
+
+// Versions are the names of the served versions, the hub first.
+func (c *Converter) Versions() []string {
+	var names []string
+	for _, v := range c.kind.Versions {
+		names = append(names, v.Name)
+	}
+	return names
+}
+
 // Convert returns obj converted to toVersion of the kind's group. obj is
-// not modified.
+// not modified. The result's spec is checked against toVersion's #Spec,
+// its defaults filled; the annotation rule of lossless round trips
+// (AnnotationPrefix) is applied. The conversion runs within the
+// converter's budget (package budget).
 func (c *Converter) Convert(obj *unstructured.Unstructured, toVersion string) (*unstructured.Unstructured, error) {
-	return nil, fmt.Errorf("%s: conversion to %s: not implemented yet", c.kind.Resource.Kind, toVersion)
+	from, err := c.versionOf(obj)
+	if err != nil {
+		return nil, err
+	}
+	to := c.kind.Version(toVersion)
+	if to == nil {
+		return nil, fmt.Errorf("%s: version %q is not served (served: %s)", c.subject(obj), toVersion, strings.Join(c.Versions(), ", "))
+	}
+	var out *unstructured.Unstructured
+	err = c.budget.Run("convert/"+c.kind.Name, func(*budget.Tracker) error {
+		var err error
+		out, err = c.convert(obj, from, to)
+		return err
+	})
+	var ex *budget.Exceeded
+	if errors.As(err, &ex) {
+		return nil, fmt.Errorf("%s: conversion %s to %s: %w", c.subject(obj), from.Name, to.Name, err)
+	}
+	return out, err
+}
+
+// versionOf is the served version obj is at.
+func (c *Converter) versionOf(obj *unstructured.Unstructured) (*template.Version, error) {
+	gv := obj.GetAPIVersion()
+	group, version, ok := strings.Cut(gv, "/")
+	if !ok || group != c.kind.Resource.Group || obj.GetKind() != c.kind.Resource.Kind {
+		return nil, fmt.Errorf("%s: apiVersion %q kind %q is not %s of %s", c.subject(obj), gv, obj.GetKind(), c.kind.Resource.Kind, c.kind.Resource.Group)
+	}
+	v := c.kind.Version(version)
+	if v == nil {
+		return nil, fmt.Errorf("%s: version %q is not served (served: %s)", c.subject(obj), version, strings.Join(c.Versions(), ", "))
+	}
+	return v, nil
+}
+
+// subject names obj in errors: Kind ns/name.
+func (c *Converter) subject(obj *unstructured.Unstructured) string {
+	name := obj.GetName()
+	if ns := obj.GetNamespace(); ns != "" {
+		name = ns + "/" + name
+	}
+	return c.kind.Resource.Kind + " " + name
 }

@@ -1,0 +1,83 @@
+package convert_test
+
+import (
+	"os"
+	"path/filepath"
+	"reflect"
+	"testing"
+
+	"github.com/cueop/cueop/engine/convert"
+	"github.com/cueop/cueop/engine/template"
+)
+
+// lossy is a kind whose hub has a field b that v2 lacks and whose v2 has a
+// field c that the hub lacks.
+const lossy = `package app
+resource: {group: "apps.test.example", version: "v1", kind: "App"}
+#Spec: {a: int, b?: string}
+parent: spec: #Spec
+children: {}
+versions: v2: {
+	#Spec: {a: int, c?: int}
+	toHub: {in: spec: _, out: spec: a: in.spec.a}
+	fromHub: {in: spec: _, out: spec: a: in.spec.a}
+}
+`
+
+// load compiles the kind package src, one file, and its converter.
+func load(t testing.TB, src string) (*convert.Converter, error) {
+	t.Helper()
+	dir := t.TempDir()
+	files := map[string]string{"cue.mod/module.cue": "module: \"test.example/t@v0\"\nlanguage: version: \"v0.17.0\"\n", "app/app.cue": src}
+	for name, s := range files {
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	set, err := template.Load(dir)
+	if err != nil {
+		return nil, err
+	}
+	return convert.New(set.Kinds[0])
+}
+
+func TestAnnotationCarriesWhatTheTargetLacks(t *testing.T) {
+	c, err := load(t, lossy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := object(t, `{"apiVersion": "apps.test.example/v1", "kind": "App", "metadata": {"name": "x"}, "spec": {"a": 1, "b": "kept"}}`)
+	v2 := mustConvert(t, c, in, "v2")
+	if got := v2.GetAnnotations()[convert.AnnotationPrefix+"v1"]; got != `{"a":1,"b":"kept"}` {
+		t.Errorf("annotation = %q, want the v1 spec", got)
+	}
+	if back := mustConvert(t, c, v2, "v1"); !reflect.DeepEqual(back.Object, in.Object) {
+		t.Errorf("round trip = %v, want %v", back.Object, in.Object)
+	}
+	// Edited at v2: what v2 says wins, what only v1 can say is kept.
+	v2.Object["spec"] = map[string]any{"a": int64(2)}
+	back := mustConvert(t, c, v2, "v1")
+	want := map[string]any{"a": int64(2), "b": "kept"}
+	if !reflect.DeepEqual(back.Object["spec"], want) || len(back.GetAnnotations()) != 0 {
+		t.Errorf("after an edit at v2: %v, want spec %v and no annotation", back.Object, want)
+	}
+}
+
+func TestAnnotationCarriesASpokeFieldThroughTheHub(t *testing.T) {
+	c, err := load(t, lossy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := object(t, `{"apiVersion": "apps.test.example/v2", "kind": "App", "metadata": {"name": "x"}, "spec": {"a": 1, "c": 3}}`)
+	hub := mustConvert(t, c, in, "v1")
+	if hub.Object["spec"].(map[string]any)["c"] != nil || hub.GetAnnotations()[convert.AnnotationPrefix+"v2"] == "" {
+		t.Fatalf("hub = %v, want no c and the v2 spec in the annotation", hub.Object)
+	}
+	if back := mustConvert(t, c, hub, "v2"); !reflect.DeepEqual(back.Object, in.Object) {
+		t.Errorf("round trip = %v, want %v", back.Object, in.Object)
+	}
+}

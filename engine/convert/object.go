@@ -1,0 +1,136 @@
+package convert
+
+import (
+	"encoding/json"
+	"fmt"
+	"reflect"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
+
+	"github.com/cueop/cueop/engine/template"
+)
+
+// convert converts obj from one version to another: the spec by the
+// conversions and the annotation rule, the status by the conversions
+// that declare out.status, the rest unchanged.
+func (c *Converter) convert(obj *unstructured.Unstructured, from, to *template.Version) (*unstructured.Unstructured, error) {
+	out := obj.DeepCopy()
+	out.SetAPIVersion(c.kind.Resource.Group + "/" + to.Name)
+	if from == to {
+		dropAnnotation(out, to.Name)
+		return out, nil
+	}
+	spec, _, _ := unstructured.NestedMap(obj.Object, "spec")
+	res, err := c.convertSpec(obj, spec, from, to)
+	if err != nil {
+		return nil, fmt.Errorf("%s: conversion %s to %s: %w", c.subject(obj), from.Name, to.Name, err)
+	}
+	out.Object["spec"] = res.spec
+	dropAnnotation(out, to.Name)
+	if res.carry {
+		b, err := json.Marshal(spec)
+		if err != nil {
+			return nil, fmt.Errorf("%s: spec at %s: %w", c.subject(obj), from.Name, err)
+		}
+		setAnnotation(out, from.Name, string(b))
+	}
+	if err := c.convertStatus(out, obj, from, to); err != nil {
+		return nil, fmt.Errorf("%s: conversion %s to %s: %w", c.subject(obj), from.Name, to.Name, err)
+	}
+	return out, nil
+}
+
+// specResult is a converted spec and whether the source spec must be
+// carried in the annotation (the result does not convert back to it).
+type specResult struct {
+	spec  map[string]any
+	carry bool
+}
+
+// convertSpec applies the annotation rule around the conversion of spec:
+// a spec stored for to by an earlier conversion is restored exactly when
+// it still converts to spec, else fills what the conversion's result lacks.
+func (c *Converter) convertSpec(obj *unstructured.Unstructured, spec map[string]any, from, to *template.Version) (specResult, error) {
+	stored, err := storedSpec(obj, to.Name)
+	if err != nil {
+		return specResult{}, err
+	}
+	in, got, err := c.specPath(spec, from, to)
+	if err != nil {
+		return specResult{}, err
+	}
+	if stored != nil {
+		_, back, err := c.specPath(stored, to, from)
+		if err == nil && reflect.DeepEqual(back, in) {
+			return specResult{spec: stored}, nil
+		}
+		if got, err = c.normalize(fillMissing(got, stored), to); err != nil {
+			return specResult{}, fmt.Errorf("restoring annotation %s%s: %w", AnnotationPrefix, to.Name, err)
+		}
+	}
+	_, back, err := c.specPath(got, to, from)
+	if err != nil {
+		return specResult{}, fmt.Errorf("converting the result back: %w", err)
+	}
+	return specResult{spec: got, carry: !reflect.DeepEqual(back, in)}, nil
+}
+
+// storedSpec is the spec of version stored in obj's annotation, or nil.
+func storedSpec(obj *unstructured.Unstructured, version string) (map[string]any, error) {
+	s, ok := obj.GetAnnotations()[AnnotationPrefix+version]
+	if !ok {
+		return nil, nil
+	}
+	var spec map[string]any
+	if err := utiljson.Unmarshal([]byte(s), &spec); err != nil {
+		return nil, fmt.Errorf("annotation %s%s: %w", AnnotationPrefix, version, err)
+	}
+	if spec == nil {
+		spec = map[string]any{}
+	}
+	return spec, nil
+}
+
+// fillMissing returns got with the fields it lacks taken from stored,
+// recursively into structs.
+func fillMissing(got, stored map[string]any) map[string]any {
+	out := make(map[string]any, len(got))
+	for k, v := range got {
+		out[k] = v
+	}
+	for k, s := range stored {
+		g, has := out[k]
+		if !has {
+			out[k] = s
+			continue
+		}
+		gm, ok1 := g.(map[string]any)
+		sm, ok2 := s.(map[string]any)
+		if ok1 && ok2 {
+			out[k] = fillMissing(gm, sm)
+		}
+	}
+	return out
+}
+
+func dropAnnotation(obj *unstructured.Unstructured, version string) {
+	a := obj.GetAnnotations()
+	if _, ok := a[AnnotationPrefix+version]; !ok {
+		return
+	}
+	delete(a, AnnotationPrefix+version)
+	if len(a) == 0 {
+		a = nil
+	}
+	obj.SetAnnotations(a)
+}
+
+func setAnnotation(obj *unstructured.Unstructured, version, value string) {
+	a := obj.GetAnnotations()
+	if a == nil {
+		a = map[string]string{}
+	}
+	a[AnnotationPrefix+version] = value
+	obj.SetAnnotations(a)
+}
