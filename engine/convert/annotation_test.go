@@ -1,13 +1,12 @@
 package convert_test
 
 import (
-	"os"
-	"path/filepath"
 	"reflect"
 	"testing"
 
 	"github.com/cueop/cueop/engine/convert"
 	"github.com/cueop/cueop/engine/template"
+	"github.com/cueop/cueop/engine/worker/workertest"
 )
 
 // lossy is a kind whose hub has a field b that v2 lacks and whose v2 has a
@@ -27,18 +26,7 @@ versions: v2: {
 // load compiles the kind package src, one file, and its converter.
 func load(t testing.TB, src string) (*convert.Converter, error) {
 	t.Helper()
-	dir := t.TempDir()
-	files := map[string]string{"cue.mod/module.cue": "module: \"test.example/t@v0\"\nlanguage: version: \"v0.17.0\"\n", "app/app.cue": src}
-	for name, s := range files {
-		p := filepath.Join(dir, name)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	set, err := template.Load(dir)
+	set, err := template.Load(workertest.Templates(t, map[string]string{"app/app.cue": src}))
 	if err != nil {
 		return nil, err
 	}

@@ -42,7 +42,7 @@ func Explain(k *template.Kind) (*apiextensionsv1.CustomResourceDefinition, []Con
 	if k == nil {
 		return nil, nil, errors.New("generate crd: nil kind")
 	}
-	crd, rules, err := resourceCRD(k.Resource, k.Spec, k.Status)
+	crd, rules, err := kindCRD(k)
 	if err != nil {
 		return nil, nil, fmt.Errorf("kind %s: %w", k.Name, err)
 	}
@@ -51,6 +51,15 @@ func Explain(k *template.Kind) (*apiextensionsv1.CustomResourceDefinition, []Con
 	}
 	describeKind(crd, k)
 	return crd, rules, nil
+}
+
+// kindCRD is the CRD of k: one version, or every version of a kind with
+// spokes (versions.go).
+func kindCRD(k *template.Kind) (*apiextensionsv1.CustomResourceDefinition, []Constraint, error) {
+	if len(k.Versions) > 1 {
+		return multiVersionCRD(k)
+	}
+	return resourceCRD(k.Resource, k.Spec, k.Status)
 }
 
 // FromResource returns the CustomResourceDefinition of a resource whose

@@ -24,7 +24,11 @@ func describeKind(crd *apiextensionsv1.CustomResourceDefinition, k *template.Kin
 	if i := strings.LastIndex(name, "/"); i >= 0 {
 		name = name[i+1:]
 	}
-	crd.Spec.Versions[0].Schema.OpenAPIV3Schema.Description = withoutSubject(doc, "Package "+name)
+	for i := range crd.Spec.Versions {
+		if s := crd.Spec.Versions[i].Schema; s != nil {
+			s.OpenAPIV3Schema.Description = withoutSubject(doc, "Package "+name)
+		}
+	}
 }
 
 // definitionDoc is the doc comment of a definition without its leading
