@@ -33,7 +33,6 @@ func TestLoadVersions(t *testing.T) {
 	}
 }
 
-
 func TestLoadRefusesBadVersions(t *testing.T) {
 	for name, tc := range map[string]struct{ src, want string }{
 		"spoke named like the hub": {strings.Replace(v2Spoke, "versions: v2", "versions: v1", 1), "the hub version v1 (resource.version) cannot be a spoke too"},
