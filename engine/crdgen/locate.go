@@ -20,7 +20,11 @@ func Locate(k *template.Kind, cs []schemacompat.Change) {
 
 func locate(k *template.Kind, c *schemacompat.Change) {
 	if len(c.Path) == 0 {
-		if v := k.Value.LookupPath(cue.ParsePath("resource.version")); v.Pos().IsValid() {
+		at := cue.ParsePath("resource.version")
+		if ver := k.Version(c.Version); ver != nil && !ver.Hub {
+			at = cue.MakePath(cue.Str("versions"), cue.Str(c.Version))
+		}
+		if v := k.Value.LookupPath(at); v.Pos().IsValid() {
 			c.Pos = v.Pos().String()
 		}
 		return
@@ -30,20 +34,24 @@ func locate(k *template.Kind, c *schemacompat.Change) {
 		p = c.NewPath
 	}
 	for n := len(p); n > 0; n-- {
-		if pos := fieldPos(k, p[:n]); pos.IsValid() {
+		if pos := fieldPos(k, c.Version, p[:n]); pos.IsValid() {
 			c.Pos, c.Removed = pos.String(), n < len(p)
 			return
 		}
 	}
 }
 
-// fieldPos is the position of the #Spec field at p (spec.a[_].b), or
-// token.NoPos.
-func fieldPos(k *template.Kind, p schemacompat.Path) token.Pos {
+// fieldPos is the position of the #Spec field at p (spec.a[_].b) of the
+// version the change is to (the hub's #Spec for a kind with one version),
+// or token.NoPos.
+func fieldPos(k *template.Kind, version string, p schemacompat.Path) token.Pos {
 	if p[0] != "spec" {
 		return token.NoPos
 	}
 	v := k.Spec
+	if ver := k.Version(version); ver != nil {
+		v = ver.Spec
+	}
 	for _, e := range p[1:] {
 		switch e {
 		case schemacompat.Items:

@@ -6,6 +6,7 @@ import (
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 
+	"github.com/cueop/cueop/engine/schemacompat"
 	"github.com/cueop/cueop/engine/template"
 	"github.com/cueop/cueop/engine/worker/workertest"
 )
@@ -95,5 +96,46 @@ versions: v1: {
 	v1 := crd.Spec.Versions[1]
 	if v1.Name != "v1" || served(v1) != "(served,deprecated)" || *v1.DeprecationWarning != "use v2" || crd.Spec.Versions[0].Storage != true {
 		t.Errorf("versions = %s, want v2 stored, v1 deprecated", toYAML(t, crd.Spec.Versions))
+	}
+}
+
+// TestAddingASpokeIsSafe: the CRD of a kind that gains a spoke serves one
+// version more, a safe change; a breaking change of the spoke's schema is
+// located in the spoke's #Spec.
+func TestAddingASpokeIsSafe(t *testing.T) {
+	one := `package app
+resource: {group: "apps.test.example", version: "v1", kind: "App"}
+#Spec: {a: int}
+parent: spec: #Spec
+children: {}
+`
+	spoke := `
+versions: v2: {
+	#Spec: {b: int}
+	toHub: {in: spec: _, out: spec: a: in.spec.b}
+	fromHub: {in: spec: _, out: spec: b: in.spec.a}
+}
+`
+	gen := func(src string) (*template.Kind, *apiextensionsv1.CustomResourceDefinition) {
+		set, err := template.Load(workertest.Templates(t, map[string]string{"app/app.cue": src}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		crd, err := Generate(set.Kinds[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		return set.Kinds[0], crd
+	}
+	_, old := gen(one)
+	_, next := gen(one + spoke)
+	if b := schemacompat.Breaking(schemacompat.CompareCRDs(old, next)); len(b) != 0 {
+		t.Errorf("adding v2: breaking changes %v, want none", b)
+	}
+	k, narrowed := gen(one + strings.Replace(spoke, "b: int}", "b: int & <=3}", 1))
+	b := schemacompat.Breaking(schemacompat.CompareCRDs(next, narrowed))
+	Locate(k, b)
+	if len(b) != 1 || b[0].Version != "v2" || !strings.Contains(b[0].Pos, "app.cue:8:") {
+		t.Errorf("narrowing v2: %+v, want one breaking change of v2 at app.cue:8", b)
 	}
 }
