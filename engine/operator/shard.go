@@ -11,12 +11,10 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/util/uuid"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -30,36 +28,22 @@ import (
 
 // A sharded replica runs one Operator per range it holds (Options.Shard):
 // its parents cache lists and watches that range's CRs only (the API
-// server's shardSelector), the children it applies carry the range's label
-// (shard.LabelShard) and its children cache selects that label, so each
-// replica's memory follows its share. Losing the range stops the Operator,
-// and its controllers drain, before the range's Lease is released.
+// server's shardSelector where it honours it, else the same hash on the
+// client: shard.Range.ListWatch), the children it applies carry the
+// range's label (shard.LabelShard) and its children cache selects that
+// label, so each replica's memory follows its share. Losing the range
+// stops the Operator, and its controllers drain, before the range's Lease
+// is released.
 
-// shardParents makes the parents cache list and watch the CRs of r only.
+// shardParents makes the parents cache hold the CRs of r only.
 func shardParents(o cache.Options, r *shard.Range) cache.Options {
 	if r == nil {
 		return o
 	}
-	sel := r.Selector()
 	o.NewInformer = func(lw toolscache.ListerWatcher, obj runtime.Object, resync time.Duration, idx toolscache.Indexers) toolscache.SharedIndexInformer {
-		return toolscache.NewSharedIndexInformer(shardListWatch(lw, sel), obj, resync, idx)
+		return toolscache.NewSharedIndexInformer(r.ListWatch(lw), obj, resync, idx)
 	}
 	return o
-}
-
-// shardListWatch sets shardSelector on every list and watch of lw.
-func shardListWatch(lw toolscache.ListerWatcher, selector string) toolscache.ListerWatcher {
-	inner := toolscache.ToListerWatcherWithContext(lw)
-	return &toolscache.ListWatch{
-		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
-			opts.ShardSelector = selector
-			return inner.ListWithContext(ctx, opts)
-		},
-		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
-			opts.ShardSelector = selector
-			return inner.WatchWithContext(ctx, opts)
-		},
-	}
 }
 
 // shardChildren makes the children cache select the children of r's CRs.
@@ -172,14 +156,22 @@ func (s *Sharded) Manager() manager.Manager { return s.host }
 // Identity is the replica's name in the Leases.
 func (s *Sharded) Identity() string { return s.sh.Identity }
 
-// Run checks that the API server honours shardSelector, then serves the
-// ranges this replica holds until ctx is done. It returns once every range
-// is drained and its Lease released.
+// Run asks the API server whether it honours shardSelector, says once
+// which filter the ranges get (the log, cueop_shard_filter), then serves
+// the ranges this replica holds until ctx is done. It returns once every
+// range is drained and its Lease released.
 func (s *Sharded) Run(ctx context.Context) error {
-	if err := shard.CheckServer(ctx, s.leases.CoordinationV1(), s.sh.Namespace); err != nil {
+	filter, err := shard.CheckServer(ctx, s.leases.CoordinationV1(), s.sh.Namespace)
+	if err != nil {
 		return err
 	}
-	s.log.Info("sharding", "replica", s.sh.Identity, "shards", s.sh.Shards, "leaseNamespace", s.sh.Namespace)
+	defer shard.SetFilter(s.sh.Identity, filter)()
+	msg := "sharding: the API server filters each range's CRs (shardSelector honoured)"
+	if filter == shard.ByClient {
+		msg = "sharding: the API server ignores shardSelector (feature gate ShardedListAndWatch off): " +
+			"each range's CR cache filters on the client, every range lists and watches every CR"
+	}
+	s.log.Info(msg, "filter", filter, "replica", s.sh.Identity, "shards", s.sh.Shards, "leaseNamespace", s.sh.Namespace)
 	return s.host.Start(ctx)
 }
 

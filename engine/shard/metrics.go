@@ -5,11 +5,30 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 )
 
-// held is cueop_shard_ranges_held: the ranges each replica of the process
-// holds now.
-var held = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-	Name: "cueop_shard_ranges_held",
-	Help: "Shard ranges (and their Leases) the replica holds now.",
-}, []string{"replica"})
+var (
+	// held is cueop_shard_ranges_held: the ranges each replica of the
+	// process holds now.
+	held = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "cueop_shard_ranges_held",
+		Help: "Shard ranges (and their Leases) the replica holds now.",
+	}, []string{"replica"})
+	// filterMode is cueop_shard_filter: 1 for the replica's filter mode.
+	filterMode = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "cueop_shard_filter",
+		Help: "1 for who filters the replica's ranges: filter=apiserver (the API server honours shardSelector) or filter=client (it ignores it: each range's cache filters on the client).",
+	}, []string{"replica", "filter"})
+	// clientDropped is cueop_shard_client_dropped_total.
+	clientDropped = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "cueop_shard_client_dropped_total",
+		Help: "Objects of other ranges (list items, watch events) an API server that ignores shardSelector sent, dropped by the client-side filter.",
+	})
+)
 
-func init() { metrics.Registry.MustRegister(held) }
+func init() { metrics.Registry.MustRegister(held, filterMode, clientDropped) }
+
+// SetFilter records the filter mode of replica in cueop_shard_filter;
+// the returned func removes it.
+func SetFilter(replica string, f Filter) (remove func()) {
+	filterMode.WithLabelValues(replica, string(f)).Set(1)
+	return func() { filterMode.DeleteLabelValues(replica, string(f)) }
+}
