@@ -21,16 +21,16 @@ type shardFlags struct {
 
 func addShardFlags(cmd *cobra.Command, f *shardFlags) {
 	fl := cmd.Flags()
-	fl.IntVar(&f.shards, "shards", 1, "ranges of CRs spread over the replicas, each held through a Lease (more than 1 needs kube-apiserver's ShardedListAndWatch feature gate)")
+	fl.IntVar(&f.shards, "shards", 1, "ranges of CRs spread over the replicas, each held through a Lease (filtered by kube-apiserver with its ShardedListAndWatch feature gate, else on the client)")
 	fl.DurationVar(&f.leaseDuration, "shard-lease-duration", shard.DefaultLeaseDuration, "with --shards: how long a dead replica's ranges stay held")
 	fl.DurationVar(&f.renewDeadline, "shard-renew-deadline", shard.DefaultRenewDeadline, "with --shards: how long a replica that cannot renew a range's Lease keeps serving it (less than the lease duration)")
 	fl.DurationVar(&f.retryPeriod, "shard-retry-period", shard.DefaultRetryPeriod, "with --shards: how often Leases are renewed and free ranges tried")
 }
 
 // runSharded runs `cueop run --shards N` with N > 1: a replica that holds
-// ranges of the CRs through their Leases and serves those (engine/shard).
-// It exits at once with an error that says how to enable the feature gate
-// when the API server ignores shardSelector.
+// ranges of the CRs through their Leases and serves those (engine/shard),
+// filtered by the API server where it honours shardSelector, else on the
+// client (it logs which).
 func runSharded(g *globals, f *runFlags) error {
 	if f.shard.shards < 1 {
 		return fmt.Errorf("--shards %d: want 1 or more", f.shard.shards)

@@ -74,17 +74,23 @@ func (s *statusWriters) of(name string) map[string]bool {
 }
 
 // replicaTransport records status writes and can cut the replica off the
-// API server, as a crash or a partition would.
+// API server, as a crash or a partition would. With noGate it drops
+// shardSelector from every request, as an API server without the
+// ShardedListAndWatch gate ignores it.
 type replicaTransport struct {
 	rt     http.RoundTripper
 	id     string
 	cut    *atomic.Bool
 	status *statusWriters
+	noGate bool
 }
 
 func (r replicaTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if r.cut.Load() {
 		return nil, errors.New("replica cut off from the API server")
+	}
+	if r.noGate {
+		req = withoutShardSelector(req)
 	}
 	if req.Method != http.MethodGet {
 		if m := objectPath.FindStringSubmatch(req.URL.Path); m != nil {
@@ -99,19 +105,54 @@ func (r replicaTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	return r.rt.RoundTrip(req)
 }
 
+// withoutShardSelector is req without the shardSelector query parameter.
+func withoutShardSelector(req *http.Request) *http.Request {
+	q := req.URL.Query()
+	if !q.Has("shardSelector") {
+		return req
+	}
+	req = req.Clone(req.Context())
+	q.Del("shardSelector")
+	req.URL.RawQuery = q.Encode()
+	return req
+}
+
 type shardReplica struct {
 	*operator.Sharded
 	cut  atomic.Bool
 	stop func()
 }
 
+// forEachFilter runs test once per filter: by the API server (this
+// package's cluster has the ShardedListAndWatch gate) and by the client
+// (the replicas' requests stripped of shardSelector, as an API server
+// without the gate ignores it). Only the client filter drops objects.
+func forEachFilter(t *testing.T, test func(t *testing.T, f shard.Filter)) {
+	for _, f := range []shard.Filter{shard.ByAPIServer, shard.ByClient} {
+		t.Run(string(f), func(t *testing.T) {
+			before := metricSum(t, "cueop_shard_client_dropped_total")
+			test(t, f)
+			dropped := metricSum(t, "cueop_shard_client_dropped_total") - before
+			if f == shard.ByAPIServer && dropped != 0 {
+				t.Errorf("the client filter dropped %v objects of other ranges: the API server did not filter", dropped)
+			}
+			if f == shard.ByClient && dropped == 0 {
+				t.Error("the client filter dropped no object of another range: did the API server filter?")
+			}
+		})
+	}
+}
+
 // startShardReplica runs a sharded replica (2 shards) on the templates of
-// dir, serving namespace ns, until the test ends.
-func startShardReplica(t *testing.T, dir, ns, id string, status *statusWriters) *shardReplica {
+// dir, serving namespace ns, until the test ends; its ranges are filtered
+// by f (forEachFilter).
+func startShardReplica(t *testing.T, dir, ns, id string, f shard.Filter, status *statusWriters) *shardReplica {
 	t.Helper()
 	r := &shardReplica{}
 	cfg := clustertest.Config()
-	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return replicaTransport{rt, id, &r.cut, status} })
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+		return replicaTransport{rt, id, &r.cut, status, f == shard.ByClient}
+	})
 	s, err := operator.NewSharded(cfg, operatortest.Options(dir, ns), operator.Sharding{
 		Shards: 2, Identity: id, Namespace: ns,
 		LeaseDuration: shardLease, RenewDeadline: shardRenew, RetryPeriod: shardRetry,
@@ -135,6 +176,12 @@ func startShardReplica(t *testing.T, dir, ns, id string, status *statusWriters) 
 		}
 	}
 	t.Cleanup(r.stop)
+	eventually(t, 30*time.Second, func() string {
+		if metricSum(t, "cueop_shard_filter", "replica", id, "filter", string(f)) != 1 {
+			return fmt.Sprintf("replica %s: cueop_shard_filter{filter=%q} not 1", id, f)
+		}
+		return ""
+	})
 	return r
 }
 
@@ -222,14 +269,17 @@ func crsReady(names ...string) func(map[string]*unstructured.Unstructured) strin
 // the replica holding its range only (its status and children written by
 // that replica alone), and its children carry the range's label. A replica cut off from the API server (as if it crashed) loses its
 // ranges: the other takes them over and repairs a drifted child of one of
-// its CRs within the lease duration and 5 s.
-func TestShardedReplicasHandOver(t *testing.T) {
+// its CRs within the lease duration and 5 s. Filtered by the API server
+// and by the client alike.
+func TestShardedReplicasHandOver(t *testing.T) { forEachFilter(t, testShardedReplicasHandOver) }
+
+func testShardedReplicasHandOver(t *testing.T, f shard.Filter) {
 	ns := clustertest.Namespace(t)
 	dir := copyTemplates(t)
 	status := &statusWriters{writers: map[string]map[string]bool{}}
 	replicas := map[string]*shardReplica{
-		"a": startShardReplica(t, dir, ns, "a", status),
-		"b": startShardReplica(t, dir, ns, "b", status),
+		"a": startShardReplica(t, dir, ns, "a", f, status),
+		"b": startShardReplica(t, dir, ns, "b", f, status),
 	}
 	watchUntil(t, 60*time.Second, leasesGVR, ns, func(objs map[string]*unstructured.Unstructured) string {
 		if h := shardHolders(objs); !(h[0] != "" && h[1] != "" && h[0] != h[1]) {
@@ -336,7 +386,12 @@ func rangesHeld(t *testing.T, id string) float64 {
 // while replica a holds range 0 and range 1 is mid-handover (its Lease held
 // by a replica that is gone): the ordered-deletion finalizer comes off
 // every WebApp, those of range 1 too, so that none is stuck on deletion.
+// Filtered by the API server and by the client alike.
 func TestShardedTemplateRemovalClearsEveryRange(t *testing.T) {
+	forEachFilter(t, testShardedTemplateRemovalClearsEveryRange)
+}
+
+func testShardedTemplateRemovalClearsEveryRange(t *testing.T, f shard.Filter) {
 	ns := clustertest.Namespace(t)
 	dir := copyTemplates(t)
 	c := newClient(t)
@@ -349,7 +404,7 @@ func TestShardedTemplateRemovalClearsEveryRange(t *testing.T) {
 	if err := c.Create(t.Context(), ghost); err != nil {
 		t.Fatal(err)
 	}
-	startShardReplica(t, dir, ns, "a", &statusWriters{writers: map[string]map[string]bool{}})
+	startShardReplica(t, dir, ns, "a", f, &statusWriters{writers: map[string]map[string]bool{}})
 	watchUntil(t, 60*time.Second, leasesGVR, ns, func(objs map[string]*unstructured.Unstructured) string {
 		if h := shardHolders(objs); h[0] != "a" || h[1] != "gone" {
 			return fmt.Sprintf("shard Leases held by %v, want a and gone", h)

@@ -1,0 +1,4 @@
+package operator
+
+// ShardParents is shardParents, for the external tests.
+var ShardParents = shardParents
