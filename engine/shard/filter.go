@@ -2,6 +2,7 @@ package shard
 
 import (
 	"context"
+	"sync"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -23,6 +24,8 @@ import (
 // never changes, so an object never enters or leaves a range (the flaw
 // watch.Filter warns of, an object starting to pass the filter, cannot
 // happen), and a deletion seen by the filtered cache is a deletion.
+// (rangeWatch rather than watch.Filter: the latter's goroutine blocks for
+// good on an event nobody reads after Stop.)
 
 // ListWatch makes every list and watch of lw ask for r's objects
 // (shardSelector) and keeps only those: a list whose shardInfo does not
@@ -46,7 +49,7 @@ func (r Range) ListWatch(lw toolscache.ListerWatcher) toolscache.ListerWatcher {
 			if err != nil {
 				return nil, err
 			}
-			return watch.Filter(w, r.keepEvent), nil
+			return newRangeWatch(w, r.keepEvent), nil
 		},
 	}
 }
@@ -92,6 +95,47 @@ func (r Range) filterList(list runtime.Object) error {
 	}
 	clientDropped.Add(float64(len(items) - len(kept)))
 	return meta.SetList(list, kept)
+}
+
+// rangeWatch passes the events of in that keep keeps.
+type rangeWatch struct {
+	in   watch.Interface
+	out  chan watch.Event
+	stop chan struct{}
+	once sync.Once
+	done chan struct{} // closed when loop returns
+}
+
+func newRangeWatch(in watch.Interface, keep func(watch.Event) (watch.Event, bool)) *rangeWatch {
+	w := &rangeWatch{in: in, out: make(chan watch.Event), stop: make(chan struct{}), done: make(chan struct{})}
+	go w.loop(keep)
+	return w
+}
+
+func (w *rangeWatch) ResultChan() <-chan watch.Event { return w.out }
+
+// Stop stops in, and the loop even when nobody reads any more.
+func (w *rangeWatch) Stop() {
+	w.once.Do(func() {
+		close(w.stop)
+		w.in.Stop()
+	})
+}
+
+func (w *rangeWatch) loop(keep func(watch.Event) (watch.Event, bool)) {
+	defer close(w.done)
+	defer close(w.out)
+	for ev := range w.in.ResultChan() {
+		ev, ok := keep(ev)
+		if !ok {
+			continue
+		}
+		select {
+		case w.out <- ev:
+		case <-w.stop:
+			return
+		}
+	}
 }
 
 // keepEvent keeps the watch events of r's objects, bookmarks and errors.
