@@ -4,9 +4,12 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr/funcr"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -160,13 +163,23 @@ func metricValue(t *testing.T, name string, labels map[string]string) float64 {
 }
 
 // A sharded replica starts on an API server without the gate, filters on
-// the client, and says so in cueop_shard_filter.
+// the client, and says so once in its log and in cueop_shard_filter.
 func TestShardedReplicaFiltersWithoutTheGate(t *testing.T) {
 	t.Parallel()
 	ns := clustertest.Namespace(t)
+	var mu sync.Mutex
+	var said []string
+	log := funcr.New(func(prefix, args string) {
+		if strings.Contains(args, "sharding: ") {
+			mu.Lock()
+			said = append(said, args)
+			mu.Unlock()
+		}
+	}, funcr.Options{})
 	s, err := operator.NewSharded(clustertest.Config(), operator.Options{
 		Templates: t.TempDir(),
-		Manager:   ctrl.Options{Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0"},
+		Manager: ctrl.Options{Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
+			Logger: log},
 	}, operator.Sharding{Shards: 2, Identity: "nogate", Namespace: ns})
 	if err != nil {
 		t.Fatal(err)
@@ -186,5 +199,10 @@ func TestShardedReplicaFiltersWithoutTheGate(t *testing.T) {
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatalf("Run on an API server without the gate: %v", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(said) != 1 || !strings.Contains(said[0], "ignores shardSelector") || !strings.Contains(said[0], `"filter"="client"`) {
+		t.Errorf("the replica said which filter it runs %d times, want once with filter client: %q", len(said), said)
 	}
 }
