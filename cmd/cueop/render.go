@@ -53,7 +53,7 @@ func runRender(cmd *cobra.Command, g *globals, files renderFiles, withStatus boo
 	}
 	gvk := objs[0].GroupVersionKind()
 	k := set.Lookup(gvk.Group, gvk.Kind)
-	if k == nil || k.Resource.Version != gvk.Version {
+	if k == nil || k.Version(gvk.Version) == nil {
 		return fmt.Errorf("%s: no template serves %s", file, gvk)
 	}
 	parent, err := golden.ParseParent(data, k)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -40,6 +41,10 @@ func Evaluate(set *template.Set, k *template.Kind, ar *txtar.Archive, opts rende
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", SectionReferenced, err)
 	}
+	converted, ok, err := evaluateConverted(set, k, ar, parent)
+	if err != nil || ok && converted[SectionError] != nil {
+		return converted, err
+	}
 	res, err := RenderCase(k, parent, observed, referenced, opts)
 	var rerr *render.Error
 	if errors.As(err, &rerr) {
@@ -48,7 +53,9 @@ func Evaluate(set *template.Set, k *template.Kind, ar *txtar.Archive, opts rende
 	if err != nil {
 		return nil, err
 	}
-	return map[string][]byte{SectionChildren: ChildrenYAML(res.Children), SectionStatus: StatusYAML(res)}, nil
+	out := map[string][]byte{SectionChildren: ChildrenYAML(res.Children), SectionStatus: StatusYAML(res)}
+	maps.Copy(out, converted)
+	return out, nil
 }
 
 // RenderObserved renders parent with live children that are not yet keyed
@@ -60,8 +67,13 @@ func RenderObserved(k *template.Kind, parent *unstructured.Unstructured, live []
 }
 
 // RenderCase is RenderObserved with the objects the template may reference
-// (referenced.go).
+// (referenced.go). A parent at a spoke version is converted to the hub
+// first, as the API server serves it to the operator.
 func RenderCase(k *template.Kind, parent *unstructured.Unstructured, live, referenced []*unstructured.Unstructured, opts render.Options) (*render.Result, error) {
+	parent, err := ToHub(k, parent)
+	if err != nil {
+		return nil, &render.Error{Reason: render.ReasonInvalidSpec, Messages: []string{err.Error()}}
+	}
 	in, err := resolveReferences(k, parent, referenced, opts)
 	if err != nil {
 		return nil, err
@@ -89,12 +101,18 @@ func RenderCase(k *template.Kind, parent *unstructured.Unstructured, live, refer
 	return render.RenderInputs(in, opts)
 }
 
+// served tells whether k serves version (a Kind built without versions
+// serves its resource's).
+func served(k *template.Kind, version string) bool {
+	return version == k.Resource.Version || k.Version(version) != nil
+}
+
 func objectKey(o *unstructured.Unstructured) string {
 	return o.GroupVersionKind().Group + "/" + o.GetKind() + "/" + o.GetName()
 }
 
-// ParseParent reads a CR and checks that it is of kind k. A CR without a
-// namespace is put in "default", as kubectl would.
+// ParseParent reads a CR and checks that it is of kind k at a version k
+// serves. A CR without a namespace is put in "default", as kubectl would.
 func ParseParent(data []byte, k *template.Kind) (*unstructured.Unstructured, error) {
 	objs, err := ParseObjects(data)
 	if err != nil {
@@ -104,7 +122,7 @@ func ParseParent(data []byte, k *template.Kind) (*unstructured.Unstructured, err
 		return nil, fmt.Errorf("want exactly one object, found %d", len(objs))
 	}
 	p := objs[0]
-	if gvk := p.GroupVersionKind(); gvk != k.Resource.GroupVersionKind() {
+	if gvk := p.GroupVersionKind(); gvk.GroupKind() != k.Resource.GroupVersionKind().GroupKind() || !served(k, gvk.Version) {
 		return nil, fmt.Errorf("%s %s is not a %s", gvk, p.GetName(), k.Resource.GroupVersionKind())
 	}
 	if p.GetName() == "" {

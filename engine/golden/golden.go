@@ -117,7 +117,7 @@ func rewrite(path string, ar *txtar.Archive, got map[string][]byte) (bool, error
 		}
 	}
 	wanted := expectedSections(ar, got)
-	for _, name := range []string{SectionChildren, SectionStatus, SectionError} {
+	for _, name := range []string{SectionChildren, SectionStatus, SectionConverted, SectionError} {
 		if data, ok := got[name]; ok && wanted[name] {
 			files = append(files, txtar.File{Name: name, Data: data})
 		}

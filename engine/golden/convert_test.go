@@ -1,0 +1,41 @@
+package golden_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/cueop/cueop/engine/golden"
+	"github.com/cueop/cueop/engine/render"
+	"github.com/cueop/cueop/engine/template"
+)
+
+// TestConvertedCaseFailsOnAWrongForm: a conversion case whose expected
+// form differs from the conversion fails with the diff.
+func TestConvertedCaseFailsOnAWrongForm(t *testing.T) {
+	set, err := template.Load("../../templates")
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile("../../testdata/rediscluster/convert-v1-to-v2.txtar")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	wrong := strings.Replace(string(data), "  size: 5", "  size: 4", 1)
+	if err := os.MkdirAll(filepath.Join(dir, "rediscluster"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "rediscluster", "c.txtar"), []byte(wrong), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	results, err := golden.Run(set, dir, false, render.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(results) != 1 || results[0].Err == nil || !strings.Contains(results[0].Err.Error(), "converted.yaml differs") ||
+		!strings.Contains(results[0].Err.Error(), "+   size: 5") {
+		t.Errorf("results = %+v, want converted.yaml to differ at size", results)
+	}
+}
