@@ -43,7 +43,8 @@ func newVet(g *globals) *cobra.Command {
 			if err := checkCommittedCRDs(cmd.ErrOrStderr(), set, crds, crdsDir, allow); err != nil { // schemaguard.go
 				return err
 			}
-			if err := errors.Join(vetCases(g, set, crds, dir, opts, cmd.ErrOrStderr()), vetGolden(cmd.OutOrStdout(), set, dir, opts)); err != nil {
+			if err := errors.Join(vetCases(g, set, crds, dir, opts, cmd.ErrOrStderr()), vetGolden(cmd.OutOrStdout(), set, dir, opts),
+				vetConversions(cmd.OutOrStdout(), set, crds, dir)); err != nil {
 				return err
 			}
 			for _, k := range set.Kinds {
@@ -148,11 +149,4 @@ func vetCase(k *template.Kind, path string, opts render.Options) (*vetBase, erro
 	return &vetBase{parent: parent, referenced: referenced}, errors.Join(errs...)
 }
 
-func sectionData(ar *txtar.Archive, name string) []byte {
-	for _, f := range ar.Files {
-		if f.Name == name {
-			return f.Data
-		}
-	}
-	return nil
-}
+func sectionData(ar *txtar.Archive, name string) []byte { return golden.Section(ar, name) }

@@ -26,11 +26,17 @@ versions: v2: {
 // load compiles the kind package src, one file, and its converter.
 func load(t testing.TB, src string) (*convert.Converter, error) {
 	t.Helper()
-	set, err := template.Load(workertest.Templates(t, map[string]string{"app/app.cue": src}))
+	set, err := templateLoad(t, map[string]string{"app/app.cue": src})
 	if err != nil {
 		return nil, err
 	}
 	return convert.New(set.Kinds[0])
+}
+
+// templateLoad loads a templates directory holding files.
+func templateLoad(t testing.TB, files map[string]string) (*template.Set, error) {
+	t.Helper()
+	return template.Load(workertest.Templates(t, files))
 }
 
 func TestAnnotationCarriesWhatTheTargetLacks(t *testing.T) {

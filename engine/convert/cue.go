@@ -1,6 +1,7 @@
 package convert
 
 import (
+	"errors"
 	"fmt"
 
 	"cuelang.org/go/cue"
@@ -9,6 +10,9 @@ import (
 
 	"github.com/cueop/cueop/engine/template"
 )
+
+// errInput marks a spec its own version's #Spec refuses.
+var errInput = errors.New("refused by its version's #Spec")
 
 var pathInStatus, pathOutStatus = cue.ParsePath("in.status"), cue.ParsePath("out.status")
 
@@ -56,7 +60,7 @@ func apply(s step, spec map[string]any) (in, out map[string]any, err error) {
 	}
 	x := s.conv.FillPath(template.PathInSpec, s.conv.Context().Encode(spec))
 	if in, err = export(x.LookupPath(template.PathInSpec)); err != nil {
-		return nil, nil, fmt.Errorf("spec: %w", err)
+		return nil, nil, fmt.Errorf("spec: %w: %w", errInput, err)
 	}
 	o := x.LookupPath(template.PathOutSpec).Unify(s.target.Spec)
 	if out, err = export(o); err != nil {

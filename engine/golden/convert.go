@@ -36,7 +36,7 @@ func ToHub(k *template.Kind, parent *unstructured.Unstructured) (*unstructured.U
 // object, or error.txt when the conversion fails. ok is false for a case
 // without converted.yaml.
 func evaluateConverted(set *template.Set, k *template.Kind, ar *txtar.Archive, parent *unstructured.Unstructured) (map[string][]byte, bool, error) {
-	data := section(ar, SectionConverted)
+	data := Section(ar, SectionConverted)
 	if data == nil {
 		return nil, false, nil
 	}
@@ -65,7 +65,8 @@ func evaluateConverted(set *template.Set, k *template.Kind, ar *txtar.Archive, p
 	return map[string][]byte{SectionConverted: y}, true, nil
 }
 
-func section(ar *txtar.Archive, name string) []byte {
+// Section is the data of the section name of ar, nil when it has none.
+func Section(ar *txtar.Archive, name string) []byte {
 	for _, f := range ar.Files {
 		if f.Name == name {
 			return f.Data

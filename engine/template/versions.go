@@ -47,6 +47,9 @@ type Version struct {
 	// the spoke's #Spec for ToHub, the hub's for FromHub. They do not
 	// exist on the hub.
 	ToHub, FromHub cue.Value
+	// ToHubDecl and FromHubDecl are the conversions as declared: their
+	// positions and sources, for errors and the round-trip check.
+	ToHubDecl, FromHubDecl cue.Value
 }
 
 // spokeFields are the decoded plain fields of a spoke.
@@ -159,6 +162,7 @@ func loadSpoke(name string, v cue.Value, hub Version) (Version, error) {
 	if f.DeprecationWarning != nil {
 		s.DeprecationWarning = *f.DeprecationWarning
 	}
+	s.ToHubDecl, s.FromHubDecl = v.LookupPath(PathToHub), v.LookupPath(PathFromHub)
 	if s.ToHub, err = conversion(where, v, PathToHub, spec); err != nil {
 		return Version{}, err
 	}
