@@ -8,7 +8,7 @@ import (
 // WayForward is what a refusal tells the author to do instead.
 const WayForward = "a version's schema is a contract with the CRs stored at it: put the schema back, " +
 	"or serve the new schema as a new version beside this one, with a conversion from it " +
-	"(the template contract's versions, to come); a kind with no stored CR takes any change"
+	"(a spoke under versions in the template contract); a kind with no stored CR takes any change"
 
 // Refusal is the error of a breaking schema change: the kind, the breaking
 // changes (counted and located where that was possible) and the way
