@@ -29,6 +29,9 @@ func (o *Operator) installCRD(ctx context.Context, k *template.Kind) error {
 	if err != nil {
 		return err
 	}
+	if err := o.opts.Conversion.endpoint().Point(ctx, u); err != nil { // conversion.go
+		return err
+	}
 	live, err := schemaguard.Live(ctx, o.mgr.GetAPIReader(), crd.Name)
 	if err != nil {
 		return err

@@ -70,11 +70,16 @@ func (o *Operator) serve(ctx context.Context, k *template.Kind) error {
 		o.schemaAccepted(k)
 		return nil
 	}
+	commit, err := o.conv.prepare(k) // conversion.go
+	if err != nil {
+		return o.conversionRefused(ctx, k, err)
+	}
 	if o.opts.InstallCRDs {
 		if err := o.installCRD(ctx, k); err != nil {
 			return o.schemaRefused(ctx, k, k.Resource.Plural+"."+k.Resource.Group, err) // schemaguard.go
 		}
 	}
+	commit()
 	o.schemaAccepted(k)
 	o.metrics.revision(k)
 	if !ok {
@@ -205,6 +210,7 @@ func (o *Operator) stop(ctx context.Context, name string) {
 		o.log.Error(err, "remove informer", "kind", k.Resource.Kind)
 	}
 	o.metrics.removed(k)
+	o.conv.remove(k.Resource.GroupVersionKind().GroupKind())
 	o.log.Info("kind removed: controller stopped, CRs and children left as they are", "kind", k.Resource.Kind, "package", name)
 }
 

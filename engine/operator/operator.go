@@ -76,6 +76,10 @@ type Options struct {
 	// one evaluation can take the whole operator down: for benchmarks and
 	// trusted templates only.
 	InProcess bool
+	// Conversion serves the conversion webhook of the kinds with several
+	// versions and points their CRDs at it (conversion.go); nil serves
+	// none and refuses to install a CRD with a webhook conversion.
+	Conversion *Conversion
 }
 
 // Operator serves every kind of a templates directory.
@@ -102,6 +106,8 @@ type Operator struct {
 
 	eval render.Evaluator // workers.go
 	pool *worker.Pool     // nil in process
+
+	conv *conversions // conversion.go; nil without Options.Conversion
 }
 
 // New builds an operator on cfg. Run starts it.
@@ -113,6 +119,9 @@ func New(cfg *rest.Config, opts Options) (*Operator, error) {
 		opts.MaxConcurrent = 4
 	}
 	cfg = withRateLimits(cfg)
+	if c := opts.Conversion; c != nil && !c.NoServe {
+		opts.Manager.WebhookServer = webhookServer(c) // conversion.go
+	}
 	mgr, err := ctrl.NewManager(cfg, shardChildren(managerOptions(opts.Manager, opts.Namespace), opts.Shard))
 	if err != nil {
 		return nil, fmt.Errorf("manager: %w", err)
@@ -132,6 +141,12 @@ func New(cfg *rest.Config, opts Options) (*Operator, error) {
 		refused:  map[string]bool{},
 	}
 	o.bindingModes = newBindingModes(mgr.GetAPIReader())
+	if c := opts.Conversion; c != nil {
+		o.conv = newConversions(c, o.log.WithName("conversion"))
+		if !c.NoServe {
+			o.serveConversion(mgr, false)
+		}
+	}
 	if err := o.startWorkers(); err != nil {
 		return nil, err
 	}
@@ -353,7 +368,8 @@ func (o *Operator) Start(ctx context.Context) error {
 	if err := o.reload(ctx); err != nil && len(o.kindNames()) == 0 && !o.anyRefused() {
 		return fmt.Errorf("templates %s: %w", o.opts.Templates, err)
 	}
-	return o.watchTemplates(ctx, w)
+	go o.repointOnRotation(ctx) // conversion.go
+	return o.watchTemplates(ctx, w, o.reload)
 }
 
 // Parents is the cache of the CRs, for callers that follow their status.

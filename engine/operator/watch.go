@@ -19,7 +19,7 @@ const debounce = 200 * time.Millisecond
 // changes, until ctx is done. A mounted ConfigMap swaps its `..data`
 // symlink atomically: that is an event on the root, and every directory is
 // watched anew after each reload.
-func (o *Operator) watchTemplates(ctx context.Context, w *fsnotify.Watcher) error {
+func (o *Operator) watchTemplates(ctx context.Context, w *fsnotify.Watcher, reload func(context.Context) error) error {
 	var timer <-chan time.Time
 	for {
 		select {
@@ -34,7 +34,7 @@ func (o *Operator) watchTemplates(ctx context.Context, w *fsnotify.Watcher) erro
 		case <-timer:
 			timer = nil
 			o.addWatches(w)
-			if err := o.reload(ctx); err != nil {
+			if err := reload(ctx); err != nil {
 				o.log.Error(err, "template reload")
 			}
 		}

@@ -17,10 +17,15 @@ import (
 
 // Options are the options tests run an operator with: the templates of
 // dir, CRDs installed, 4 concurrent reconciles, scoped to namespace ns, and
-// no metrics or probe listener (tests read the metrics registry).
+// no metrics or probe listener (tests read the metrics registry), and a
+// conversion webhook of its own on 127.0.0.1 (operator.LocalConversion).
 func Options(dir, ns string) operator.Options {
+	conv, err := operator.LocalConversion()
+	if err != nil {
+		panic(err) // no free port or no randomness: nothing a test can do
+	}
 	return operator.Options{
-		Templates: dir, InstallCRDs: true, MaxConcurrent: 4, Namespace: ns,
+		Templates: dir, InstallCRDs: true, MaxConcurrent: 4, Namespace: ns, Conversion: conv,
 		Manager: ctrl.Options{Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0"},
 	}
 }

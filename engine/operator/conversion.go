@@ -1,0 +1,262 @@
+package operator
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"net"
+	"sync"
+
+	"github.com/fsnotify/fsnotify"
+	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	ctrlwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
+
+	"github.com/cueop/cueop/engine/template"
+	"github.com/cueop/cueop/engine/webhook"
+)
+
+// Conversion configures the conversion webhook of the kinds with several
+// versions (engine/webhook): where it listens, where the CRDs point, and
+// how a kind's converter is made.
+type Conversion struct {
+	// Host and Port the webhook server listens on; Port 0 is 9443.
+	Host string
+	Port int
+	// Endpoint is written into the conversion clientConfig of the CRDs
+	// installed, with its Certs' CA bundle; its Certs are served.
+	Endpoint webhook.Endpoint
+	// NoServe points the CRDs at the endpoint without serving it (the
+	// operators of a sharded replica's ranges: the replica serves it).
+	NoServe bool
+	// New makes a kind's converter (nil for a kind with one version);
+	// engine/convert's by default.
+	New func(*template.Kind) (webhook.Converter, error)
+}
+
+// conversions are the converters served, one per kind: the last good
+// revision's. A revision whose converter does not compile is refused (the
+// operator keeps its previous revision, serving and converting).
+type conversions struct {
+	reg  *webhook.Registry
+	make func(*template.Kind) (webhook.Converter, error)
+	log  logr.Logger
+
+	mu   sync.Mutex
+	revs map[schema.GroupKind]string // the revision converting, by kind
+}
+
+func newConversions(c *Conversion, log logr.Logger) *conversions {
+	mk := c.New
+	if mk == nil {
+		mk = defaultConverter // convert.go
+	}
+	return &conversions{reg: &webhook.Registry{}, make: mk, log: log, revs: map[schema.GroupKind]string{}}
+}
+
+// prepare compiles k's converter; commit makes it the one of its kind.
+// An error leaves the previous one in place.
+func (c *conversions) prepare(k *template.Kind) (commit func(), err error) {
+	if c == nil {
+		return func() {}, nil
+	}
+	gk := k.Resource.GroupVersionKind().GroupKind()
+	c.mu.Lock()
+	same := c.revs[gk] == k.Revision
+	c.mu.Unlock()
+	if same {
+		return func() {}, nil
+	}
+	conv, err := c.make(k)
+	if err != nil {
+		return nil, fmt.Errorf("kind %s: conversion: %w", k.Name, err)
+	}
+	return func() {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		c.reg.Set(gk, conv) // nil for a kind with one version: none
+		c.revs[gk] = k.Revision
+		c.log.V(1).Info("conversions served", "kind", gk.String(), "revision", k.Revision, "versions", conv != nil)
+	}, nil
+}
+
+// serve makes k's converter the one of its kind.
+func (c *conversions) serve(k *template.Kind) error {
+	commit, err := c.prepare(k)
+	if err != nil {
+		return err
+	}
+	commit()
+	return nil
+}
+
+// conversionRefused reports a revision whose conversion does not compile,
+// as a refused template: the last good revision keeps serving and
+// converting. The caller holds o.mu.
+func (o *Operator) conversionRefused(ctx context.Context, k *template.Kind, err error) error {
+	serving := "no revision of the kind serves yet"
+	if kc, ok := o.kinds[k.Name]; ok {
+		serving = "revision " + kc.rec.Kind().Revision + " keeps serving and converting"
+	}
+	msg := fmt.Sprintf("template of %s (revision %s) refused: %s: %v", k.Name, k.Revision, serving, err)
+	o.log.Error(nil, msg, "kind", k.Resource.Kind)
+	o.metrics.loadError()
+	o.crdEvent(ctx, k.Resource.Plural+"."+k.Resource.Group, "TemplateError", msg)
+	return err
+}
+
+// remove stops converting a removed kind.
+func (c *conversions) remove(gk schema.GroupKind) {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.reg.Set(gk, nil)
+	delete(c.revs, gk)
+}
+
+// serveSet serves the kinds of set and stops those gone from it (a broken
+// kind keeps its last good revision).
+func (c *conversions) serveSet(set *template.Set) {
+	seen := map[schema.GroupKind]bool{}
+	for _, k := range set.Kinds {
+		seen[k.Resource.GroupVersionKind().GroupKind()] = true
+		if err := c.serve(k); err != nil {
+			c.log.Error(err, "conversion refused; the last good revision keeps converting")
+		}
+	}
+	if len(set.Broken) > 0 {
+		return // a broken package's group and kind are unknown: keep every kind
+	}
+	for _, gk := range c.reg.Kinds() {
+		if !seen[gk] {
+			c.remove(gk)
+		}
+	}
+}
+
+// serveConversion adds the conversion endpoint to mgr: its webhook server
+// (TLS with c's certificates, no leader needed), the handler at
+// webhook.Path, and the loader that keeps the converters current on a
+// replica that is not the leader (or, with always, on every replica).
+func (o *Operator) serveConversion(mgr manager.Manager, always bool) {
+	h := &webhook.Handler{Registry: o.conv.reg, Log: o.log.WithName("conversion")}
+	mgr.GetWebhookServer().Register(webhook.Path, h)
+	_ = mgr.Add(&conversionLoader{o: o, elected: mgr.Elected(), always: always})
+}
+
+// webhookServer is the manager's webhook server of c.
+func webhookServer(c *Conversion) ctrlwebhook.Server {
+	return ctrlwebhook.NewServer(ctrlwebhook.Options{
+		Host: c.Host, Port: c.Port,
+		TLSOpts: []func(*tls.Config){func(cfg *tls.Config) {
+			cfg.GetCertificate = c.Endpoint.Certs.GetCertificate
+			cfg.NextProtos = []string{"h2", "http/1.1"}
+		}},
+	})
+}
+
+// conversionLoader loads the templates for the converters on a replica
+// that is not the leader, at start and on every template change: the
+// leader's own reload serves them there (kinds.go), so that each revision
+// compiles once. It stops once elected, unless always.
+type conversionLoader struct {
+	o       *Operator
+	elected <-chan struct{}
+	always  bool
+}
+
+// NeedLeaderElection: a follower answers conversions too.
+func (l *conversionLoader) NeedLeaderElection() bool { return false }
+
+func (l *conversionLoader) Start(ctx context.Context) error {
+	if !l.always {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithCancel(ctx)
+		defer cancel()
+		go func() {
+			select {
+			case <-l.elected:
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
+		select {
+		case <-l.elected:
+			return nil // the leader's reload serves them
+		default:
+		}
+	}
+	w, err := fsnotify.NewWatcher()
+	if err != nil {
+		return fmt.Errorf("conversion templates watch: %w", err)
+	}
+	defer w.Close()
+	l.o.addWatches(w)
+	_ = l.load(ctx)
+	return l.o.watchTemplates(ctx, w, l.load) // watch.go
+}
+
+func (l *conversionLoader) load(ctx context.Context) error {
+	set, err := template.LoadWith(l.o.opts.Templates, l.o.loadOptions(ctx))
+	if set != nil {
+		l.o.conv.serveSet(set)
+	}
+	if err != nil {
+		l.o.log.Error(err, "conversion: templates did not load; the last good revision of each kind keeps converting")
+	}
+	return nil
+}
+
+// endpoint is where the CRDs point; nil without conversion.
+func (c *Conversion) endpoint() *webhook.Endpoint {
+	if c == nil {
+		return nil
+	}
+	return &c.Endpoint
+}
+
+// repointOnRotation installs the CRD of every kind served again when the
+// CA bundle changes (a renewed CA, a Secret deleted and made again), so
+// that the API server trusts the certificate served.
+func (o *Operator) repointOnRotation(ctx context.Context) {
+	c := o.opts.Conversion
+	if c == nil || c.Endpoint.Certs == nil || !o.opts.InstallCRDs {
+		return
+	}
+	for {
+		changed := c.Endpoint.Certs.BundleChanged()
+		select {
+		case <-ctx.Done():
+			return
+		case <-changed:
+		}
+		o.mu.Lock()
+		for _, kc := range o.kinds {
+			if err := o.installCRD(ctx, kc.rec.Kind()); err != nil {
+				o.log.Error(err, "conversion webhook: CA bundle not written", "crd", kc.crdName)
+			}
+		}
+		o.mu.Unlock()
+	}
+}
+
+// LocalConversion serves conversions on 127.0.0.1, at a port free now,
+// with a CA and serving certificate of its own that the CRDs are given
+// (`cueop dev`, tests).
+func LocalConversion() (*Conversion, error) {
+	certs, err := webhook.LocalCerts()
+	if err != nil {
+		return nil, err
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("conversion webhook: free port: %w", err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	_ = l.Close()
+	return &Conversion{Host: "127.0.0.1", Port: port,
+		Endpoint: webhook.Endpoint{URL: webhook.LocalURL("127.0.0.1", port), Certs: certs}}, nil
+}

@@ -1,0 +1,8 @@
+// Package webhook is the conversion endpoint cueop serves for kinds with
+// several versions: a ConversionReview handler (handler.go) over the
+// converters of each kind's last good revision, looked up by group and
+// kind in a Registry (registry.go) that a reconcile never locks; the
+// serving certificates (certs.go: a CA and a serving certificate made in
+// memory, secret.go: kept and rotated in a Secret in a cluster); and the
+// CRD's conversion clientConfig pointed at the endpoint (endpoint.go).
+package webhook

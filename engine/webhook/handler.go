@@ -1,0 +1,117 @@
+package webhook
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+
+	"github.com/go-logr/logr"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// Path is where the conversion endpoint is served.
+const Path = "/convert"
+
+// maxReviewBytes bounds a ConversionReview's body: the API server sends a
+// whole list in one review (1,000 RedisClusters are about 1.5 MiB).
+const maxReviewBytes = 64 << 20
+
+// Handler answers ConversionReviews (apiextensions.k8s.io/v1) with the
+// converters of Registry. A request any of whose objects fails to convert
+// gets a Failed response naming the object (Kind ns/name) and the reason;
+// the API server passes that message on to its client.
+type Handler struct {
+	Registry *Registry
+	Log      logr.Logger
+}
+
+// ServeHTTP implements http.Handler.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost {
+		http.Error(w, "conversion review: want POST", http.StatusMethodNotAllowed)
+		return
+	}
+	review := &apiextensionsv1.ConversionReview{}
+	body, err := io.ReadAll(io.LimitReader(r.Body, maxReviewBytes))
+	if err == nil {
+		err = json.Unmarshal(body, review)
+	}
+	if err != nil || review.Request == nil {
+		http.Error(w, fmt.Sprintf("conversion review: bad request: %v", err), http.StatusBadRequest)
+		return
+	}
+	review.Response = h.Review(review.Request)
+	review.Request = nil
+	w.Header().Set("Content-Type", "application/json")
+	if err := json.NewEncoder(w).Encode(review); err != nil {
+		h.Log.Error(err, "conversion review: write response")
+	}
+}
+
+// Review converts the objects of req to its desired version.
+func (h *Handler) Review(req *apiextensionsv1.ConversionRequest) *apiextensionsv1.ConversionResponse {
+	resp := &apiextensionsv1.ConversionResponse{UID: req.UID}
+	out, err := h.convertAll(req)
+	if err != nil {
+		h.Log.Info("conversion refused", "to", req.DesiredAPIVersion, "error", err.Error())
+		resp.Result = metav1.Status{Status: metav1.StatusFailure, Message: err.Error(), Reason: metav1.StatusReasonBadRequest}
+		return resp
+	}
+	resp.ConvertedObjects = out
+	resp.Result = metav1.Status{Status: metav1.StatusSuccess}
+	return resp
+}
+
+func (h *Handler) convertAll(req *apiextensionsv1.ConversionRequest) ([]runtime.RawExtension, error) {
+	to, err := schema.ParseGroupVersion(req.DesiredAPIVersion)
+	if err != nil {
+		return nil, fmt.Errorf("desired api version %q: %w", req.DesiredAPIVersion, err)
+	}
+	out := make([]runtime.RawExtension, len(req.Objects))
+	for i, raw := range req.Objects {
+		b, err := h.convert(raw.Raw, to)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = runtime.RawExtension{Raw: b}
+	}
+	return out, nil
+}
+
+// convert converts one object, given and returned as JSON, to version to.
+func (h *Handler) convert(raw []byte, to schema.GroupVersion) ([]byte, error) {
+	obj := &unstructured.Unstructured{}
+	if err := obj.UnmarshalJSON(raw); err != nil {
+		return nil, fmt.Errorf("object: %w", err)
+	}
+	gvk := obj.GroupVersionKind()
+	if gvk.Group != to.Group {
+		return nil, fmt.Errorf("%s: conversion to %s: group %s differs", subject(obj), to, gvk.Group)
+	}
+	if gvk.Version == to.Version {
+		return raw, nil
+	}
+	c, ok := h.Registry.Get(gvk.GroupKind())
+	if !ok {
+		return nil, fmt.Errorf("%s: conversion to %s: no converter for kind %s (no template of it loaded)", subject(obj), to, gvk.GroupKind())
+	}
+	conv, err := c.Convert(obj, to.Version)
+	if err != nil {
+		return nil, fmt.Errorf("%s: conversion from %s to %s: %w", subject(obj), gvk.Version, to.Version, err)
+	}
+	conv.SetAPIVersion(to.String())
+	return conv.MarshalJSON()
+}
+
+// subject names obj: Kind ns/name, or Kind name for a cluster-scoped one.
+func subject(obj *unstructured.Unstructured) string {
+	if obj.GetNamespace() == "" {
+		return obj.GetKind() + " " + obj.GetName()
+	}
+	return obj.GetKind() + " " + obj.GetNamespace() + "/" + obj.GetName()
+}

@@ -1,0 +1,126 @@
+package webhook_test
+
+import (
+	"bytes"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/cueop/cueop/engine/webhook"
+)
+
+var gaugeGK = schema.GroupKind{Group: "conv.example.com", Kind: "Gauge"}
+
+func registry() *webhook.Registry {
+	r := &webhook.Registry{}
+	r.Set(gaugeGK, webhook.Rename{HubVersion: "v1", Hub: "replicas", Spoke: "size"})
+	return r
+}
+
+func gauge(version, name string, spec string) runtime.RawExtension {
+	return runtime.RawExtension{Raw: []byte(`{"apiVersion":"conv.example.com/` + version + `","kind":"Gauge",` +
+		`"metadata":{"name":"` + name + `","namespace":"ns1"},"spec":` + spec + `,"status":{"observedGeneration":2}}`)}
+}
+
+func review(t *testing.T, h http.Handler, req *apiextensionsv1.ConversionRequest) *apiextensionsv1.ConversionResponse {
+	t.Helper()
+	body, err := json.Marshal(&apiextensionsv1.ConversionReview{
+		TypeMeta: metav1.TypeMeta{APIVersion: "apiextensions.k8s.io/v1", Kind: "ConversionReview"}, Request: req})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, webhook.Path, bytes.NewReader(body)))
+	if rec.Code != http.StatusOK {
+		t.Fatalf("status %d: %s", rec.Code, rec.Body)
+	}
+	out := &apiextensionsv1.ConversionReview{}
+	if err := json.Unmarshal(rec.Body.Bytes(), out); err != nil {
+		t.Fatal(err)
+	}
+	if out.Response == nil || out.Response.UID != req.UID {
+		t.Fatalf("response %+v does not answer request %s", out.Response, req.UID)
+	}
+	return out.Response
+}
+
+// TestHandlerConverts converts every object of a review, keeps metadata
+// and status, and passes an object already at the desired version as is.
+func TestHandlerConverts(t *testing.T) {
+	h := &webhook.Handler{Registry: registry()}
+	resp := review(t, h, &apiextensionsv1.ConversionRequest{UID: "u1", DesiredAPIVersion: "conv.example.com/v2",
+		Objects: []runtime.RawExtension{gauge("v1", "a", `{"replicas":3,"label":"x"}`), gauge("v2", "b", `{"size":4}`)}})
+	if resp.Result.Status != metav1.StatusSuccess || len(resp.ConvertedObjects) != 2 {
+		t.Fatalf("result %+v, %d objects", resp.Result, len(resp.ConvertedObjects))
+	}
+	a := &unstructured.Unstructured{}
+	if err := a.UnmarshalJSON(resp.ConvertedObjects[0].Raw); err != nil {
+		t.Fatal(err)
+	}
+	size, _, _ := unstructured.NestedInt64(a.Object, "spec", "size")
+	label, _, _ := unstructured.NestedString(a.Object, "spec", "label")
+	gen, _, _ := unstructured.NestedInt64(a.Object, "status", "observedGeneration")
+	if a.GetAPIVersion() != "conv.example.com/v2" || size != 3 || label != "x" || gen != 2 || a.GetNamespace() != "ns1" || a.GetName() != "a" {
+		t.Errorf("converted = %v", a.Object)
+	}
+	if string(resp.ConvertedObjects[1].Raw) != string(gauge("v2", "b", `{"size":4}`).Raw) {
+		t.Errorf("object at the desired version changed: %s", resp.ConvertedObjects[1].Raw)
+	}
+}
+
+// TestHandlerFailureNamesObject answers a review whose object does not
+// convert, or whose kind has no converter, with a Failed result naming the
+// object and the reason.
+func TestHandlerFailureNamesObject(t *testing.T) {
+	h := &webhook.Handler{Registry: registry()}
+	for _, tc := range []struct {
+		obj  runtime.RawExtension
+		want string
+	}{
+		{gauge("v1", "bad", `{"refuse":true}`), "Gauge ns1/bad: conversion from v1 to v2: spec.refuse: this object refuses to convert"},
+		{runtime.RawExtension{Raw: []byte(`{"apiVersion":"conv.example.com/v1","kind":"Dial","metadata":{"name":"d"},"spec":{}}`)},
+			"Dial d: conversion to conv.example.com/v2: no converter for kind Dial.conv.example.com"},
+	} {
+		resp := review(t, h, &apiextensionsv1.ConversionRequest{UID: "u2", DesiredAPIVersion: "conv.example.com/v2",
+			Objects: []runtime.RawExtension{gauge("v1", "ok", `{"replicas":1}`), tc.obj}})
+		if resp.Result.Status != metav1.StatusFailure || !strings.Contains(resp.Result.Message, tc.want) || len(resp.ConvertedObjects) != 0 {
+			t.Errorf("result = %+v (%d objects), want Failure with %q", resp.Result, len(resp.ConvertedObjects), tc.want)
+		}
+	}
+}
+
+// TestLocalCertsVerify: the serving certificate of LocalCerts verifies
+// against its CA bundle for 127.0.0.1, as the API server checks it.
+func TestLocalCertsVerify(t *testing.T) {
+	certs, err := webhook.LocalCerts()
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewUnstartedServer(&webhook.Handler{Registry: registry()})
+	srv.Listener = tls.NewListener(srv.Listener, &tls.Config{GetCertificate: certs.GetCertificate})
+	srv.Start()
+	defer srv.Close()
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(certs.CABundle()) {
+		t.Fatal("CA bundle holds no certificate")
+	}
+	c := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
+	resp, err := c.Get(strings.Replace(srv.URL, "http://", "https://", 1) + webhook.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusMethodNotAllowed {
+		t.Errorf("GET %s = %d, want 405", webhook.Path, resp.StatusCode)
+	}
+}

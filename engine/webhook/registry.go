@@ -1,0 +1,64 @@
+package webhook
+
+import (
+	"sync"
+	"sync/atomic"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// Converter converts objects of one kind between its served versions
+// (engine/convert's Converter). toVersion is a version name ("v2").
+type Converter interface {
+	Convert(obj *unstructured.Unstructured, toVersion string) (*unstructured.Unstructured, error)
+}
+
+// Registry holds the converter of each kind, by group and kind. Reads take
+// no lock (a copy-on-write map): a conversion never waits for a reload or
+// a reconcile.
+type Registry struct {
+	mu sync.Mutex // writers only
+	m  atomic.Pointer[map[schema.GroupKind]Converter]
+}
+
+// Get is the converter of gk.
+func (r *Registry) Get(gk schema.GroupKind) (Converter, bool) {
+	m := r.m.Load()
+	if m == nil {
+		return nil, false
+	}
+	c, ok := (*m)[gk]
+	return c, ok
+}
+
+// Set makes c the converter of gk; a nil c removes gk.
+func (r *Registry) Set(gk schema.GroupKind, c Converter) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	next := map[schema.GroupKind]Converter{}
+	if m := r.m.Load(); m != nil {
+		for k, v := range *m {
+			next[k] = v
+		}
+	}
+	if c == nil {
+		delete(next, gk)
+	} else {
+		next[gk] = c
+	}
+	r.m.Store(&next)
+}
+
+// Kinds are the kinds with a converter.
+func (r *Registry) Kinds() []schema.GroupKind {
+	m := r.m.Load()
+	if m == nil {
+		return nil
+	}
+	out := make([]schema.GroupKind, 0, len(*m))
+	for k := range *m {
+		out = append(out, k)
+	}
+	return out
+}

@@ -1,0 +1,158 @@
+package webhook
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// Keys of the certificate Secret. tls.crt and tls.key follow the
+// kubernetes.io/tls layout (a cert-manager Certificate writes the same
+// keys, ca.crt included); ca.key is kept by cueop's own rotation only.
+const (
+	keyCA      = "ca.crt"
+	keyCAKey   = "ca.key"
+	keyBundle  = "ca-bundle.crt"
+	keyCert    = corev1.TLSCertKey
+	keyCertKey = corev1.TLSPrivateKeyKey
+)
+
+// Rotator keeps the serving certificate of the endpoint in a Secret: it
+// makes a CA and a serving certificate for the Service's DNS names when
+// the Secret is missing, renews the serving certificate once less than a
+// third of its life is left and the CA once less than RenewCABefore is
+// (the CA bundle then holds the new and the old CA, so that replicas still
+// serving the old certificate are trusted), and loads what the Secret
+// holds into Certs. Every replica runs one; writes are optimistic (a
+// replica that loses a race reads the winner's). It is a manager runnable
+// that needs no leader.
+type Rotator struct {
+	Client    client.Client
+	Reader    client.Reader // uncached reads
+	Namespace string
+	Name      string
+	// Hosts are the DNS names of the serving certificate.
+	Hosts []string
+	Certs *Certs
+	// Interval between checks; an hour when zero.
+	Interval time.Duration
+	// Now is the clock; time.Now when nil.
+	Now func() time.Time
+	Log logr.Logger
+}
+
+// ServiceHosts are the DNS names of Service name in namespace.
+func ServiceHosts(namespace, name string) []string {
+	return []string{name + "." + namespace + ".svc", name + "." + namespace + ".svc.cluster.local", name + "." + namespace, name}
+}
+
+// NeedLeaderElection: every replica serves conversions.
+func (r *Rotator) NeedLeaderElection() bool { return false }
+
+// Start syncs at once, then every Interval, until ctx is done.
+func (r *Rotator) Start(ctx context.Context) error {
+	interval := r.Interval
+	if interval == 0 {
+		interval = time.Hour
+	}
+	for {
+		if err := r.Sync(ctx); err != nil {
+			r.Log.Error(err, "conversion webhook certificate")
+			interval = min(interval, 10*time.Second) // retry soon
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(interval):
+		}
+	}
+}
+
+// Sync makes or renews what the Secret holds as needed and loads it.
+func (r *Rotator) Sync(ctx context.Context) error {
+	s := &corev1.Secret{}
+	err := r.Reader.Get(ctx, client.ObjectKey{Namespace: r.Namespace, Name: r.Name}, s)
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("secret %s/%s: %w", r.Namespace, r.Name, err)
+	}
+	missing := apierrors.IsNotFound(err)
+	if missing {
+		s = &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: r.Namespace, Name: r.Name}, Type: corev1.SecretTypeTLS}
+	}
+	changed, err := r.renew(s)
+	if err != nil {
+		return fmt.Errorf("secret %s/%s: %w", r.Namespace, r.Name, err)
+	}
+	if changed {
+		err = r.write(ctx, s, missing)
+		if apierrors.IsAlreadyExists(err) || apierrors.IsConflict(err) {
+			return r.Sync(ctx) // another replica wrote first: take its
+		}
+		if err != nil {
+			return fmt.Errorf("secret %s/%s: %w", r.Namespace, r.Name, err)
+		}
+		r.Log.Info("conversion webhook certificate renewed", "secret", r.Namespace+"/"+r.Name)
+	}
+	return r.Certs.Set(KeyPair{Cert: s.Data[keyCert], Key: s.Data[keyCertKey]}, bundle(s))
+}
+
+func (r *Rotator) write(ctx context.Context, s *corev1.Secret, create bool) error {
+	if create {
+		return r.Client.Create(ctx, s)
+	}
+	return r.Client.Update(ctx, s)
+}
+
+// renew replaces in s what is missing or due for renewal.
+func (r *Rotator) renew(s *corev1.Secret) (bool, error) {
+	now := time.Now()
+	if r.Now != nil {
+		now = r.Now()
+	}
+	if s.Data == nil {
+		s.Data = map[string][]byte{}
+	}
+	caDue := due(s.Data[keyCA], now, RenewCABefore) || len(s.Data[keyCAKey]) == 0
+	if !caDue && !due(s.Data[keyCert], now, ServingLifetime/3) {
+		return false, nil
+	}
+	if caDue {
+		ca, err := NewCA("cueop-webhook-ca", now, CALifetime)
+		if err != nil {
+			return false, err
+		}
+		old := s.Data[keyCA]
+		s.Data[keyCA], s.Data[keyCAKey] = ca.Cert, ca.Key
+		s.Data[keyBundle] = append(append([]byte{}, ca.Cert...), old...) // the old CA stays trusted until its certificates are gone
+	}
+	serving, err := NewServing(KeyPair{Cert: s.Data[keyCA], Key: s.Data[keyCAKey]}, r.Hosts, now, ServingLifetime)
+	if err != nil {
+		return false, err
+	}
+	s.Data[keyCert], s.Data[keyCertKey] = serving.Cert, serving.Key
+	return true, nil
+}
+
+// due tells whether cert is missing, unreadable or expires within d.
+func due(cert []byte, now time.Time, d time.Duration) bool {
+	if len(cert) == 0 {
+		return true
+	}
+	notAfter, err := NotAfter(cert)
+	return err != nil || notAfter.Sub(now) < d
+}
+
+// bundle is the CA bundle of s: ca-bundle.crt, else ca.crt.
+func bundle(s *corev1.Secret) []byte {
+	if b := bytes.TrimSpace(s.Data[keyBundle]); len(b) > 0 {
+		return s.Data[keyBundle]
+	}
+	return s.Data[keyCA]
+}
