@@ -139,12 +139,16 @@ func (c *conversions) serveSet(set *template.Set) {
 
 // serveConversion adds the conversion endpoint to mgr: its webhook server
 // (TLS with c's certificates, no leader needed), the handler at
-// webhook.Path, and the loader that keeps the converters current on a
-// replica that is not the leader (or, with always, on every replica).
-func (o *Operator) serveConversion(mgr manager.Manager, always bool) {
+// webhook.Path, and, with leader election, the loader that keeps the
+// converters current on a replica that is not the leader (a replica
+// without election is the leader: its reload serves them).
+func (o *Operator) serveConversion(mgr manager.Manager, leaderElection bool) error {
 	h := &webhook.Handler{Registry: o.conv.reg, Log: o.log.WithName("conversion")}
 	mgr.GetWebhookServer().Register(webhook.Path, h)
-	_ = mgr.Add(&conversionLoader{o: o, elected: mgr.Elected(), always: always})
+	if !leaderElection {
+		return nil
+	}
+	return mgr.Add(&conversionLoader{o: o, elected: mgr.Elected()})
 }
 
 // webhookServer is the manager's webhook server of c.
@@ -161,34 +165,25 @@ func webhookServer(c *Conversion) ctrlwebhook.Server {
 // conversionLoader loads the templates for the converters on a replica
 // that is not the leader, at start and on every template change: the
 // leader's own reload serves them there (kinds.go), so that each revision
-// compiles once. It stops once elected, unless always.
+// compiles once. It stops once elected.
 type conversionLoader struct {
 	o       *Operator
 	elected <-chan struct{}
-	always  bool
 }
 
 // NeedLeaderElection: a follower answers conversions too.
 func (l *conversionLoader) NeedLeaderElection() bool { return false }
 
 func (l *conversionLoader) Start(ctx context.Context) error {
-	if !l.always {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithCancel(ctx)
-		defer cancel()
-		go func() {
-			select {
-			case <-l.elected:
-				cancel()
-			case <-ctx.Done():
-			}
-		}()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
 		select {
-		case <-l.elected:
-			return nil // the leader's reload serves them
-		default:
+		case <-l.elected: // the leader's reload serves them
+			cancel()
+		case <-ctx.Done():
 		}
-	}
+	}()
 	w, err := fsnotify.NewWatcher()
 	if err != nil {
 		return fmt.Errorf("conversion templates watch: %w", err)
@@ -204,7 +199,7 @@ func (l *conversionLoader) load(ctx context.Context) error {
 	if set != nil {
 		l.o.conv.serveSet(set)
 	}
-	if err != nil {
+	if err != nil && ctx.Err() == nil {
 		l.o.log.Error(err, "conversion: templates did not load; the last good revision of each kind keeps converting")
 	}
 	return nil

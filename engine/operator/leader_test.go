@@ -28,16 +28,21 @@ const (
 // without releasing the lease, as a crash would.
 func startLeader(t *testing.T, dir, ns string) (stop func()) {
 	t.Helper()
+	return startLeaderWith(t, operator.Options{Templates: dir, InstallCRDs: true, Namespace: ns})
+}
+
+// startLeaderWith is startLeader with opts (their Manager options are the
+// leader election's).
+func startLeaderWith(t *testing.T, opts operator.Options) (stop func()) {
+	t.Helper()
 	renew, retry := renewDeadline, retryPeriod
 	lease := leaseDuration
-	op, err := operator.New(clustertest.Config(), operator.Options{
-		Templates: dir, InstallCRDs: true, Namespace: ns,
-		Manager: ctrl.Options{
-			Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
-			LeaderElection: true, LeaderElectionNamespace: ns, LeaderElectionID: "cueop-leader",
-			LeaseDuration: &lease, RenewDeadline: &renew, RetryPeriod: &retry,
-		},
-	})
+	opts.Manager = ctrl.Options{
+		Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
+		LeaderElection: true, LeaderElectionNamespace: opts.Namespace, LeaderElectionID: "cueop-leader",
+		LeaseDuration: &lease, RenewDeadline: &renew, RetryPeriod: &retry,
+	}
+	op, err := operator.New(clustertest.Config(), opts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -144,7 +144,9 @@ func New(cfg *rest.Config, opts Options) (*Operator, error) {
 	if c := opts.Conversion; c != nil {
 		o.conv = newConversions(c, o.log.WithName("conversion"))
 		if !c.NoServe {
-			o.serveConversion(mgr, false)
+			if err := o.serveConversion(mgr, opts.Manager.LeaderElection); err != nil {
+				return nil, err
+			}
 		}
 	}
 	if err := o.startWorkers(); err != nil {
@@ -311,6 +313,7 @@ func (o *Operator) Run(ctx context.Context) error {
 	defer running.Delete(o)
 	// Return only once every kind's controller has drained.
 	defer o.controllers.Wait()
+	defer o.stopWorkers() // a follower's, which Start never ran on (conversion.go loads templates there)
 	return o.mgr.Start(ctx)
 }
 
