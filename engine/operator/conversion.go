@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	ctrlwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 
+	"github.com/cueop/cueop/engine/budget"
 	"github.com/cueop/cueop/engine/template"
 	"github.com/cueop/cueop/engine/webhook"
 )
@@ -47,10 +48,10 @@ type conversions struct {
 	revs map[schema.GroupKind]string // the revision converting, by kind
 }
 
-func newConversions(c *Conversion, log logr.Logger) *conversions {
+func newConversions(c *Conversion, b budget.Budget, log logr.Logger) *conversions {
 	mk := c.New
 	if mk == nil {
-		mk = defaultConverter // convert.go
+		mk = converterWithin(b) // convert.go
 	}
 	return &conversions{reg: &webhook.Registry{}, make: mk, log: log, revs: map[schema.GroupKind]string{}}
 }
@@ -254,4 +255,16 @@ func LocalConversion() (*Conversion, error) {
 	_ = l.Close()
 	return &Conversion{Host: "127.0.0.1", Port: port,
 		Endpoint: webhook.Endpoint{URL: webhook.LocalURL("127.0.0.1", port), Certs: certs}}, nil
+}
+
+// serveReplicaConversion serves the conversion endpoint of a sharded
+// replica on its host manager, whatever ranges it holds (none included):
+// the templates are loaded for it on the replica, in workers of its own.
+func serveReplicaConversion(host manager.Manager, opts Options, log logr.Logger) (*Operator, error) {
+	o := &Operator{opts: opts, log: log, conv: newConversions(opts.Conversion, opts.Budget, log.WithName("conversion"))}
+	if err := o.startWorkers(); err != nil {
+		return nil, err
+	}
+	host.GetWebhookServer().Register(webhook.Path, &webhook.Handler{Registry: o.conv.reg, Log: o.log.WithName("conversion")})
+	return o, host.Add(&conversionLoader{o: o}) // never elected: loads on every change
 }

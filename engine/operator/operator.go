@@ -77,8 +77,8 @@ type Options struct {
 	// trusted templates only.
 	InProcess bool
 	// Conversion serves the conversion webhook of the kinds with several
-	// versions and points their CRDs at it (conversion.go); nil serves
-	// none and refuses to install a CRD with a webhook conversion.
+	// versions and points their CRDs at it (conversion.go); nil is
+	// LocalConversion, for an API server on this machine (tests, dev).
 	Conversion *Conversion
 }
 
@@ -119,7 +119,14 @@ func New(cfg *rest.Config, opts Options) (*Operator, error) {
 		opts.MaxConcurrent = 4
 	}
 	cfg = withRateLimits(cfg)
-	if c := opts.Conversion; c != nil && !c.NoServe {
+	if opts.Conversion == nil {
+		c, err := LocalConversion()
+		if err != nil {
+			return nil, err
+		}
+		opts.Conversion = c
+	}
+	if c := opts.Conversion; !c.NoServe {
 		opts.Manager.WebhookServer = webhookServer(c) // conversion.go
 	}
 	mgr, err := ctrl.NewManager(cfg, shardChildren(managerOptions(opts.Manager, opts.Namespace), opts.Shard))
@@ -142,7 +149,7 @@ func New(cfg *rest.Config, opts Options) (*Operator, error) {
 	}
 	o.bindingModes = newBindingModes(mgr.GetAPIReader())
 	if c := opts.Conversion; c != nil {
-		o.conv = newConversions(c, o.log.WithName("conversion"))
+		o.conv = newConversions(c, opts.Budget, o.log.WithName("conversion"))
 		if !c.NoServe {
 			if err := o.serveConversion(mgr, opts.Manager.LeaderElection); err != nil {
 				return nil, err

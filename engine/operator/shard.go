@@ -95,6 +95,8 @@ type Sharded struct {
 	leases kubernetes.Interface
 	log    logr.Logger
 
+	conv *Operator // the replica's conversion endpoint (conversion.go)
+
 	mu  sync.Mutex
 	ops map[int]*Operator // by range index
 }
@@ -128,15 +130,23 @@ func NewSharded(cfg *rest.Config, opts Options, sh Sharding) (*Sharded, error) {
 	if err != nil {
 		return nil, err
 	}
+	if opts.Conversion == nil {
+		if opts.Conversion, err = LocalConversion(); err != nil {
+			return nil, err
+		}
+	}
 	host, err := ctrl.NewManager(cfg, ctrl.Options{
 		Metrics: opts.Manager.Metrics, HealthProbeBindAddress: opts.Manager.HealthProbeBindAddress,
-		Logger: opts.Manager.Logger,
+		Logger: opts.Manager.Logger, WebhookServer: webhookServer(opts.Conversion),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("manager: %w", err)
 	}
 	s := &Sharded{cfg: cfg, opts: opts, sh: sh, host: host, leases: leases,
 		log: host.GetLogger().WithName("cueop"), ops: map[int]*Operator{}}
+	if s.conv, err = serveReplicaConversion(host, opts, s.log); err != nil { // conversion.go
+		return nil, err
+	}
 	return s, host.Add(manager.RunnableFunc(s.compete))
 }
 
@@ -172,6 +182,7 @@ func (s *Sharded) Run(ctx context.Context) error {
 			"each range's CR cache filters on the client, every range lists and watches every CR"
 	}
 	s.log.Info(msg, "filter", filter, "replica", s.sh.Identity, "shards", s.sh.Shards, "leaseNamespace", s.sh.Namespace)
+	defer s.conv.stopWorkers()
 	return s.host.Start(ctx)
 }
 
@@ -189,6 +200,9 @@ func (s *Sharded) compete(ctx context.Context) error {
 func (s *Sharded) serve(ctx context.Context, r shard.Range) {
 	opts := s.opts
 	opts.Shard = &r
+	conv := *s.opts.Conversion
+	conv.NoServe = true // the replica serves it
+	opts.Conversion = &conv
 	opts.Manager = ctrl.Options{
 		Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
 		Logger: s.opts.Manager.Logger, Scheme: s.opts.Manager.Scheme,
