@@ -18,8 +18,9 @@ type runFlags struct {
 	installCRDs, leaderElect                                       bool
 	maxConcurrent, burst, rolloutMaxInFlight                       int
 	qps                                                            float32
-	shard                                                          shardFlags  // run_shard.go
-	workers                                                        workerFlags // worker.go
+	shard                                                          shardFlags   // run_shard.go
+	workers                                                        workerFlags  // worker.go
+	webhook                                                        webhookFlags // webhook.go
 }
 
 func newRun(g *globals, zapOpts *zap.Options) *cobra.Command {
@@ -56,6 +57,7 @@ func newRun(g *globals, zapOpts *zap.Options) *cobra.Command {
 	fl.StringVar(&f.leaderNamespace, "leader-election-namespace", "", "namespace of the leader election lease and of the shard Leases (default: the pod's)")
 	addShardFlags(cmd, &f.shard)
 	f.workers.register(fl)
+	f.webhook.register(fl)
 	return cmd
 }
 
@@ -69,6 +71,9 @@ func newOperator(g *globals, f *runFlags) (*operator.Operator, error) {
 	opts.Manager.LeaderElectionNamespace = f.leaderNamespace
 	op, err := operator.New(cfg, opts)
 	if err != nil {
+		return nil, err
+	}
+	if err := f.webhook.addRotator(op.Manager(), opts.Conversion); err != nil {
 		return nil, err
 	}
 	return op, addProbes(op.Manager())
@@ -90,10 +95,14 @@ func operatorOptions(g *globals, f *runFlags) (*rest.Config, operator.Options, e
 	if err != nil {
 		return nil, operator.Options{}, err
 	}
+	conv, err := f.webhook.conversion() // webhook.go
+	if err != nil {
+		return nil, operator.Options{}, err
+	}
 	return cfg, operator.Options{
 		Templates: g.templates, InstallCRDs: f.installCRDs, AllowedKinds: opts.AllowedKinds, ReadableKinds: opts.ReadableKinds, DataKinds: opts.DataKinds, Budget: opts.Budget,
 		TemplateLimits: g.limits.limits(), Workers: workers, InProcess: inProcess,
-		MaxConcurrent: f.maxConcurrent, Namespace: f.namespace, RolloutMaxInFlight: f.rolloutMaxInFlight,
+		MaxConcurrent: f.maxConcurrent, Namespace: f.namespace, RolloutMaxInFlight: f.rolloutMaxInFlight, Conversion: conv,
 		Manager: ctrl.Options{
 			Metrics:                metricsserver.Options{BindAddress: f.metricsAddr},
 			HealthProbeBindAddress: f.probeAddr,

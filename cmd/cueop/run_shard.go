@@ -58,5 +58,8 @@ func newSharded(g *globals, f *runFlags) (*operator.Sharded, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := f.webhook.addRotator(s.Manager(), opts.Conversion); err != nil { // webhook.go
+		return nil, err
+	}
 	return s, addProbes(s.Manager())
 }

@@ -98,7 +98,16 @@ func TestLeaderElectionHandsOver(t *testing.T) {
 		return ""
 	})
 	handover := time.Since(killed)
-	mustKubectl(t, "", "-n", ns, "scale", "rediscluster/led", "--replicas=2")
+	// kubectl scales at v2 (the preferred version), through the conversion
+	// webhook; each test replica serves its own on 127.0.0.1 and the CRD
+	// points at the leader's once it installed it (in a cluster, one
+	// Service fronts every replica).
+	eventually(t, 60*time.Second, func() string {
+		if out, err := kubectl(t, "", "-n", ns, "scale", "rediscluster/led", "--replicas=2"); err != nil {
+			return out
+		}
+		return ""
+	})
 	eventually(t, 60*time.Second, func() string { return readyStatus(t, c, ns, "led", 2) })
 	t.Logf("leadership handed over %s after the leader was killed (lease %s)", handover.Round(100*time.Millisecond), leaseDuration)
 	// The standby takes the lease once it expires, at its next attempt: a

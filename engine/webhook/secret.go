@@ -45,6 +45,9 @@ type Rotator struct {
 	Interval time.Duration
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
+	// External: another issuer (cert-manager) keeps the Secret; the
+	// Rotator only loads it, and waits while it is missing.
+	External bool
 	Log logr.Logger
 }
 
@@ -83,6 +86,12 @@ func (r *Rotator) Sync(ctx context.Context) error {
 		return fmt.Errorf("secret %s/%s: %w", r.Namespace, r.Name, err)
 	}
 	missing := apierrors.IsNotFound(err)
+	if missing && r.External {
+		return fmt.Errorf("secret %s/%s: not found (its issuer has not written it yet)", r.Namespace, r.Name)
+	}
+	if r.External {
+		return r.Certs.Set(KeyPair{Cert: s.Data[keyCert], Key: s.Data[keyCertKey]}, bundle(s))
+	}
 	if missing {
 		s = &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: r.Namespace, Name: r.Name}, Type: corev1.SecretTypeTLS}
 	}

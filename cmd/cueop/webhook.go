@@ -1,0 +1,54 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/spf13/pflag"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	"github.com/cueop/cueop/engine/operator"
+	"github.com/cueop/cueop/engine/webhook"
+)
+
+// webhookFlags are the flags of the conversion webhook of `cueop run`.
+type webhookFlags struct {
+	host, service, secret, url string
+	port                       int
+	external                   bool
+}
+
+func (f *webhookFlags) register(fl *pflag.FlagSet) {
+	fl.IntVar(&f.port, "webhook-port", 9443, "port of the conversion webhook (HTTPS, every replica)")
+	fl.StringVar(&f.host, "webhook-bind-address", "", "address the conversion webhook listens on (default: all)")
+	fl.StringVar(&f.service, "webhook-service", webhook.ServiceNamespace+"/"+webhook.ServiceName,
+		"namespace/name of the Service in front of the replicas' conversion webhook (port 443), written into the CRDs installed")
+	fl.StringVar(&f.secret, "webhook-cert-secret", webhook.SecretName,
+		"Secret (in the Service's namespace) of the webhook's serving certificate: made and rotated by cueop, or by cert-manager with --webhook-cert-external")
+	fl.BoolVar(&f.external, "webhook-cert-external", false,
+		"the webhook's Secret is kept by another issuer (cert-manager): only read it (tls.crt, tls.key, ca.crt)")
+	fl.StringVar(&f.url, "webhook-url", "",
+		"URL the API server reaches the conversion webhook at, instead of the Service (a cueop outside the cluster)")
+}
+
+// conversion is the operator's conversion endpoint of f, with certificates
+// kept in the Secret by the Rotator added to mgr (addRotator).
+func (f *webhookFlags) conversion() (*operator.Conversion, error) {
+	ns, name, ok := strings.Cut(f.service, "/")
+	if !ok || ns == "" || name == "" {
+		return nil, fmt.Errorf("--webhook-service %q: want namespace/name", f.service)
+	}
+	return &operator.Conversion{Host: f.host, Port: f.port, Endpoint: webhook.Endpoint{
+		URL: f.url, ServiceNamespace: ns, ServiceName: name, Certs: &webhook.Certs{}}}, nil
+}
+
+// addRotator adds to mgr the Rotator that keeps c's certificates in the
+// Secret of f.
+func (f *webhookFlags) addRotator(mgr manager.Manager, c *operator.Conversion) error {
+	e := c.Endpoint
+	return mgr.Add(&webhook.Rotator{
+		Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Namespace: e.ServiceNamespace, Name: f.secret,
+		Hosts: webhook.ServiceHosts(e.ServiceNamespace, e.ServiceName), Certs: e.Certs, External: f.external,
+		Log: mgr.GetLogger().WithName("webhook-cert"),
+	})
+}
