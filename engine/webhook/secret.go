@@ -48,7 +48,7 @@ type Rotator struct {
 	// External: another issuer (cert-manager) keeps the Secret; the
 	// Rotator only loads it, and waits while it is missing.
 	External bool
-	Log logr.Logger
+	Log      logr.Logger
 }
 
 // ServiceHosts are the DNS names of Service name in namespace.
