@@ -1,0 +1,132 @@
+package webhook_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"sort"
+	"syscall"
+	"testing"
+	"time"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	ctrlwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
+
+	"github.com/cueop/cueop/engine/convert"
+	"github.com/cueop/cueop/engine/template"
+	"github.com/cueop/cueop/engine/webhook"
+)
+
+// BenchmarkConvertList1000 converts a list of 1,000 RedisClusters from v1
+// to v2 with the shipped template's CUE conversions, as the API server
+// asks when a client lists them at v2: one ConversionReview of 1,000
+// objects POSTed over HTTPS to controller-runtime's webhook server.
+// Reported: p50 and p99 per request, CPU (user and system, both ends)
+// per object.
+func BenchmarkConvertList1000(b *testing.B) {
+	url, client := benchServer(b)
+	body := reviewOf1000(b)
+	var durations []time.Duration
+	cpu0 := cpuTime()
+	b.ResetTimer()
+	for b.Loop() {
+		start := time.Now()
+		postReview(b, client, url, body)
+		durations = append(durations, time.Since(start))
+	}
+	cpu := cpuTime() - cpu0
+	sort.Slice(durations, func(i, j int) bool { return durations[i] < durations[j] })
+	b.ReportMetric(ms(durations[len(durations)/2]), "p50-ms/req")
+	b.ReportMetric(ms(durations[(len(durations)*99)/100]), "p99-ms/req")
+	b.ReportMetric(float64(cpu.Microseconds())/float64(len(durations)*1000), "cpu-µs/obj")
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// cpuTime is the process's CPU time so far.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// benchServer serves the RedisCluster's conversions on controller-runtime's
+// webhook server on 127.0.0.1 and returns its URL and a client trusting it.
+func benchServer(b *testing.B) (string, *http.Client) {
+	set, err := template.Load("../../templates")
+	if err != nil {
+		b.Fatal(err)
+	}
+	c, err := convert.New(set.Lookup("cache.example.com", "RedisCluster"))
+	if err != nil || c == nil {
+		b.Fatalf("converter: %v", err)
+	}
+	reg := &webhook.Registry{}
+	reg.Set(schema.GroupKind{Group: "cache.example.com", Kind: "RedisCluster"}, c)
+	certs, err := webhook.LocalCerts()
+	if err != nil {
+		b.Fatal(err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	_ = l.Close()
+	srv := ctrlwebhook.NewServer(ctrlwebhook.Options{Host: "127.0.0.1", Port: port,
+		TLSOpts: []func(*tls.Config){func(cfg *tls.Config) { cfg.GetCertificate = certs.GetCertificate }}})
+	srv.Register(webhook.Path, &webhook.Handler{Registry: reg})
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { _ = srv.Start(ctx) }()
+	b.Cleanup(cancel)
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(certs.CABundle())
+	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}, ForceAttemptHTTP2: true}}
+	url := webhook.LocalURL("127.0.0.1", port)
+	for start := time.Now(); srv.StartedChecker()(nil) != nil; time.Sleep(10 * time.Millisecond) {
+		if time.Since(start) > 10*time.Second {
+			b.Fatal("webhook server did not start")
+		}
+	}
+	return url, client
+}
+
+func reviewOf1000(b *testing.B) []byte {
+	objs := make([]runtime.RawExtension, 1000)
+	for i := range objs {
+		objs[i] = runtime.RawExtension{Raw: fmt.Appendf(nil, `{"apiVersion":"cache.example.com/v1","kind":"RedisCluster",`+
+			`"metadata":{"name":"r%d","namespace":"bench","uid":"u%d","resourceVersion":"%d","generation":2,"labels":{"team":"a"}},`+
+			`"spec":{"replicas":%d,"version":"7.0","minReady":1},`+
+			`"status":{"readyReplicas":1,"phase":"Running","observedGeneration":2,"revision":"abc","conditions":[{"type":"Ready","status":"True"}]}}`,
+			i, i, i, 1+i%9)}
+	}
+	body, err := json.Marshal(&apiextensionsv1.ConversionReview{TypeMeta: metav1.TypeMeta{APIVersion: "apiextensions.k8s.io/v1", Kind: "ConversionReview"},
+		Request: &apiextensionsv1.ConversionRequest{UID: "bench", DesiredAPIVersion: "cache.example.com/v2", Objects: objs}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return body
+}
+
+func postReview(b *testing.B, client *http.Client, url string, body []byte) {
+	resp, err := client.Post(url, "application/json", bytes.NewReader(body))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer resp.Body.Close()
+	out := &apiextensionsv1.ConversionReview{}
+	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+		b.Fatal(err)
+	}
+	if out.Response == nil || out.Response.Result.Status != metav1.StatusSuccess || len(out.Response.ConvertedObjects) != 1000 {
+		b.Fatalf("response %+v", out.Response)
+	}
+}
