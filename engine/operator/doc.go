@@ -5,7 +5,9 @@
 // new kind and stops the controller of a removed one. With InstallCRDs, a
 // kind's CRD is applied first, unless it breaks the schema of a kind with
 // stored CRs (schemaguard): then the new revision is refused, reported as a
-// template error, and the last good one keeps serving.
+// template error, and the last good one keeps serving. Every replica,
+// leader or not, serves the conversion webhook of the kinds with several
+// versions with the last good revision's conversions (conversion.go).
 //
 // Three caches serve the reconcilers. The CRs are read from an unfiltered
 // cache of their own; children are read from the manager's cache, which
