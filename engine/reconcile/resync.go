@@ -26,9 +26,10 @@ import (
 // status write of a converged CR, what that status was computed from: the
 // digest of the render's inputs (render.Inputs.Digest: template revision,
 // spec, the metadata and observed paths the template reads, the referenced
-// objects' versions), of the live children as cueop left them (identity,
-// applied hash, cueop's field set; their kstatus when the kind has no
-// `ready`), of the render policy and child labels, and of the cueop build.
+// objects' versions), of cueop's finalizers on the CR, of the live children
+// as cueop left them (identity, applied hash, cueop's field set; their
+// kstatus when the kind has no `ready`), of the render policy and child
+// labels, and of the cueop build.
 //
 // A reconcile that finds the CR's status converged at the current
 // generation and revision and this digest equal to the one recorded is
@@ -104,6 +105,9 @@ func (r *run) inputsDigest() (string, bool) {
 	h := sha256.New()
 	h.Write(d[:])
 	writeField(h, r.r.stamp())
+	for _, f := range Finalizers { // finalizers.go: a reconcile puts them back
+		writeField(h, fmt.Sprint(f, slices.Contains(r.cr.GetFinalizers(), f)))
+	}
 	if !r.childrenFingerprint(h) {
 		return "", false
 	}
