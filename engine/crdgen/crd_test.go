@@ -205,7 +205,7 @@ func TestRootSchema(t *testing.T) {
 		t.Errorf("status requires %v; the engine may write its conditions alone", status.Required)
 	}
 	names := slices.Sorted(maps.Keys(status.Properties))
-	if want := []string{"conditions", "observedGeneration", "phase", "readyReplicas", "revision", "selector"}; !slices.Equal(names, want) {
+	if want := []string{"conditions", "inputsDigest", "observedGeneration", "phase", "readyReplicas", "revision", "selector"}; !slices.Equal(names, want) {
 		t.Errorf("status fields %v, want %v", names, want)
 	}
 	conditions := status.Properties["conditions"]
@@ -230,7 +230,7 @@ func TestRequiredSpec(t *testing.T) {
 func TestNoStatus(t *testing.T) {
 	crd := generateValid(t, "#Spec: {}")
 	status := rootOf(crd).Properties["status"]
-	if status.Type != "object" || len(status.Properties) != 3 || status.Description != statusDoc {
+	if status.Type != "object" || len(status.Properties) != 4 || status.Description != statusDoc {
 		t.Errorf("status without #Status:\n%s", toYAML(t, status))
 	}
 }

@@ -55,7 +55,7 @@ const (
 		"Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. " +
 		"More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds"
 	statusDoc = "Status is computed by the template from the children that exist; " +
-		"observedGeneration, conditions and revision are written by the engine."
+		"observedGeneration, conditions, revision and inputsDigest are written by the engine."
 )
 
 func specSchema(spec cue.Value) (*apiextensionsv1.JSONSchemaProps, error) {
@@ -106,7 +106,7 @@ func statusSchema(status cue.Value) (*apiextensionsv1.JSONSchemaProps, error) {
 
 // checkReserved refuses #Status fields that the engine writes itself.
 func checkReserved(s *apiextensionsv1.JSONSchemaProps, status cue.Value, l loc) error {
-	for _, name := range []string{"conditions", "observedGeneration", "revision"} {
+	for _, name := range []string{"conditions", "observedGeneration", "revision", template.StatusInputsDigest} {
 		if _, ok := s.Properties[name]; ok {
 			f := status.LookupPath(cue.MakePath(cue.Str(name).Optional()))
 			return l.field(name, f).errorf(f, "is written by the engine; choose another name")
@@ -127,6 +127,11 @@ func engineStatus() map[string]apiextensionsv1.JSONSchemaProps {
 			Description: "revision is the template revision the resource was last converged to.",
 		},
 		"conditions": conditionsSchema(),
+		template.StatusInputsDigest: {
+			Type: "string",
+			Description: "inputsDigest is the digest of what the status was computed from (the render's inputs and the children as cueop left them): " +
+				"a restarted cueop does not render again a resource whose digest is unchanged.",
+		},
 	}
 }
 

@@ -75,7 +75,7 @@ func appliesUnchanged(t *testing.T) float64 {
 	return metricSum(t, "cueop_applies_total", "result", "unchanged")
 }
 
-// metricSum is the sum of the counters and gauges of the metric name
+// metricSum is the sum of the counters, gauges and histogram counts of the metric name
 // whose labels hold every key/value pair of kv.
 func metricSum(t *testing.T, name string, kv ...string) float64 {
 	t.Helper()
@@ -94,11 +94,16 @@ func metricSum(t *testing.T, name string, kv ...string) float64 {
 				labels[l.GetName()] = l.GetValue()
 			}
 			if labelsMatch(labels, kv) {
-				total += m.GetCounter().GetValue() + m.GetGauge().GetValue()
+				total += m.GetCounter().GetValue() + m.GetGauge().GetValue() + float64(m.GetHistogram().GetSampleCount())
 			}
 		}
 	}
 	return total
+}
+
+// renders is the count of renders of kind, from cueop's metrics.
+func renders(t *testing.T, kind string) float64 {
+	return metricSum(t, "cueop_render_duration_seconds", "kind", kind)
 }
 
 func labelsMatch(labels map[string]string, kv []string) bool {

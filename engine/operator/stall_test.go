@@ -167,29 +167,25 @@ func countingConfig() (*rest.Config, *countingTransport) {
 }
 
 // TestNoWritesOnResync restarts the operator over converged CRs: the new
-// operator reconciles every one of them and must not write anything.
+// operator reconciles every one of them and must not write anything, nor
+// render any (each CR's status records the digest of its inputs and
+// children: reconcile/resync.go).
 func TestNoWritesOnResync(t *testing.T) {
 	ns := clustertest.Namespace(t)
 	dir := copyTemplates(t)
 	c := newClient(t)
 	const n = 5
-	func() {
-		_, stop := startOperatorStoppable(t, dir, ns, nil)
-		defer stop()
-		waitCRD(t)
-		for i := range n {
-			mustKubectl(t, redisYAML(ns, fmt.Sprintf("idle-%d", i), 3, "7.0"), "apply", "-f", "-")
-		}
-		for i := range n {
-			eventually(t, 60*time.Second, func() string { return readyStatus(t, c, ns, fmt.Sprintf("idle-%d", i), 3) })
-		}
-	}()
-	before := appliesUnchanged(t)
+	var names []string
+	for i := range n {
+		names = append(names, fmt.Sprintf("idle-%d", i))
+	}
+	convergeThenStop(t, dir, ns, c, names...)
+	rendered, checked := renders(t, "RedisCluster"), appliesUnchanged(t)
 	cfg, ct := countingConfig()
 	act := startOperator(t, dir, ns, cfg)
 	eventually(t, 60*time.Second, func() string {
-		if got := appliesUnchanged(t) - before; got < n*5 {
-			return fmt.Sprintf("%v unchanged applies, want %d (every child of every CR checked)", got, n*5)
+		if got := act.ReconcilesOf("namespace", ns); got < n {
+			return fmt.Sprintf("%d reconciles in %s, want %d (every CR)", got, ns, n)
 		}
 		return ""
 	})
@@ -197,6 +193,12 @@ func TestNoWritesOnResync(t *testing.T) {
 	writes, reads := ct.snapshot()
 	if len(writes) != 0 {
 		t.Fatalf("%d write requests during a resync of converged CRs: %v", len(writes), writes)
+	}
+	if got := renders(t, "RedisCluster") - rendered; got != 0 {
+		t.Errorf("%v renders during a resync of %d converged CRs, want 0", got, n)
+	}
+	if got := appliesUnchanged(t) - checked; got != 0 {
+		t.Errorf("%v children compared during a resync of %d converged CRs, want 0", got, n)
 	}
 	t.Logf("resync of %d converged CRs: 0 writes, %d reads (lists and watches)", n, reads)
 
@@ -213,4 +215,61 @@ func TestNoWritesOnResync(t *testing.T) {
 	}
 }
 
-var _ = context.Background
+// convergeThenStop runs an operator on dir until RedisClusters of the
+// given names, 3 replicas each, are Ready in ns, then stops it.
+func convergeThenStop(t *testing.T, dir, ns string, c client.Client, names ...string) {
+	t.Helper()
+	_, stop := startOperatorStoppable(t, dir, ns, nil)
+	defer stop()
+	waitCRD(t)
+	for _, name := range names {
+		mustKubectl(t, redisYAML(ns, name, 3, "7.0"), "apply", "-f", "-")
+	}
+	for _, name := range names {
+		eventually(t, 60*time.Second, func() string { return readyStatus(t, c, ns, name, 3) })
+	}
+}
+
+// TestRestartRepairsWhatChangedWhileDown: a restarted operator skips the
+// render of a CR only when its recorded inputs digest still holds (see
+// TestNoWritesOnResync): a child edited, a child deleted and a spec changed
+// while no operator ran are each converged after the restart.
+func TestRestartRepairsWhatChangedWhileDown(t *testing.T) {
+	ns := clustertest.Namespace(t)
+	dir := copyTemplates(t)
+	c := newClient(t)
+	convergeThenStop(t, dir, ns, c, "edited", "deleted", "scaled", "kept")
+	kept := getCR(t, c, ns, "kept")
+	digest, _, _ := unstructured.NestedString(kept.Object, "status", "inputsDigest")
+	if digest == "" {
+		t.Fatalf("converged CR kept has no status.inputsDigest: %v", kept.Object["status"])
+	}
+
+	mustKubectl(t, "", "-n", ns, "patch", "configmap", "edited-config", "--type=merge", "-p", `{"data":{"redis.conf":"port 1\n"}}`)
+	mustKubectl(t, "", "-n", ns, "delete", "pod", "deleted-1", "--wait=false")
+	mustKubectl(t, redisYAML(ns, "scaled", 2, "7.0"), "apply", "-f", "-")
+	startOperator(t, dir, ns, nil)
+	eventually(t, 60*time.Second, func() string {
+		cm := &unstructured.Unstructured{}
+		cm.SetAPIVersion("v1")
+		cm.SetKind("ConfigMap")
+		if err := c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "edited-config"}, cm); err != nil {
+			return err.Error()
+		}
+		if conf, _, _ := unstructured.NestedString(cm.Object, "data", "redis.conf"); !strings.Contains(conf, "port 6379") {
+			return "redis.conf not restored: " + conf
+		}
+		return ""
+	})
+	eventually(t, 60*time.Second, func() string {
+		if pods := listPods(t, c, ns, "deleted"); len(pods) != 3 {
+			return fmt.Sprintf("CR deleted has %d Pods, want 3", len(pods))
+		}
+		return readyStatus(t, c, ns, "deleted", 3)
+	})
+	eventually(t, 60*time.Second, func() string { return readyStatus(t, c, ns, "scaled", 2) })
+	after, _, _ := unstructured.NestedString(getCR(t, c, ns, "kept").Object, "status", "inputsDigest")
+	if after != digest || getCR(t, c, ns, "kept").GetResourceVersion() != kept.GetResourceVersion() {
+		t.Errorf("CR kept was written: inputsDigest %q, was %q", after, digest)
+	}
+}

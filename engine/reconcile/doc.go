@@ -6,6 +6,9 @@
 //	         namespace, from a watched cache (references.go: by their
 //	         metadata when the reconciler has a Load); a missing one
 //	         leaves the CR waiting, not rendered
+//	settled  a CR whose status records a convergence at the digest of
+//	         these inputs and of its children as cueop left them stops
+//	         here: nothing rendered, applied or written (resync.go)
 //	render   the current template over the CR, the observed children and
 //	         the referenced objects (read whole only when the digest of
 //	         these inputs changed: memo.go)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -79,6 +80,9 @@ type Reconciler struct {
 	written   statusWrites
 	memo      renderMemo   // memo.go
 	conflicts conflictMemo // ownership.go
+
+	stampOnce sync.Once // resync.go
+	stampText string
 }
 
 // Observer receives what a reconcile did, for metrics.
@@ -163,10 +167,15 @@ type run struct {
 	// knows nothing new about them and must not say it converged.
 	observeFailed error
 	result_       *render.Result
-	stalled       *stall
-	actions       map[apply.Action][]string
-	waiting       string // why the CR is not converged yet, if it is not
-	pending       string // why the current inputs were not rendered (pending.go)
+	// skipped: the status records a convergence at these very inputs and
+	// children, so nothing was rendered or applied (resync.go).
+	skipped bool
+	// rerendered: the children were observed and rendered twice (rerender).
+	rerendered bool
+	stalled    *stall
+	actions    map[apply.Action][]string
+	waiting    string // why the CR is not converged yet, if it is not
+	pending    string // why the current inputs were not rendered (pending.go)
 
 	referenced map[string]render.Referenced // what the references resolved to
 	missing    string                       // the references not found, if any
@@ -190,6 +199,9 @@ func (r *run) converge(ctx context.Context) error {
 	}
 	if err := r.resolve(ctx); err != nil || r.stalled != nil || r.missing != "" {
 		return err
+	}
+	if r.skipped = r.settled(); r.skipped { // resync.go
+		return nil
 	}
 	if err := r.render(ctx); err != nil || r.result_ == nil {
 		return err
@@ -246,6 +258,7 @@ func (r *run) rerender(ctx context.Context) error {
 	if !misread(r.result_.Children, r.owned, r.observed) {
 		return nil
 	}
+	r.rerendered = true
 	if err := r.observe(ctx); err != nil {
 		r.result_, r.observeFailed = nil, err
 		return err
@@ -286,6 +299,9 @@ func (r *run) watchKinds(ctx context.Context) error {
 // converged is true when the CR is ready and this reconcile found nothing
 // to change or wait for.
 func (r *run) converged() bool {
+	if r.skipped {
+		return true
+	}
 	return r.stalled == nil && r.result_ != nil && r.result_.Ready && r.progressing() == ""
 }
 

@@ -52,7 +52,7 @@ func (r *run) desiredStatus() map[string]any {
 	} else {
 		owned := ownedStatusFields(r.cr, r.r.fieldManager())
 		for k, v := range old {
-			if owned[k] {
+			if owned[k] && k != StatusInputsDigest {
 				st[k] = v
 			}
 		}
@@ -67,6 +67,7 @@ func (r *run) desiredStatus() map[string]any {
 		}
 	}
 	st["conditions"] = conditionsValue(r.conditions(ownConditions(oldConditions(old))))
+	r.recordDigest(st) // resync.go
 	return st
 }
 
@@ -190,8 +191,11 @@ func (r *run) progressReason() string {
 
 // writeStatus applies the status once, and only when it changed.
 func (r *run) writeStatus(ctx context.Context) error {
+	if r.skipped {
+		return nil // settled: the status is what it was (resync.go)
+	}
 	st := r.desiredStatus()
-	if sameStatus(r.cr.Object["status"], st) {
+	if sameStatus(r.cr.Object["status"], withoutDigest(st)) {
 		return nil
 	}
 	obj := &unstructured.Unstructured{Object: map[string]any{

@@ -22,6 +22,11 @@ const (
 
 // The template contract: every CUE path the Go code reads or fills, named
 // once. See ARCHITECTURE.md for what each means to a template author.
+// StatusInputsDigest is the status field in which the controller records,
+// with the status of a converged CR, the digest of what that status was
+// computed from (engine/reconcile/resync.go).
+const StatusInputsDigest = "inputsDigest"
+
 var (
 	PathResource   = cue.ParsePath("resource")
 	PathSpec       = cue.ParsePath("#Spec")

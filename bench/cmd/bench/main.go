@@ -391,7 +391,7 @@ func (d *driver) afterConvergence(ctx context.Context, rep *report, kept map[str
 		}
 		st.Op = op
 		steady = append(steady, st)
-		d.logf("%s steady: resync in %.1fs, %d writes", op, st.Resync.Seconds(), st.ResyncWrites)
+		d.logf("%s steady: resync in %.1fs, %d writes, %.0f renders", op, st.Resync.Seconds(), st.ResyncWrites, st.ResyncRenders)
 	}
 	idleEnd := time.Now().Add(d.cfg.Idle)
 	storm := d.startStorm(ctx)

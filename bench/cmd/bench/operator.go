@@ -39,6 +39,9 @@ type opStats struct {
 	// controller_runtime_reconcile_total and workqueue_depth.
 	Reconciles float64 `json:"reconciles"`
 	QueueDepth float64 `json:"queueDepth"`
+	// Renders counts cueop's renders (cueop_render_duration_seconds; a
+	// reuse of the render memo or a settled CR is none); 0 for the baseline.
+	Renders float64 `json:"renders"`
 	// Heap figures in bytes, sampled every 100ms since the process started:
 	// HeapInuse as runtime.MemStats defines it (objects plus unused space in
 	// in-use spans) and HeapAlloc (live and unswept objects).
@@ -166,7 +169,7 @@ func runOperator(args []string) error {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/stats", func(w http.ResponseWriter, _ *http.Request) {
 		st := opStats{Counts: counter.Snapshot(), Ready: ready.Load()}
-		st.Reconciles, st.QueueDepth = controllerMetrics()
+		st.Reconciles, st.QueueDepth, st.Renders = controllerMetrics()
 		st.HeapInuse, st.PeakHeapInuse, st.PeakHeapAlloc = heap.get()
 		st.CPUSeconds, st.MaxRSS = rusage()
 		st.WorkerCPUSeconds, st.WorkerMaxRSS = workerUsage(workerMem)
@@ -194,11 +197,11 @@ func runOperator(args []string) error {
 }
 
 // controllerMetrics sums the reconciles and the work queue depths of the
-// process's controllers.
-func controllerMetrics() (reconciles, depth float64) {
+// process's controllers, and cueop's renders.
+func controllerMetrics() (reconciles, depth, renders float64) {
 	families, err := crmetrics.Registry.Gather()
 	if err != nil {
-		return 0, 0
+		return 0, 0, 0
 	}
 	for _, f := range families {
 		for _, m := range f.GetMetric() {
@@ -207,10 +210,12 @@ func controllerMetrics() (reconciles, depth float64) {
 				reconciles += m.GetCounter().GetValue()
 			case "workqueue_depth":
 				depth += m.GetGauge().GetValue()
+			case "cueop_render_duration_seconds":
+				renders += float64(m.GetHistogram().GetSampleCount())
 			}
 		}
 	}
-	return reconciles, depth
+	return reconciles, depth, renders
 }
 
 // heapSampler keeps the peak heap figures, read from runtime/metrics (no

@@ -208,10 +208,12 @@ type steadyResult struct {
 	// ResyncWrites are the writes until the resync ended; Counts everything
 	// the new process sent, resync and idle.
 	ResyncWrites int64
-	Counts       harness.Counts
-	Reconciles   float64
-	Stats        opStats
-	idleStart    time.Time
+	// ResyncRenders are cueop's renders until the resync ended.
+	ResyncRenders float64
+	Counts        harness.Counts
+	Reconciles    float64
+	Stats         opStats
+	idleStart     time.Time
 }
 
 // resync waits until p, started on N converged CRs, reconciled every one
@@ -227,7 +229,8 @@ func (d *driver) resync(ctx context.Context, p *opProc) (*steadyResult, error) {
 		return nil, fmt.Errorf("resync: %w", err)
 	}
 	res.Resync = time.Since(start)
-	res.ResyncWrites = p.mustStats().Writes
+	st := p.mustStats()
+	res.ResyncWrites, res.ResyncRenders = st.Writes, st.Renders
 	res.idleStart = time.Now()
 	return res, nil
 }

@@ -479,6 +479,7 @@ func (r *report) steadySection(p func(string, ...any)) {
 	p("| resync (s) | %.1f | %.1f |\n", cs.Resync.Seconds(), bs.Resync.Seconds())
 	p("| idle after the resync | %s | %s |\n", cs.Idle.Round(time.Second), bs.Idle.Round(time.Second))
 	p("| reconciles | %.0f | %.0f |\n", cs.Reconciles, bs.Reconciles)
+	p("| renders during the resync | %.0f | |\n", cs.ResyncRenders)
 	p("| writes during the resync | %d | %d |\n", cs.ResyncWrites, bs.ResyncWrites)
 	p("| writes during resync + idle | %d%s | %d%s |\n", cs.Counts.Writes, fmtBy(cs.Counts.WritesBy), bs.Counts.Writes, fmtBy(bs.Counts.WritesBy))
 	p("| reads (GET, LIST) / watch requests | %d / %d | %d / %d |\n\n", cs.Counts.Reads, cs.Counts.Watches, bs.Counts.Reads, bs.Counts.Watches)
