@@ -55,26 +55,7 @@ func webAppFleet(t *testing.T, n int) string {
 			t.Fatal(err)
 		}
 	}
-	clustertest.Eventually(t, 2*time.Minute, func() string {
-		list := &unstructured.UnstructuredList{}
-		list.SetGroupVersionKind(webAppGVK.GroupVersion().WithKind("WebAppList"))
-		if err := c.List(ctx, list, client.InNamespace(ns)); err != nil {
-			return err.Error()
-		}
-		ready := 0
-		for _, cr := range list.Items {
-			conds, _, _ := unstructured.NestedSlice(cr.Object, "status", "conditions")
-			for _, x := range conds {
-				if m, _ := x.(map[string]any); m["type"] == "Ready" && m["status"] == "True" {
-					ready++
-				}
-			}
-		}
-		if ready != n {
-			return fmt.Sprintf("%d of %d WebApps Ready", ready, n)
-		}
-		return ""
-	})
+	waitKindReady(t, c, webAppGVK, ns, n)
 	a.Settled(t, 0, time.Minute)
 	stop()
 	return ns
