@@ -182,9 +182,11 @@ func TestServiceAccountIsLeastPrivilege(t *testing.T) {
 		{cluster("impersonate", "users"), "no"},
 		{inNS("create", "pods", "--subresource=exec"), "no"},
 		{inNS("create", "serviceaccounts"), "no"},
-		{inNS("create", "persistentvolumeclaims"), "no"},
+		{inNS("create", "persistentvolumeclaims"), "yes"}, // the Blog's posts
+		{inNS("create", "statefulsets.apps"), "no"},       // allowed, but no template creates one
 		{inNS("create", "redisclusters.cache.example.com"), "no"},
-		{inNS("patch", "redisclusters.cache.example.com"), "no"}, // no template retains a child: no finalizer to patch
+		{inNS("patch", "redisclusters.cache.example.com"), "no"}, // it retains no child: no finalizer to patch
+		{inNS("patch", "blogs.blog.example.com"), "yes"},         // it retains its claim: a finalizer
 		{cluster("delete", "customresourcedefinitions.apiextensions.k8s.io"), "no"},
 	} {
 		out, _ := kubectl(t, "", append([]string{"auth", "can-i", "--as=" + serviceAccount}, c.args...)...)
