@@ -3,6 +3,8 @@ package diff_test
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -104,7 +106,8 @@ func TestFileAsKubectlApplies(t *testing.T) {
 // TestFileApplyModeChosen: --server-side=false previews a client-side
 // apply over a CR applied server-side (no last-applied-configuration, so
 // nothing dropped is removed, as kubectl apply does), and --server-side a
-// server-side one over a new CR.
+// server-side one over a new CR; `cueop diff -f` says so for the flag
+// unset, true and false.
 func TestFileApplyModeChosen(t *testing.T) {
 	ns := clustertest.Namespace(t)
 	dir := copyTemplates(t)
@@ -129,6 +132,30 @@ func TestFileApplyModeChosen(t *testing.T) {
 	r = run(t, dir, diff.Options{Namespace: ns, Files: file[1:], Apply: diff.ApplyServerSide})
 	if len(r.Files) != 1 || r.Files[0].Mode != diff.ApplyServerSide {
 		t.Errorf("files = %+v, want a server-side preview", r.Files)
+	}
+
+	// The command's flag: unset or true (kubectl owns ingressHost: it goes,
+	// exit 1), false (nothing removed, exit 0).
+	path := filepath.Join(t.TempDir(), "blog.yaml")
+	if err := os.WriteFile(path, []byte(blogYAML(ns, "ssa", "")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	bin := cueop(t)
+	for _, c := range []struct {
+		flag, line string
+		code       int
+	}{
+		{"", "as kubectl apply --server-side (the live CR has no last-applied-configuration)", 1},
+		{"--server-side", "as kubectl apply --server-side (field manager kubectl)", 1},
+		{"--server-side=false", "as kubectl apply: a merge patch from the file over the live CR", 0},
+	} {
+		args := []string{"-f", path}
+		if c.flag != "" {
+			args = append(args, c.flag)
+		}
+		if out, code := runDiffCommand(t, bin, dir, ns, args...); code != c.code || !strings.Contains(out, "Blog "+ns+"/ssa: "+c.line) {
+			t.Errorf("cueop diff -f %s: exit %d, want %d and %q:\n%s", c.flag, code, c.code, c.line, out)
+		}
 	}
 }
 
