@@ -27,7 +27,13 @@ func cueop(t *testing.T) string {
 func runDiffCommand(t *testing.T, bin, dir, ns string, args ...string) (string, int) {
 	t.Helper()
 	args = append([]string{"--templates", dir, "diff", "--kubeconfig", clustertest.Cluster().KubeconfigPath, "-n", ns}, args...)
-	out, err := exec.Command(bin, args...).CombinedOutput()
+	return outputAndCode(t, exec.Command(bin, args...))
+}
+
+// outputAndCode runs cmd and returns its combined output and exit code.
+func outputAndCode(t *testing.T, cmd *exec.Cmd) (string, int) {
+	t.Helper()
+	out, err := cmd.CombinedOutput()
 	var exit *exec.ExitError
 	if errors.As(err, &exit) {
 		return string(out), exit.ExitCode()

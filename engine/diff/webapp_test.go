@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -292,15 +291,7 @@ func TestDiffWebApp(t *testing.T) {
 			args = append([]string{"--templates", copyTemplates(t), "diff", "--kubeconfig", clustertest.Cluster().KubeconfigPath, "-n", ns, "--kind", "WebApp"}, args...)
 			cmd := exec.Command(bin, args...)
 			cmd.Env = append(os.Environ(), "CUEOP_READABLE_KINDS="+env)
-			out, err := cmd.CombinedOutput()
-			var exit *exec.ExitError
-			if errors.As(err, &exit) {
-				return string(out), exit.ExitCode()
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			return string(out), 0
+			return outputAndCode(t, cmd)
 		}
 		out, code := diffCmd("Secret")
 		if code != 2 || strings.Count(out, "error: ReferenceRefused: ") != 4 || !strings.Contains(out, "kind ConfigMap is not in the readable kinds (Secret)") {
