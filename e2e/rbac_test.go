@@ -68,7 +68,13 @@ func TestGeneratedRBACIsSufficient(t *testing.T) {
 	samples := readSamples(t, ns)
 	mustKubectl(t, yamlStream(t, samples), "apply", "-f", "-")
 	for _, s := range samples {
+		if s.GroupVersionKind().Group == "" {
+			continue // the ConfigMap the Blog references: not a CR
+		}
 		waitReady(t, ns, strings.ToLower(s.GetKind())+"/"+s.GetName())
+	}
+	if got := mustKubectl(t, "", "-n", ns, "get", "blog/news", "-o", "jsonpath={.status.volume}"); got != "Bound" {
+		t.Errorf("blog/news status.volume = %q, want Bound (its claim bound by the cluster's provisioner)", got)
 	}
 	if got := mustKubectl(t, "", "-n", ns, "get", "rediscluster/sample", "-o", "jsonpath={.status.readyReplicas}"); got != "3" {
 		t.Errorf("rediscluster/sample readyReplicas = %q, want 3", got)
@@ -176,9 +182,11 @@ func TestServiceAccountIsLeastPrivilege(t *testing.T) {
 		{cluster("impersonate", "users"), "no"},
 		{inNS("create", "pods", "--subresource=exec"), "no"},
 		{inNS("create", "serviceaccounts"), "no"},
-		{inNS("create", "persistentvolumeclaims"), "no"},
+		{inNS("create", "persistentvolumeclaims"), "yes"}, // the Blog's posts
+		{inNS("create", "statefulsets.apps"), "no"},       // allowed, but no template creates one
 		{inNS("create", "redisclusters.cache.example.com"), "no"},
-		{inNS("patch", "redisclusters.cache.example.com"), "no"}, // no template retains a child: no finalizer to patch
+		{inNS("patch", "redisclusters.cache.example.com"), "no"}, // it retains no child: no finalizer to patch
+		{inNS("patch", "blogs.blog.example.com"), "yes"},         // it retains its claim: a finalizer
 		{cluster("delete", "customresourcedefinitions.apiextensions.k8s.io"), "no"},
 	} {
 		out, _ := kubectl(t, "", append([]string{"auth", "can-i", "--as=" + serviceAccount}, c.args...)...)

@@ -90,9 +90,13 @@ func runDev(ctx context.Context, cmd *cobra.Command, out io.Writer, g *globals, 
 	if err := writeKubeconfig(cluster.KubeconfigPath, f.kubeconfigOut); err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "kubectl --kubeconfig %s get redisclusters,staticsites,pods -A\n", f.kubeconfigOut)
+	fmt.Fprintf(out, "kubectl --kubeconfig %s get blogs,redisclusters,staticsites,pods,pvc -A\n", f.kubeconfigOut)
 	if f.logPath != "" {
 		fmt.Fprintf(out, "operator logs (JSON) in %s; warnings and errors show here\n", f.logPath)
+	}
+	set, err := g.load()
+	if set == nil {
+		return err
 	}
 	op, runOp, err := devOperators(out, g, f, cluster) // dev_shard.go
 	if err != nil {
@@ -102,7 +106,7 @@ func runDev(ctx context.Context, cmd *cobra.Command, out io.Writer, g *globals, 
 	opCtx, stopOp := context.WithCancel(ctx)
 	defer stopOp()
 	go func() { runErr <- runOp(opCtx) }()
-	return followDev(ctx, out, op, cluster, f, runErr)
+	return followDev(ctx, out, op, set, cluster, f, runErr)
 }
 
 // ensureBinaries builds the control-plane binaries when they are missing and

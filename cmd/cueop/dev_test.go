@@ -34,7 +34,11 @@ children: b: {apiVersion: "v1", kind: "ConfigMap", metadata: name: "b" & 3}
 // TestDevExitsWhenReady runs `cueop dev --exit-when-ready` (what `make run`
 // runs, on its own local control plane) and checks what a newcomer sees:
 // status lines and an error on one readable line, not JSON logs, which go
-// to a file beside the kubeconfig.
+// to a file beside the kubeconfig. The samples hold a Blog (a claim, a
+// migration Job in wave 0, a Deployment, Service and Ingress in wave 1) and
+// the ConfigMap it references: it reaches Ready with no hand-made object,
+// its claim bound by the local cluster's provisioner and its Job completed
+// by kwok, and the ConfigMap, not a CR, is only applied.
 func TestDevExitsWhenReady(t *testing.T) {
 	dir := t.TempDir()
 	kubeconfig := filepath.Join(dir, "kubeconfig")
@@ -63,10 +67,17 @@ func TestDevExitsWhenReady(t *testing.T) {
 		"operator logs (JSON) in " + logFile,
 		"RedisCluster default/sample", "phase=Running readyReplicas=3", "Ready=True (Ready)",
 		"StaticSite default/docs", "every sample is Ready",
+		"Blog default/news", "volume=Bound",
 	} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())
 		}
+	}
+	if !hasLine(out.String(), "Blog default/news", "migrated=true", "volume=Bound", "Ready=True (Ready)") {
+		t.Errorf("no line says the Blog is migrated, bound and Ready:\n%s", out.String())
+	}
+	if strings.Contains(out.String(), "ConfigMap default/blog-settings") {
+		t.Errorf("the ConfigMap sample, not a CR, has a status line:\n%s", out.String())
 	}
 	loadErrors := 0
 	for _, line := range strings.Split(out.String(), "\n") {
@@ -98,6 +109,20 @@ func TestDevExitsWhenReady(t *testing.T) {
 			t.Errorf("log file %s has no JSON line %q (has %v)", logFile, want, msgs)
 		}
 	}
+}
+
+// hasLine reports whether a line of out holds every one of want.
+func hasLine(out string, want ...string) bool {
+	for _, line := range strings.Split(out, "\n") {
+		all := true
+		for _, w := range want {
+			all = all && strings.Contains(line, w)
+		}
+		if all {
+			return true
+		}
+	}
+	return false
 }
 
 // jsonLogMessages reads a file of JSON log lines and returns their messages.

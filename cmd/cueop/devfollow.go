@@ -19,27 +19,33 @@ import (
 
 	"github.com/cueop/cueop/engine/golden"
 	"github.com/cueop/cueop/engine/operator"
+	"github.com/cueop/cueop/engine/template"
 	"github.com/cueop/cueop/localcluster"
 )
 
 // followDev applies the samples, then prints a line per CR of every kind
 // served (the samples and any applied with kubectl) whenever its status
 // changes, until ctx is done, the operator fails or, with
-// --exit-when-ready, every sample is Ready.
-func followDev(ctx context.Context, out io.Writer, op devView, cluster *localcluster.Cluster, f *devFlags, runErr <-chan error) error {
+// --exit-when-ready, every sample CR is Ready (the samples that are not
+// CRs of set's kinds, a ConfigMap a CR references, are only applied).
+func followDev(ctx context.Context, out io.Writer, op devView, set *template.Set, cluster *localcluster.Cluster, f *devFlags, runErr <-chan error) error {
 	samples, err := readSamples(f.samples)
 	if err != nil {
 		return err
 	}
-	if len(samples) == 0 && f.exitWhenReady {
+	crs, _, err := splitSamples(set, samples)
+	if err != nil {
+		return fmt.Errorf("%s: %w", f.samples, err)
+	}
+	if len(crs) == 0 && f.exitWhenReady {
 		return fmt.Errorf("no sample in %s: --exit-when-ready waits for the samples to be Ready", f.samples)
 	}
 	if err := applySamples(ctx, cluster, samples); err != nil {
 		return err
 	}
 	fmt.Fprintf(out, "applied %d samples from %s; Ctrl-C stops everything\n", len(samples), f.samples)
-	p := newPrinter(out, op, samples)
-	if err := p.follow(ctx, sampleKinds(samples)); err != nil {
+	p := newPrinter(out, op, crs)
+	if err := p.follow(ctx, sampleKinds(crs)); err != nil {
 		return err
 	}
 	var timeout <-chan time.Time

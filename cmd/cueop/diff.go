@@ -54,12 +54,14 @@ type diffFlags struct {
 	kinds                                                []string
 	workers, burst                                       int
 	qps                                                  float32
+	serverSide                                           bool
+	apply                                                diff.ApplyMode // from --server-side, when given
 }
 
 func newDiff(g *globals) *cobra.Command {
 	f := &diffFlags{}
 	cmd := &cobra.Command{
-		Use:   "diff [-n NS] [-l SELECTOR] [--kind K] [-f cr.yaml] [-o json]",
+		Use:   "diff [-n NS] [-l SELECTOR] [--kind K] [-f cr.yaml [--server-side[=false]]] [-o json]",
 		Short: "Show what the templates would change in a live cluster, writing nothing",
 		Long: `diff renders every CR of the templates' kinds that the cluster has (or the CRs of
 -f) over the children that exist, as the controller would, and compares each child
@@ -67,6 +69,11 @@ with the live one through a server-side dry-run apply under cueop's field manage
 The objects a template references are read in each CR's namespace, within
 --readable-kinds ($CUEOP_READABLE_KINDS), as the controller reads them; children of a
 wave the controller would hold back behind a lower one not ready say so.
+With -f, each CR is previewed as kubectl apply would change it: client-side (a
+JSON merge patch, three-way from the live CR's last-applied-configuration, the
+file and the live CR) when the live CR was applied client-side, server-side
+otherwise; --server-side or --server-side=false chooses, and a line per CR
+says which it previews.
 It writes nothing. Exit code: 0 nothing would change, 1 something would, 2 an error
 (a CR that cannot be rendered, a child the API server refuses, a failed request).`,
 		Args: cobra.NoArgs,
@@ -74,6 +81,12 @@ It writes nothing. Exit code: 0 nothing would change, 1 something would, 2 an er
 			// As cueop run: $CUEOP_ALLOWED_KINDS and $CUEOP_READABLE_KINDS
 			// unless --allowed-kinds and --readable-kinds.
 			allowedKindsFromEnv(cmd, g)
+			if cmd.Flags().Changed("server-side") {
+				f.apply = diff.ApplyClientSide
+				if f.serverSide {
+					f.apply = diff.ApplyServerSide
+				}
+			}
 			return runDiff(cmd, g, f)
 		},
 	}
@@ -84,6 +97,7 @@ It writes nothing. Exit code: 0 nothing would change, 1 something would, 2 an er
 	fl.StringVarP(&f.selector, "selector", "l", "", "the CRs matching this label selector only")
 	fl.StringSliceVar(&f.kinds, "kind", nil, "the CRs of these kinds only (Kind, Kind.group or plural)")
 	fl.StringVarP(&f.file, "filename", "f", "", "diff the CRs of this YAML file, as applying it would make them")
+	fl.BoolVar(&f.serverSide, "server-side", false, "with -f: preview kubectl apply --server-side (true) or client-side kubectl apply (false); unset: client-side when the live CR has a last-applied-configuration")
 	fl.StringVarP(&f.output, "output", "o", "text", "text (summary, then diffs), summary (no diffs) or json")
 	fl.StringVar(&f.color, "color", "auto", "auto (on a terminal, unless $NO_COLOR), always or never")
 	fl.IntVar(&f.workers, "concurrency", diff.DefaultWorkers, "CRs diffed at once")
@@ -152,7 +166,7 @@ func diffOptions(g *globals, f *diffFlags) (diff.Options, error) {
 		return diff.Options{}, err
 	}
 	return diff.Options{Client: c, Set: set, Render: ropts, Namespace: f.namespace, Selector: sel,
-		Kinds: f.kinds, Files: files, Workers: f.workers}, nil
+		Kinds: f.kinds, Files: files, Apply: f.apply, Workers: f.workers}, nil
 }
 
 // diffFiles reads the CRs of file ("" for none).

@@ -287,23 +287,26 @@ func goldenParent(k *template.Kind, path string) (parentCase, bool, error) {
 	return c, true, nil
 }
 
-// sampleParents reads the sample CRs, each of a kind of set.
+// sampleParents reads the sample CRs, each of a kind of set; the other
+// samples (the objects the CRs reference) are given to each render as
+// referenced.
 func sampleParents(set *template.Set, dir string) ([]parentCase, error) {
 	objs, err := readSamples(dir)
 	if err != nil {
 		return nil, err
 	}
-	cases := make([]parentCase, 0, len(objs))
-	for _, o := range objs {
+	crs, others, err := splitSamples(set, objs)
+	if err != nil {
+		return nil, err
+	}
+	cases := make([]parentCase, 0, len(crs))
+	for _, o := range crs {
 		gvk := o.GroupVersionKind()
-		k := set.Lookup(gvk.Group, gvk.Kind)
-		if k == nil {
-			return nil, fmt.Errorf("sample %s/%s: no template serves %s", o.GetKind(), o.GetName(), gvk)
-		}
 		if o.GetNamespace() == "" {
 			o.SetNamespace("default")
 		}
-		cases = append(cases, parentCase{source: "sample " + o.GetKind() + "/" + o.GetName(), kind: k, parent: o})
+		cases = append(cases, parentCase{source: "sample " + o.GetKind() + "/" + o.GetName(),
+			kind: set.Lookup(gvk.Group, gvk.Kind), parent: o, referenced: others})
 	}
 	return cases, nil
 }

@@ -258,7 +258,9 @@ func TestCELEquivalence(t *testing.T) {
 				}
 			}
 			for _, r := range rules {
-				if fired[r.Message] == 0 {
+				// A transition rule (an immutable field) compares with the
+				// stored object: a create never breaks it (TestImmutable checks it on updates).
+				if fired[r.Message] == 0 && !strings.Contains(r.Rule, "oldSelf") {
 					t.Errorf("no spec broke the rule of %s", r.What)
 				}
 			}

@@ -22,6 +22,28 @@ func cueop(t *testing.T) string {
 	return bin
 }
 
+// runDiffCommand runs bin diff with the templates of dir in namespace ns
+// and returns its output and exit code.
+func runDiffCommand(t *testing.T, bin, dir, ns string, args ...string) (string, int) {
+	t.Helper()
+	args = append([]string{"--templates", dir, "diff", "--kubeconfig", clustertest.Cluster().KubeconfigPath, "-n", ns}, args...)
+	return outputAndCode(t, exec.Command(bin, args...))
+}
+
+// outputAndCode runs cmd and returns its combined output and exit code.
+func outputAndCode(t *testing.T, cmd *exec.Cmd) (string, int) {
+	t.Helper()
+	out, err := cmd.CombinedOutput()
+	var exit *exec.ExitError
+	if errors.As(err, &exit) {
+		return string(out), exit.ExitCode()
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(out), 0
+}
+
 // TestDiffCommand runs `cueop diff` as a user does and checks its exit
 // codes: 0 when nothing would change, 1 when something would, 2 on error,
 // and its output: a summary, diffs, colours only when asked (stdout is
@@ -31,16 +53,7 @@ func TestDiffCommand(t *testing.T) {
 	bin := cueop(t)
 	diffCmd := func(dir string, args ...string) (string, int) {
 		t.Helper()
-		args = append([]string{"--templates", dir, "diff", "--kubeconfig", clustertest.Cluster().KubeconfigPath, "-n", ns}, args...)
-		out, err := exec.Command(bin, args...).CombinedOutput()
-		var exit *exec.ExitError
-		if errors.As(err, &exit) {
-			return string(out), exit.ExitCode()
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		return string(out), 0
+		return runDiffCommand(t, bin, dir, ns, args...)
 	}
 	if out, code := diffCmd(copyTemplates(t)); code != 0 || !strings.Contains(out, "RedisCluster.cache.example.com  2    2") {
 		t.Errorf("unchanged templates: exit %d, want 0:\n%s", code, out)

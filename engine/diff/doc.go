@@ -22,6 +22,13 @@
 //     holds data: a PersistentVolumeClaim); release: the same child with
 //     policy prune: never, left in place.
 //
+// The CRs of Options.Files are first dry-run as the user's kubectl apply
+// would change the live CR (applymode.go): kubectl's three-way JSON merge
+// patch from the live CR's last-applied-configuration when it has one
+// (it was applied client-side), else a server-side apply under kubectl's
+// field manager; Options.Apply forces either. Their own diff leaves out the
+// fields the file does not set and the apply does not change (crview.go).
+//
 // A CR's references are read from the cluster as the reconciler reads them
 // (reconcile.ReadReferences, the readable kinds of Options.Render, the CR's
 // namespace only), each referenced kind listed once per Run; a missing one

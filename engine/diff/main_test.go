@@ -132,12 +132,18 @@ func waitCRD(t testing.TB) {
 	})
 }
 
-// waitReady waits for the n CRs of ns to be Ready.
+// waitReady waits for the n RedisClusters of ns to be Ready.
 func waitReady(t testing.TB, c client.Client, ns string, n int) {
+	t.Helper()
+	waitKindReady(t, c, redisGVK, ns, n)
+}
+
+// waitKindReady waits for the n CRs of kind gvk in ns to be Ready.
+func waitKindReady(t testing.TB, c client.Client, gvk schema.GroupVersionKind, ns string, n int) {
 	t.Helper()
 	clustertest.Eventually(t, 3*time.Minute+time.Duration(n)*300*time.Millisecond, func() string {
 		list := &unstructured.UnstructuredList{}
-		list.SetGroupVersionKind(redisGVK.GroupVersion().WithKind("RedisClusterList"))
+		list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
 		if err := c.List(context.Background(), list, client.InNamespace(ns)); err != nil {
 			return err.Error()
 		}
@@ -151,7 +157,7 @@ func waitReady(t testing.TB, c client.Client, ns string, n int) {
 			}
 		}
 		if ready != n {
-			return fmt.Sprintf("%d of %d RedisClusters Ready", ready, n)
+			return fmt.Sprintf("%d of %d %ss Ready", ready, n, gvk.Kind)
 		}
 		return ""
 	})

@@ -32,6 +32,7 @@ func (r *Report) WriteJSON(w io.Writer) error {
 // failed CR with its children and their diffs; color adds ANSI colours.
 func (r *Report) WriteText(w io.Writer, color bool) error {
 	p := &printer{w: w, color: color}
+	p.files(r)
 	p.summary(r)
 	p.errors(r)
 	for _, c := range r.CRs {
@@ -44,6 +45,7 @@ func (r *Report) WriteText(w io.Writer, color bool) error {
 // that fails or has a destructive change, without diffs.
 func (r *Report) WriteSummary(w io.Writer, color bool) error {
 	p := &printer{w: w, color: color}
+	p.files(r)
 	p.summary(r)
 	p.errors(r)
 	for _, c := range r.CRs {
@@ -66,6 +68,13 @@ func destructive(c CR) int {
 		}
 	}
 	return n
+}
+
+// files says which kubectl apply each CR of a file is previewed as.
+func (p *printer) files(r *Report) {
+	for _, f := range r.Files {
+		p.line(cyan, fmt.Sprintf("%s %s/%s: %s", f.Kind, f.Namespace, f.Name, f.Why))
+	}
 }
 
 func (p *printer) errors(r *Report) {

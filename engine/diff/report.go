@@ -29,6 +29,9 @@ type Report struct {
 	// CRs are the CRs that would change or failed, sorted by kind,
 	// namespace and name; unchanged ones are only counted in Kinds.
 	CRs []CR `json:"crs"`
+	// Files say, for each CR of Options.Files, which kubectl apply the
+	// preview is of.
+	Files []FileApply `json:"files,omitempty"`
 	// Errors are failures not of one CR: a template that does not compile,
 	// a list the API server refused.
 	Errors []string `json:"errors,omitempty"`

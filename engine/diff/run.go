@@ -46,6 +46,10 @@ type Options struct {
 	// Files, when not empty, are the CRs to diff instead of the cluster's:
 	// each is what applying it would do (it is dry-run applied first).
 	Files []*unstructured.Unstructured
+	// Apply is how the user applies Files: ApplyAuto (client-side for a live
+	// CR with a last-applied configuration, else server-side),
+	// ApplyClientSide or ApplyServerSide.
+	Apply ApplyMode
 	// Workers bounds the CRs diffed at once; 0 means DefaultWorkers.
 	Workers int
 }

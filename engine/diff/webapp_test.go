@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -55,26 +54,7 @@ func webAppFleet(t *testing.T, n int) string {
 			t.Fatal(err)
 		}
 	}
-	clustertest.Eventually(t, 2*time.Minute, func() string {
-		list := &unstructured.UnstructuredList{}
-		list.SetGroupVersionKind(webAppGVK.GroupVersion().WithKind("WebAppList"))
-		if err := c.List(ctx, list, client.InNamespace(ns)); err != nil {
-			return err.Error()
-		}
-		ready := 0
-		for _, cr := range list.Items {
-			conds, _, _ := unstructured.NestedSlice(cr.Object, "status", "conditions")
-			for _, x := range conds {
-				if m, _ := x.(map[string]any); m["type"] == "Ready" && m["status"] == "True" {
-					ready++
-				}
-			}
-		}
-		if ready != n {
-			return fmt.Sprintf("%d of %d WebApps Ready", ready, n)
-		}
-		return ""
-	})
+	waitKindReady(t, c, webAppGVK, ns, n)
 	a.Settled(t, 0, time.Minute)
 	stop()
 	return ns
@@ -311,15 +291,7 @@ func TestDiffWebApp(t *testing.T) {
 			args = append([]string{"--templates", copyTemplates(t), "diff", "--kubeconfig", clustertest.Cluster().KubeconfigPath, "-n", ns, "--kind", "WebApp"}, args...)
 			cmd := exec.Command(bin, args...)
 			cmd.Env = append(os.Environ(), "CUEOP_READABLE_KINDS="+env)
-			out, err := cmd.CombinedOutput()
-			var exit *exec.ExitError
-			if errors.As(err, &exit) {
-				return string(out), exit.ExitCode()
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			return string(out), 0
+			return outputAndCode(t, cmd)
 		}
 		out, code := diffCmd("Secret")
 		if code != 2 || strings.Count(out, "error: ReferenceRefused: ") != 4 || !strings.Contains(out, "kind ConfigMap is not in the readable kinds (Secret)") {

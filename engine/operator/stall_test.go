@@ -209,7 +209,7 @@ func TestNoWritesOnResync(t *testing.T) {
 	ct.mu.Unlock()
 	sort.Strings(watched)
 	watched = slices.Compact(watched)
-	want := []string{"configmaps", "pods", "redisclusters", "services", "staticsites", "webapps"}
+	want := []string{"blogs", "configmaps", "pods", "redisclusters", "services", "staticsites", "webapps"}
 	if !slices.Equal(watched, want) {
 		t.Errorf("watched %v, want %v", watched, want)
 	}

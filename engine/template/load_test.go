@@ -50,7 +50,7 @@ func TestLoadProjectTemplates(t *testing.T) {
 			t.Errorf("kind %s: revision %q, want 10 hex digits", k.Name, k.Revision)
 		}
 	}
-	want := "rediscluster=cache.example.com/v1, Kind=RedisCluster staticsite=web.example.com/v1, Kind=StaticSite webapp=apps.example.com/v1, Kind=WebApp"
+	want := "blog=blog.example.com/v1, Kind=Blog rediscluster=cache.example.com/v1, Kind=RedisCluster staticsite=web.example.com/v1, Kind=StaticSite webapp=apps.example.com/v1, Kind=WebApp"
 	if got := strings.Join(names, " "); got != want {
 		t.Errorf("kinds = %s, want %s", got, want)
 	}
