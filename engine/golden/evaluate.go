@@ -182,9 +182,14 @@ func ChildrenYAML(children []render.Child) []byte {
 	return b.Bytes()
 }
 
-// StatusYAML writes the status and readiness of a render.
+// StatusYAML writes the status and readiness of a render, and the
+// template's own conditions when it gives some.
 func StatusYAML(res *render.Result) []byte {
-	y, _ := yaml.Marshal(map[string]any{"status": res.Status, "ready": res.Ready})
+	out := map[string]any{"status": res.Status, "ready": res.Ready}
+	if len(res.Conditions) > 0 {
+		out["conditions"] = res.Conditions
+	}
+	y, _ := yaml.Marshal(out)
 	return y
 }
 
