@@ -68,7 +68,7 @@ func generateCRDs(set *template.Set) ([]*apiextensionsv1.CustomResourceDefinitio
 	for _, k := range set.Kinds {
 		crd, err := crdgen.Generate(k)
 		if err != nil {
-			return nil, fmt.Errorf("kind %s: %w", k.Name, err)
+			return nil, err // names the kind and the CRD
 		}
 		if err := crdgen.Validate(crd); err != nil {
 			return nil, fmt.Errorf("kind %s: generated CRD is invalid: %w", k.Name, err)
@@ -85,7 +85,7 @@ func generateCRDs(set *template.Set) ([]*apiextensionsv1.CustomResourceDefinitio
 func explainKind(w io.Writer, k *template.Kind) error {
 	_, rules, err := crdgen.Explain(k)
 	if err != nil {
-		return fmt.Errorf("kind %s: %w", k.Name, err)
+		return err // names the kind and the CRD
 	}
 	for _, r := range rules {
 		where := ""

@@ -6,7 +6,6 @@ import (
 
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"sigs.k8s.io/yaml"
 
 	"github.com/cueop/cueop/engine/golden"
 )
@@ -75,8 +74,7 @@ func runRender(cmd *cobra.Command, g *globals, files renderFiles, withStatus boo
 	out := cmd.OutOrStdout()
 	out.Write(golden.ChildrenYAML(res.Children))
 	if withStatus {
-		st, _ := yaml.Marshal(map[string]any{"status": res.Status, "ready": res.Ready})
-		fmt.Fprintf(out, "---\n# status\n%s", st)
+		fmt.Fprintf(out, "---\n# status\n%s", golden.StatusYAML(res))
 	}
 	return nil
 }

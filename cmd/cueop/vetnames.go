@@ -18,7 +18,9 @@ const maxCRName = 253
 // vetNameLength renders parent renamed to the longest name a CR may have.
 // When a child is then refused (a name or label value derived from the CR's
 // name grows beyond what the API server takes), it returns a warning with
-// the first refusal and the longest CR name that still renders; else "".
+// the longest CR name that still renders and the refusal of a name one
+// character longer: the child whose name sets the limit (a Job's 63, not a
+// claim's 253); else "".
 func vetNameLength(k *template.Kind, parent *unstructured.Unstructured, opts render.Options) string {
 	refused := func(n int) error {
 		p := parent.DeepCopy()
@@ -30,8 +32,7 @@ func vetNameLength(k *template.Kind, parent *unstructured.Unstructured, opts ren
 		}
 		return nil
 	}
-	err := refused(maxCRName)
-	if err == nil {
+	if refused(maxCRName) == nil {
 		return ""
 	}
 	lo, hi := 0, maxCRName // refused(hi) != nil; lo renders or is 0
@@ -42,8 +43,8 @@ func vetNameLength(k *template.Kind, parent *unstructured.Unstructured, opts ren
 			lo = mid
 		}
 	}
-	first, _, _ := strings.Cut(err.Error(), "\n")
-	first = strings.ReplaceAll(first, strings.Repeat("a", maxCRName), "<CR name>")
-	return fmt.Sprintf("kind %s: a CR named with %d characters (the most the API server allows) renders children the API server refuses: %s; CR names of up to %d characters render",
-		k.Name, maxCRName, first, lo)
+	first, _, _ := strings.Cut(refused(hi).Error(), "\n")
+	first = strings.ReplaceAll(first, strings.Repeat("a", hi), "<CR name>")
+	return fmt.Sprintf("kind %s: CR names of up to %d characters render, though the API server allows %d: with %d, %s",
+		k.Name, lo, maxCRName, hi, first)
 }

@@ -59,3 +59,46 @@ func withoutSubject(doc, subject string) string {
 	}
 	return string(unicode.ToUpper(r)) + rest[size:]
 }
+
+// reflow joins the hard-wrapped lines of a doc comment into one line per
+// paragraph, so that `kubectl explain`, which wraps descriptions itself,
+// does not break a sentence where the comment did. Blank lines still
+// separate paragraphs; list items (`- x`, `* x`, `1. x`) start a line of
+// their own and take their indented continuation lines; other indented
+// lines (code) are kept as they are.
+func reflow(doc string) string {
+	paras := strings.Split(doc, "\n\n")
+	for i, p := range paras {
+		paras[i] = reflowParagraph(p)
+	}
+	return strings.Join(paras, "\n\n")
+}
+
+func reflowParagraph(p string) string {
+	var out []string
+	inItem, verbatim := false, false
+	for _, line := range strings.Split(p, "\n") {
+		indented := line != strings.TrimLeft(line, " \t")
+		text := strings.TrimSpace(line)
+		switch {
+		case len(out) == 0 || listItem(text):
+			out = append(out, strings.TrimRight(line, " \t"))
+			inItem, verbatim = listItem(text), indented && !listItem(text)
+		case indented && !inItem, verbatim:
+			out = append(out, strings.TrimRight(line, " \t"))
+			inItem, verbatim = false, indented
+		default:
+			out[len(out)-1] += " " + text
+		}
+	}
+	return strings.Join(out, "\n")
+}
+
+// listItem says whether a trimmed line starts an item of a list.
+func listItem(s string) bool {
+	if strings.HasPrefix(s, "- ") || strings.HasPrefix(s, "* ") || strings.HasPrefix(s, "+ ") {
+		return true
+	}
+	digits := len(s) - len(strings.TrimLeft(s, "0123456789"))
+	return digits > 0 && (strings.HasPrefix(s[digits:], ". ") || strings.HasPrefix(s[digits:], ") "))
+}

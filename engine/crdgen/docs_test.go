@@ -24,7 +24,7 @@ package widget
 `)
 	root := rootOf(crd)
 	for name, got := range map[string]struct{ got, want string }{
-		"kind":          {root.Description, "The Widget kind: a\ngadget with parts."},
+		"kind":          {root.Description, "The Widget kind: a gadget with parts."},
 		"spec":          {root.Properties["spec"].Description, "What a user asks for."},
 		"status":        {root.Properties["status"].Description, "The counts cueop observes."},
 		"spec.replicas": {root.Properties["spec"].Properties["replicas"].Description, "replicas is how many."},
@@ -48,5 +48,38 @@ package widget
 	}
 	if got := root.Properties["status"].Description; got != statusDoc {
 		t.Errorf("status description = %q, want the engine's", got)
+	}
+}
+
+// TestDescriptionsReflowed: a doc comment's hard line breaks are joined, so
+// that `kubectl explain` does not break a sentence mid-line; blank-line
+// paragraphs, list items and indented code stay as they are.
+func TestDescriptionsReflowed(t *testing.T) {
+	crd := generateValid(t, `package widget
+
+#Spec: {
+	// Container image of the blog engine. Any image that serves HTTP on
+	// port 2368 will do.
+	//
+	// Examples:
+	// - ghost:5, the default,
+	//   which is large
+	// - ghost:5-alpine
+	// 1. first
+	// 2. second
+	//
+	//	image: ghost:5
+	//	replicas: 2
+	// Then more
+	// text.
+	image: *"ghost:5" | string
+}
+`)
+	got := rootOf(crd).Properties["spec"].Properties["image"].Description
+	want := "Container image of the blog engine. Any image that serves HTTP on port 2368 will do.\n\n" +
+		"Examples:\n- ghost:5, the default, which is large\n- ghost:5-alpine\n1. first\n2. second\n\n" +
+		"\timage: ghost:5\n\treplicas: 2\nThen more text."
+	if got != want {
+		t.Errorf("description:\n%q\nwant\n%q", got, want)
 	}
 }

@@ -140,7 +140,7 @@ func engineStatus() map[string]apiextensionsv1.JSONSchemaProps {
 func conditionsSchema() apiextensionsv1.JSONSchemaProps {
 	return apiextensionsv1.JSONSchemaProps{
 		Type:         "array",
-		Description:  "conditions are the standard conditions of the resource: Ready, Reconciling and Stalled.",
+		Description:  "conditions are the standard conditions of the resource (Ready, Reconciling and Stalled) and those its template gives.",
 		XListType:    ptr("map"),
 		XListMapKeys: []string{"type"},
 		Items:        &apiextensionsv1.JSONSchemaPropsOrArray{Schema: ptr(conditionSchema())},

@@ -179,7 +179,7 @@ func docString(v cue.Value) string {
 			parts = append(parts, t)
 		}
 	}
-	return strings.Join(parts, "\n\n")
+	return reflow(strings.Join(parts, "\n\n")) // docs.go
 }
 
 // concrete reports whether v, with its defaults, is a complete value: a

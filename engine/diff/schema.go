@@ -17,7 +17,7 @@ import (
 func (d *differ) checkSchema(ctx context.Context, k *template.Kind, r *Report) {
 	crd, err := crdgen.Generate(k)
 	if err != nil {
-		r.Errors = append(r.Errors, fmt.Sprintf("kind %s: crd: %v", k.Name, err))
+		r.Errors = append(r.Errors, err.Error()) // names the kind and the CRD
 		return
 	}
 	live, err := schemaguard.Live(ctx, d.o.Client, crd.Name)

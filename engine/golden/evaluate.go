@@ -45,7 +45,7 @@ func Evaluate(set *template.Set, k *template.Kind, ar *txtar.Archive, opts rende
 	if err != nil || ok && converted[SectionError] != nil {
 		return converted, err
 	}
-	res, err := RenderCase(k, parent, observed, referenced, opts)
+	res, byID, err := renderCase(k, parent, observed, referenced, opts)
 	var rerr *render.Error
 	if errors.As(err, &rerr) {
 		return map[string][]byte{SectionError: []byte(Relative(set.Root, rerr.Error()) + "\n")}, nil
@@ -53,7 +53,14 @@ func Evaluate(set *template.Set, k *template.Kind, ar *txtar.Archive, opts rende
 	if err != nil {
 		return nil, err
 	}
-	out := map[string][]byte{SectionChildren: ChildrenYAML(res.Children), SectionStatus: StatusYAML(res)}
+	applied, held := res.Children, []byte(nil)
+	if k.Waves {
+		applied, held = gateCase(res, byID) // held.go
+	}
+	out := map[string][]byte{SectionChildren: ChildrenYAML(applied), SectionStatus: StatusYAML(res)}
+	if held != nil {
+		out[SectionHeld] = held
+	}
 	maps.Copy(out, converted)
 	return out, nil
 }
@@ -70,17 +77,23 @@ func RenderObserved(k *template.Kind, parent *unstructured.Unstructured, live []
 // (referenced.go). A parent at a spoke version is converted to the hub
 // first, as the API server serves it to the operator.
 func RenderCase(k *template.Kind, parent *unstructured.Unstructured, live, referenced []*unstructured.Unstructured, opts render.Options) (*render.Result, error) {
+	res, _, err := renderCase(k, parent, live, referenced, opts)
+	return res, err
+}
+
+// renderCase is RenderCase that also returns the live objects by child id.
+func renderCase(k *template.Kind, parent *unstructured.Unstructured, live, referenced []*unstructured.Unstructured, opts render.Options) (*render.Result, map[string]*unstructured.Unstructured, error) {
 	parent, err := ToHub(k, parent)
 	if err != nil {
-		return nil, &render.Error{Reason: render.ReasonInvalidSpec, Messages: []string{err.Error()}}
+		return nil, nil, &render.Error{Reason: render.ReasonInvalidSpec, Messages: []string{err.Error()}}
 	}
 	in, err := resolveReferences(k, parent, referenced, opts)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	first, err := render.RenderInputs(in, opts)
 	if err != nil || len(live) == 0 {
-		return first, err
+		return first, nil, err
 	}
 	ids := map[string]string{}
 	for _, c := range first.Children {
@@ -93,12 +106,13 @@ func RenderCase(k *template.Kind, parent *unstructured.Unstructured, live, refer
 			id = o.GetLabels()[render.LabelID]
 		}
 		if id == "" {
-			return nil, fmt.Errorf("observed %s %s matches no child (no child renders it and it has no %s label)", o.GetKind(), o.GetName(), render.LabelID)
+			return nil, nil, fmt.Errorf("observed %s %s matches no child (no child renders it and it has no %s label)", o.GetKind(), o.GetName(), render.LabelID)
 		}
 		observed[id] = o
 	}
 	in.Observed = observed
-	return render.RenderInputs(in, opts)
+	res, err := render.RenderInputs(in, opts)
+	return res, observed, err
 }
 
 // served tells whether k serves version (a Kind built without versions
@@ -182,9 +196,14 @@ func ChildrenYAML(children []render.Child) []byte {
 	return b.Bytes()
 }
 
-// StatusYAML writes the status and readiness of a render.
+// StatusYAML writes the status and readiness of a render, and the
+// template's own conditions when it gives some.
 func StatusYAML(res *render.Result) []byte {
-	y, _ := yaml.Marshal(map[string]any{"status": res.Status, "ready": res.Ready})
+	out := map[string]any{"status": res.Status, "ready": res.Ready}
+	if len(res.Conditions) > 0 {
+		out["conditions"] = res.Conditions
+	}
+	y, _ := yaml.Marshal(out)
 	return y
 }
 

@@ -87,11 +87,17 @@ func compare(path string, ar *txtar.Archive, got map[string][]byte) error {
 		want := f.Data
 		have, ok := got[f.Name]
 		switch {
+		case !ok && f.Name == SectionHeld && got[SectionChildren] != nil:
+			errs = append(errs, fmt.Errorf("%s: %s expected, but no child is held back", path, f.Name))
 		case !ok:
 			errs = append(errs, fmt.Errorf("%s: %s expected, but %s", path, f.Name, describe(got)))
+		case f.Name == SectionError && errorMatches(string(want), string(have)): // errormatch.go
 		case !bytes.Equal(bytes.TrimSpace(want), bytes.TrimSpace(have)):
 			errs = append(errs, fmt.Errorf("%s: %s differs (-want +got):\n%s", path, f.Name, Diff(string(want), string(have))))
 		}
+	}
+	if _, held := got[SectionHeld]; held && hasSection(ar, SectionChildren) && !hasSection(ar, SectionHeld) {
+		errs = append(errs, fmt.Errorf("%s: children are held back behind a wave: %s expected; run with update to write it", path, SectionHeld))
 	}
 	if checked == 0 {
 		errs = append(errs, fmt.Errorf("%s: %w (%s, %s or %s); run with update to write them", path, ErrNoExpected, SectionChildren, SectionStatus, SectionError))
@@ -117,8 +123,12 @@ func rewrite(path string, ar *txtar.Archive, got map[string][]byte) (bool, error
 		}
 	}
 	wanted := expectedSections(ar, got)
-	for _, name := range []string{SectionChildren, SectionStatus, SectionConverted, SectionError} {
-		if data, ok := got[name]; ok && wanted[name] {
+	for _, name := range []string{SectionChildren, SectionHeld, SectionStatus, SectionConverted, SectionError} {
+		data, ok := got[name]
+		if old, had := section(ar, name); had && name == SectionError && ok && errorMatches(string(old), string(data)) {
+			data = old // keeps the positions the case matches any line of
+		}
+		if ok && wanted[name] {
 			files = append(files, txtar.File{Name: name, Data: data})
 		}
 	}
@@ -128,6 +138,21 @@ func rewrite(path string, ar *txtar.Archive, got map[string][]byte) (bool, error
 		return false, nil
 	}
 	return true, os.WriteFile(path, out, 0o644)
+}
+
+func hasSection(ar *txtar.Archive, name string) bool {
+	_, ok := section(ar, name)
+	return ok
+}
+
+// section is the data of ar's section name.
+func section(ar *txtar.Archive, name string) ([]byte, bool) {
+	for _, f := range ar.Files {
+		if f.Name == name {
+			return f.Data, true
+		}
+	}
+	return nil, false
 }
 
 // expectedSections keeps the sections a case asked for; a case that flips
@@ -140,7 +165,8 @@ func expectedSections(ar *txtar.Archive, got map[string][]byte) map[string]bool 
 		}
 	}
 	if len(had) > 0 {
+		had[SectionHeld] = had[SectionChildren] // held back: not in children.yaml
 		return had
 	}
-	return map[string]bool{SectionChildren: true, SectionStatus: true, SectionError: true}
+	return map[string]bool{SectionChildren: true, SectionHeld: true, SectionStatus: true, SectionError: true}
 }

@@ -13,20 +13,31 @@ import (
 // test kind (testdata/lifecycle): the policy annotations children carry and
 // the policies a render refuses.
 func TestLifecycleTemplates(t *testing.T) {
-	set, err := template.Load("../../testdata/lifecycle/templates")
+	for _, err := range runCases(t, "../../testdata/lifecycle/templates", "../../testdata/lifecycle/cases", 4, *update.Golden) {
+		t.Error(err)
+	}
+}
+
+// runCases runs the golden cases of dir for the kinds of templates, at
+// least min of them, and returns the errors of those that fail.
+func runCases(t *testing.T, templates, dir string, min int, update bool) []error {
+	t.Helper()
+	set, err := template.Load(templates)
 	if err != nil {
 		t.Fatal(err)
 	}
-	results, err := golden.Run(set, "../../testdata/lifecycle/cases", *update.Golden, render.Options{})
+	results, err := golden.Run(set, dir, update, render.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(results) < 4 {
-		t.Fatalf("found %d golden cases, want at least 4", len(results))
+	if len(results) < min {
+		t.Fatalf("found %d golden cases in %s, want at least %d", len(results), dir, min)
 	}
+	var errs []error
 	for _, r := range results {
 		if r.Err != nil {
-			t.Error(r.Err)
+			errs = append(errs, r.Err)
 		}
 	}
+	return errs
 }

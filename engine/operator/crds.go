@@ -23,7 +23,7 @@ import (
 func (o *Operator) installCRD(ctx context.Context, k *template.Kind) error {
 	crd, err := crdgen.Generate(k)
 	if err != nil {
-		return fmt.Errorf("kind %s: crd: %w", k.Name, err)
+		return err // names the kind and the CRD
 	}
 	u, err := crdgen.ToUnstructured(crd)
 	if err != nil {

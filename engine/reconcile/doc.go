@@ -27,7 +27,8 @@
 //	         prune: never (a data kind's default)
 //	status   the template's status plus observedGeneration, the template
 //	         revision and the kstatus conditions Ready, Reconciling and
-//	         Stalled, written once and only when it changed
+//	         Stalled beside the template's own (conditions.go), written
+//	         once and only when it changed
 //
 // A render error (a spec breaking a CUE constraint, a refused child) sets
 // Stalled and changes no child. A reconcile that ends without a render of

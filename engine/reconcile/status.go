@@ -66,22 +66,10 @@ func (r *run) desiredStatus() map[string]any {
 			st["observedGeneration"] = og
 		}
 	}
-	st["conditions"] = conditionsValue(r.conditions(ownConditions(oldConditions(old))))
-	r.recordDigest(st) // resync.go
+	own := ownConditions(oldConditions(old), ownedConditionTypes(r.cr, r.r.fieldManager()))
+	st["conditions"] = conditionsValue(r.conditions(r.authorConditions(own))) // conditions.go
+	r.recordDigest(st)                                                         // resync.go
 	return st
-}
-
-// ownConditions keeps the condition types cueop sets: the others belong to
-// other field managers and are neither copied nor compared.
-func ownConditions(conds []metav1.Condition) []metav1.Condition {
-	var out []metav1.Condition
-	for _, c := range conds {
-		switch c.Type {
-		case ConditionReady, ConditionReconciling, ConditionStalled:
-			out = append(out, c)
-		}
-	}
-	return out
 }
 
 // ownedStatusFields are the top-level status fields manager owns on cr,
@@ -195,7 +183,7 @@ func (r *run) writeStatus(ctx context.Context) error {
 		return nil // settled: the status is what it was (resync.go)
 	}
 	st := r.desiredStatus()
-	if sameStatus(r.cr.Object["status"], withoutDigest(st)) {
+	if sameStatus(r.cr.Object["status"], withoutDigest(st), ownedConditionTypes(r.cr, r.r.fieldManager())) {
 		return nil
 	}
 	obj := &unstructured.Unstructured{Object: map[string]any{
@@ -263,7 +251,7 @@ func (w *statusWrites) forget(key types.NamespacedName) {
 
 // sameStatus compares statuses as JSON, so that int and int64, or a nil
 // and an empty list, do not count as changes.
-func sameStatus(old any, st map[string]any) bool {
+func sameStatus(old any, st map[string]any, owned map[string]bool) bool {
 	m, _ := old.(map[string]any)
 	mine := make(map[string]any, len(st))
 	for k := range st {
@@ -272,7 +260,7 @@ func sameStatus(old any, st map[string]any) bool {
 		}
 	}
 	if _, ok := mine["conditions"]; ok {
-		mine["conditions"] = conditionsValue(ownConditions(oldConditions(m)))
+		mine["conditions"] = conditionsValue(ownConditions(oldConditions(m), owned))
 	}
 	a, err1 := canonical(mine)
 	b, err2 := canonical(st)

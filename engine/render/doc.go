@@ -15,5 +15,7 @@
 // the parent's namespace, and RenderInputs renders with them (Inputs holds
 // every input of a render beside the parent: observed children and
 // referenced objects). Waves and readyWhen give each child its wave and
-// readiness (waves.go); the reconciler applies and deletes by them.
+// readiness (waves.go); the reconciler applies and deletes by them. A
+// template's own conditions come out as Result.Conditions (conditions.go),
+// for the reconciler to merge into status.conditions.
 package render

@@ -186,6 +186,11 @@ func specMessage(e cueerrors.Error, fallback token.Pos) string {
 	field, _ := specField(e.Path())
 	format, args := e.Msg()
 	msg := fmt.Sprintf("%s: %s", field, fmt.Sprintf(format, args...))
+	if missing(format) {
+		// A CR's spec is concrete data: a value still incomplete is one
+		// the CR left out (CUE would say `incomplete value =~"^[a-z]..."`).
+		msg = "required field missing: " + field
+	}
 	pos := template.Positions(e)
 	if len(pos) == 0 && fallback.IsValid() {
 		pos = []string{template.ShortPos(fallback)}
@@ -194,6 +199,13 @@ func specMessage(e cueerrors.Error, fallback token.Pos) string {
 		msg += " (template " + strings.Join(pos, ", ") + ")"
 	}
 	return msg
+}
+
+// missing says whether a spec error's format is CUE's for a value not
+// given: an incomplete value, or a required field (`name!:`) not present.
+func missing(format string) bool {
+	return strings.HasPrefix(format, "incomplete value") || strings.HasPrefix(format, "non-concrete value") ||
+		strings.Contains(format, "field is required but not present")
 }
 
 func childError(id string, v cue.Value, format string, args ...any) string {

@@ -3,6 +3,7 @@ package render
 import (
 	"encoding/binary"
 	"math"
+	"slices"
 	"unsafe"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -16,8 +17,9 @@ type Packed struct {
 	data []byte
 	// children are the children without their objects (id, policy, wave,
 	// readiness), which are in data.
-	children []Child
-	ready    bool
+	children   []Child
+	ready      bool
+	conditions []Condition // never written after Pack
 }
 
 // Pack encodes res; ok is false when an object holds a value other than
@@ -25,7 +27,7 @@ type Packed struct {
 // bools, nulls).
 func Pack(res *Result) (p *Packed, ok bool) {
 	e := &encoder{}
-	p = &Packed{ready: res.Ready, children: make([]Child, len(res.Children))}
+	p = &Packed{ready: res.Ready, children: make([]Child, len(res.Children)), conditions: slices.Clone(res.Conditions)}
 	e.b = binary.AppendUvarint(e.b, uint64(len(res.Children)))
 	for i, c := range res.Children {
 		p.children[i] = c
@@ -47,6 +49,9 @@ func Pack(res *Result) (p *Packed, ok bool) {
 // Size is about how many bytes p holds.
 func (p *Packed) Size() int {
 	n := int(unsafe.Sizeof(*p)) + cap(p.data) + cap(p.children)*int(unsafe.Sizeof(Child{}))
+	for _, c := range p.conditions {
+		n += len(c.Type) + len(c.Status) + len(c.Reason) + len(c.Message)
+	}
 	for _, c := range p.children {
 		n += len(c.ID)
 		if c.ReadyWhen != nil {
@@ -61,7 +66,7 @@ func (p *Packed) Size() int {
 func (p *Packed) Unpack() *Result {
 	d := &decoder{b: p.data}
 	n := int(d.uvarint())
-	res := &Result{Ready: p.ready, Children: make([]Child, n)}
+	res := &Result{Ready: p.ready, Children: make([]Child, n), Conditions: slices.Clone(p.conditions)}
 	for i := range n {
 		obj, _ := d.value().(map[string]any)
 		c := p.children[i]

@@ -97,7 +97,7 @@ func References(k *template.Kind, parent *unstructured.Unstructured, opts Option
 	err := opts.Budget.Run(k.Name, func(t *budget.Tracker) error {
 		t.Phase("references")
 		var err error
-		refs, err = evalReferences(fill(k, parent, Inputs{}), opts)
+		refs, err = evalReferences(fill(k, parent, Inputs{}), k.Spec.Pos(), opts)
 		return err
 	})
 	var ex *budget.Exceeded
@@ -107,14 +107,14 @@ func References(k *template.Kind, parent *unstructured.Unstructured, opts Option
 	return refs, err
 }
 
-func evalReferences(v cue.Value, opts Options) ([]Reference, error) {
+func evalReferences(v cue.Value, specPos token.Pos, opts Options) ([]Reference, error) {
 	rv := v.LookupPath(template.PathReferences)
 	if !rv.Exists() {
 		return nil, nil
 	}
 	if err := rv.Validate(cue.Concrete(true)); err != nil {
 		// A bad spec is named as the render names it, by its field.
-		if serr := specError(v, token.NoPos); serr != nil {
+		if serr := specError(v, specPos); serr != nil {
 			return nil, serr
 		}
 		return nil, evalError(err)

@@ -83,6 +83,9 @@ type Result struct {
 	// Immutable are the values of the kind's immutable spec fields, for the
 	// controller to record in status.immutable; nil when the kind has none.
 	Immutable map[string]any
+	// Conditions are the template's own conditions (conditions.go), sorted
+	// by type; nil when it gives none.
+	Conditions []Condition
 }
 
 // evaluate renders k for parent and its inputs; Render runs it within the
@@ -115,12 +118,17 @@ func evaluate(k *template.Kind, parent *unstructured.Unstructured, in Inputs, op
 	if err != nil {
 		return nil, err
 	}
+	opts.tracker.Phase("conditions")
+	conditions, err := exportConditions(k, v)
+	if err != nil {
+		return nil, err
+	}
 	opts.tracker.Phase("ready")
 	ready, err := exportReady(v, children, observed)
 	if err != nil {
 		return nil, err
 	}
-	return &Result{Children: children, Status: status, Ready: ready, Immutable: immutable}, nil
+	return &Result{Children: children, Status: status, Ready: ready, Immutable: immutable, Conditions: conditions}, nil
 }
 
 // fill unifies the compiled template with the parent and the observed

@@ -94,6 +94,10 @@ func newKind(v cue.Value) (*Kind, error) {
 	if err != nil {
 		return nil, err
 	}
+	prepared, conditions, err := withConditions(prepared) // conditions.go
+	if err != nil {
+		return nil, err
+	}
 	versions, err := loadVersions(v, res, spec, status)
 	if err != nil {
 		return nil, err
@@ -101,7 +105,7 @@ func newKind(v cue.Value) (*Kind, error) {
 	statusChecked := status.Exists() && constrainedBy(v, v.LookupPath(PathStatus), PathStatusDef)
 	return &Kind{Resource: res, Spec: spec, Status: status, StatusChecked: statusChecked, Value: prepared,
 		Immutable: ImmutableFields(spec), References: refs, Waves: waves, ReadyWhen: readyWhen,
-		Versions: versions}, nil
+		Conditions: conditions, Versions: versions}, nil
 }
 
 // checkReady refuses a ready that can never be a bool. On the abstract

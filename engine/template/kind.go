@@ -72,6 +72,9 @@ type Kind struct {
 	// (references.go); Waves that it orders its children and ReadyWhen that
 	// it gives readiness expressions (waves.go).
 	References, Waves, ReadyWhen bool
+	// Conditions tells that the template gives conditions of its own
+	// (conditions.go).
+	Conditions bool
 	// Reads is what the template reads of observed and parent (paths.go):
 	// the render converts only that of each live object.
 	Reads *Reads

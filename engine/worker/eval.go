@@ -139,7 +139,8 @@ func result(r *wireResult) *render.Result {
 	if r == nil {
 		return &render.Result{}
 	}
-	res := &render.Result{Status: r.Status, Ready: r.Ready, Immutable: r.Immutable, Children: make([]render.Child, len(r.Children))}
+	res := &render.Result{Status: r.Status, Ready: r.Ready, Immutable: r.Immutable, Conditions: r.Conditions,
+		Children: make([]render.Child, len(r.Children))}
 	if res.Status == nil {
 		res.Status = map[string]any{}
 	}

@@ -185,7 +185,7 @@ func renderResponse(res *render.Result, err error) *response {
 	if err != nil {
 		return errorResponse(err)
 	}
-	out := &wireResult{Status: res.Status, Ready: res.Ready, Immutable: res.Immutable}
+	out := &wireResult{Status: res.Status, Ready: res.Ready, Immutable: res.Immutable, Conditions: res.Conditions}
 	out.Children = make([]wireChild, len(res.Children))
 	for i, c := range res.Children {
 		out.Children[i] = wireChild{ID: c.ID, Object: c.Object.Object, Policy: c.Policy, Wave: c.Wave, ReadyWhen: c.ReadyWhen}

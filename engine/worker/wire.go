@@ -81,6 +81,8 @@ type wireResult struct {
 	Status    map[string]any `json:"status,omitempty"`
 	Ready     bool           `json:"ready"`
 	Immutable map[string]any `json:"immutable,omitempty"`
+	// Conditions are the template's own conditions.
+	Conditions []render.Condition `json:"conditions,omitempty"`
 }
 
 type wireChild struct {

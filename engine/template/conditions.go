@@ -1,0 +1,54 @@
+package template
+
+import (
+	"fmt"
+
+	"cuelang.org/go/cue"
+)
+
+// PathConditions is the optional `conditions` field: per condition type,
+// the template's own conditions (Migrated, Available, ...), computed from
+// parent and observed. cueop merges them into status.conditions beside
+// its own Ready, Reconciling and Stalled, keeping each one's
+// lastTransitionTime and setting its observedGeneration.
+var PathConditions = cue.ParsePath("conditions")
+
+// ConditionsContract is the file name positions in the conditions contract
+// carry.
+const ConditionsContract = "conditions contract"
+
+// EngineConditions are the condition types cueop writes itself: a template
+// may not give them.
+var EngineConditions = []string{"Ready", "Reconciling", "Stalled"}
+
+// conditionsSchema is the contract of `conditions`: a status (a bool, or
+// "True", "False" or "Unknown"), a reason as metav1.Condition takes it and
+// an optional message.
+const conditionsSchema = `[string]: close({
+	status!:  bool | "True" | "False" | "Unknown"
+	reason!:  =~"^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$" & strings.MaxRunes(1024)
+	message?: string & strings.MaxRunes(32768)
+})`
+
+// withConditions checks the template's conditions against their contract,
+// refuses an engine condition type at its position, and returns v with the
+// contract unified in and whether the kind gives conditions.
+func withConditions(v cue.Value) (cue.Value, bool, error) {
+	schema := "import \"strings\"\n" + conditionsSchema
+	if f := v.LookupPath(PathConditions); f.Exists() && f.IncompleteKind() == cue.BottomKind && f.Validate() == nil {
+		// Conditions under an `if` on the spec are incomplete until a
+		// render fills the CR: each render checks them.
+		s := v.Context().CompileString(schema, cue.Filename(ConditionsContract))
+		return v.FillPath(PathConditions, s), true, nil
+	}
+	out, ok, err := withContract(v, PathConditions, schema, ConditionsContract, "conditions keyed by type")
+	if err != nil || !ok {
+		return out, ok, err
+	}
+	for _, t := range EngineConditions {
+		if f := v.LookupPath(PathConditions.Append(cue.Str(t))); f.Exists() {
+			return v, true, fmt.Errorf("%s: %s.%s: %s is written by cueop; give the template's condition another type", posOf(f), PathConditions, t, t)
+		}
+	}
+	return out, true, nil
+}
