@@ -68,7 +68,7 @@ func (r *run) desiredStatus() map[string]any {
 	}
 	own := ownConditions(oldConditions(old), ownedConditionTypes(r.cr, r.r.fieldManager()))
 	st["conditions"] = conditionsValue(r.conditions(r.authorConditions(own))) // conditions.go
-	r.recordDigest(st)                                                         // resync.go
+	r.recordDigest(st)                                                        // resync.go
 	return st
 }
 
