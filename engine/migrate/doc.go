@@ -6,7 +6,9 @@
 // CRD stop serving the other versions (the schema guard refuses it before).
 //
 // A CR is rewritten by a merge patch that carries nothing but its
-// resourceVersion, as the API server's own migrator does: a CR already stored
+// resourceVersion, as the API server's own migrator does, sent to its status
+// subresource (which stores the whole object, and which cueop may write
+// for every kind): a CR already stored
 // at the storage version encodes to the same bytes and costs no write (its
 // resourceVersion stays), one stored at another version is written (its
 // resourceVersion moves). A CR changed meanwhile (a conflict) is read again

@@ -157,10 +157,11 @@ func (m *Migrator) pass(ctx context.Context, crd *apiextensionsv1.CustomResource
 	}
 }
 
-// rewrite sends obj's resourceVersion back as a merge patch, so that the
-// API server stores it at the storage version; it tells whether that wrote
-// (the resourceVersion moved). A conflict reads obj again; a CR gone is
-// skipped.
+// rewrite sends obj's resourceVersion back as a merge patch of its status
+// subresource (a write of the whole object, which needs no more than the
+// operator's right to write status), so that the API server stores it at
+// the storage version; it tells whether that wrote (the resourceVersion
+// moved). A conflict reads obj again; a CR gone is skipped.
 func (m *Migrator) rewrite(ctx context.Context, gvk schema.GroupVersionKind, obj *metav1.PartialObjectMetadata) (bool, error) {
 	for attempt := 1; ; attempt++ {
 		if m.Limiter != nil {
@@ -171,7 +172,7 @@ func (m *Migrator) rewrite(ctx context.Context, gvk schema.GroupVersionKind, obj
 		obj.SetGroupVersionKind(gvk)
 		rv := obj.ResourceVersion
 		patch := fmt.Sprintf(`{"metadata":{"resourceVersion":%q}}`, rv)
-		err := m.Client.Patch(ctx, obj, client.RawPatch(types.MergePatchType, []byte(patch)), client.FieldOwner(FieldManager))
+		err := m.Client.Status().Patch(ctx, obj, client.RawPatch(types.MergePatchType, []byte(patch)), client.FieldOwner(FieldManager))
 		switch {
 		case err == nil:
 			return obj.ResourceVersion != rv, nil

@@ -144,6 +144,11 @@ func TestStorageMigration(t *testing.T) {
 	if got := getCRD(t, c).Status.StoredVersions; len(got) != 2 {
 		t.Fatalf("storedVersions = %v after two pages of ten, want [v1 v2] still", got)
 	}
+	// Meanwhile, one CR the pass has not reached is deleted and another
+	// changed: the resumed pass lists them as they were (its snapshot).
+	mustKubectl(t, "", "-n", ns, "delete", "shelves.v2.migrate.example.com", "s19")
+	mustKubectl(t, "", "-n", ns, "patch", "shelves.v2.migrate.example.com", "s18", "--type=merge", "-p", `{"spec":{"books":100}}`)
+	delete(rvs, "s19")
 
 	op, err := operator.New(clustertest.Config(), migrateOptions(dir, ns))
 	must(t, err)
@@ -218,8 +223,11 @@ func checkMigrationShown(t *testing.T, c client.Client, op *operator.Operator, c
 	eventually(t, 30*time.Second, func() string {
 		return missingEvents(t, c, "StorageMigrationStarted", "StorageMigrationResumed", "StorageMigrationSucceeded")
 	})
+	if missingEvents(t, c, "StorageMigrationFailed") == "" {
+		t.Error("a StorageMigrationFailed Event on the CRD")
+	}
 	if got := metricSum(t, "cueop_storage_migration_crs", "kind", "Shelf", "state", "listed"); got != 20 {
-		t.Errorf("cueop_storage_migration_crs{state=listed} = %v, want 20", got)
+		t.Errorf("cueop_storage_migration_crs{state=listed} = %v, want 20 (the deleted one listed from the pass's snapshot)", got)
 	}
 	if got := metricSum(t, "cueop_storage_migration_crs", "kind", "Shelf", "state", "running"); got != 0 {
 		t.Errorf("cueop_storage_migration_crs{state=running} = %v, want 0", got)
