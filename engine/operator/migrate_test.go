@@ -138,8 +138,10 @@ func TestStorageMigration(t *testing.T) {
 	// A slow operator (5 rewrites a second), stopped after two pages.
 	slow := rest.CopyConfig(clustertest.Config())
 	slow.QPS, slow.Burst = 10, 10
+	started := time.Now()
 	stop := operatortest.Start(t, slow, migrateOptions(dir, ns))
 	cp := waitCheckpoint(t, c, 2)
+	t.Logf("two pages %.1fs after the slow operator started", time.Since(started).Seconds())
 	stop()
 	if got := getCRD(t, c).Status.StoredVersions; len(got) != 2 {
 		t.Fatalf("storedVersions = %v after two pages of ten, want [v1 v2] still", got)
@@ -152,6 +154,7 @@ func TestStorageMigration(t *testing.T) {
 
 	op, err := operator.New(clustertest.Config(), migrateOptions(dir, ns))
 	must(t, err)
+	started = time.Now()
 	operatortest.Run(t, op)
 	eventually(t, 60*time.Second, func() string {
 		if got := getCRD(t, c).Status.StoredVersions; strings.Join(got, ",") != "v2" {
@@ -159,6 +162,7 @@ func TestStorageMigration(t *testing.T) {
 		}
 		return ""
 	})
+	t.Logf("resumed at page %v and done %.1fs after the operator started", cp["pages"], time.Since(started).Seconds())
 	checkMigrated(t, c, ns, rvs)
 	checkMigrationShown(t, c, op, cp)
 
