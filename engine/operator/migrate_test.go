@@ -4,10 +4,15 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -22,6 +27,7 @@ import (
 	"github.com/cueop/cueop/engine/operator/operatortest"
 	"github.com/cueop/cueop/engine/schemacompat"
 	"github.com/cueop/cueop/engine/schemaguard"
+	"github.com/cueop/cueop/engine/shard"
 	"github.com/cueop/cueop/engine/template"
 	"github.com/cueop/cueop/localcluster/clustertest"
 )
@@ -107,26 +113,7 @@ func createShelves(t *testing.T, c client.Client, ns string, n int) map[string]s
 func TestStorageMigration(t *testing.T) {
 	ns := clustertest.Namespace(t)
 	c := crdClient(t)
-	ctx := context.Background()
-	dir := kindsDir(t, map[string]string{"shelf": shelfTemplate})
-	k, v2only, both := shelfCRDs(t, dir)
-	t.Cleanup(func() {
-		_, _ = kubectl(t, "", "delete", "--ignore-not-found", "--wait", "--timeout=60s", "crd/"+shelfCRD)
-	})
-	must(t, c.Create(ctx, both))
-	eventually(t, 60*time.Second, func() string {
-		for _, cond := range getCRD(t, c).Status.Conditions {
-			if cond.Type == apiextensionsv1.Established && cond.Status == apiextensionsv1.ConditionTrue {
-				return ""
-			}
-		}
-		return fmt.Sprintf("CRD not established: %+v", getCRD(t, c).Status.Conditions)
-	})
-	rvs := createShelves(t, c, ns, 20)
-	setStorage(t, c, "v2")
-	if got := getCRD(t, c).Status.StoredVersions; strings.Join(got, ",") != "v1,v2" {
-		t.Fatalf("storedVersions = %v, want [v1 v2]", got)
-	}
+	dir, k, v2only, rvs := shelvesSwitched(t, c, ns, 20, true)
 
 	refusal := guardShelf(t, k, v2only)
 	if refusal == nil || refusal.Stored != 20 ||
@@ -156,12 +143,7 @@ func TestStorageMigration(t *testing.T) {
 	must(t, err)
 	started = time.Now()
 	operatortest.Run(t, op)
-	eventually(t, 60*time.Second, func() string {
-		if got := getCRD(t, c).Status.StoredVersions; strings.Join(got, ",") != "v2" {
-			return fmt.Sprintf("storedVersions %v, want [v2]", got)
-		}
-		return ""
-	})
+	waitStoredV2(t, c)
 	t.Logf("resumed at page %v and done %.1fs after the operator started", cp["pages"], time.Since(started).Seconds())
 	checkMigrated(t, c, ns, rvs)
 	checkMigrationShown(t, c, op, cp)
@@ -189,6 +171,53 @@ func crdClient(t *testing.T) client.Client {
 	c, err := client.New(clustertest.Config(), client.Options{Scheme: s})
 	must(t, err)
 	return c
+}
+
+// shelvesSwitched installs the Shelf CRD with v1 stored, creates n Shelves
+// at v1 in ns, and, with switchStorage, makes v2 the storage version. It returns the templates
+// directory, the kind, its own CRD (v2 alone) and the Shelves'
+// resourceVersions. The CRD is deleted at the test's end.
+func shelvesSwitched(t *testing.T, c client.Client, ns string, n int, switchStorage bool) (string, *template.Kind, *apiextensionsv1.CustomResourceDefinition, map[string]string) {
+	t.Helper()
+	dir := kindsDir(t, map[string]string{"shelf": shelfTemplate})
+	k, v2only, both := shelfCRDs(t, dir)
+	t.Cleanup(func() {
+		_, _ = kubectl(t, "", "delete", "--ignore-not-found", "--wait", "--timeout=60s", "crd/"+shelfCRD)
+	})
+	must(t, c.Create(context.Background(), both))
+	eventually(t, 60*time.Second, func() string {
+		for _, cond := range getCRD(t, c).Status.Conditions {
+			if cond.Type == apiextensionsv1.Established && cond.Status == apiextensionsv1.ConditionTrue {
+				return ""
+			}
+		}
+		return fmt.Sprintf("CRD not established: %+v", getCRD(t, c).Status.Conditions)
+	})
+	rvs := createShelves(t, c, ns, n)
+	if switchStorage {
+		storeAtV2(t, c)
+	}
+	return dir, k, v2only, rvs
+}
+
+// storeAtV2 makes v2 the storage version of the Shelf CRD.
+func storeAtV2(t *testing.T, c client.Client) {
+	t.Helper()
+	setStorage(t, c, "v2")
+	if got := getCRD(t, c).Status.StoredVersions; strings.Join(got, ",") != "v1,v2" {
+		t.Fatalf("storedVersions = %v, want [v1 v2]", got)
+	}
+}
+
+// waitStoredV2 waits until the Shelf CRD's storedVersions is [v2].
+func waitStoredV2(t *testing.T, c client.Client) {
+	t.Helper()
+	eventually(t, 60*time.Second, func() string {
+		if got := getCRD(t, c).Status.StoredVersions; strings.Join(got, ",") != "v2" {
+			return fmt.Sprintf("storedVersions %v, want [v2]", got)
+		}
+		return ""
+	})
 }
 
 // checkMigrated checks that every Shelf was stored anew and that the
@@ -296,4 +325,80 @@ func guardShelf(t *testing.T, k *template.Kind, next *apiextensionsv1.CustomReso
 	r, err := schemaguard.Check(ctx, c, k, live, next)
 	must(t, err)
 	return r
+}
+
+// migrationSenders records, by replica, the CR rewrites of a storage
+// migration that reach the API server.
+type migrationSenders struct {
+	mu   sync.Mutex
+	sent map[string]int
+}
+
+func (m *migrationSenders) config(id string) *rest.Config {
+	cfg := clustertest.Config()
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripFunc(func(req *http.Request) (*http.Response, error) {
+			if req.Method == http.MethodPatch && strings.Contains(req.URL.Path, "/shelves/") &&
+				req.URL.Query().Get("fieldManager") == migrate.FieldManager {
+				m.mu.Lock()
+				m.sent[id]++
+				m.mu.Unlock()
+			}
+			return rt.RoundTrip(req)
+		})
+	})
+	return cfg
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
+
+// TestStorageMigrationShardedOneReplica: of two sharded replicas (2
+// ranges, one each), only the holder of the first range migrates, when a
+// new revision of the kind is served after the storage version moved.
+func TestStorageMigrationShardedOneReplica(t *testing.T) {
+	ns := clustertest.Namespace(t)
+	c := crdClient(t)
+	dir, _, _, rvs := shelvesSwitched(t, c, ns, 10, false)
+	senders := &migrationSenders{sent: map[string]int{}}
+	for _, id := range []string{"replica-a", "replica-b"} {
+		s, err := operator.NewSharded(senders.config(id), migrateOptions(dir, ns), operator.Sharding{
+			Shards: 2, Identity: id, Namespace: ns, LeaseDuration: shardLease, RenewDeadline: shardRenew, RetryPeriod: shardRetry,
+		})
+		must(t, err)
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- s.Run(ctx) }()
+		t.Cleanup(func() { cancel(); <-done })
+	}
+	holders := func() (string, string) {
+		return leaseHolder(t, c, ns, shard.Range{Index: 0, Count: 2}), leaseHolder(t, c, ns, shard.Range{Index: 1, Count: 2})
+	}
+	eventually(t, 60*time.Second, func() string {
+		if h0, h1 := holders(); h0 == "" || h1 == "" || h0 == h1 {
+			return fmt.Sprintf("ranges held by %q and %q, want one each", h0, h1)
+		}
+		return ""
+	})
+	storeAtV2(t, c)
+	file := filepath.Join(dir, "shelf", "shelf.cue")
+	must(t, os.WriteFile(file, []byte(shelfTemplate+"\n// a new revision\n"), 0o644))
+	waitStoredV2(t, c)
+	checkMigrated(t, c, ns, rvs)
+	first, _ := holders()
+	senders.mu.Lock()
+	defer senders.mu.Unlock()
+	if len(senders.sent) != 1 || senders.sent[first] < 10 {
+		t.Errorf("rewrites sent by %v, want 10 or more by %s (the first range's holder) alone", senders.sent, first)
+	}
+}
+
+func leaseHolder(t *testing.T, c client.Client, ns string, r shard.Range) string {
+	t.Helper()
+	lease := &coordinationv1.Lease{}
+	if err := c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: r.LeaseName()}, lease); err != nil || lease.Spec.HolderIdentity == nil {
+		return ""
+	}
+	return *lease.Spec.HolderIdentity
 }
