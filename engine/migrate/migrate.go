@@ -98,6 +98,9 @@ func (m *Migrator) Run(ctx context.Context, name string) (Progress, error) {
 		p.Done = true
 		return p, nil
 	}
+	if !hasStatus(crd, to) {
+		return p, fmt.Errorf("%s: version %s has no status subresource, which the migration rewrites CRs through", name, to)
+	}
 	if err := m.waitStorage(ctx, crd, to); err != nil {
 		return p, err
 	}
@@ -187,6 +190,17 @@ func (m *Migrator) rewrite(ctx context.Context, gvk schema.GroupVersionKind, obj
 			return false, fmt.Errorf("%s %s/%s: rewrite at %s: %w", gvk.Kind, obj.Namespace, obj.Name, gvk.Version, err)
 		}
 	}
+}
+
+// hasStatus tells whether version of crd has the status subresource (a
+// CR's rewrite through a missing one would read as the CR gone).
+func hasStatus(crd *apiextensionsv1.CustomResourceDefinition, version string) bool {
+	for _, v := range crd.Spec.Versions {
+		if v.Name == version {
+			return v.Subresources != nil && v.Subresources.Status != nil
+		}
+	}
+	return false
 }
 
 func (m *Migrator) pageSize() int64 {
