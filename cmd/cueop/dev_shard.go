@@ -19,6 +19,7 @@ import (
 type devView interface {
 	Parents() cache.Cache
 	Progress() []operator.KindProgress
+	StorageMigrations() []operator.MigrationProgress
 }
 
 // devFeatureGates turns the sharded list and watch on when dev runs
@@ -88,6 +89,14 @@ func (d *shardedDev) Progress() []operator.KindProgress {
 		all = append(all, s.Progress())
 	}
 	return operator.MergeProgress(all...)
+}
+
+func (d *shardedDev) StorageMigrations() []operator.MigrationProgress {
+	var out []operator.MigrationProgress
+	for _, s := range d.replicas {
+		out = append(out, s.StorageMigrations()...)
+	}
+	return out
 }
 
 // run runs every replica until ctx is done or one fails.

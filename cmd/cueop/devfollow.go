@@ -54,12 +54,13 @@ func followDev(ctx context.Context, out io.Writer, op devView, set *template.Set
 	}
 	tick := time.NewTicker(500 * time.Millisecond)
 	defer tick.Stop()
-	rollouts := map[string]string{}
+	rollouts, migrations := map[string]string{}, map[string]string{}
 	allReady := p.allReady
 	for {
 		select {
 		case <-tick.C:
 			printRollouts(out, op, rollouts)
+			printMigrations(out, op, migrations)
 			if err := p.follow(ctx, servedKinds(op)); err != nil {
 				return err
 			}
@@ -324,4 +325,21 @@ func rolloutLine(p operator.KindProgress) string {
 		line += fmt.Sprintf("; HALTED, %d stalled (fix the template to resume)", p.Stalled)
 	}
 	return line
+}
+
+// printMigrations prints one line per storage migration whose state
+// changed: `storage migration Shelf  v1 -> v2: 40 CRs rewritten of 40
+// listed (1 pages); status.storedVersions is [v2]`.
+func printMigrations(out io.Writer, op devView, last map[string]string) {
+	for _, m := range op.StorageMigrations() {
+		line := m.String()
+		if m.Err != nil {
+			line += "; FAILED, retrying: " + m.Err.Error()
+		}
+		if last[m.CRD] == line {
+			continue
+		}
+		last[m.CRD] = line
+		fmt.Fprintf(out, "%s  %-40s %s\n", time.Now().Format("15:04:05"), "storage migration "+m.Kind, line)
+	}
 }

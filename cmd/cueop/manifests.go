@@ -327,8 +327,9 @@ func crdKustomization(crds []*apiextensionsv1.CustomResourceDefinition) map[stri
 }
 
 // managerRole is the controller's ClusterRole: its CRs and their status, the
-// CRDs (for --install-crds), events, and the child kinds, nothing else;
-// patch on the CRs of the kinds in retain, for their finalizer.
+// CRDs (for --install-crds) and their status (for the storage migration),
+// events, and the child kinds, nothing else; patch on the CRs of the kinds
+// in retain, for their finalizer.
 func managerRole(set *template.Set, children, readable render.KindSet, retain []schema.GroupResource) map[string]any {
 	var crs, status, finalizers []schema.GroupResource
 	for _, k := range set.Kinds {
@@ -346,6 +347,8 @@ func managerRole(set *template.Set, children, readable render.KindSet, retain []
 	rules = append(rules, rulesFor(finalizers, "update")...)
 	rules = append(rules, rulesFor([]schema.GroupResource{{Group: "apiextensions.k8s.io", Resource: "customresourcedefinitions"}},
 		"get", "list", "watch", "create", "patch")...)
+	rules = append(rules, rulesFor([]schema.GroupResource{{Group: "apiextensions.k8s.io", Resource: "customresourcedefinitions/status"}},
+		"get", "update")...)
 	rules = append(rules, rulesFor([]schema.GroupResource{{Resource: "events"}, {Group: "events.k8s.io", Resource: "events"}},
 		"create", "patch")...)
 	rules = append(rules, rulesFor(childResources(children), childVerbs...)...)

@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/cueop/cueop/engine/migrate"
 	"github.com/cueop/cueop/engine/operator"
 )
 
@@ -18,6 +19,7 @@ type runFlags struct {
 	installCRDs, leaderElect                                       bool
 	maxConcurrent, burst, rolloutMaxInFlight                       int
 	qps                                                            float32
+	migrationPageSize                                              int64
 	shard                                                          shardFlags   // run_shard.go
 	workers                                                        workerFlags  // worker.go
 	webhook                                                        webhookFlags // webhook.go
@@ -48,6 +50,7 @@ func newRun(g *globals, zapOpts *zap.Options) *cobra.Command {
 	fl.BoolVar(&f.installCRDs, "install-crds", false, "apply the generated CRDs at start and when templates change")
 	fl.IntVar(&f.maxConcurrent, "max-concurrent", 4, "CRs of one kind reconciled at once")
 	fl.IntVar(&f.rolloutMaxInFlight, "rollout-max-in-flight", 50, "CRs of a kind moved to a new template revision at once (0: unlimited)")
+	fl.Int64Var(&f.migrationPageSize, "storage-migration-page-size", migrate.DefaultPageSize, "CRs a storage migration lists at once")
 	fl.Float32Var(&f.qps, "kube-api-qps", operator.DefaultQPS, "client-side limit of API requests per second")
 	fl.IntVar(&f.burst, "kube-api-burst", operator.DefaultBurst, "client-side burst of API requests")
 	fl.StringVar(&f.namespace, "namespace", "", "serve the CRs of this namespace only (default: all namespaces)")
@@ -103,6 +106,7 @@ func operatorOptions(g *globals, f *runFlags) (*rest.Config, operator.Options, e
 		Templates: g.templates, InstallCRDs: f.installCRDs, AllowedKinds: opts.AllowedKinds, ReadableKinds: opts.ReadableKinds, DataKinds: opts.DataKinds, Budget: opts.Budget,
 		TemplateLimits: g.limits.limits(), Workers: workers, InProcess: inProcess,
 		MaxConcurrent: f.maxConcurrent, Namespace: f.namespace, RolloutMaxInFlight: f.rolloutMaxInFlight, Conversion: conv,
+		StorageMigrationPageSize: f.migrationPageSize,
 		Manager: ctrl.Options{
 			Metrics:                metricsserver.Options{BindAddress: f.metricsAddr},
 			HealthProbeBindAddress: f.probeAddr,

@@ -82,11 +82,16 @@ func (o *Operator) loadFailed(ctx context.Context, err error, broken map[string]
 // crdEvent emits a Warning Event on a CRD, where `kubectl describe crd`
 // shows it.
 func (o *Operator) crdEvent(ctx context.Context, crdName, reason, msg string) {
+	o.crdEventType(ctx, crdName, corev1.EventTypeWarning, reason, msg)
+}
+
+// crdEventType emits an Event of type typ on a CRD.
+func (o *Operator) crdEventType(ctx context.Context, crdName, typ, reason, msg string) {
 	ref := &unstructured.Unstructured{}
 	ref.SetGroupVersionKind(apiextensionsv1.SchemeGroupVersion.WithKind("CustomResourceDefinition"))
 	if err := o.mgr.GetAPIReader().Get(ctx, client.ObjectKey{Name: crdName}, ref); err != nil {
 		o.log.Error(err, "cannot report on the CRD", "crd", crdName, "reason", reason)
 		return
 	}
-	o.recorder.Event(ref, corev1.EventTypeWarning, reason, msg)
+	o.recorder.Event(ref, typ, reason, msg)
 }

@@ -82,6 +82,7 @@ func (o *Operator) serve(ctx context.Context, k *template.Kind) error {
 	commit()
 	o.schemaAccepted(k)
 	o.metrics.revision(k)
+	o.migrateStorage(ctx, k) // migrate.go
 	if !ok {
 		return o.start(ctx, k)
 	}

@@ -9,6 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/cueop/cueop/engine/apply"
+	"github.com/cueop/cueop/engine/migrate"
 	"github.com/cueop/cueop/engine/template"
 )
 
@@ -19,6 +20,7 @@ type Metrics struct {
 	revisions     *prometheus.GaugeVec
 	loadErrors    prometheus.Counter
 	refused       *prometheus.GaugeVec
+	migrations    *prometheus.GaugeVec
 }
 
 var (
@@ -51,8 +53,11 @@ func newMetrics() *Metrics {
 		refused: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "cueop_template_refused", Help: "1 while a kind's newest template is refused for a breaking schema change, 0 once a revision of it is served again.",
 		}, []string{"kind"}),
+		migrations: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "cueop_storage_migration_crs", Help: "CRs of the kind's latest storage migration, by state: listed, migrated (stored anew), running (1 while it runs).",
+		}, []string{"kind", "state"}),
 	}
-	metrics.Registry.MustRegister(m.renderSeconds, m.applies, m.revisions, m.loadErrors, m.refused, rolloutCollector{})
+	metrics.Registry.MustRegister(m.renderSeconds, m.applies, m.revisions, m.loadErrors, m.refused, m.migrations, rolloutCollector{})
 	return m
 }
 
@@ -91,6 +96,13 @@ func (m *Metrics) schemaRefused(k *template.Kind, refused bool) {
 		v = 1
 	}
 	m.refused.WithLabelValues(k.Resource.Kind).Set(v)
+}
+
+// migration records the progress of a kind's storage migration.
+func (m *Metrics) migration(p migrate.Progress) {
+	m.migrations.WithLabelValues(p.Kind, "listed").Set(float64(p.Listed))
+	m.migrations.WithLabelValues(p.Kind, "migrated").Set(float64(p.Migrated))
+	m.migrations.WithLabelValues(p.Kind, "running").Set(boolValue(!p.Done))
 }
 
 func dirExists(p string) bool {

@@ -73,6 +73,9 @@ type Options struct {
 	// Workers configure the worker processes that every render, every
 	// evaluation of references and every compile runs in (workers.go).
 	Workers worker.Options
+	// StorageMigrationPageSize is the number of CRs a storage migration
+	// lists at once (migrate.go); 0 means migrate.DefaultPageSize.
+	StorageMigrationPageSize int64
 	// InProcess renders and compiles in the operator's own process, where
 	// one evaluation can take the whole operator down: for benchmarks and
 	// trusted templates only.
@@ -103,7 +106,9 @@ type Operator struct {
 	// breaking schema change (schemaguard.go), by kind name.
 	refused map[string]bool
 
-	controllers sync.WaitGroup // the kinds' running controllers
+	controllers sync.WaitGroup // the kinds' running controllers and storage migrations
+
+	migrations migrations // migrate.go
 
 	eval render.Evaluator // workers.go
 	pool *worker.Pool     // nil in process

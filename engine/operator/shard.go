@@ -262,6 +262,16 @@ func (s *Sharded) Progress() []KindProgress {
 	return MergeProgress(all...)
 }
 
+// StorageMigrations are the storage migrations of the ranges the replica
+// serves (the first range's operator migrates).
+func (s *Sharded) StorageMigrations() []MigrationProgress {
+	var out []MigrationProgress
+	for _, op := range s.Operators() {
+		out = append(out, op.StorageMigrations()...)
+	}
+	return out
+}
+
 // MergeProgress adds up the rollout states of several operators (ranges,
 // replicas) kind by kind.
 func MergeProgress(ps ...[]KindProgress) []KindProgress {

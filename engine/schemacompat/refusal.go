@@ -10,6 +10,12 @@ const WayForward = "a version's schema is a contract with the CRs stored at it: 
 	"or serve the new schema as a new version beside this one, with a conversion from it " +
 	"(a spoke under versions in the template contract); a kind with no stored CR takes any change"
 
+// WayForwardVersion is what a refusal to stop serving a stored version
+// tells the author.
+const WayForwardVersion = "keep serving it until cueop's storage migration has rewritten every stored CR " +
+	"at the storage version and status.storedVersions lists the storage version alone " +
+	"(the CRD's StorageMigrating condition says how far it got)"
+
 // Refusal is the error of a breaking schema change: the kind, the breaking
 // changes (counted and located where that was possible) and the way
 // forward.
@@ -48,8 +54,13 @@ func (r *Refusal) Error() string {
 // indented and preceded by a line break.
 func (r *Refusal) Details() string {
 	var b strings.Builder
+	version := false
 	for _, c := range r.Changes {
 		b.WriteString("\n  " + c.Explain())
+		version = version || c.What == "version"
+	}
+	if version {
+		b.WriteString("\n  a version status.storedVersions lists: " + WayForwardVersion)
 	}
 	b.WriteString("\n  way forward: " + WayForward)
 	return b.String()

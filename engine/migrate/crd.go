@@ -1,0 +1,165 @@
+package migrate
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"k8s.io/apiextensions-apiserver/pkg/apihelpers"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/util/retry"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+const (
+	// Annotation on the CRD holds the checkpoint of a migration under way.
+	Annotation = "cueop.dev/storage-migration"
+	// Condition is the CRD's condition type that tells the migration's
+	// state, the one Kubernetes' own migrator sets.
+	Condition = apiextensionsv1.StorageMigrating
+	// ReasonRunning and ReasonSucceeded are the condition's reasons.
+	ReasonRunning   = "StorageMigrationRunning"
+	ReasonSucceeded = "StorageMigrationSucceeded"
+)
+
+// checkpoint is the annotation's content: where the pass to To got.
+type checkpoint struct {
+	To       string `json:"to"`
+	Continue string `json:"continue,omitempty"`
+	Listed   int    `json:"listed"`
+	Migrated int    `json:"migrated"`
+	Pages    int    `json:"pages"`
+}
+
+func (m *Migrator) crd(ctx context.Context, name string) (*apiextensionsv1.CustomResourceDefinition, error) {
+	crd := &apiextensionsv1.CustomResourceDefinition{}
+	if err := m.Reader.Get(ctx, client.ObjectKey{Name: name}, crd); err != nil {
+		return nil, fmt.Errorf("CustomResourceDefinition %s: %w", name, err)
+	}
+	return crd, nil
+}
+
+// resume fills p from crd's checkpoint of a pass to p.To and returns the
+// page to go on from; "" (the first page) when there is none.
+func resume(crd *apiextensionsv1.CustomResourceDefinition, p *Progress) string {
+	var cp checkpoint
+	if json.Unmarshal([]byte(crd.Annotations[Annotation]), &cp) != nil || cp.To != p.To || cp.Continue == "" {
+		return ""
+	}
+	p.Listed, p.Migrated, p.Pages, p.Resumed = cp.Listed, cp.Migrated, cp.Pages, true
+	return cp.Continue
+}
+
+// save keeps the checkpoint in the CRD's annotation; none once the pass is
+// over (cont "").
+func (m *Migrator) save(ctx context.Context, name string, p *Progress, cont string) error {
+	var value any
+	if cont != "" {
+		b, err := json.Marshal(checkpoint{To: p.To, Continue: cont, Listed: p.Listed, Migrated: p.Migrated, Pages: p.Pages})
+		if err != nil {
+			return err
+		}
+		value = string(b)
+	}
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]any{Annotation: value}}})
+	if err != nil {
+		return err
+	}
+	obj := &metav1.PartialObjectMetadata{}
+	obj.SetGroupVersionKind(apiextensionsv1.SchemeGroupVersion.WithKind("CustomResourceDefinition"))
+	obj.SetName(name)
+	if err := m.Client.Patch(ctx, obj, client.RawPatch(types.MergePatchType, patch), client.FieldOwner(FieldManager)); err != nil {
+		return fmt.Errorf("CustomResourceDefinition %s: checkpoint: %w", name, err)
+	}
+	return nil
+}
+
+// setCondition sets the CRD's StorageMigrating condition from p.
+func (m *Migrator) setCondition(ctx context.Context, name string, p *Progress) error {
+	return m.updateStatus(ctx, name, func(crd *apiextensionsv1.CustomResourceDefinition) error {
+		setCondition(crd, p)
+		return nil
+	})
+}
+
+// finish sets status.storedVersions to [p.To], if p.To is still the
+// storage version, and the condition to done.
+func (m *Migrator) finish(ctx context.Context, name string, p *Progress) error {
+	return m.updateStatus(ctx, name, func(crd *apiextensionsv1.CustomResourceDefinition) error {
+		if to, _ := Pending(crd); to != p.To {
+			return fmt.Errorf("CustomResourceDefinition %s: the storage version changed from %s to %s during the migration", name, p.To, to)
+		}
+		crd.Status.StoredVersions = []string{p.To}
+		p.Done = true
+		setCondition(crd, p)
+		return nil
+	})
+}
+
+func setCondition(crd *apiextensionsv1.CustomResourceDefinition, p *Progress) {
+	c := apiextensionsv1.CustomResourceDefinitionCondition{Type: Condition, Status: apiextensionsv1.ConditionTrue,
+		Reason: ReasonRunning, Message: "storage migration " + p.String()}
+	if p.Done {
+		c.Status, c.Reason = apiextensionsv1.ConditionFalse, ReasonSucceeded
+	}
+	apihelpers.SetCRDCondition(crd, c)
+}
+
+// updateStatus reads the CRD, changes it with change and writes its status,
+// again on a conflict.
+func (m *Migrator) updateStatus(ctx context.Context, name string, change func(*apiextensionsv1.CustomResourceDefinition) error) error {
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		crd, err := m.crd(ctx, name)
+		if err != nil {
+			return err
+		}
+		if err := change(crd); err != nil {
+			return err
+		}
+		return m.Client.Status().Update(ctx, crd, client.FieldOwner(FieldManager))
+	})
+	if err != nil {
+		return fmt.Errorf("CustomResourceDefinition %s: status: %w", name, err)
+	}
+	return nil
+}
+
+// waitStorage waits until the API server's discovery gives to's storage
+// version hash for crd's resource: from then on, a CR written is stored at
+// to (the API server's handler takes the CRD's change before its
+// discovery does).
+func (m *Migrator) waitStorage(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition, to string) error {
+	if m.Discovery == nil {
+		return nil
+	}
+	want := storageVersionHash(crd.Spec.Group, to, crd.Spec.Names.Kind)
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+		list, err := m.Discovery.ServerResourcesForGroupVersion(crd.Spec.Group + "/" + to)
+		if err != nil {
+			return false, nil
+		}
+		for _, r := range list.APIResources {
+			if r.Name == crd.Spec.Names.Plural {
+				return r.StorageVersionHash == want, nil
+			}
+		}
+		return false, nil
+	})
+	if err != nil {
+		return fmt.Errorf("CustomResourceDefinition %s: the API server does not store at %s yet: %w", crd.Name, to, err)
+	}
+	return nil
+}
+
+// storageVersionHash is the API server's hash of a storage version
+// (k8s.io/apiserver/pkg/endpoints/discovery.StorageVersionHash).
+func storageVersionHash(group, version, kind string) string {
+	sum := sha256.Sum256([]byte(group + "/" + version + "/" + kind))
+	return base64.StdEncoding.EncodeToString(sum[:8])
+}

@@ -1,0 +1,25 @@
+// Package migrate is storage version migration: when a CRD's
+// status.storedVersions lists versions other than its storage version (the
+// storage version changed), it rewrites every stored CR of the kind, so that
+// the API server stores each one anew at the storage version, and then sets
+// status.storedVersions to the storage version alone. Only then may a later
+// CRD stop serving the other versions (the schema guard refuses it before).
+//
+// A CR is rewritten by a merge patch that carries nothing but its
+// resourceVersion, as the API server's own migrator does, sent to its status
+// subresource (which stores the whole object, and which cueop may write
+// for every kind): a CR already stored
+// at the storage version encodes to the same bytes and costs no write (its
+// resourceVersion stays), one stored at another version is written (its
+// resourceVersion moves). A CR changed meanwhile (a conflict) is read again
+// and rewritten; one deleted meanwhile is skipped.
+//
+// The CRs are listed a page at a time (metadata only), at the pace of a
+// token bucket under the client's own rate limit. After each page the
+// list's continue token and the counts are kept in the CRD's annotation
+// cueop.dev/storage-migration, so that a migration interrupted (the
+// operator stopped, the leader changed) resumes from its last page; a token
+// that expired meanwhile starts the pass again from the first page, which
+// only costs requests. The CRD's StorageMigrating condition (the condition
+// type Kubernetes' own migrator sets) says how far it got.
+package migrate

@@ -1,0 +1,217 @@
+package migrate
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/util/flowcontrol"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+const (
+	// FieldManager is the field manager of the migration's writes.
+	FieldManager = "cueop-storage-migration"
+	// DefaultPageSize is the number of CRs listed at once.
+	DefaultPageSize = 500
+	// maxConflicts bounds the rewrites of one CR that keeps changing.
+	maxConflicts = 10
+)
+
+// Progress is how far the migration of one CRD got.
+type Progress struct {
+	// CRD is the CRD's name, Kind its kind.
+	CRD, Kind string
+	// From are the stored versions other than To, the storage version.
+	From []string
+	To   string
+	// Listed are the CRs listed so far, Migrated those of them the API
+	// server stored anew (their resourceVersion moved), Pages the pages
+	// listed.
+	Listed, Migrated, Pages int
+	// Resumed tells that the pass resumed from a checkpoint.
+	Resumed bool
+	// Done tells that status.storedVersions is [To].
+	Done bool
+}
+
+func (p Progress) String() string {
+	s := fmt.Sprintf("%s -> %s: %d CRs rewritten of %d listed (%d pages)", strings.Join(p.From, ","), p.To, p.Migrated, p.Listed, p.Pages)
+	if p.Done {
+		s += "; status.storedVersions is [" + p.To + "]"
+	}
+	return s
+}
+
+// Pending returns crd's storage version and the other versions its
+// status.storedVersions lists, nil when there is nothing to migrate.
+func Pending(crd *apiextensionsv1.CustomResourceDefinition) (to string, from []string) {
+	for _, v := range crd.Spec.Versions {
+		if v.Storage {
+			to = v.Name
+		}
+	}
+	for _, v := range crd.Status.StoredVersions {
+		if v != to && !slices.Contains(from, v) {
+			from = append(from, v)
+		}
+	}
+	return to, from
+}
+
+// Migrator migrates the stored CRs of a CRD.
+type Migrator struct {
+	// Reader reads from the API server (not a cache), Client writes.
+	Reader client.Reader
+	Client client.Client
+	// Discovery, when set, is asked until the API server stores at the new
+	// storage version (its storageVersionHash) before the first rewrite.
+	Discovery discovery.DiscoveryInterface
+	// PageSize is the number of CRs listed at once; DefaultPageSize when 0.
+	PageSize int64
+	// Limiter, when set, paces the rewrites (under the client's own limit,
+	// so that reconciles keep their share of it).
+	Limiter flowcontrol.RateLimiter
+	// Report, when set, is told the progress at the start, after each page
+	// and at the end.
+	Report func(Progress)
+}
+
+// Run migrates the CRD named name: each CR rewritten at the storage
+// version, then status.storedVersions set to it alone. A CRD with nothing
+// to migrate costs one read.
+func (m *Migrator) Run(ctx context.Context, name string) (Progress, error) {
+	crd, err := m.crd(ctx, name)
+	if err != nil {
+		return Progress{CRD: name}, err
+	}
+	to, from := Pending(crd)
+	p := Progress{CRD: name, Kind: crd.Spec.Names.Kind, From: from, To: to}
+	if len(from) == 0 {
+		p.Done = true
+		return p, nil
+	}
+	if !hasStatus(crd, to) {
+		return p, fmt.Errorf("%s: version %s has no status subresource, which the migration rewrites CRs through", name, to)
+	}
+	if err := m.waitStorage(ctx, crd, to); err != nil {
+		return p, err
+	}
+	cont := resume(crd, &p)
+	if err := m.setCondition(ctx, name, &p); err != nil {
+		return p, err
+	}
+	m.report(p)
+	if err := m.pass(ctx, crd, &p, cont); err != nil {
+		return p, err
+	}
+	if err := m.finish(ctx, name, &p); err != nil {
+		return p, err
+	}
+	m.report(p)
+	return p, nil
+}
+
+// pass rewrites every CR of crd's kind from the page cont on, saving a
+// checkpoint after each page. A continue token that expired starts again
+// from the first page.
+func (m *Migrator) pass(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition, p *Progress, cont string) error {
+	gvk := schema.GroupVersionKind{Group: crd.Spec.Group, Version: p.To, Kind: crd.Spec.Names.Kind}
+	for {
+		list := &metav1.PartialObjectMetadataList{}
+		list.SetGroupVersionKind(gvk.GroupVersion().WithKind(crd.Spec.Names.ListKind))
+		err := m.Reader.List(ctx, list, client.Limit(m.pageSize()), client.Continue(cont))
+		if apierrors.IsResourceExpired(err) && cont != "" {
+			cont, p.Listed = "", 0
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("%s: list at %s: %w", crd.Name, p.To, err)
+		}
+		for i := range list.Items {
+			moved, err := m.rewrite(ctx, gvk, &list.Items[i])
+			if err != nil {
+				return err
+			}
+			if moved {
+				p.Migrated++
+			}
+		}
+		p.Listed += len(list.Items)
+		p.Pages++
+		cont = list.GetContinue()
+		if err := m.save(ctx, crd.Name, p, cont); err != nil {
+			return err
+		}
+		if err := m.setCondition(ctx, crd.Name, p); err != nil {
+			return err
+		}
+		m.report(*p)
+		if cont == "" {
+			return nil
+		}
+	}
+}
+
+// rewrite sends obj's resourceVersion back as a merge patch of its status
+// subresource (a write of the whole object, which needs no more than the
+// operator's right to write status), so that the API server stores it at
+// the storage version; it tells whether that wrote (the resourceVersion
+// moved). A conflict reads obj again; a CR gone is skipped.
+func (m *Migrator) rewrite(ctx context.Context, gvk schema.GroupVersionKind, obj *metav1.PartialObjectMetadata) (bool, error) {
+	for attempt := 1; ; attempt++ {
+		if m.Limiter != nil {
+			if err := m.Limiter.Wait(ctx); err != nil {
+				return false, err
+			}
+		}
+		obj.SetGroupVersionKind(gvk)
+		rv := obj.ResourceVersion
+		patch := fmt.Sprintf(`{"metadata":{"resourceVersion":%q}}`, rv)
+		err := m.Client.Status().Patch(ctx, obj, client.RawPatch(types.MergePatchType, []byte(patch)), client.FieldOwner(FieldManager))
+		switch {
+		case err == nil:
+			return obj.ResourceVersion != rv, nil
+		case apierrors.IsNotFound(err):
+			return false, nil
+		case apierrors.IsConflict(err) && attempt < maxConflicts:
+			obj.SetGroupVersionKind(gvk)
+			if err := m.Reader.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
+				return false, client.IgnoreNotFound(err)
+			}
+		default:
+			return false, fmt.Errorf("%s %s/%s: rewrite at %s: %w", gvk.Kind, obj.Namespace, obj.Name, gvk.Version, err)
+		}
+	}
+}
+
+// hasStatus tells whether version of crd has the status subresource (a
+// CR's rewrite through a missing one would read as the CR gone).
+func hasStatus(crd *apiextensionsv1.CustomResourceDefinition, version string) bool {
+	for _, v := range crd.Spec.Versions {
+		if v.Name == version {
+			return v.Subresources != nil && v.Subresources.Status != nil
+		}
+	}
+	return false
+}
+
+func (m *Migrator) pageSize() int64 {
+	if m.PageSize > 0 {
+		return m.PageSize
+	}
+	return DefaultPageSize
+}
+
+func (m *Migrator) report(p Progress) {
+	if m.Report != nil {
+		m.Report(p)
+	}
+}
