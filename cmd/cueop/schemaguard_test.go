@@ -8,32 +8,36 @@ import (
 )
 
 // editedTemplates is a copy of the project's templates with edit applied
-// to the RedisCluster template.
+// to the RedisCluster template (its hub file, which edit must change, and
+// its v2 spoke, whose conversions name the hub's fields).
 func editedTemplates(t *testing.T, edit func(string) string) string {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "templates")
 	if err := os.CopyFS(dir, os.DirFS("../../templates")); err != nil {
 		t.Fatal(err)
 	}
-	p := filepath.Join(dir, "rediscluster", "rediscluster.cue")
-	src, err := os.ReadFile(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	next := edit(string(src))
-	if next == string(src) {
-		t.Fatal("edit changed nothing")
-	}
-	if err := os.WriteFile(p, []byte(next), 0o644); err != nil {
-		t.Fatal(err)
+	for i, name := range []string{"rediscluster.cue", "v2.cue"} {
+		p := filepath.Join(dir, "rediscluster", name)
+		src, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		next := edit(string(src))
+		if i == 0 && next == string(src) {
+			t.Fatal("edit changed nothing")
+		}
+		if err := os.WriteFile(p, []byte(next), 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 	return dir
 }
 
 // renameReplicas renames spec.replicas to spec.size wherever the template
-// names it, so that the template itself is valid.
+// names it (the v2 spoke's conversions too), so that the template itself
+// is valid.
 func renameReplicas(src string) string {
-	return strings.NewReplacer(".spec.replicas", ".spec.size", "\treplicas: *3", "\tsize: *3", "<=replicas", "<=size").Replace(src)
+	return strings.NewReplacer(".spec.replicas", ".spec.size", "\treplicas: *3", "\tsize: *3", "<=replicas", "<=size", "\treplicas: in.spec.size", "\tsize: in.spec.size").Replace(src)
 }
 
 // TestVetRefusesBreakingSchemaChange: `cueop vet` compares the templates'

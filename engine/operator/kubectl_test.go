@@ -10,7 +10,8 @@ import (
 
 // TestKubectlAsUsersExpect drives a RedisCluster the way a user would:
 // printer columns, short names, categories, explain from the CUE doc
-// comments, and the scale subresource.
+// comments, and the scale subresource, at both served versions (kubectl
+// prefers v2, read through the conversion webhook; v1 is the storage).
 func TestKubectlAsUsersExpect(t *testing.T) {
 	ns := clustertest.Namespace(t)
 	startOperator(t, copyTemplates(t), ns, nil)
@@ -19,11 +20,22 @@ func TestKubectlAsUsersExpect(t *testing.T) {
 	mustKubectl(t, redisYAML(ns, "ux", 2, "7.0"), "apply", "-f", "-")
 	eventually(t, 60*time.Second, func() string { return readyStatus(t, c, ns, "ux", 2) })
 
-	out := mustKubectl(t, "", "-n", ns, "get", "redisclusters")
-	header := strings.Fields(strings.SplitN(out, "\n", 2)[0])
-	if strings.Join(header, " ") != "NAME REPLICAS READY PHASE AGE" {
-		t.Errorf("kubectl get columns = %v, want NAME REPLICAS READY PHASE AGE\n%s", header, out)
+	for resource, want := range map[string]string{
+		"redisclusters":                      "NAME SIZE READY PHASE AGE     ux 2 2 Running",
+		"redisclusters.v2.cache.example.com": "NAME SIZE READY PHASE AGE     ux 2 2 Running",
+		"redisclusters.v1.cache.example.com": "NAME REPLICAS READY PHASE AGE ux 2 2 Running",
+	} {
+		out := mustKubectl(t, "", "-n", ns, "get", resource)
+		lines := strings.Split(strings.TrimSpace(out), "\n")
+		got := strings.Join(strings.Fields(lines[0]), " ")
+		if len(lines) == 2 {
+			got += " " + strings.Join(strings.Fields(lines[1])[:4], " ")
+		}
+		if got != strings.Join(strings.Fields(want), " ") {
+			t.Errorf("kubectl get %s = %q, want %q\n%s", resource, got, want, out)
+		}
 	}
+	out := mustKubectl(t, "", "-n", ns, "get", "redisclusters")
 	if !strings.Contains(out, "Running") {
 		t.Errorf("kubectl get does not show the phase:\n%s", out)
 	}
@@ -32,12 +44,18 @@ func TestKubectlAsUsersExpect(t *testing.T) {
 			t.Errorf("kubectl get %s does not list the RedisCluster:\n%s", name, out)
 		}
 	}
-	out = mustKubectl(t, "", "explain", "rediscluster.spec.replicas")
+	out = mustKubectl(t, "", "explain", "rediscluster.spec.replicas", "--api-version=cache.example.com/v1")
 	if !strings.Contains(out, "Number of Redis Pods, one per replica.") {
-		t.Errorf("kubectl explain lacks the CUE doc comment:\n%s", out)
+		t.Errorf("kubectl explain at v1 lacks the CUE doc comment:\n%s", out)
 	}
-	mustKubectl(t, "", "-n", ns, "scale", "rediscluster/ux", "--replicas=4")
+	out = mustKubectl(t, "", "explain", "rediscluster.spec.size")
+	if !strings.Contains(out, "Number of Redis Pods.") {
+		t.Errorf("kubectl explain at v2 lacks the CUE doc comment:\n%s", out)
+	}
+	mustKubectl(t, "", "-n", ns, "scale", "rediscluster/ux", "--replicas=4") // v2: .spec.size
 	eventually(t, 60*time.Second, func() string { return readyStatus(t, c, ns, "ux", 4) })
+	mustKubectl(t, "", "-n", ns, "scale", "redisclusters.v1.cache.example.com/ux", "--replicas=3")
+	eventually(t, 60*time.Second, func() string { return readyStatus(t, c, ns, "ux", 3) })
 	out = mustKubectl(t, "", "-n", ns, "get", "rediscluster", "ux", "-o", "jsonpath={.status.selector}")
 	if out != "app=redis,cluster=ux" {
 		t.Errorf("status.selector = %q", out)

@@ -16,6 +16,8 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/cueop/cueop/engine/operator"
+	"github.com/cueop/cueop/engine/operator/operatortest"
 	"github.com/cueop/cueop/localcluster/clustertest"
 )
 
@@ -179,10 +181,13 @@ func TestNoWritesOnResync(t *testing.T) {
 	for i := range n {
 		names = append(names, fmt.Sprintf("idle-%d", i))
 	}
-	convergeThenStop(t, dir, ns, c, names...)
+	opts := convergeThenStop(t, dir, ns, c, names...)
 	rendered, checked := renders(t, "RedisCluster"), appliesUnchanged(t)
 	cfg, ct := countingConfig()
-	act := startOperator(t, dir, ns, cfg)
+	// The same conversion endpoint (address and CA) as the first process,
+	// as a restarted Deployment keeps its Service and certificate Secret:
+	// the CRD's clientConfig needs no write.
+	act, _ := operatortest.StartObserved(t, cfg, opts)
 	eventually(t, 60*time.Second, func() string {
 		if got := act.ReconcilesOf("namespace", ns); got < n {
 			return fmt.Sprintf("%d reconciles in %s, want %d (every CR)", got, ns, n)
@@ -217,9 +222,10 @@ func TestNoWritesOnResync(t *testing.T) {
 
 // convergeThenStop runs an operator on dir until RedisClusters of the
 // given names, 3 replicas each, are Ready in ns, then stops it.
-func convergeThenStop(t *testing.T, dir, ns string, c client.Client, names ...string) {
+func convergeThenStop(t *testing.T, dir, ns string, c client.Client, names ...string) operator.Options {
 	t.Helper()
-	_, stop := startOperatorStoppable(t, dir, ns, nil)
+	opts := operatortest.Options(dir, ns)
+	_, stop := operatortest.StartObserved(t, clustertest.Config(), opts)
 	defer stop()
 	waitCRD(t)
 	for _, name := range names {
@@ -228,6 +234,7 @@ func convergeThenStop(t *testing.T, dir, ns string, c client.Client, names ...st
 	for _, name := range names {
 		eventually(t, 60*time.Second, func() string { return readyStatus(t, c, ns, name, 3) })
 	}
+	return opts
 }
 
 // TestRestartRepairsWhatChangedWhileDown: a restarted operator skips the
