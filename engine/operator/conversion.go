@@ -214,12 +214,13 @@ func (c *Conversion) endpoint() *webhook.Endpoint {
 	return &c.Endpoint
 }
 
-// repointOnRotation installs the CRD of every kind served again when the
+// repointOnRotation installs the CRD of every kind served again (or, when
+// cueop does not install CRDs, writes the bundle into the live CRD) when the
 // CA bundle changes (a renewed CA, a Secret deleted and made again), so
 // that the API server trusts the certificate served.
 func (o *Operator) repointOnRotation(ctx context.Context) {
 	c := o.opts.Conversion
-	if c == nil || c.Endpoint.Certs == nil || !o.opts.InstallCRDs {
+	if c == nil || c.Endpoint.Certs == nil {
 		return
 	}
 	for {
@@ -231,7 +232,9 @@ func (o *Operator) repointOnRotation(ctx context.Context) {
 		}
 		o.mu.Lock()
 		for _, kc := range o.kinds {
-			if err := o.installCRD(ctx, kc.rec.Kind()); err != nil {
+			if !o.opts.InstallCRDs {
+				o.pointLive(ctx, kc.crdName) // cabundle.go
+			} else if err := o.installCRD(ctx, kc.rec.Kind()); err != nil {
 				o.log.Error(err, "conversion webhook: CA bundle not written", "crd", kc.crdName)
 			}
 		}

@@ -78,6 +78,8 @@ func (o *Operator) serve(ctx context.Context, k *template.Kind) error {
 		if err := o.installCRD(ctx, k); err != nil {
 			return o.schemaRefused(ctx, k, k.Resource.Plural+"."+k.Resource.Group, err) // schemaguard.go
 		}
+	} else {
+		o.pointLive(ctx, k.Resource.Plural+"."+k.Resource.Group) // cabundle.go
 	}
 	commit()
 	o.schemaAccepted(k)
@@ -117,7 +119,9 @@ func (o *Operator) start(ctx context.Context, k *template.Kind) error {
 		return fmt.Errorf("kind %s: controller: %w", k.Name, err)
 	}
 	kc := &kindController{rec: rec, ctrl: c, resync: make(chan event.GenericEvent), crdName: k.Resource.Plural + "." + k.Resource.Group}
-	o.waitMapped(ctx, k.Resource.GroupVersionKind()) // mapper.go
+	if o.waitMapped(ctx, k.Resource.GroupVersionKind()) && !o.opts.InstallCRDs { // mapper.go
+		o.pointLive(ctx, kc.crdName) // a CRD applied after cueop started
+	}
 	o.pace(ctx, kc, k)
 	if err := o.watch(c, k, kc); err != nil {
 		return fmt.Errorf("kind %s: %w", k.Name, err)

@@ -1,0 +1,62 @@
+package operator
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// pointLiveCRD writes the conversion endpoint (address and CA bundle) into
+// the live CRD named crdName when cueop does not install the CRDs itself
+// (config/ applies them from crds/, without a caBundle): only into a CRD
+// that converts by webhook, only the clientConfig, and only when it
+// differs, so that a restart writes nothing. A CRD not there yet is left
+// alone: it is pointed at the kind's next reload.
+func (o *Operator) pointLiveCRD(ctx context.Context, crdName string) error {
+	e := o.opts.Conversion.endpoint()
+	if e == nil || e.Certs == nil {
+		return nil
+	}
+	live := &unstructured.Unstructured{}
+	live.SetGroupVersionKind(apiextensionsv1.SchemeGroupVersion.WithKind("CustomResourceDefinition"))
+	if err := o.mgr.GetAPIReader().Get(ctx, client.ObjectKey{Name: crdName}, live); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	want := live.DeepCopy()
+	if err := e.Point(ctx, want); err != nil {
+		return err
+	}
+	path := []string{"spec", "conversion", "webhook", "clientConfig"}
+	have, _, _ := unstructured.NestedMap(live.Object, path...)
+	cc, ok, _ := unstructured.NestedMap(want.Object, path...)
+	if !ok || equality.Semantic.DeepEqual(have, cc) {
+		return nil // no webhook conversion, or pointed already
+	}
+	patch := map[string]any{"url": nil, "service": nil} // the one not given goes
+	for k, v := range cc {
+		patch[k] = v
+	}
+	body, err := json.Marshal(map[string]any{"spec": map[string]any{"conversion": map[string]any{"webhook": map[string]any{"clientConfig": patch}}}})
+	if err != nil {
+		return err
+	}
+	if err := o.mgr.GetClient().Patch(ctx, live, client.RawPatch(types.MergePatchType, body)); err != nil {
+		return fmt.Errorf("crd %s: conversion webhook: write the CA bundle: %w", crdName, err)
+	}
+	o.log.Info("conversion webhook: CA bundle written into the CRD", "crd", crdName)
+	return nil
+}
+
+// pointLive is pointLiveCRD, its error logged: the kind serves on, and
+// reads at its other versions fail until the bundle is written.
+func (o *Operator) pointLive(ctx context.Context, crdName string) {
+	if err := o.pointLiveCRD(ctx, crdName); err != nil {
+		o.log.Error(err, "conversion webhook: CA bundle not written", "crd", crdName)
+	}
+}
