@@ -105,3 +105,24 @@ func TestForgedAnnotationCannotInjectFields(t *testing.T) {
 		}
 	}
 }
+
+// TestAnnotationOfTheSourceVersionIsStale: an object at v1 carrying an
+// annotation of a v1 spec (written by hand, or copied from a read at v2)
+// converts to v2 without it: its own spec is the v1 spec, and the stale one
+// restored on the way back would change the object (b appearing).
+func TestAnnotationOfTheSourceVersionIsStale(t *testing.T) {
+	c, err := load(t, lossy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := object(t, `{"apiVersion": "apps.test.example/v1", "kind": "App", "metadata": {"name": "x"}, "spec": {"a": 1}}`)
+	in.SetAnnotations(map[string]string{convert.AnnotationPrefix + "v1": `{"a":1,"b":"stale"}`})
+	v2 := mustConvert(t, c, in, "v2")
+	if a := v2.GetAnnotations(); len(a) != 0 {
+		t.Errorf("at v2: annotations %v, want none", a)
+	}
+	back := mustConvert(t, c, v2, "v1")
+	if want := map[string]any{"a": int64(1)}; !reflect.DeepEqual(back.Object["spec"], want) {
+		t.Errorf("round trip: spec %v, want %v", back.Object["spec"], want)
+	}
+}
