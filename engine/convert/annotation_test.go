@@ -2,6 +2,7 @@ package convert_test
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/cueop/cueop/engine/convert"
@@ -73,5 +74,55 @@ func TestAnnotationCarriesASpokeFieldThroughTheHub(t *testing.T) {
 	}
 	if back := mustConvert(t, c, hub, "v2"); !reflect.DeepEqual(back.Object, in.Object) {
 		t.Errorf("round trip = %v, want %v", back.Object, in.Object)
+	}
+}
+
+// TestForgedAnnotationCannotInjectFields: a tenant writes the annotation
+// of the hub's spec on a v2 object, with fields the hub's #Spec refuses
+// (a field it does not declare, a field of the wrong type) beside the ones
+// the v2 spec converts to: the conversion to the hub is refused, naming
+// the object, the annotation and the field, rather than storing them.
+func TestForgedAnnotationCannotInjectFields(t *testing.T) {
+	c, err := load(t, lossy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, forged := range map[string]string{
+		"undeclared field": `{"a":1,"evil":"x"}`,
+		"wrong type":       `{"a":1,"b":5}`,
+	} {
+		in := object(t, `{"apiVersion": "apps.test.example/v2", "kind": "App", "metadata": {"name": "x", "namespace": "t"}, "spec": {"a": 1}}`)
+		in.SetAnnotations(map[string]string{convert.AnnotationPrefix + "v1": forged})
+		out, err := c.Convert(in, "v1")
+		if err == nil {
+			t.Errorf("%s: converted to %v, want refused", name, out.Object["spec"])
+			continue
+		}
+		for _, want := range []string{"App t/x", convert.AnnotationPrefix + "v1"} {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("%s: error %q does not name %q", name, err, want)
+			}
+		}
+	}
+}
+
+// TestAnnotationOfTheSourceVersionIsStale: an object at v1 carrying an
+// annotation of a v1 spec (written by hand, or copied from a read at v2)
+// converts to v2 without it: its own spec is the v1 spec, and the stale one
+// restored on the way back would change the object (b appearing).
+func TestAnnotationOfTheSourceVersionIsStale(t *testing.T) {
+	c, err := load(t, lossy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := object(t, `{"apiVersion": "apps.test.example/v1", "kind": "App", "metadata": {"name": "x"}, "spec": {"a": 1}}`)
+	in.SetAnnotations(map[string]string{convert.AnnotationPrefix + "v1": `{"a":1,"b":"stale"}`})
+	v2 := mustConvert(t, c, in, "v2")
+	if a := v2.GetAnnotations(); len(a) != 0 {
+		t.Errorf("at v2: annotations %v, want none", a)
+	}
+	back := mustConvert(t, c, v2, "v1")
+	if want := map[string]any{"a": int64(1)}; !reflect.DeepEqual(back.Object["spec"], want) {
+		t.Errorf("round trip: spec %v, want %v", back.Object["spec"], want)
 	}
 }

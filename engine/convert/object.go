@@ -28,6 +28,9 @@ func (c *Converter) convert(obj *unstructured.Unstructured, from, to *template.V
 	}
 	out.Object["spec"] = res.spec
 	dropAnnotation(out, to.Name)
+	// obj's spec is its version's spec: an annotation of a spec at that
+	// version is stale, and restoring it later would change the object.
+	dropAnnotation(out, from.Name)
 	if res.carry {
 		b, err := json.Marshal(spec)
 		if err != nil {

@@ -121,7 +121,8 @@ func (m *Migrator) Run(ctx context.Context, name string) (Progress, error) {
 
 // pass rewrites every CR of crd's kind from the page cont on, saving a
 // checkpoint after each page. A continue token that expired starts again
-// from the first page.
+// from the first page; one the API server refuses (a checkpoint written by
+// hand, of another resource) too, its counts dropped.
 func (m *Migrator) pass(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition, p *Progress, cont string) error {
 	gvk := schema.GroupVersionKind{Group: crd.Spec.Group, Version: p.To, Kind: crd.Spec.Names.Kind}
 	for {
@@ -130,6 +131,10 @@ func (m *Migrator) pass(ctx context.Context, crd *apiextensionsv1.CustomResource
 		err := m.Reader.List(ctx, list, client.Limit(m.pageSize()), client.Continue(cont))
 		if apierrors.IsResourceExpired(err) && cont != "" {
 			cont, p.Listed = "", 0
+			continue
+		}
+		if apierrors.IsBadRequest(err) && cont != "" {
+			cont, p.Listed, p.Migrated, p.Pages = "", 0, 0, 0
 			continue
 		}
 		if err != nil {

@@ -402,3 +402,28 @@ func leaseHolder(t *testing.T, c client.Client, ns string, r shard.Range) string
 	}
 	return *lease.Spec.HolderIdentity
 }
+
+// TestStorageMigrationJunkCheckpoint: the CRD's checkpoint annotation
+// holds a continue token the API server refuses (junk, or one of another
+// resource): the migration starts again from the first page rather than
+// failing on it forever, and ends with every CR stored anew.
+func TestStorageMigrationJunkCheckpoint(t *testing.T) {
+	ns := clustertest.Namespace(t)
+	c := crdClient(t)
+	dir, _, _, rvs := shelvesSwitched(t, c, ns, 3, true)
+	crd := getCRD(t, c)
+	if crd.Annotations == nil {
+		crd.Annotations = map[string]string{}
+	}
+	crd.Annotations[migrate.Annotation] = `{"to":"v2","continue":"not-a-continue-token","listed":99,"migrated":99,"pages":7}`
+	must(t, c.Update(context.Background(), crd))
+
+	op, err := operator.New(clustertest.Config(), migrateOptions(dir, ns))
+	must(t, err)
+	operatortest.Run(t, op)
+	waitStoredV2(t, c)
+	checkMigrated(t, c, ns, rvs)
+	if ms := op.StorageMigrations(); len(ms) != 1 || ms[0].Listed != 3 {
+		t.Errorf("StorageMigrations() = %+v, want one that listed the 3 CRs (the junk checkpoint's counts dropped)", ms)
+	}
+}

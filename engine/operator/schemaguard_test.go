@@ -144,6 +144,12 @@ func TestSchemaRenameRefused(t *testing.T) {
 	if got := podUIDs(t, c, ns, "r5"); got != uids {
 		t.Errorf("Pods of r5 changed after the label edit:\n%s\nwere:\n%s", got, uids)
 	}
+	// A spec edit renders r5 anew, in a render worker, with the revision
+	// that keeps serving, though the files on disk are the refused one.
+	mustKubectl(t, "", "-n", ns, "patch", "vault", "r5", "--type=merge", "-p", `{"spec":{"replicas":4}}`)
+	eventually(t, 60*time.Second, func() string { return podsOf(t, ns, "r5", 4) })
+	a.Settled(t, 0, 60*time.Second)
+	uids = podUIDs(t, c, ns, "r5")
 
 	editFile(t, file, func(string) string { return vaultTemplate })
 	eventually(t, 60*time.Second, func() string {

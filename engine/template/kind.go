@@ -50,6 +50,11 @@ type Kind struct {
 	Dir string
 	// Revision is a short content hash of the files the kind is built from.
 	Revision string
+	// Files are those files' bytes (the module file and every file read
+	// below the kind's package directories), by slash path relative to the
+	// root: what a render worker compiles the kind from once the directory
+	// has moved on (LoadKindFiles).
+	Files map[string][]byte
 	// Resource is the decoded `resource` field.
 	Resource Resource
 	// Spec is the `#Spec` definition.

@@ -230,6 +230,7 @@ func compile(ctx *cue.Context, snap *snapshot, inst *build.Instance) (*Kind, err
 	}
 	k.Name, k.Dir = name, inst.Dir
 	k.Revision = snap.revision(dirs)
+	k.Files = snap.filesUnder(dirs)
 	k.Hotspots = Hotspots(inst)
 	k.Reads = AnalyzeReads(inst)
 	return k, nil

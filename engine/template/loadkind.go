@@ -2,6 +2,8 @@ package template
 
 import (
 	"fmt"
+	"io/fs"
+	"os"
 	"path/filepath"
 
 	"cuelang.org/go/cue/build"
@@ -21,6 +23,39 @@ func LoadKind(root, name string, opts LoadOptions) (*Kind, error) {
 	if err != nil {
 		return nil, fmt.Errorf("templates %s: %w", root, err)
 	}
+	return loadKind(snap, root, name, opts)
+}
+
+// LoadKindFiles loads package name as LoadKind does, from files (a Kind's
+// Files) rather than from the directory root as it is now: the revision
+// those files are, whatever was written to root since. Positions name
+// root's files.
+func LoadKindFiles(root, name string, files map[string][]byte, opts LoadOptions) (*Kind, error) {
+	tmp, err := os.MkdirTemp("", "cueop-revision-")
+	if err != nil {
+		return nil, fmt.Errorf("templates %s: %w", root, err)
+	}
+	defer os.RemoveAll(tmp)
+	for p, data := range files {
+		if !fs.ValidPath(p) {
+			return nil, fmt.Errorf("templates %s: file %q: not a path inside the directory", root, p)
+		}
+		f := filepath.Join(tmp, filepath.FromSlash(p))
+		if err := os.MkdirAll(filepath.Dir(f), 0o700); err != nil {
+			return nil, fmt.Errorf("templates %s: %w", root, err)
+		}
+		if err := os.WriteFile(f, data, 0o600); err != nil {
+			return nil, fmt.Errorf("templates %s: %w", root, err)
+		}
+	}
+	snap, err := openSnapshotAt(filepath.Clean(root), tmp)
+	if err != nil {
+		return nil, fmt.Errorf("templates %s: %w", root, err)
+	}
+	return loadKind(snap, root, name, opts)
+}
+
+func loadKind(snap *snapshot, root, name string, opts LoadOptions) (*Kind, error) {
 	defer snap.Close()
 	snap.limits = opts.Limits.WithDefaults()
 	if err := checkModule(snap); err != nil {

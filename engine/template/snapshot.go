@@ -50,6 +50,12 @@ func openSnapshot(root string) (*snapshot, error) {
 	if err != nil {
 		return nil, err
 	}
+	return openSnapshotAt(root, real)
+}
+
+// openSnapshotAt reads the directory real as if it were root: positions
+// and errors name root.
+func openSnapshotAt(root, real string) (*snapshot, error) {
 	r, err := os.OpenRoot(real)
 	if err != nil {
 		return nil, err
@@ -275,6 +281,20 @@ func (s *snapshot) revision(dirs []string) string {
 		h.Write(s.files[n])
 	}
 	return hex.EncodeToString(h.Sum(nil))[:10]
+}
+
+// filesUnder returns the module file and every file read below dirs, as
+// revision hashes them.
+func (s *snapshot) filesUnder(dirs []string) map[string][]byte {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	files := map[string][]byte{}
+	for name, data := range s.files {
+		if name == moduleFile || under(name, dirs) {
+			files[name] = data
+		}
+	}
+	return files
 }
 
 const moduleFile = "cue.mod/module.cue"

@@ -1,6 +1,7 @@
 package webhook
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -45,7 +46,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, fmt.Sprintf("conversion review: bad request: %v", err), http.StatusBadRequest)
 		return
 	}
-	review.Response = h.Review(review.Request)
+	review.Response = h.Review(r.Context(), review.Request)
 	review.Request = nil
 	w.Header().Set("Content-Type", "application/json")
 	if err := json.NewEncoder(w).Encode(review); err != nil {
@@ -53,10 +54,11 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// Review converts the objects of req to its desired version.
-func (h *Handler) Review(req *apiextensionsv1.ConversionRequest) *apiextensionsv1.ConversionResponse {
+// Review converts the objects of req to its desired version. It stops
+// when ctx ends (the caller gone: nobody reads the rest).
+func (h *Handler) Review(ctx context.Context, req *apiextensionsv1.ConversionRequest) *apiextensionsv1.ConversionResponse {
 	resp := &apiextensionsv1.ConversionResponse{UID: req.UID}
-	out, err := h.convertAll(req)
+	out, err := h.convertAll(ctx, req)
 	if err != nil {
 		h.Log.Info("conversion refused", "to", req.DesiredAPIVersion, "error", err.Error())
 		resp.Result = metav1.Status{Status: metav1.StatusFailure, Message: err.Error(), Reason: metav1.StatusReasonBadRequest}
@@ -67,13 +69,16 @@ func (h *Handler) Review(req *apiextensionsv1.ConversionRequest) *apiextensionsv
 	return resp
 }
 
-func (h *Handler) convertAll(req *apiextensionsv1.ConversionRequest) ([]runtime.RawExtension, error) {
+func (h *Handler) convertAll(ctx context.Context, req *apiextensionsv1.ConversionRequest) ([]runtime.RawExtension, error) {
 	to, err := schema.ParseGroupVersion(req.DesiredAPIVersion)
 	if err != nil {
 		return nil, fmt.Errorf("desired api version %q: %w", req.DesiredAPIVersion, err)
 	}
 	out := make([]runtime.RawExtension, len(req.Objects))
 	for i, raw := range req.Objects {
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("conversion to %s: stopped at object %d of %d: %w", req.DesiredAPIVersion, i+1, len(req.Objects), err)
+		}
 		b, err := h.convert(raw.Raw, to)
 		if err != nil {
 			return nil, err

@@ -2,12 +2,15 @@ package webhook_test
 
 import (
 	"bytes"
+	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -122,5 +125,46 @@ func TestLocalCertsVerify(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusMethodNotAllowed {
 		t.Errorf("GET %s = %d, want 405", webhook.Path, resp.StatusCode)
+	}
+}
+
+// counting is a converter that counts its conversions.
+type counting struct {
+	webhook.Rename
+	n *atomic.Int64
+}
+
+func (c counting) Convert(obj *unstructured.Unstructured, to string) (*unstructured.Unstructured, error) {
+	c.n.Add(1)
+	return c.Rename.Convert(obj, to)
+}
+
+// TestHandlerStopsWhenTheCallerLeft: a review of 10,000 objects whose
+// caller has gone (the API server's timeout, a client that hung up) is not
+// converted on: the handler stops at once, its answer naming why, rather
+// than spending the operator's CPU on objects nobody reads.
+func TestHandlerStopsWhenTheCallerLeft(t *testing.T) {
+	n := &atomic.Int64{}
+	r := &webhook.Registry{}
+	r.Set(gaugeGK, counting{webhook.Rename{HubVersion: "v1", Hub: "replicas", Spoke: "size"}, n})
+	req := &apiextensionsv1.ConversionRequest{UID: "u1", DesiredAPIVersion: "conv.example.com/v2"}
+	for i := range 10000 {
+		req.Objects = append(req.Objects, gauge("v1", fmt.Sprintf("g%d", i), `{"replicas":3}`))
+	}
+	body, err := json.Marshal(&apiextensionsv1.ConversionReview{Request: req})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	rec := httptest.NewRecorder()
+	(&webhook.Handler{Registry: r}).ServeHTTP(rec, httptest.NewRequest(http.MethodPost, webhook.Path, bytes.NewReader(body)).WithContext(ctx))
+	if got := n.Load(); got != 0 {
+		t.Errorf("%d objects converted for a caller that left, want 0", got)
+	}
+	out := &apiextensionsv1.ConversionReview{}
+	if err := json.Unmarshal(rec.Body.Bytes(), out); err != nil || out.Response == nil ||
+		out.Response.Result.Status != metav1.StatusFailure || !strings.Contains(out.Response.Result.Message, "context canceled") {
+		t.Errorf("answer %.300s, want a failure naming the canceled request", rec.Body)
 	}
 }

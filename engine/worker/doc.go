@@ -9,8 +9,11 @@
 // started so), on demand, and sends it one request at a time as a
 // length-prefixed JSON message on its stdin; the answer comes back on its
 // stdout. A worker compiles a kind once from the templates directory the
-// operator loaded it from, refusing another revision than the operator's,
-// and keeps it for the renders that follow.
+// operator loaded it from and keeps it for the renders that follow; when
+// the directory holds another revision than the operator's (an edit the
+// operator refused), the worker says so and is sent the revision's own
+// files (template.Kind.Files), so that the last good revision keeps
+// rendering.
 //
 // Each worker limits its own address space (RLIMIT_AS, above what it maps
 // at start) and runs each evaluation within its budget (package budget,

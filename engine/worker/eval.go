@@ -84,6 +84,14 @@ func (p *Pool) evaluate(ctx context.Context, tenant string, k *template.Kind, re
 		if err != nil {
 			return nil, err
 		}
+		if resp != nil && resp.NeedFiles {
+			if req.Files != nil || k.Files == nil {
+				return nil, fmt.Errorf("kind %s: template revision %s: the worker found other templates on disk and no files of the revision to compile", k.Name, k.Revision)
+			}
+			req.Files = k.Files // the last good revision, no longer on disk
+			attempt--
+			continue
+		}
 		if resp != nil {
 			if resp.Err != nil {
 				return nil, resp.Err.err()

@@ -91,6 +91,9 @@ func (s *server) handle(req *request) *response {
 		return s.compile(req)
 	case opRender, opReferences:
 		k, err := s.kind(req)
+		if errors.Is(err, errNeedFiles) {
+			return &response{NeedFiles: true}
+		}
 		if err != nil {
 			return errorResponse(err)
 		}
@@ -102,15 +105,24 @@ func (s *server) handle(req *request) *response {
 	return errorResponse(fmt.Errorf("unknown operation %q", req.Op))
 }
 
-// kind returns the compiled kind of req, compiling it on first use. A
-// revision other than the one asked for is refused: the directory changed
-// since the operator loaded it, and the operator reloads in turn.
+// kind returns the compiled kind of req, compiling it on first use from
+// the directory, or from req.Files when the operator sent them. A
+// revision on disk other than the one asked for (the directory changed
+// since the operator loaded it) is errNeedFiles: the operator still serves
+// that revision and sends its files.
 func (s *server) kind(req *request) (*template.Kind, error) {
 	key := req.Root + "\x00" + req.Kind + "\x00" + req.Revision
 	if k := s.kinds[key]; k != nil {
 		return k, nil
 	}
-	k, err := template.LoadKind(req.Root, req.Kind, template.LoadOptions{Budget: req.Options.Budget, Limits: req.Options.Limits})
+	opts := template.LoadOptions{Budget: req.Options.Budget, Limits: req.Options.Limits}
+	var k *template.Kind
+	var err error
+	if req.Files != nil {
+		k, err = template.LoadKindFiles(req.Root, req.Kind, req.Files, opts)
+	} else {
+		k, err = template.LoadKind(req.Root, req.Kind, opts)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -118,11 +130,17 @@ func (s *server) kind(req *request) (*template.Kind, error) {
 		return nil, fmt.Errorf("package %s defines no %q", req.Kind, template.PathResource)
 	}
 	if k.Revision != req.Revision {
-		return nil, fmt.Errorf("kind %s: the worker found template revision %s, not %s: the templates changed since they were loaded", req.Kind, k.Revision, req.Revision)
+		if req.Files == nil {
+			return nil, errNeedFiles
+		}
+		return nil, fmt.Errorf("kind %s: the worker compiled template revision %s from the files of %s", req.Kind, k.Revision, req.Revision)
 	}
 	s.keep(key, k)
 	return k, nil
 }
+
+// errNeedFiles asks the operator for the files of the revision it renders.
+var errNeedFiles = errors.New("template revision not on disk: send its files")
 
 // keep keeps k, and no other revision of it.
 func (s *server) keep(key string, k *template.Kind) {

@@ -36,6 +36,9 @@ type request struct {
 	Root     string `json:"root"`
 	Kind     string `json:"kind"`
 	Revision string `json:"revision,omitempty"`
+	// Files are the revision's files (template.Kind.Files), sent when the
+	// worker found another revision on disk.
+	Files map[string][]byte `json:"files,omitempty"`
 
 	Parent     map[string]any            `json:"parent,omitempty"`
 	Observed   map[string]map[string]any `json:"observed,omitempty"`
@@ -67,6 +70,9 @@ type response struct {
 	Revision   string          `json:"revision,omitempty"`
 	Err        *wireError      `json:"err,omitempty"`
 	Abandoned  bool            `json:"abandoned,omitempty"`
+	// NeedFiles: the worker found another revision on disk than the one
+	// asked for; the request is to be sent again with its Files.
+	NeedFiles bool `json:"needFiles,omitempty"`
 	// CPU is the worker's CPU time (user and system) when it answered.
 	CPU   time.Duration `json:"cpu"`
 	Hello *hello        `json:"hello,omitempty"`

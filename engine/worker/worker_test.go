@@ -188,3 +188,39 @@ func TestLoadCompilesInWorkersFirst(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestLastGoodRevisionRendersAfterEdit: the templates on disk changed to
+// a revision the operator compiled (in a worker) and refused; the kind the
+// operator still serves, the last good revision, keeps rendering in every
+// worker, the one that compiled the new revision and a fresh one alike.
+func TestLastGoodRevisionRendersAfterEdit(t *testing.T) {
+	dir := workertest.Templates(t, map[string]string{"hostile/hostile.cue": workertest.HostileKind})
+	set, err := template.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	good := set.Kinds[0]
+	in := render.Inputs{Kind: good, Parent: cr("ns", "a", map[string]any{"count": int64(2)})}
+	want, err := render.RenderInputs(in, render.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	edited := strings.Replace(workertest.HostileKind, "status: lines: parent.spec.count", "status: lines: parent.spec.count + 1", 1)
+	if err := os.WriteFile(good.Dir+"/hostile.cue", []byte(edited), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fresh := newPool(t, worker.Options{})
+	compiled := newPool(t, worker.Options{Workers: 1})
+	if _, err := compiled.Compile(context.Background(), good.Root(), good.Name, budget.Budget{}); err != nil {
+		t.Fatal(err)
+	}
+	for name, p := range map[string]*worker.Pool{"a fresh worker": fresh, "the worker that compiled the edit": compiled} {
+		got, err := p.Render(context.Background(), in, render.Options{})
+		if err != nil {
+			t.Fatalf("%s: render of revision %s: %v", name, good.Revision, err)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: render = %#v\nwant %#v", name, got, want)
+		}
+	}
+}
