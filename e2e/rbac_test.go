@@ -65,6 +65,15 @@ func TestGeneratedRBACIsSufficient(t *testing.T) {
 			Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
 		},
 	})
+	// The CRDs of config/ carry no CA bundle: the operator writes its own
+	// endpoint's (here on 127.0.0.1) into them, then v2 reads convert.
+	eventually(t, 60*time.Second, func() string {
+		out, _ := kubectl(t, "", "get", "crd", "redisclusters.cache.example.com", "-o", "jsonpath={.spec.conversion.webhook.clientConfig.caBundle}")
+		if out == "" {
+			return "the RedisCluster CRD has no CA bundle"
+		}
+		return ""
+	})
 	samples := readSamples(t, ns)
 	mustKubectl(t, yamlStream(t, samples), "apply", "-f", "-")
 	for _, s := range samples {
