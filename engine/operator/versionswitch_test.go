@@ -27,7 +27,9 @@ const redisCRD = "redisclusters.cache.example.com"
 func TestStorageVersionSwitch(t *testing.T) {
 	ns := clustertest.Namespace(t)
 	// Registered first, run last: after the operator stopped.
-	t.Cleanup(func() { _, _ = kubectl(t, "", "delete", "--ignore-not-found", "--wait", "--timeout=60s", "crd/"+redisCRD) })
+	t.Cleanup(func() {
+		_, _ = kubectl(t, "", "delete", "--ignore-not-found", "--wait", "--timeout=60s", "crd/"+redisCRD)
+	})
 	dir := copyTemplates(t)
 	startOperator(t, dir, ns, nil)
 	waitCRD(t)
