@@ -10,6 +10,9 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/rest"
+
+	"github.com/cueop/cueop/engine/operator/operatortest"
 
 	"github.com/cueop/cueop/localcluster/clustertest"
 )
@@ -156,4 +159,53 @@ func crdVersions(t *testing.T, storage, served, stored string) string {
 		return fmt.Sprintf("CRD storage;served;storedVersions = %q, want %q", out, want)
 	}
 	return ""
+}
+
+// TestStorageVersionSwitchResumed: the RedisCluster's templates switched
+// to the v2 hub while no operator runs; an operator that migrates one CR a
+// page, slowly, is stopped after two pages and a new one resumes the
+// migration from the checkpoint (each CR stored at v1, read and written at
+// v2 through the conversion webhook) and ends it: storedVersions [v2], a
+// StorageMigrationResumed Event, every CR Ready.
+func TestStorageVersionSwitchResumed(t *testing.T) {
+	ns := clustertest.Namespace(t)
+	t.Cleanup(func() {
+		_, _ = kubectl(t, "", "delete", "--ignore-not-found", "--wait", "--timeout=60s", "crd/"+redisCRD)
+	})
+	dir := copyTemplates(t)
+	_, stop := startOperatorStoppable(t, dir, ns, nil)
+	waitCRD(t)
+	const n = 8
+	allReady := func(version string) string {
+		var why string
+		for i := range n {
+			why += redisReadyAt(t, version, ns, fmt.Sprintf("r%d", i), 1)
+		}
+		return why
+	}
+	for i := range n {
+		mustKubectl(t, redisYAML(ns, fmt.Sprintf("r%d", i), 1, "7.0"), "apply", "-f", "-")
+	}
+	eventually(t, 120*time.Second, func() string { return allReady("v1") })
+	stop()
+
+	swapToVersionsStep(t, dir)
+	slow := rest.CopyConfig(clustertest.Config())
+	slow.QPS, slow.Burst = 4, 4
+	opts := operatortest.Options(dir, ns)
+	opts.StorageMigrationPageSize = 1
+	stop = operatortest.Start(t, slow, opts)
+	c := crdClient(t)
+	waitCheckpoint(t, c, redisCRD, 2)
+	stop()
+	if got := getCRDNamed(t, c, redisCRD).Status.StoredVersions; len(got) != 2 {
+		t.Fatalf("storedVersions = %v after two pages of one CR, want [v1 v2] still", got)
+	}
+
+	a, _ := operatortest.StartObserved(t, clustertest.Config(), opts)
+	eventually(t, 120*time.Second, func() string { return crdVersions(t, "v2", "v2,v1", "v2") })
+	if ms := a.Operator.StorageMigrations(); len(ms) != 1 || !ms[0].Done || !ms[0].Resumed || ms[0].Migrated < 1 {
+		t.Errorf("StorageMigrations() = %+v, want one, resumed and done", ms)
+	}
+	eventually(t, 120*time.Second, func() string { return allReady("v2") })
 }
