@@ -323,9 +323,16 @@ func waitCheckpoint(t *testing.T, c client.Client, crd string, pages float64) ma
 // Shelf CRD the cluster serves.
 func guardShelf(t *testing.T, k *template.Kind, next *apiextensionsv1.CustomResourceDefinition) *schemacompat.Refusal {
 	t.Helper()
+	return guardCRD(t, shelfCRD, k, next)
+}
+
+// guardCRD is the schema guard's verdict on applying next, k's CRD, over
+// the CRD crd the cluster serves.
+func guardCRD(t *testing.T, crd string, k *template.Kind, next *apiextensionsv1.CustomResourceDefinition) *schemacompat.Refusal {
+	t.Helper()
 	ctx := context.Background()
 	c := crdClient(t)
-	live, err := schemaguard.Live(ctx, c, shelfCRD)
+	live, err := schemaguard.Live(ctx, c, crd)
 	must(t, err)
 	r, err := schemaguard.Check(ctx, c, k, live, next)
 	must(t, err)

@@ -9,10 +9,13 @@ import (
 	"testing"
 	"time"
 
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/rest"
 
+	"github.com/cueop/cueop/engine/crdgen"
 	"github.com/cueop/cueop/engine/operator/operatortest"
+	"github.com/cueop/cueop/engine/template"
 
 	"github.com/cueop/cueop/localcluster/clustertest"
 )
@@ -201,11 +204,37 @@ func TestStorageVersionSwitchResumed(t *testing.T) {
 	if got := getCRDNamed(t, c, redisCRD).Status.StoredVersions; len(got) != 2 {
 		t.Fatalf("storedVersions = %v after two pages of one CR, want [v1 v2] still", got)
 	}
+	k, withoutV1 := redisWithoutV1(t, dir)
+	if r := guardCRD(t, redisCRD, k, withoutV1); r == nil || !strings.Contains(r.Error(), "v1: version served -> not served") {
+		t.Errorf("dropping v1 before the migration ended: refusal %v, want one naming v1", r)
+	}
 
 	a, _ := operatortest.StartObserved(t, clustertest.Config(), opts)
 	eventually(t, 120*time.Second, func() string { return crdVersions(t, "v2", "v2,v1", "v2") })
+	if r := guardCRD(t, redisCRD, k, withoutV1); r != nil {
+		t.Errorf("dropping v1 after the migration refused: %v", r)
+	}
 	if ms := a.Operator.StorageMigrations(); len(ms) != 1 || !ms[0].Done || !ms[0].Resumed || ms[0].Migrated < 1 {
 		t.Errorf("StorageMigrations() = %+v, want one, resumed and done", ms)
 	}
 	eventually(t, 120*time.Second, func() string { return allReady("v2") })
+}
+
+// redisWithoutV1 is the RedisCluster of the templates dir without its v1
+// spoke, and its CRD (v2 alone), from a copy of dir.
+func redisWithoutV1(t *testing.T, dir string) (*template.Kind, *apiextensionsv1.CustomResourceDefinition) {
+	t.Helper()
+	next := copyTemplatesFrom(t, dir)
+	must(t, os.Remove(filepath.Join(next, "rediscluster", "v1.cue")))
+	set, err := template.Load(next)
+	must(t, err)
+	for _, k := range set.Kinds {
+		if k.Name == "rediscluster" {
+			crd, err := crdgen.Generate(k)
+			must(t, err)
+			return k, crd
+		}
+	}
+	t.Fatal("no rediscluster kind in " + next)
+	return nil, nil
 }
