@@ -45,6 +45,7 @@ vet: ## go vet, gofmt check and `cueop vet` on the templates.
 	$(GO) vet ./...
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed: $$out"; exit 1; fi
 	$(GO) run ./cmd/cueop vet
+	$(GO) run ./cmd/cueop --templates testdata/versions vet --testdata testdata/versions/cases
 
 ##@ Tests
 
@@ -52,6 +53,7 @@ vet: ## go vet, gofmt check and `cueop vet` on the templates.
 test: k8s-bins vet build ## Run every test (with -race), the golden cases, a smoke run of `make run`, and each fuzz target briefly.
 	$(GO) test -race -count=1 -timeout 25m ./...
 	$(BIN) test
+	$(BIN) --templates testdata/versions test --testdata testdata/versions/cases
 	$(BIN) dev --exit-when-ready --timeout 3m --zap-log-level error --kubeconfig-out $$(mktemp -d)/kubeconfig
 	$(MAKE) --no-print-directory fuzz FUZZTIME=$(FUZZTIME)
 

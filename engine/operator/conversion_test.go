@@ -133,12 +133,7 @@ func gaugeYAML(version, ns, name, spec string) string {
 // getGauge reads a Gauge at version with kubectl, as a user would.
 func getGauge(t *testing.T, version, ns, name string) (*unstructured.Unstructured, error) {
 	t.Helper()
-	out, err := kubectl(t, "", "get", "gauges."+version+".conv.example.com", "-n", ns, name, "-o", "json")
-	if err != nil {
-		return nil, errors.New(out)
-	}
-	u := &unstructured.Unstructured{}
-	return u, u.UnmarshalJSON([]byte(out))
+	return getAt(t, "gauges."+version+".conv.example.com", ns, name)
 }
 
 func mustGetGauge(t *testing.T, version, ns, name string) *unstructured.Unstructured {

@@ -81,6 +81,13 @@ func (o *Operator) serve(ctx context.Context, k *template.Kind) error {
 	} else {
 		o.pointLive(ctx, k.Resource.Plural+"."+k.Resource.Group) // cabundle.go
 	}
+	if ok && kc.rec.Kind().Resource.GroupVersionKind() != k.Resource.GroupVersionKind() {
+		// A new hub version: the controller starts anew at it. Its
+		// converter is replaced, never removed, so that the API server's
+		// conversions of the stored CRs never fail meanwhile.
+		o.stopController(ctx, k.Name)
+		ok = false
+	}
 	commit()
 	o.schemaAccepted(k)
 	o.metrics.revision(k)
@@ -89,10 +96,6 @@ func (o *Operator) serve(ctx context.Context, k *template.Kind) error {
 		return o.start(ctx, k)
 	}
 	old := kc.rec.Kind()
-	if old.Resource.GroupVersionKind() != k.Resource.GroupVersionKind() {
-		o.stop(ctx, k.Name)
-		return o.start(ctx, k)
-	}
 	kc.rec.SetKind(k)
 	o.log.Info("template changed", "kind", k.Resource.Kind, "package", k.Name, "revision", k.Revision, "previous", old.Revision)
 	go o.resyncAll(ctx, kc, k)
@@ -203,6 +206,15 @@ func (o *Operator) pace(ctx context.Context, kc *kindController, k *template.Kin
 // stop stops the controller of a removed kind. Its CRs and their children
 // are left untouched. The caller holds o.mu.
 func (o *Operator) stop(ctx context.Context, name string) {
+	gk := o.kinds[name].rec.Kind().Resource.GroupVersionKind().GroupKind()
+	o.stopController(ctx, name)
+	o.conv.remove(gk)
+	o.log.Info("kind removed: controller stopped, CRs and children left as they are", "package", name, "kind", gk.Kind)
+}
+
+// stopController stops the controller of the kind name, leaving its
+// converter served. The caller holds o.mu.
+func (o *Operator) stopController(ctx context.Context, name string) {
 	kc := o.kinds[name]
 	kc.cancel()
 	delete(o.kinds, name)
@@ -215,8 +227,6 @@ func (o *Operator) stop(ctx context.Context, name string) {
 		o.log.Error(err, "remove informer", "kind", k.Resource.Kind)
 	}
 	o.metrics.removed(k)
-	o.conv.remove(k.Resource.GroupVersionKind().GroupKind())
-	o.log.Info("kind removed: controller stopped, CRs and children left as they are", "kind", k.Resource.Kind, "package", name)
 }
 
 // resyncAll enqueues every CR of k's kind, after a template change.

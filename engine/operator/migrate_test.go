@@ -82,8 +82,13 @@ func setStorage(t *testing.T, c client.Client, version string) {
 
 func getCRD(t *testing.T, c client.Client) *apiextensionsv1.CustomResourceDefinition {
 	t.Helper()
+	return getCRDNamed(t, c, shelfCRD)
+}
+
+func getCRDNamed(t *testing.T, c client.Client, name string) *apiextensionsv1.CustomResourceDefinition {
+	t.Helper()
 	crd := &apiextensionsv1.CustomResourceDefinition{}
-	must(t, c.Get(context.Background(), client.ObjectKey{Name: shelfCRD}, crd))
+	must(t, c.Get(context.Background(), client.ObjectKey{Name: name}, crd))
 	return crd
 }
 
@@ -127,7 +132,7 @@ func TestStorageMigration(t *testing.T) {
 	slow.QPS, slow.Burst = 10, 10
 	started := time.Now()
 	stop := operatortest.Start(t, slow, migrateOptions(dir, ns))
-	cp := waitCheckpoint(t, c, 2)
+	cp := waitCheckpoint(t, c, shelfCRD, 2)
 	t.Logf("two pages %.1fs after the slow operator started", time.Since(started).Seconds())
 	stop()
 	if got := getCRD(t, c).Status.StoredVersions; len(got) != 2 {
@@ -298,13 +303,13 @@ func migrateOptions(dir, ns string) operator.Options {
 	return opts
 }
 
-// waitCheckpoint waits until the migration's checkpoint on the CRD counts
-// pages pages, and returns it.
-func waitCheckpoint(t *testing.T, c client.Client, pages float64) map[string]any {
+// waitCheckpoint waits until the migration's checkpoint on the CRD crd
+// counts pages pages, and returns it.
+func waitCheckpoint(t *testing.T, c client.Client, crd string, pages float64) map[string]any {
 	t.Helper()
 	var cp map[string]any
 	eventually(t, 60*time.Second, func() string {
-		a := getCRD(t, c).Annotations[migrate.Annotation]
+		a := getCRDNamed(t, c, crd).Annotations[migrate.Annotation]
 		cp = nil
 		if a == "" || json.Unmarshal([]byte(a), &cp) != nil || cp["pages"].(float64) < pages {
 			return "checkpoint " + a
@@ -318,9 +323,16 @@ func waitCheckpoint(t *testing.T, c client.Client, pages float64) map[string]any
 // Shelf CRD the cluster serves.
 func guardShelf(t *testing.T, k *template.Kind, next *apiextensionsv1.CustomResourceDefinition) *schemacompat.Refusal {
 	t.Helper()
+	return guardCRD(t, shelfCRD, k, next)
+}
+
+// guardCRD is the schema guard's verdict on applying next, k's CRD, over
+// the CRD crd the cluster serves.
+func guardCRD(t *testing.T, crd string, k *template.Kind, next *apiextensionsv1.CustomResourceDefinition) *schemacompat.Refusal {
+	t.Helper()
 	ctx := context.Background()
 	c := crdClient(t)
-	live, err := schemaguard.Live(ctx, c, shelfCRD)
+	live, err := schemaguard.Live(ctx, c, crd)
 	must(t, err)
 	r, err := schemaguard.Check(ctx, c, k, live, next)
 	must(t, err)
