@@ -23,8 +23,9 @@ var OwnStatus = []string{"conditions", "observedGeneration", "revision", templat
 // Converter converts objects of one kind between its served versions. It
 // is immutable and safe for concurrent use.
 type Converter struct {
-	kind   *template.Kind
-	budget budget.Budget
+	kind    *template.Kind
+	budget  budget.Budget
+	lenient bool
 }
 
 // New compiles the conversions of k. It returns nil, nil for a kind with
@@ -41,6 +42,17 @@ func New(k *template.Kind) (*Converter, error) {
 func (c *Converter) WithBudget(b budget.Budget) *Converter {
 	d := *c
 	d.budget = b
+	return &d
+}
+
+// Lenient returns c converting also a spec that its own version's #Spec
+// refuses (a CR stored before a rule or bound existed), as the conversions
+// are declared, unchecked, instead of refusing it: what the conversion
+// webhook serves, so that such a CR stays readable (and fixable) at every
+// version; its render reports the spec.
+func (c *Converter) Lenient() *Converter {
+	d := *c
+	d.lenient = true
 	return &d
 }
 

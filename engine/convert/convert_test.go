@@ -2,6 +2,7 @@ package convert_test
 
 import (
 	"encoding/json"
+	"errors"
 	"reflect"
 	"strings"
 	"testing"
@@ -104,5 +105,29 @@ func TestConvertSameVersionIsACopy(t *testing.T) {
 	out := mustConvert(t, c, in, "v1")
 	if !reflect.DeepEqual(out.Object, in.Object) {
 		t.Errorf("got %v, want %v", out.Object, in.Object)
+	}
+}
+
+// TestLenientConvertsAStoredSpecItsSchemaRefuses: a CR stored before a
+// rule existed (minReady above replicas) is refused by the strict
+// converter (golden cases, vet), with the spec's own path; the webhook's
+// lenient converter converts it as declared, both ways, so that it stays
+// readable and fixable at every version.
+func TestLenientConvertsAStoredSpecItsSchemaRefuses(t *testing.T) {
+	c := redis(t)
+	old := object(t, `{"apiVersion":"cache.example.com/v1","kind":"RedisCluster","metadata":{"name":"old","namespace":"t"},
+		"spec":{"replicas":3,"version":"7.0","minReady":5}}`)
+	_, err := c.Convert(old, "v2")
+	var se *convert.SpecError
+	if !errors.As(err, &se) || !strings.Contains(err.Error(), "spec.minReady: invalid value 5") {
+		t.Fatalf("strict Convert = %v, want a SpecError naming spec.minReady", err)
+	}
+	v2 := mustConvert(t, c.Lenient(), old, "v2")
+	if got := v2.Object["spec"]; !reflect.DeepEqual(got, map[string]any{"size": int64(3), "redisVersion": "7.0", "minReady": int64(5)}) {
+		t.Errorf("lenient v2 spec = %v", got)
+	}
+	back := mustConvert(t, c.Lenient(), v2, "v1")
+	if !reflect.DeepEqual(back.Object["spec"], old.Object["spec"]) {
+		t.Errorf("round trip: %v, want %v", back.Object["spec"], old.Object["spec"])
 	}
 }

@@ -3,6 +3,7 @@ package convert
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"cuelang.org/go/cue"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -14,11 +15,33 @@ import (
 // errInput marks a spec its own version's #Spec refuses.
 var errInput = errors.New("refused by its version's #Spec")
 
+// SpecError is a spec its own version's #Spec refuses (a CR at v2 with a
+// field out of v2's bounds), worded as a render's spec errors are: by the
+// spec's field paths (spec.size), with the positions in the version's
+// #Spec.
+type SpecError struct {
+	Version string
+	msg     string
+}
+
+func (e *SpecError) Error() string { return e.msg }
+
+// Is makes a SpecError an errInput.
+func (e *SpecError) Is(target error) bool { return target == errInput }
+
+// specError words err, an error of the conversion conv's input, by the
+// spec's own paths instead of the conversion's (versions.v2.toHub.in.spec.size).
+func specError(conv cue.Value, version string, err error) error {
+	msg := strings.ReplaceAll(err.Error(), conv.Path().String()+".in.spec", "spec")
+	return &SpecError{Version: version, msg: msg}
+}
+
 var pathInStatus, pathOutStatus = cue.ParsePath("in.status"), cue.ParsePath("out.status")
 
 // step is one conversion of a path: to or from the hub.
 type step struct {
 	conv   cue.Value // ToHub or FromHub of a spoke
+	decl   cue.Value // the same as declared, in.spec not constrained
 	target *template.Version
 }
 
@@ -26,10 +49,10 @@ type step struct {
 func (c *Converter) steps(from, to *template.Version) []step {
 	var s []step
 	if !from.Hub {
-		s = append(s, step{from.ToHub, c.kind.Hub()})
+		s = append(s, step{from.ToHub, from.ToHubDecl, c.kind.Hub()})
 	}
 	if !to.Hub {
-		s = append(s, step{to.FromHub, to})
+		s = append(s, step{to.FromHub, to.FromHubDecl, to})
 	}
 	return s
 }
@@ -41,7 +64,7 @@ func (c *Converter) specPath(spec map[string]any, from, to *template.Version) (i
 	out = spec
 	for i, s := range c.steps(from, to) {
 		var got map[string]any
-		got, out, err = apply(s, out)
+		got, out, err = apply(s, out, c.lenient)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -53,17 +76,29 @@ func (c *Converter) specPath(spec map[string]any, from, to *template.Version) (i
 }
 
 // apply evaluates one conversion of spec: the input checked against the
-// conversion's in.spec, the output unified with the target's #Spec.
-func apply(s step, spec map[string]any) (in, out map[string]any, err error) {
+// conversion's in.spec, the output unified with the target's #Spec. A
+// lenient conversion (the webhook's) of a spec its own #Spec refuses (a
+// CR stored before a rule existed) converts it as declared, unchecked, so
+// that the CR stays readable at every version: render reports it.
+func apply(s step, spec map[string]any, lenient bool) (in, out map[string]any, err error) {
 	if spec == nil {
 		spec = map[string]any{}
 	}
-	x := s.conv.FillPath(template.PathInSpec, s.conv.Context().Encode(spec))
-	if in, err = export(x.LookupPath(template.PathInSpec)); err != nil {
-		return nil, nil, fmt.Errorf("spec: %w: %w", errInput, err)
+	enc := s.conv.Context().Encode(spec)
+	x := s.conv.FillPath(template.PathInSpec, enc)
+	in, err = export(x.LookupPath(template.PathInSpec))
+	invalid := err != nil
+	if invalid && !lenient {
+		return nil, nil, specError(s.conv, s.conv.Path().Selectors()[1].String(), err)
 	}
-	o := x.LookupPath(template.PathOutSpec).Unify(s.target.Spec)
-	if out, err = export(o); err != nil {
+	if invalid {
+		x, in = s.decl.FillPath(template.PathInSpec, enc), spec
+	}
+	o := x.LookupPath(template.PathOutSpec)
+	if out, err = export(o.Unify(s.target.Spec)); err != nil && invalid {
+		out, err = export(o)
+	}
+	if err != nil {
 		return nil, nil, fmt.Errorf("spec at %s: %w", s.target.Name, err)
 	}
 	return in, out, nil

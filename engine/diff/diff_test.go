@@ -3,6 +3,8 @@ package diff_test
 import (
 	"bytes"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -45,7 +47,9 @@ func TestDiff(t *testing.T) {
 		}
 	})
 	t.Run("schema rename refused", func(t *testing.T) {
-		r := run(t, edited(t, renameReplicas...), opts)
+		dir := edited(t, renameReplicas...)
+		renameInSpoke(t, dir)
+		r := run(t, dir, opts)
 		s, out := redis(t, r), text(t, r)
 		if s.Failed != 3 || r.ExitCode() != 2 {
 			t.Fatalf("want the revision refused, its 3 CRs failed (spec.replicas not allowed), exit 2; got exit %d:\n%s", r.ExitCode(), out)
@@ -204,4 +208,19 @@ func redisCR(ns, name string, replicas int64) *unstructured.Unstructured {
 	cr.SetName(name)
 	cr.Object["spec"] = map[string]any{"replicas": replicas}
 	return cr
+}
+
+// renameInSpoke follows the rename of replicas to size in the v2 spoke's
+// conversions, which name the hub's fields.
+func renameInSpoke(t *testing.T, dir string) {
+	t.Helper()
+	file := filepath.Join(dir, "rediscluster", "v2.cue")
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := strings.NewReplacer("in.spec.replicas", "in.spec.size", "replicas: in.spec.size", "size: in.spec.size").Replace(string(data))
+	if err := os.WriteFile(file, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
 }

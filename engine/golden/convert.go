@@ -1,6 +1,7 @@
 package golden
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 
@@ -28,7 +29,12 @@ func ToHub(k *template.Kind, parent *unstructured.Unstructured) (*unstructured.U
 	if err != nil {
 		return nil, err
 	}
-	return c.Convert(parent, hub.Name)
+	out, err := c.Convert(parent, hub.Name)
+	var se *convert.SpecError
+	if errors.As(err, &se) {
+		return nil, se // a spec error, as the render of a parent at the hub words it
+	}
+	return out, err
 }
 
 // evaluateConverted converts parent to the version of the case's

@@ -16,6 +16,6 @@ func converterWithin(b budget.Budget) func(*template.Kind) (webhook.Converter, e
 		if err != nil || c == nil {
 			return nil, err
 		}
-		return c.WithBudget(b), nil
+		return c.WithBudget(b).Lenient(), nil
 	}
 }
