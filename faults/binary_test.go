@@ -54,7 +54,7 @@ type cueopProc struct {
 // with its output in a log file. The test's cleanup stops it.
 func startCueop(t *testing.T, e *env, dir, ns string, extra ...string) *cueopProc {
 	t.Helper()
-	args := append([]string{"run", "--templates", dir, "--install-crds", "--namespace", ns,
+	args := append([]string{"run", "--templates", dir, "--install-crds", "--webhook-local", "--namespace", ns,
 		"--kubeconfig", e.kubeconfig, "--metrics-bind-address", "0", "--health-probe-bind-address", "0"}, extra...)
 	logFile, err := os.CreateTemp(t.TempDir(), "cueop-*.log")
 	if err != nil {

@@ -15,7 +15,7 @@ import (
 type webhookFlags struct {
 	host, service, secret, url string
 	port                       int
-	external                   bool
+	external, local            bool
 }
 
 func (f *webhookFlags) register(fl *pflag.FlagSet) {
@@ -27,6 +27,8 @@ func (f *webhookFlags) register(fl *pflag.FlagSet) {
 		"Secret (in the Service's namespace) of the webhook's serving certificate: made and rotated by cueop, or by cert-manager with --webhook-cert-external")
 	fl.BoolVar(&f.external, "webhook-cert-external", false,
 		"the webhook's Secret is kept by another issuer (cert-manager): only read it (tls.crt, tls.key, ca.crt)")
+	fl.BoolVar(&f.local, "webhook-local", false,
+		"serve the conversion webhook on 127.0.0.1 at a free port with a CA made in memory, and point the CRDs there (a cueop on the API server's machine, as cueop dev runs; no Service, no Secret)")
 	fl.StringVar(&f.url, "webhook-url", "",
 		"URL the API server reaches the conversion webhook at, instead of the Service (a cueop outside the cluster)")
 }
@@ -34,6 +36,9 @@ func (f *webhookFlags) register(fl *pflag.FlagSet) {
 // conversion is the operator's conversion endpoint of f, with certificates
 // kept in the Secret by the Rotator added to mgr (addRotator).
 func (f *webhookFlags) conversion() (*operator.Conversion, error) {
+	if f.local {
+		return operator.LocalConversion()
+	}
 	ns, name, ok := strings.Cut(f.service, "/")
 	if !ok || ns == "" || name == "" {
 		return nil, fmt.Errorf("--webhook-service %q: want namespace/name", f.service)
@@ -45,6 +50,9 @@ func (f *webhookFlags) conversion() (*operator.Conversion, error) {
 // addRotator adds to mgr the Rotator that keeps c's certificates in the
 // Secret of f.
 func (f *webhookFlags) addRotator(mgr manager.Manager, c *operator.Conversion) error {
+	if f.local {
+		return nil // its certificates are made in memory
+	}
 	e := c.Endpoint
 	return mgr.Add(&webhook.Rotator{
 		Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Namespace: e.ServiceNamespace, Name: f.secret,

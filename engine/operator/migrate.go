@@ -110,7 +110,8 @@ func (o *Operator) runMigration(ctx context.Context, name string) {
 func (o *Operator) migrator(r *migrationReport) *migrate.Migrator {
 	m := &migrate.Migrator{Reader: o.mgr.GetAPIReader(), Client: o.mgr.GetClient(),
 		PageSize: o.opts.StorageMigrationPageSize, Report: r.report}
-	if d, err := discovery.NewDiscoveryClientForConfig(o.mgr.GetConfig()); err == nil {
+	// The manager's HTTP client: one transport for the process.
+	if d, err := discovery.NewDiscoveryClientForConfigAndClient(o.mgr.GetConfig(), o.mgr.GetHTTPClient()); err == nil {
 		m.Discovery = d
 	}
 	// Half of the client's rate: the reconciles keep the other half.

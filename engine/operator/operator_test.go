@@ -72,7 +72,7 @@ func TestRedisClusterLifecycle(t *testing.T) {
 	t.Run("scale up and down", func(t *testing.T) {
 		mustKubectl(t, "", "-n", ns, "scale", "rediscluster/demo", "--replicas=5")
 		eventually(t, 60*time.Second, func() string { return readyStatus(t, c, ns, "demo", 5) })
-		mustKubectl(t, "", "-n", ns, "patch", "rediscluster/demo", "--type=merge", "-p", `{"spec":{"replicas":2}}`)
+		mustKubectl(t, "", "-n", ns, "patch", "redisclusters.v1.cache.example.com/demo", "--type=merge", "-p", `{"spec":{"replicas":2}}`)
 		eventually(t, 60*time.Second, func() string {
 			if pods := listPods(t, c, ns, "demo"); len(pods) != 2 {
 				return fmt.Sprintf("%d pods, want 2", len(pods))
@@ -82,7 +82,7 @@ func TestRedisClusterLifecycle(t *testing.T) {
 	})
 
 	t.Run("version change", func(t *testing.T) {
-		mustKubectl(t, "", "-n", ns, "patch", "rediscluster/demo", "--type=merge", "-p", `{"spec":{"version":"7.2"}}`)
+		mustKubectl(t, "", "-n", ns, "patch", "redisclusters.v1.cache.example.com/demo", "--type=merge", "-p", `{"spec":{"version":"7.2"}}`)
 		eventually(t, 60*time.Second, func() string {
 			if imgs := podImages(listPods(t, c, ns, "demo")); imgs != "demo-0=redis:7.2,demo-1=redis:7.2" {
 				return "images " + imgs
