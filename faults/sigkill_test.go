@@ -50,10 +50,11 @@ func TestKilledMidConvergence(t *testing.T) {
 		t.Fatal("every CR had converged before the kill: not a mid-convergence kill")
 	}
 
-	// While no operator runs, a converged CR is scaled down: the restarted
+	// While no operator runs (no conversion webhook: the storage version v1
+	// is used), a converged CR is scaled down: the restarted
 	// operator must prune exactly its last Pod.
 	shrunk := converged[0]
-	e.mustKubectl(t, "", "-n", ns, "scale", "rediscluster/"+shrunk, "--replicas=2")
+	e.mustKubectl(t, "", "-n", ns, "scale", "redisclusters.v1.cache.example.com/"+shrunk, "--replicas=2")
 	want[shrunk] = 2
 	pruned := shrunk + "-2"
 

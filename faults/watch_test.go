@@ -142,8 +142,8 @@ func TestWatchExpiredWhileDisconnected(t *testing.T) {
 	ready := e.readyCount(t, ns)
 	t.Logf("operator cut off at resourceVersion %s with %d of 20 RedisClusters Ready", rv, ready)
 
-	e.mustKubectl(t, "", "-n", ns, "scale", "rediscluster/w-0", "--replicas=5")
-	e.mustKubectl(t, "", "-n", ns, "scale", "rediscluster/w-1", "--replicas=1")
+	e.mustKubectl(t, "", "-n", ns, "scale", "redisclusters.v1.cache.example.com/w-0", "--replicas=5")
+	e.mustKubectl(t, "", "-n", ns, "scale", "redisclusters.v1.cache.example.com/w-1", "--replicas=1")
 	e.mustKubectl(t, redisYAML(ns, "w-20", 3), "apply", "-f", "-")
 	want["w-0"], want["w-1"], want["w-20"] = 5, 1, 3
 	eventually(t, 60*time.Second, func() string { return watchExpired(t, e, ns, rv) })
