@@ -107,33 +107,13 @@ func (o *Operator) conversionRefused(ctx context.Context, k *template.Kind, err 
 	return err
 }
 
-// remove stops converting a removed kind.
-func (c *conversions) remove(gk schema.GroupKind) {
-	if c == nil {
-		return
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.reg.Set(gk, nil)
-	delete(c.revs, gk)
-}
 
-// serveSet serves the kinds of set and stops those gone from it (a broken
-// kind keeps its last good revision).
+// serveSet serves the kinds of set (a broken kind keeps its last good
+// revision; a removed kind keeps converting, as its CRD stays).
 func (c *conversions) serveSet(set *template.Set) {
-	seen := map[schema.GroupKind]bool{}
 	for _, k := range set.Kinds {
-		seen[k.Resource.GroupVersionKind().GroupKind()] = true
 		if err := c.serve(k); err != nil {
 			c.log.Error(err, "conversion refused; the last good revision keeps converting")
-		}
-	}
-	if len(set.Broken) > 0 {
-		return // a broken package's group and kind are unknown: keep every kind
-	}
-	for _, gk := range c.reg.Kinds() {
-		if !seen[gk] {
-			c.remove(gk)
 		}
 	}
 }

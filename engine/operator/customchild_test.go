@@ -86,11 +86,11 @@ func TestCustomKindChild(t *testing.T) {
 
 	// A fresh operator on the converged Gadget sends no apply: it reconciles
 	// the Gadget, settles, and the Widget is as the first one left it.
-	before := appliesUnchanged(t)
+	before := inSync(t)
 	act, stop := start()
 	defer stop()
 	eventually(t, 60*time.Second, func() string {
-		if appliesUnchanged(t) == before {
+		if inSync(t) == before {
 			return "the fresh operator has not reconciled the Gadget yet"
 		}
 		return ""

@@ -100,10 +100,10 @@ func crConverged(t *testing.T, c client.Client, apiVersion, kind, ns, name strin
 // it renders) and waits until a reconcile found a child in sync.
 func touch(t *testing.T, ref, ns string, i int) {
 	t.Helper()
-	before := appliesUnchanged(t)
+	before := inSync(t)
 	mustKubectl(t, "", "-n", ns, "annotate", "--overwrite", ref, "test.cueop.dev/touch="+strconv.Itoa(i))
 	eventually(t, 30*time.Second, func() string {
-		if appliesUnchanged(t) == before {
+		if inSync(t) == before {
 			return "no reconcile found the children in sync after touching " + ref
 		}
 		return ""
@@ -184,10 +184,10 @@ func TestNonPreferredVersionChild(t *testing.T) {
 
 	stop()
 	cfg, ct = countingConfig()
-	before := appliesUnchanged(t)
+	before := inSync(t)
 	startKinds(t, dir, ns, "", cfg)
 	eventually(t, 30*time.Second, func() string {
-		if appliesUnchanged(t) == before {
+		if inSync(t) == before {
 			return "the fresh operator has not found the HPA in sync"
 		}
 		return ""
@@ -283,10 +283,10 @@ func TestCRDChildGainsPreferredVersion(t *testing.T) {
 
 	stop()
 	cfg, ct = countingConfig()
-	before := appliesUnchanged(t)
+	before := inSync(t)
 	startKinds(t, dir, ns, allowed, cfg)
 	eventually(t, 30*time.Second, func() string {
-		if appliesUnchanged(t) == before {
+		if inSync(t) == before {
 			w, _ := ct.snapshot()
 			return fmt.Sprintf("the fresh operator has not found the Sprocket in sync; writes: %v", w)
 		}

@@ -204,12 +204,13 @@ func (o *Operator) pace(ctx context.Context, kc *kindController, k *template.Kin
 }
 
 // stop stops the controller of a removed kind. Its CRs and their children
-// are left untouched. The caller holds o.mu.
+// are left untouched, and so is its CRD: its last revision keeps
+// converting, so that its CRs stay readable at every version it serves.
+// The caller holds o.mu.
 func (o *Operator) stop(ctx context.Context, name string) {
 	gk := o.kinds[name].rec.Kind().Resource.GroupVersionKind().GroupKind()
 	o.stopController(ctx, name)
-	o.conv.remove(gk)
-	o.log.Info("kind removed: controller stopped, CRs and children left as they are", "package", name, "kind", gk.Kind)
+	o.log.Info("kind removed: controller stopped, CRs and children left as they are, conversions kept", "package", name, "kind", gk.Kind)
 }
 
 // stopController stops the controller of the kind name, leaving its

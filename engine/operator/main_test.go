@@ -77,6 +77,13 @@ func appliesUnchanged(t *testing.T) float64 {
 
 // metricSum is the sum of the counters, gauges and histogram counts of the metric name
 // whose labels hold every key/value pair of kv.
+// inSync is the count of reconciles that found children in sync: by
+// comparing each (appliesUnchanged), or, for a CR converged at its
+// recorded inputs digest, without comparing them (reconcile/resync.go).
+func inSync(t *testing.T) float64 {
+	return appliesUnchanged(t) + metricSum(t, "cueop_reconciles_settled_total")
+}
+
 func metricSum(t *testing.T, name string, kv ...string) float64 {
 	t.Helper()
 	families, err := metrics.Registry.Gather()

@@ -21,6 +21,7 @@ type Metrics struct {
 	loadErrors    prometheus.Counter
 	refused       *prometheus.GaugeVec
 	migrations    *prometheus.GaugeVec
+	settled       *prometheus.CounterVec
 }
 
 var (
@@ -56,8 +57,11 @@ func newMetrics() *Metrics {
 		migrations: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "cueop_storage_migration_crs", Help: "CRs of the kind's latest storage migration, by state: listed, migrated (stored anew), running (1 while it runs).",
 		}, []string{"kind", "state"}),
+		settled: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "cueop_reconciles_settled_total", Help: "Reconciles that found a CR converged by its recorded inputs digest, and neither rendered nor compared its children.",
+		}, []string{"kind"}),
 	}
-	metrics.Registry.MustRegister(m.renderSeconds, m.applies, m.revisions, m.loadErrors, m.refused, m.migrations, rolloutCollector{})
+	metrics.Registry.MustRegister(m.renderSeconds, m.applies, m.revisions, m.loadErrors, m.refused, m.migrations, m.settled, rolloutCollector{})
 	return m
 }
 
@@ -78,6 +82,10 @@ func (m *Metrics) Applied(kind string, a apply.Action, err error) {
 	}
 	m.applies.WithLabelValues(kind, result).Inc()
 }
+
+// Settled counts a reconcile that found a CR converged by its inputs
+// digest (reconcile/resync.go).
+func (m *Metrics) Settled(kind string) { m.settled.WithLabelValues(kind).Inc() }
 
 func (m *Metrics) revision(k *template.Kind) {
 	m.revisions.DeletePartialMatch(prometheus.Labels{"kind": k.Resource.Kind})

@@ -201,6 +201,9 @@ func (r *run) converge(ctx context.Context) error {
 		return err
 	}
 	if r.skipped = r.settled(); r.skipped { // resync.go
+		if o, ok := r.r.Observer.(interface{ Settled(kind string) }); ok {
+			o.Settled(r.kind.Resource.Kind)
+		}
 		return nil
 	}
 	if err := r.render(ctx); err != nil || r.result_ == nil {
