@@ -107,7 +107,6 @@ func (o *Operator) conversionRefused(ctx context.Context, k *template.Kind, err 
 	return err
 }
 
-
 // serveSet serves the kinds of set (a broken kind keeps its last good
 // revision; a removed kind keeps converting, as its CRD stays).
 func (c *conversions) serveSet(set *template.Set) {
