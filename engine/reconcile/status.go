@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -296,10 +297,27 @@ func conditionsValue(conds []metav1.Condition) []any {
 	sort.Slice(conds, func(i, j int) bool { return conds[i].Type < conds[j].Type })
 	out := make([]any, 0, len(conds))
 	for i := range conds {
+		conds[i].Message = clipMessage(conds[i].Message)
 		m, _ := runtime.DefaultUnstructuredConverter.ToUnstructured(&conds[i])
 		out = append(out, m)
 	}
 	return out
+}
+
+// maxMessage is the longest condition message the API server takes (in
+// characters): a longer one (a render error quoting a tenant's long
+// value) would fail the whole status write, and Ready would keep its old
+// value.
+const maxMessage = 32768
+
+// clipMessage cuts msg to maxMessage characters, saying so.
+func clipMessage(msg string) string {
+	const mark = " ... (cut)"
+	if utf8.RuneCountInString(msg) <= maxMessage {
+		return msg
+	}
+	r := []rune(msg)
+	return string(r[:maxMessage-len(mark)]) + mark
 }
 
 func firstLine(s string) string {

@@ -2,7 +2,6 @@ package render
 
 import (
 	"fmt"
-	"slices"
 	"strings"
 
 	"cuelang.org/go/cue"
@@ -58,8 +57,8 @@ func exportConditions(k *template.Kind, v cue.Value) ([]Condition, error) {
 
 // condition decodes one condition, or says what is wrong with it.
 func condition(t string, v cue.Value) (Condition, string) {
-	if slices.Contains(template.EngineConditions, t) {
-		return Condition{}, t + " is written by cueop; give the template's condition another type"
+	if template.IsEngineCondition(t) {
+		return Condition{}, t + " is written by cueop (types are matched ignoring case); give the template's condition another type"
 	}
 	if errs := validation.IsQualifiedName(t); len(errs) > 0 {
 		return Condition{}, fmt.Sprintf("type %q is not a qualified name: %s", t, strings.Join(errs, "; "))

@@ -48,6 +48,7 @@ parent: spec: #Spec
 children: cm: {apiVersion: "v1", kind: "ConfigMap", metadata: name: "x"}
 conditions: {
 	if parent.spec.kind == "Ready" {Ready: {status: true, reason: "Because"}}
+	if parent.spec.kind == "READY" {READY: {status: true, reason: "Because"}}
 	if parent.spec.kind == "is migrated" {"is migrated": {status: true, reason: "Because"}}
 	if parent.spec.kind == "Migrated" {Migrated: {status: parent.spec.status, reason: "Because"}}
 }
@@ -55,9 +56,11 @@ conditions: {
 	k := compileKind(t, "app/app.cue", kind)
 	pos := regexp.MustCompile(`app\.cue:\d+:\d+: `)
 	for name, c := range map[string]struct{ kind, status, want string }{
-		"engine type":   {"Ready", "True", "conditions.Ready: Ready is written by cueop"},
-		"not qualified": {"is migrated", "True", `conditions.is migrated: type "is migrated" is not a qualified name`},
-		"bad status":    {"Migrated", "Yes", "conditions.Migrated.status: "},
+		"engine type": {"Ready", "True", "conditions.Ready: Ready is written by cueop"},
+		// kubectl wait matches types ignoring case, the first one found.
+		"engine type in other case": {"READY", "True", "conditions.READY: READY is written by cueop (types are matched ignoring case)"},
+		"not qualified":             {"is migrated", "True", `conditions.is migrated: type "is migrated" is not a qualified name`},
+		"bad status":                {"Migrated", "Yes", "conditions.Migrated.status: "},
 	} {
 		t.Run(name, func(t *testing.T) {
 			cr := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "apps.test.example/v1", "kind": "App",

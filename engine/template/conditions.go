@@ -2,6 +2,7 @@ package template
 
 import (
 	"fmt"
+	"strings"
 
 	"cuelang.org/go/cue"
 )
@@ -20,6 +21,18 @@ const ConditionsContract = "conditions contract"
 // EngineConditions are the condition types cueop writes itself: a template
 // may not give them.
 var EngineConditions = []string{"Ready", "Reconciling", "Stalled"}
+
+// IsEngineCondition tells whether t is one of EngineConditions, ignoring
+// case: kubectl wait matches condition types ignoring case, and takes the
+// first, so READY would shadow Ready.
+func IsEngineCondition(t string) bool {
+	for _, e := range EngineConditions {
+		if strings.EqualFold(e, t) {
+			return true
+		}
+	}
+	return false
+}
 
 // conditionsSchema is the contract of `conditions`: a status (a bool, or
 // "True", "False" or "Unknown"), a reason as metav1.Condition takes it and
@@ -45,9 +58,10 @@ func withConditions(v cue.Value) (cue.Value, bool, error) {
 	if err != nil || !ok {
 		return out, ok, err
 	}
-	for _, t := range EngineConditions {
-		if f := v.LookupPath(PathConditions.Append(cue.Str(t))); f.Exists() {
-			return v, true, fmt.Errorf("%s: %s.%s: %s is written by cueop; give the template's condition another type", posOf(f), PathConditions, t, t)
+	it, err := v.LookupPath(PathConditions).Fields()
+	for err == nil && it.Next() {
+		if t := it.Selector().Unquoted(); IsEngineCondition(t) {
+			return v, true, fmt.Errorf("%s: %s.%s: %s is written by cueop (types are matched ignoring case); give the template's condition another type", posOf(it.Value()), PathConditions, t, t)
 		}
 	}
 	return out, true, nil
