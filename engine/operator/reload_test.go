@@ -3,6 +3,8 @@ package operator_test
 import (
 	"context"
 	"fmt"
+	"net"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -141,7 +143,9 @@ func crdEventOn(t *testing.T, crd, reason string, texts ...string) string {
 	return ""
 }
 
-// waitCRD waits until the RedisCluster CRD is established.
+// waitCRD waits until the RedisCluster CRD is established and the
+// conversion webhook it points at takes connections (the CRD of an earlier
+// test points at that test's operator, gone, until this one installs it).
 func waitCRD(t *testing.T) {
 	t.Helper()
 	eventually(t, 60*time.Second, func() string {
@@ -149,6 +153,19 @@ func waitCRD(t *testing.T) {
 		if err != nil || out != "True" {
 			return "RedisCluster CRD not established: " + out
 		}
+		raw, _ := kubectl(t, "", "get", "crd", "redisclusters.cache.example.com", "-o", `jsonpath={.spec.conversion.webhook.clientConfig.url}`)
+		if raw == "" {
+			return ""
+		}
+		u, err := url.Parse(raw)
+		if err != nil {
+			return "conversion webhook URL " + raw + ": " + err.Error()
+		}
+		conn, err := net.DialTimeout("tcp", u.Host, 2*time.Second)
+		if err != nil {
+			return "the RedisCluster CRD's conversion webhook does not answer: " + err.Error()
+		}
+		_ = conn.Close()
 		return ""
 	})
 }
