@@ -2,6 +2,7 @@ package shard
 
 import (
 	"fmt"
+	"runtime"
 	"testing"
 	"time"
 
@@ -51,7 +52,15 @@ func TestRangeWatch(t *testing.T) {
 	if fmt.Sprint(got) != want {
 		t.Errorf("events %v, want %s", got, want)
 	}
-	time.Sleep(10 * time.Millisecond) // let the last Add reach the loop, blocked on a send
+	// The positive sign that the loop took the last Add and is blocked
+	// sending it: the fake's buffer is empty.
+	deadline := time.Now().Add(5 * time.Second)
+	for len(fake.ResultChan()) > 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the watch's loop never took the last event")
+		}
+		runtime.Gosched()
+	}
 	w.Stop()
 	select {
 	case <-w.done:

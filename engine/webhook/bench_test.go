@@ -18,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
 	ctrlwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/cueop/cueop/engine/convert"
@@ -91,10 +92,11 @@ func benchServer(b *testing.B) (string, *http.Client) {
 	pool.AppendCertsFromPEM(certs.CABundle())
 	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}, ForceAttemptHTTP2: true}}
 	url := webhook.LocalURL("127.0.0.1", port)
-	for start := time.Now(); srv.StartedChecker()(nil) != nil; time.Sleep(10 * time.Millisecond) {
-		if time.Since(start) > 10*time.Second {
-			b.Fatal("webhook server did not start")
-		}
+	started := srv.StartedChecker()
+	if err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		return started(nil) == nil, nil
+	}); err != nil {
+		b.Fatal("webhook server did not start: ", err)
 	}
 	return url, client
 }
