@@ -222,20 +222,7 @@ func within(root, p string) bool {
 // refusedUnder returns the refusals of files below any of dirs (slash paths
 // relative to the root, "." for the root), sorted.
 func (s *snapshot) refusedUnder(dirs []string) []error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var names []string
-	for name := range s.refused {
-		if under(name, dirs) {
-			names = append(names, name)
-		}
-	}
-	sort.Strings(names)
-	errs := make([]error, 0, len(names))
-	for _, n := range names {
-		errs = append(errs, s.refused[n])
-	}
-	return errs
+	return s.refusedWhere(func(name string) bool { return under(name, dirs) })
 }
 
 // refusedAbove returns the refusals of files directly in the directories
@@ -247,11 +234,18 @@ func (s *snapshot) refusedAbove(dir string) []error {
 	for d := path.Dir(dir); d != dir; dir, d = d, path.Dir(d) {
 		above = append(above, d)
 	}
+	return s.refusedWhere(func(name string) bool {
+		return slices.Contains(above, path.Dir(name)) && strings.HasSuffix(name, ".cue")
+	})
+}
+
+// refusedWhere returns the refusals of the files keep takes, sorted by name.
+func (s *snapshot) refusedWhere(keep func(name string) bool) []error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var names []string
 	for name := range s.refused {
-		if slices.Contains(above, path.Dir(name)) && strings.HasSuffix(name, ".cue") {
+		if keep(name) {
 			names = append(names, name)
 		}
 	}
