@@ -189,7 +189,10 @@ func TestFailingApplyBacksOff(t *testing.T) {
 	if time.Until(next) < 5*time.Second {
 		t.Fatalf("the quota took %s to go: the next retry (%s away) would wake the CR anyway", woken.Sub(last).Round(time.Millisecond), time.Until(next).Round(time.Millisecond))
 	}
-	e.mustKubectl(t, "", "-n", ns, "annotate", "rediscluster/q", "poke=1")
+	// At v1, the stored version: kubectl prefers v2, whose reads go through
+	// the conversion webhook the CRD points at, and a `cueop run` of another
+	// test may have pointed it at itself and stopped since.
+	e.mustKubectl(t, "", "-n", ns, "annotate", "redisclusters.v1.cache.example.com/q", "poke=1")
 	eventually(t, 60*time.Second, func() string {
 		if _, err := e.get(t, podGVK, ns, "q-0"); err != nil {
 			return "Pod q-0: " + err.Error()

@@ -29,11 +29,16 @@ type Conversion struct {
 	// installed, with its Certs' CA bundle; its Certs are served.
 	Endpoint webhook.Endpoint
 	// NoServe points the CRDs at the endpoint without serving it (the
-	// operators of a sharded replica's ranges: the replica serves it).
+	// operators of a sharded replica's ranges: the replica serves it; an
+	// endpoint served from Registry elsewhere).
 	NoServe bool
 	// New makes a kind's converter (nil for a kind with one version);
 	// engine/convert's by default.
 	New func(*template.Kind) (webhook.Converter, error)
+	// Registry, when set, is where the converters are served from (an
+	// endpoint served elsewhere, with NoServe: tests share one across the
+	// operators they start); else the operator has one of its own.
+	Registry *webhook.Registry
 }
 
 // conversions are the converters served, one per kind: the last good
@@ -53,7 +58,11 @@ func newConversions(c *Conversion, b budget.Budget, log logr.Logger) *conversion
 	if mk == nil {
 		mk = converterWithin(b) // convert.go
 	}
-	return &conversions{reg: &webhook.Registry{}, make: mk, log: log, revs: map[schema.GroupKind]string{}}
+	reg := c.Registry
+	if reg == nil {
+		reg = &webhook.Registry{}
+	}
+	return &conversions{reg: reg, make: mk, log: log, revs: map[schema.GroupKind]string{}}
 }
 
 // prepare compiles k's converter; commit makes it the one of its kind.

@@ -135,17 +135,23 @@ func NewSharded(cfg *rest.Config, opts Options, sh Sharding) (*Sharded, error) {
 			return nil, err
 		}
 	}
-	host, err := ctrl.NewManager(cfg, ctrl.Options{
+	hostOpts := ctrl.Options{
 		Metrics: opts.Manager.Metrics, HealthProbeBindAddress: opts.Manager.HealthProbeBindAddress,
-		Logger: opts.Manager.Logger, WebhookServer: webhookServer(opts.Conversion),
-	})
+		Logger: opts.Manager.Logger,
+	}
+	if !opts.Conversion.NoServe {
+		hostOpts.WebhookServer = webhookServer(opts.Conversion)
+	}
+	host, err := ctrl.NewManager(cfg, hostOpts)
 	if err != nil {
 		return nil, fmt.Errorf("manager: %w", err)
 	}
 	s := &Sharded{cfg: cfg, opts: opts, sh: sh, host: host, leases: leases,
 		log: host.GetLogger().WithName("cueop"), ops: map[int]*Operator{}}
-	if s.conv, err = serveReplicaConversion(host, opts, s.log); err != nil { // conversion.go
-		return nil, err
+	if !opts.Conversion.NoServe { // else served elsewhere, from the ranges' converters
+		if s.conv, err = serveReplicaConversion(host, opts, s.log); err != nil { // conversion.go
+			return nil, err
+		}
 	}
 	return s, host.Add(manager.RunnableFunc(s.compete))
 }
@@ -182,7 +188,9 @@ func (s *Sharded) Run(ctx context.Context) error {
 			"each range's CR cache filters on the client, every range lists and watches every CR"
 	}
 	s.log.Info(msg, "filter", filter, "replica", s.sh.Identity, "shards", s.sh.Shards, "leaseNamespace", s.sh.Namespace)
-	defer s.conv.stopWorkers()
+	if s.conv != nil {
+		defer s.conv.stopWorkers()
+	}
 	return s.host.Start(ctx)
 }
 

@@ -2,9 +2,6 @@ package admissiontest
 
 import (
 	"context"
-	"crypto/tls"
-	"net"
-	"net/http"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -53,19 +50,8 @@ func serveConversions() (*webhook.Endpoint, error) {
 			reg.Set(k.Resource.GroupVersionKind().GroupKind(), c.Lenient())
 		}
 	}
-	certs, err := webhook.LocalCerts()
-	if err != nil {
-		return nil, err
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return nil, err
-	}
-	mux := http.NewServeMux()
-	mux.Handle(webhook.Path, &webhook.Handler{Registry: reg})
-	srv := &http.Server{Handler: mux, TLSConfig: &tls.Config{GetCertificate: certs.GetCertificate}}
-	go func() { _ = srv.ServeTLS(l, "", "") }()
-	return &webhook.Endpoint{URL: webhook.LocalURL("127.0.0.1", l.Addr().(*net.TCPAddr).Port), Certs: certs}, nil
+	e, _, err := webhook.ServeLocal(reg) // served until the test process ends
+	return e, err
 }
 
 // pointed is the YAML stream yamls with every CRD that converts by webhook

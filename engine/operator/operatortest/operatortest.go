@@ -13,21 +13,42 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/cueop/cueop/engine/operator"
+	"github.com/cueop/cueop/engine/webhook"
 )
 
 // Options are the options tests run an operator with: the templates of
 // dir, CRDs installed, 4 concurrent reconciles, scoped to namespace ns, and
-// no metrics or probe listener (tests read the metrics registry), and a
-// conversion webhook of its own on 127.0.0.1 (operator.LocalConversion).
+// no metrics or probe listener (tests read the metrics registry), and the
+// process's shared conversion endpoint (SharedConversion).
 func Options(dir, ns string) operator.Options {
-	conv, err := operator.LocalConversion()
-	if err != nil {
-		panic(err) // no free port or no randomness: nothing a test can do
-	}
 	return operator.Options{
-		Templates: dir, InstallCRDs: true, MaxConcurrent: 4, Namespace: ns, Conversion: conv,
+		Templates: dir, InstallCRDs: true, MaxConcurrent: 4, Namespace: ns, Conversion: SharedConversion(),
 		Manager: ctrl.Options{Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0"},
 	}
+}
+
+var shared struct {
+	once sync.Once
+	conv *operator.Conversion
+}
+
+// SharedConversion is one conversion endpoint on 127.0.0.1 for every
+// operator of the test process: each operator writes its converters into
+// its registry and points its CRDs at it, and it serves until the process
+// ends. Tests of one control plane start and stop operators side by side;
+// with an endpoint each, a CRD would point at the last one installed, and
+// reads at another version than the stored one would fail once that
+// operator stopped.
+func SharedConversion() *operator.Conversion {
+	shared.once.Do(func() {
+		reg := &webhook.Registry{}
+		e, _, err := webhook.ServeLocal(reg) // served until the process ends
+		if err != nil {
+			panic(err) // no free port or no randomness: nothing a test can do
+		}
+		shared.conv = &operator.Conversion{Endpoint: *e, NoServe: true, Registry: reg}
+	})
+	return shared.conv
 }
 
 // Start builds an operator on cfg and runs it like Run.
