@@ -35,6 +35,14 @@ type checkpoint struct {
 	Listed   int    `json:"listed"`
 	Migrated int    `json:"migrated"`
 	Pages    int    `json:"pages"`
+	// Refused are the CRs of the pages passed whose rewrite the API
+	// server refused: a pass resumed after them must not finish.
+	Refused int `json:"refused,omitempty"`
+}
+
+// checkpointOf is the checkpoint of p before the page cont.
+func checkpointOf(p *Progress, cont string) checkpoint {
+	return checkpoint{To: p.To, Continue: cont, Listed: p.Listed, Migrated: p.Migrated, Pages: p.Pages, Refused: p.Refused}
 }
 
 func (m *Migrator) crd(ctx context.Context, name string) (*apiextensionsv1.CustomResourceDefinition, error) {
@@ -52,7 +60,7 @@ func resume(crd *apiextensionsv1.CustomResourceDefinition, p *Progress) string {
 	if json.Unmarshal([]byte(crd.Annotations[Annotation]), &cp) != nil || cp.To != p.To || cp.Continue == "" {
 		return ""
 	}
-	p.Listed, p.Migrated, p.Pages, p.Resumed = cp.Listed, cp.Migrated, cp.Pages, true
+	p.Listed, p.Migrated, p.Pages, p.Refused, p.Resumed = cp.Listed, cp.Migrated, cp.Pages, cp.Refused, true
 	return cp.Continue
 }
 
@@ -61,7 +69,7 @@ func resume(crd *apiextensionsv1.CustomResourceDefinition, p *Progress) string {
 func (m *Migrator) save(ctx context.Context, name string, p *Progress, cont string) error {
 	var value any
 	if cont != "" {
-		b, err := json.Marshal(checkpoint{To: p.To, Continue: cont, Listed: p.Listed, Migrated: p.Migrated, Pages: p.Pages})
+		b, err := json.Marshal(checkpointOf(p, cont))
 		if err != nil {
 			return err
 		}

@@ -12,7 +12,12 @@
 // at the storage version encodes to the same bytes and costs no write (its
 // resourceVersion stays), one stored at another version is written (its
 // resourceVersion moves). A CR changed meanwhile (a conflict) is read again
-// and rewritten; one deleted meanwhile is skipped.
+// and rewritten; one deleted meanwhile is skipped. A CR whose rewrite the
+// API server refuses (an admission policy, a rule its stored form breaks)
+// does not stop the others: the pass goes on, counts and names it, and ends
+// without touching status.storedVersions (RefusedError); the operator tries
+// the pass again with backoff. The count is kept in the checkpoint, so that
+// a pass resumed after the refusal does not finish either.
 //
 // The CRs are listed a page at a time (metadata only), at the pace of a
 // token bucket under the client's own rate limit. After each page the

@@ -36,6 +36,12 @@ type Progress struct {
 	// server stored anew (their resourceVersion moved), Pages the pages
 	// listed.
 	Listed, Migrated, Pages int
+	// Refused counts the CRs whose rewrite the API server refused (an
+	// admission policy, a validation rule the stored object breaks): the
+	// pass goes on past them, and does not finish while there are any.
+	// RefusedBy names the first few, with the API server's reason.
+	Refused   int
+	RefusedBy []string
 	// Resumed tells that the pass resumed from a checkpoint.
 	Resumed bool
 	// Done tells that status.storedVersions is [To].
@@ -44,10 +50,38 @@ type Progress struct {
 
 func (p Progress) String() string {
 	s := fmt.Sprintf("%s -> %s: %d CRs rewritten of %d listed (%d pages)", strings.Join(p.From, ","), p.To, p.Migrated, p.Listed, p.Pages)
+	if p.Refused > 0 {
+		s += fmt.Sprintf("; %d refused", p.Refused)
+	}
 	if p.Done {
 		s += "; status.storedVersions is [" + p.To + "]"
 	}
 	return s
+}
+
+// maxRefusedNamed bounds Progress.RefusedBy.
+const maxRefusedNamed = 5
+
+// refused counts obj's rewrite refused with err.
+func (p *Progress) refused(obj client.Object, err error) {
+	p.Refused++
+	if len(p.RefusedBy) < maxRefusedNamed {
+		p.RefusedBy = append(p.RefusedBy, fmt.Sprintf("%s/%s: %v", obj.GetNamespace(), obj.GetName(), err))
+	}
+}
+
+// RefusedError is the error of a pass that could not rewrite every CR:
+// status.storedVersions is left as it is, and the pass is tried again.
+type RefusedError struct{ Progress Progress }
+
+func (e *RefusedError) Error() string {
+	p := e.Progress
+	more := ""
+	if n := p.Refused - len(p.RefusedBy); n > 0 {
+		more = fmt.Sprintf("; and %d more", n)
+	}
+	return fmt.Sprintf("%s: %d CRs could not be rewritten at %s, so status.storedVersions keeps %s: %s%s",
+		p.CRD, p.Refused, p.To, strings.Join(p.From, ","), strings.Join(p.RefusedBy, "; "), more)
 }
 
 // Pending returns crd's storage version and the other versions its
@@ -112,6 +146,9 @@ func (m *Migrator) Run(ctx context.Context, name string) (Progress, error) {
 	if err := m.pass(ctx, crd, &p, cont); err != nil {
 		return p, err
 	}
+	if p.Refused > 0 {
+		return p, &RefusedError{Progress: p}
+	}
 	if err := m.finish(ctx, name, &p); err != nil {
 		return p, err
 	}
@@ -130,11 +167,11 @@ func (m *Migrator) pass(ctx context.Context, crd *apiextensionsv1.CustomResource
 		list.SetGroupVersionKind(gvk.GroupVersion().WithKind(crd.Spec.Names.ListKind))
 		err := m.Reader.List(ctx, list, client.Limit(m.pageSize()), client.Continue(cont))
 		if apierrors.IsResourceExpired(err) && cont != "" {
-			cont, p.Listed = "", 0
+			cont, p.Listed, p.Refused, p.RefusedBy = "", 0, 0, nil
 			continue
 		}
 		if apierrors.IsBadRequest(err) && cont != "" {
-			cont, p.Listed, p.Migrated, p.Pages = "", 0, 0, 0
+			cont, p.Listed, p.Migrated, p.Pages, p.Refused, p.RefusedBy = "", 0, 0, 0, 0, nil
 			continue
 		}
 		if err != nil {
@@ -142,8 +179,11 @@ func (m *Migrator) pass(ctx context.Context, crd *apiextensionsv1.CustomResource
 		}
 		for i := range list.Items {
 			moved, err := m.rewrite(ctx, gvk, &list.Items[i])
-			if err != nil {
+			if err != nil && ctx.Err() != nil {
 				return err
+			}
+			if err != nil { // the others go on; the pass will not finish
+				p.refused(&list.Items[i], err)
 			}
 			if moved {
 				p.Migrated++

@@ -1,6 +1,7 @@
 package migrate
 
 import (
+	"encoding/json"
 	"slices"
 	"testing"
 
@@ -25,5 +26,26 @@ func TestPending(t *testing.T) {
 		if to != "v2" || !slices.Equal(from, c.from) {
 			t.Errorf("%s: Pending = %s, %v; want v2, %v", c.name, to, from, c.from)
 		}
+	}
+}
+
+// TestResumeKeepsRefused: a pass resumed from a checkpoint taken after a
+// refused rewrite counts it, so that it does not finish.
+func TestResumeKeepsRefused(t *testing.T) {
+	crd := &apiextensionsv1.CustomResourceDefinition{}
+	crd.Annotations = map[string]string{Annotation: `{"to":"v2","continue":"next","listed":4,"migrated":3,"pages":2,"refused":1}`}
+	p := Progress{To: "v2"}
+	if cont := resume(crd, &p); cont != "next" || p.Refused != 1 || p.Listed != 4 || !p.Resumed {
+		t.Fatalf("resume = %q, %+v; want next, 1 refused of 4 listed, resumed", cont, p)
+	}
+	saved := Progress{To: "v2", Refused: 2}
+	b, err := json.Marshal(checkpointOf(&saved, "more"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	crd.Annotations[Annotation] = string(b)
+	p = Progress{To: "v2"}
+	if resume(crd, &p); p.Refused != 2 {
+		t.Errorf("a saved checkpoint resumed with %d refused, want 2", p.Refused)
 	}
 }

@@ -55,7 +55,7 @@ func newMetrics() *Metrics {
 			Name: "cueop_template_refused", Help: "1 while a kind's newest template is refused for a breaking schema change, 0 once a revision of it is served again.",
 		}, []string{"kind"}),
 		migrations: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "cueop_storage_migration_crs", Help: "CRs of the kind's latest storage migration, by state: listed, migrated (stored anew), running (1 while it runs).",
+			Name: "cueop_storage_migration_crs", Help: "CRs of the kind's latest storage migration, by state: listed, migrated (stored anew), refused (rewrites the API server refused: the pass does not finish), running (1 while it runs).",
 		}, []string{"kind", "state"}),
 		settled: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "cueop_reconciles_settled_total", Help: "Reconciles that found a CR converged by its recorded inputs digest, and neither rendered nor compared its children.",
@@ -110,6 +110,7 @@ func (m *Metrics) schemaRefused(k *template.Kind, refused bool) {
 func (m *Metrics) migration(p migrate.Progress) {
 	m.migrations.WithLabelValues(p.Kind, "listed").Set(float64(p.Listed))
 	m.migrations.WithLabelValues(p.Kind, "migrated").Set(float64(p.Migrated))
+	m.migrations.WithLabelValues(p.Kind, "refused").Set(float64(p.Refused))
 	m.migrations.WithLabelValues(p.Kind, "running").Set(boolValue(!p.Done))
 }
 

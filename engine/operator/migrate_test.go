@@ -229,6 +229,16 @@ func waitStoredV2(t *testing.T, c client.Client) {
 // checkpoint is gone.
 func checkMigrated(t *testing.T, c client.Client, ns string, rvs map[string]string) {
 	t.Helper()
+	checkStoredAnew(t, c, ns, rvs)
+	if a := getCRD(t, c).Annotations[migrate.Annotation]; a != "" {
+		t.Errorf("checkpoint %s left on the CRD", a)
+	}
+}
+
+// checkStoredAnew checks that the resourceVersion of each Shelf of rvs
+// moved.
+func checkStoredAnew(t *testing.T, c client.Client, ns string, rvs map[string]string) {
+	t.Helper()
 	for name, rv := range rvs {
 		u := &unstructured.Unstructured{}
 		u.SetAPIVersion("migrate.example.com/v2")
@@ -237,9 +247,6 @@ func checkMigrated(t *testing.T, c client.Client, ns string, rvs map[string]stri
 		if u.GetResourceVersion() == rv {
 			t.Errorf("Shelf %s: resourceVersion %s unchanged: not stored anew", name, rv)
 		}
-	}
-	if a := getCRD(t, c).Annotations[migrate.Annotation]; a != "" {
-		t.Errorf("checkpoint %s left on the CRD", a)
 	}
 }
 
@@ -438,4 +445,97 @@ func TestStorageMigrationJunkCheckpoint(t *testing.T) {
 	if ms := op.StorageMigrations(); len(ms) != 1 || ms[0].Listed != 3 {
 		t.Errorf("StorageMigrations() = %+v, want one that listed the 3 CRs (the junk checkpoint's counts dropped)", ms)
 	}
+}
+
+// TestStorageMigrationRefusedCR: an admission policy refuses the rewrite
+// of one Shelf of five: the migration rewrites the other four, leaves
+// status.storedVersions as it is and says which CR and why (an Event on
+// the CRD, the metric); once the policy goes, its retry finishes.
+func TestStorageMigrationRefusedCR(t *testing.T) {
+	ns := clustertest.Namespace(t)
+	c := crdClient(t)
+	dir, _, _, rvs := shelvesSwitched(t, c, ns, 5, true)
+	policy := freezeShelf(t, ns, "s02")
+
+	operatortest.Start(t, clustertest.Config(), migrateOptions(dir, ns))
+	eventually(t, 90*time.Second, func() string {
+		msg := eventMessage(t, c, "StorageMigrationFailed")
+		if !strings.Contains(msg, "1 CRs could not be rewritten at v2") || !strings.Contains(msg, ns+"/s02: ") ||
+			!strings.Contains(msg, "s02 is frozen") {
+			return "no StorageMigrationFailed Event naming s02 and the policy's reason: " + msg
+		}
+		return ""
+	})
+	if got := getCRD(t, c).Status.StoredVersions; strings.Join(got, ",") != "v1,v2" {
+		t.Fatalf("storedVersions = %v with s02 not rewritten, want [v1 v2]", got)
+	}
+	eventually(t, 30*time.Second, func() string { // a retry's first report counts none yet
+		if got := metricSum(t, "cueop_storage_migration_crs", "kind", "Shelf", "state", "refused"); got != 1 {
+			return fmt.Sprintf("cueop_storage_migration_crs{state=refused} = %v, want 1", got)
+		}
+		return ""
+	})
+	frozen := rvs["s02"]
+	delete(rvs, "s02")
+	checkStoredAnew(t, c, ns, rvs) // the four others went on
+
+	mustKubectl(t, "", "delete", "validatingadmissionpolicybinding", policy)
+	waitStoredV2(t, c)
+	checkMigrated(t, c, ns, map[string]string{"s02": frozen})
+}
+
+// freezeShelf makes a ValidatingAdmissionPolicy refuse every status write
+// of Shelf name in ns (the reason: "<name> is frozen"), and waits until the
+// API server enforces it. It returns the name of the policy and of its
+// binding; both are deleted at the test's end.
+func freezeShelf(t *testing.T, ns, name string) string {
+	t.Helper()
+	policy := "freeze-" + ns
+	mustKubectl(t, fmt.Sprintf(`apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata: {name: %[1]s}
+spec:
+  failurePolicy: Fail
+  matchConstraints:
+    resourceRules:
+    - {apiGroups: [migrate.example.com], apiVersions: ["*"], operations: [UPDATE], resources: [shelves/status]}
+  validations:
+  - {expression: "object.metadata.name != '%[3]s'", message: "%[3]s is frozen"}
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata: {name: %[1]s}
+spec:
+  policyName: %[1]s
+  validationActions: [Deny]
+  matchResources:
+    namespaceSelector: {matchLabels: {kubernetes.io/metadata.name: %[2]s}}
+`, policy, ns, name), "apply", "-f", "-")
+	t.Cleanup(func() {
+		_, _ = kubectl(t, "", "delete", "--ignore-not-found", "validatingadmissionpolicybinding/"+policy, "validatingadmissionpolicy/"+policy)
+	})
+	eventually(t, 60*time.Second, func() string {
+		out, err := kubectl(t, "", "-n", ns, "patch", "shelves.v2.migrate.example.com", name, "--subresource=status",
+			"--type=merge", "-p", `{"status":{"books":99}}`, "--dry-run=server")
+		if err == nil || !strings.Contains(out, name+" is frozen") {
+			return "the policy does not refuse a status write of " + name + " yet: " + out
+		}
+		return ""
+	})
+	return policy
+}
+
+// eventMessage is the message of the latest Event of reason on the Shelf
+// CRD ("" when there is none).
+func eventMessage(t *testing.T, c client.Client, reason string) string {
+	t.Helper()
+	list := &corev1.EventList{}
+	must(t, c.List(context.Background(), list, client.MatchingFields{"involvedObject.name": shelfCRD}))
+	msg, last := "", time.Time{}
+	for _, e := range list.Items {
+		if at := e.LastTimestamp.Time; e.Reason == reason && !at.Before(last) {
+			msg, last = e.Message, at
+		}
+	}
+	return msg
 }
