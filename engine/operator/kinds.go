@@ -54,6 +54,11 @@ func (o *Operator) reload(ctx context.Context) error {
 			errs = append(errs, err)
 		}
 	}
+	for name := range o.waiting {
+		if !seen[name] && set.Broken[name] == nil {
+			o.stopWaiting(name)
+		}
+	}
 	for name := range o.kinds {
 		if !seen[name] && set.Broken[name] == nil {
 			o.releaseOrdered(ctx, o.kinds[name]) // ordered.go
@@ -91,6 +96,9 @@ func (o *Operator) serve(ctx context.Context, k *template.Kind) error {
 	commit()
 	o.schemaAccepted(k)
 	o.metrics.revision(k)
+	if !ok && o.awaitingCRD(ctx, k) { // crdwait.go: migrated and started once served
+		return nil
+	}
 	o.migrateStorage(ctx, k) // migrate.go
 	if !ok {
 		return o.start(ctx, k)

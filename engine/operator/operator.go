@@ -102,6 +102,9 @@ type Operator struct {
 
 	mu    sync.Mutex
 	kinds map[string]*kindController // by kind name
+	// waiting are the kinds waiting for their CRD (crdwait.go), by kind
+	// name.
+	waiting map[string]crdWait
 	// refused are the kinds whose newest template was refused for a
 	// breaking schema change (schemaguard.go), by kind name.
 	refused map[string]bool

@@ -1,0 +1,87 @@
+package operator_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/cueop/cueop/engine/crdgen"
+	"github.com/cueop/cueop/engine/operator/operatortest"
+	"github.com/cueop/cueop/engine/template"
+	"github.com/cueop/cueop/localcluster/clustertest"
+)
+
+// waiterTemplate is a kind with a ConfigMap child; %s is its name.
+const waiterTemplate = `package %[1]s
+
+resource: {group: "crdwait.example.com", version: "v1", kind: "%[2]s"}
+
+#Spec: {note: *"hello" | string}
+#Status: {copied: bool}
+
+parent: {metadata: {name: string, namespace: string}, spec: #Spec}
+observed: [string]: {...}
+
+children: note: {
+	apiVersion: "v1"
+	kind:       "ConfigMap"
+	metadata: name: parent.metadata.name + "-%[1]s"
+	data: note: parent.spec.note
+}
+status: copied: observed.note != _|_
+ready: status.copied
+`
+
+// TestKindWaitsForItsCRD: with --install-crds=false and the CRD of one
+// kind (Aardvark, served first) not applied, the other kind (Zebra) is
+// served at once, not after the first one's wait; the Aardvark kind says
+// that it waits, and is served once its CRD is applied: its CR converges.
+func TestKindWaitsForItsCRD(t *testing.T) {
+	ns := clustertest.Namespace(t)
+	dir := kindsDir(t, map[string]string{
+		"aardvark": strings.NewReplacer("%[1]s", "aardvark", "%[2]s", "Aardvark").Replace(waiterTemplate),
+		"zebra":    strings.NewReplacer("%[1]s", "zebra", "%[2]s", "Zebra").Replace(waiterTemplate),
+	})
+	crds := waiterCRDs(t, dir)
+	installCRD(t, crds["Zebra"], "zebras.crdwait.example.com")
+
+	opts := operatortest.Options(dir, ns)
+	opts.InstallCRDs = false
+	act, _ := operatortest.StartObserved(t, clustertest.Config(), opts)
+	act.WaitLog(t, 60*time.Second, "serving kind", "kind", "Zebra")
+	if served := act.Logged("serving kind", "kind", "Aardvark"); len(served) > 0 {
+		t.Fatalf("Aardvark served without its CRD: %+v", served)
+	}
+	if waits := act.Logged("kind waits for its CRD", "kind", "Aardvark"); len(waits) != 1 {
+		t.Fatalf("%d lines say that Aardvark waits for its CRD, want 1", len(waits))
+	}
+	mustKubectl(t, "apiVersion: crdwait.example.com/v1\nkind: Zebra\nmetadata: {name: z, namespace: "+ns+"}\n", "apply", "-f", "-")
+	mustKubectl(t, "", "-n", ns, "wait", "--for=condition=Ready", "zebras.crdwait.example.com/z", "--timeout=60s")
+
+	installCRD(t, crds["Aardvark"], "aardvarks.crdwait.example.com")
+	act.WaitLog(t, 60*time.Second, "serving kind", "kind", "Aardvark")
+	mustKubectl(t, "apiVersion: crdwait.example.com/v1\nkind: Aardvark\nmetadata: {name: a, namespace: "+ns+"}\n", "apply", "-f", "-")
+	mustKubectl(t, "", "-n", ns, "wait", "--for=condition=Ready", "aardvarks.crdwait.example.com/a", "--timeout=60s")
+	if got := mustKubectl(t, "", "-n", ns, "get", "configmap", "a-aardvark", "-o", "jsonpath={.data.note}"); got != "hello" {
+		t.Errorf("ConfigMap a-aardvark note = %q, want hello", got)
+	}
+}
+
+// waiterCRDs are the CRDs of the kinds of dir as YAML, by kind.
+func waiterCRDs(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	set, err := template.Load(dir)
+	must(t, err)
+	out := map[string]string{}
+	for _, k := range set.Kinds {
+		crd, err := crdgen.Generate(k)
+		must(t, err)
+		crd.APIVersion, crd.Kind = "apiextensions.k8s.io/v1", "CustomResourceDefinition"
+		b, err := yaml.Marshal(crd)
+		must(t, err)
+		out[k.Resource.Kind] = string(b)
+	}
+	return out
+}
