@@ -3,9 +3,16 @@ package operator_test
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
 
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
@@ -184,4 +191,80 @@ func gatherTotal(t *testing.T, name string) float64 {
 		}
 	}
 	return 0
+}
+
+// TestBusyForAMomentWritesNoStatus: while one CR's slow render holds its
+// tenant's share of the workers (2 workers: a share of 1), another CR of
+// the same namespace is refused as busy and retried: it is not written a
+// status saying that it waits (a write now, and another once rendered),
+// and converges once the slow render is killed at its 3 s budget.
+func TestBusyForAMomentWritesNoStatus(t *testing.T) {
+	ns := clustertest.Namespace(t)
+	startHostile(t, ns, budget.Budget{Time: 3 * time.Second, Memory: -1})
+	w := watchHostile(t, ns, "quick")
+	errors := metricSum(t, "cueop_render_duration_seconds", "kind", "Hostile", "result", "error")
+
+	applyHostile(t, ns, "hog", workertest.SlowSpec())
+	eventually(t, 60*time.Second, func() string { // hog's reconcile, its render under way
+		if n := metricSum(t, "controller_runtime_active_workers", "controller", "cueop-hostile"); n < 1 {
+			return "hog's reconcile not under way"
+		}
+		return ""
+	})
+	applyHostile(t, ns, "quick", nil)
+	eventually(t, 90*time.Second, func() string { return hostileCondition(t, ns, "quick", "Ready", "True") })
+	if got := hostileCondition(t, ns, "hog", "Stalled", "True", "RenderBudget"); got != "" {
+		t.Fatalf("hog: %s: its render was not the slow one the test meant", got)
+	}
+	// Refused as busy at least once: a render error besides hog's.
+	if n := metricSum(t, "cueop_render_duration_seconds", "kind", "Hostile", "result", "error"); n < errors+2 {
+		t.Fatalf("%v render errors of Hostile, want hog's and at least one busy refusal of quick: the test did not make quick wait", n-errors)
+	}
+	for _, msg := range w.messages() {
+		if strings.Contains(msg, "waits its turn") {
+			t.Errorf("quick was written a status while busy for a moment: %q", msg)
+		}
+	}
+}
+
+// statusWatch records the condition messages of every version of one CR.
+type statusWatch struct {
+	mu   sync.Mutex
+	msgs []string
+}
+
+func (w *statusWatch) messages() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return slices.Clone(w.msgs)
+}
+
+// watchHostile watches Hostile ns/name, from before it exists, until the
+// test ends.
+func watchHostile(t *testing.T, ns, name string) *statusWatch {
+	t.Helper()
+	dc, err := dynamic.NewForConfig(clustertest.Config())
+	must(t, err)
+	gvr := schema.GroupVersionResource{Group: "hostile.test.example", Version: "v1", Resource: "hostiles"}
+	wi, err := dc.Resource(gvr).Namespace(ns).Watch(t.Context(), metav1.ListOptions{FieldSelector: "metadata.name=" + name})
+	must(t, err)
+	t.Cleanup(wi.Stop)
+	w := &statusWatch{}
+	go func() {
+		for ev := range wi.ResultChan() {
+			u, ok := ev.Object.(*unstructured.Unstructured)
+			if !ok {
+				continue
+			}
+			conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+			w.mu.Lock()
+			for _, c := range conds {
+				if m, _ := c.(map[string]any); m != nil {
+					w.msgs = append(w.msgs, fmt.Sprint(m["message"]))
+				}
+			}
+			w.mu.Unlock()
+		}
+	}()
+	return w
 }

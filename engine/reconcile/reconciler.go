@@ -80,6 +80,7 @@ type Reconciler struct {
 	written   statusWrites
 	memo      renderMemo   // memo.go
 	conflicts conflictMemo // ownership.go
+	busy      busySince    // busy.go
 
 	stampOnce sync.Once // resync.go
 	stampText string
@@ -113,6 +114,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			r.Refs.Forget(req.NamespacedName)
 			r.memo.forget(req.NamespacedName)
 			r.conflicts.forget(req.NamespacedName)
+			r.busy.forget(req.NamespacedName)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -122,6 +124,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		r.Refs.Forget(req.NamespacedName)
 		r.memo.forget(req.NamespacedName)
 		r.conflicts.forget(req.NamespacedName)
+		r.busy.forget(req.NamespacedName)
 		return r.finalize(ctx, cr) // deletion.go
 	}
 	if r.written.stale(req.NamespacedName, cr) {
@@ -176,6 +179,9 @@ type run struct {
 	actions    map[apply.Action][]string
 	waiting    string // why the CR is not converged yet, if it is not
 	pending    string // why the current inputs were not rendered (pending.go)
+	// quiet: the render was refused as busy within its grace (busy.go):
+	// the status is not written for it.
+	quiet bool
 
 	referenced map[string]render.Referenced // what the references resolved to
 	missing    string                       // the references not found, if any
@@ -241,10 +247,13 @@ func (r *run) render(ctx context.Context) error {
 		r.result_, r.stalled = nil, &stall{reason: rerr.Reason, message: rerr.Error()}
 		return nil
 	}
+	key := client.ObjectKeyFromObject(r.cr)
 	if err != nil {
 		r.notRendered("render not run, retrying: " + firstLine(err.Error()))
+		r.quiet = isTransient(err) && r.r.busy.quiet(key, time.Now()) // busy.go
 		return fmt.Errorf("%s: render: %w", r.subject(), err)
 	}
+	r.r.busy.forget(key)
 	r.result_, r.waiting = r.r.withChildLabels(res), ""
 	if !res.Ready {
 		r.waiting = "waiting for children to be ready"

@@ -180,8 +180,8 @@ func (r *run) progressReason() string {
 
 // writeStatus applies the status once, and only when it changed.
 func (r *run) writeStatus(ctx context.Context) error {
-	if r.skipped {
-		return nil // settled: the status is what it was (resync.go)
+	if r.skipped || r.quiet {
+		return nil // settled: the status is what it was (resync.go); busy for a moment (busy.go)
 	}
 	st := r.desiredStatus()
 	if sameStatus(r.cr.Object["status"], withoutDigest(st), ownedConditionTypes(r.cr, r.r.fieldManager())) {

@@ -140,6 +140,10 @@ type Busy struct {
 	Running int
 }
 
+// Transient: a retry a moment later will do (engine/reconcile writes no
+// status for it at first).
+func (e *Busy) Transient() bool { return true }
+
 func (e *Busy) Error() string {
 	return fmt.Sprintf("namespace %s: its %d evaluations in progress hold its share of the render workers; this one waits its turn", e.Tenant, e.Running)
 }
