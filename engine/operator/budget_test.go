@@ -94,8 +94,10 @@ func TestRefusedRenderIsNotConverged(t *testing.T) {
 	startBombs(t, ns, budget.Budget{Time: 300 * time.Millisecond, Memory: 256 << 20, MaxAbandoned: 1}, true)
 	c := newClient(t)
 
-	// Size 20: about 2 s of CPU (several with -race), abandoned after 300 ms.
-	mustKubectl(t, bombYAML(ns, "hostile", 20), "apply", "-f", "-")
+	// Size 28: about 6 s of CPU (several times more with -race), abandoned
+	// after 300 ms: still running when the fresh CR comes, however loaded
+	// the machine (size 20, 2 s, ended first on a loaded one).
+	mustKubectl(t, bombYAML(ns, "hostile", 28), "apply", "-f", "-")
 	eventually(t, 60*time.Second, func() string { return bombStalled(t, ns, "hostile", "RenderBudget") })
 	if budget.Abandoned("bomb") < 1 {
 		t.Fatal("the hostile render ended before the fresh CR was created: give it a larger size")

@@ -4,6 +4,8 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
+	"log"
 	"net"
 	"net/http"
 )
@@ -23,7 +25,10 @@ func ServeLocal(reg *Registry) (e *Endpoint, stop func() error, err error) {
 	}
 	mux := http.NewServeMux()
 	mux.Handle(Path, &Handler{Registry: reg})
-	srv := &http.Server{Handler: mux, TLSConfig: &tls.Config{GetCertificate: certs.GetCertificate, NextProtos: []string{"h2", "http/1.1"}}}
+	srv := &http.Server{Handler: mux, TLSConfig: &tls.Config{GetCertificate: certs.GetCertificate, NextProtos: []string{"h2", "http/1.1"}},
+		// Probes that only open a connection (tests waiting for the
+		// endpoint) end their handshakes early: not worth a line each.
+		ErrorLog: log.New(io.Discard, "", 0)}
 	done := make(chan error, 1)
 	go func() { done <- srv.ServeTLS(l, "", "") }()
 	stop = func() error {
