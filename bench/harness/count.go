@@ -35,6 +35,17 @@ func (c Counts) Sub(o Counts) Counts {
 	return d
 }
 
+// Add returns c + o.
+func (c Counts) Add(o Counts) Counts {
+	s := Counts{Reads: c.Reads + o.Reads, Watches: c.Watches + o.Watches, Writes: c.Writes + o.Writes, WritesBy: map[string]int64{}}
+	for _, m := range []map[string]int64{c.WritesBy, o.WritesBy} {
+		for k, v := range m {
+			s.WritesBy[k] += v
+		}
+	}
+	return s
+}
+
 // Counter is an http.RoundTripper that counts requests.
 type Counter struct {
 	rt http.RoundTripper

@@ -19,13 +19,9 @@ import (
 // the templates directory dir (what `cueop run --install-crds` applies) and
 // waits until it is established. Both operators then serve that one CRD.
 func InstallCRD(ctx context.Context, cfg *rest.Config, dir string) error {
-	set, err := template.Load(dir)
+	k, err := LoadKind(dir)
 	if err != nil {
 		return err
-	}
-	k := set.Lookup("cache.example.com", "RedisCluster")
-	if k == nil {
-		return fmt.Errorf("%s: no RedisCluster kind", dir)
 	}
 	crd, err := crdgen.Generate(k)
 	if err != nil {
@@ -58,4 +54,17 @@ func InstallCRD(ctx context.Context, cfg *rest.Config, dir string) error {
 		}
 		return false, nil
 	})
+}
+
+// LoadKind loads the RedisCluster kind of the templates directory dir.
+func LoadKind(dir string) (*template.Kind, error) {
+	set, err := template.Load(dir)
+	if err != nil {
+		return nil, err
+	}
+	k := set.Lookup("cache.example.com", "RedisCluster")
+	if k == nil {
+		return nil, fmt.Errorf("%s: no RedisCluster kind", dir)
+	}
+	return k, nil
 }

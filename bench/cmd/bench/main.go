@@ -31,6 +31,21 @@
 //	BENCH_PROFILE CPU profile every operator process (default 1)
 //	BENCH_SMALL_N CRs of one more convergence run per operator, at the end,
 //	              for peak RSS at a small scale (default 300; 0 skips it)
+//
+// `bench shards` (make bench-shards, shards.go) and `bench scale` (make
+// bench-scale, scale.go) are modes of their own, with sections of their
+// own in docs/benchmarks.md; BENCH_NODES, BENCH_IDLE, BENCH_DOC and
+// BENCH_OUT mean the same there. `bench scale` also reads:
+//
+//	BENCH_SCALE_POINTS      RedisClusters of each point on one replica
+//	                        (default 3000,6000,12000)
+//	BENCH_SCALE_SHARDS      replicas of the last point, the largest N
+//	                        sharded (default 3; 0 skips it)
+//	BENCH_SCALE_TIMEOUT     bound of each wait of a point (default 5m plus
+//	                        100ms per CR)
+//	BENCH_SCALE_CRDS        unrelated CRDs of the memory-at-start phase
+//	                        (default 200; 0 skips it)
+//	BENCH_SCALE_CRD_OBJECTS objects of each unrelated CRD (default 50)
 package main
 
 import (
@@ -120,6 +135,10 @@ func main() {
 		runShards() // shards.go
 		return
 	}
+	if len(os.Args) > 1 && os.Args[1] == "scale" {
+		runScale() // scale.go
+		return
+	}
 	if len(os.Args) > 1 && os.Args[1] == "operator" {
 		if err := runOperator(os.Args[2:]); err != nil {
 			fatalf("operator: %v", err)
@@ -148,6 +167,30 @@ func main() {
 	}
 	if rep.storm != nil && !rep.storm.Passed {
 		fatalf("the retry-storm test failed: %s", rep.storm.summary())
+	}
+}
+
+// runSection runs measure on a driver of cfg until Ctrl-C, prints the
+// Markdown section titled title it returns and, unless cfg.Doc is "-",
+// replaces that section of cfg.Doc with it.
+func runSection(cfg config, title string, measure func(context.Context, *driver) (string, error)) {
+	if err := os.MkdirAll(cfg.Out, 0o755); err != nil {
+		fatalf("%v", err)
+	}
+	ctrl.SetLogger(logr.Discard())
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	d := &driver{cfg: cfg, start: time.Now()}
+	md, err := measure(ctx, d)
+	if err != nil {
+		fatalf("%v (logs in %s)", err, cfg.Out)
+	}
+	fmt.Println(md)
+	if cfg.Doc != "-" {
+		if err := replaceSection(cfg.Doc, title, md); err != nil {
+			fatalf("%v", err)
+		}
+		fmt.Printf("bench: wrote %s (section %q) in %s\n", cfg.Doc, title, time.Since(d.start).Round(time.Second))
 	}
 }
 
@@ -189,29 +232,15 @@ func (d *driver) run(ctx context.Context) (*report, error) {
 		}
 	}
 	d.logf("starting the local control plane (%d kwok nodes)", d.cfg.Nodes)
-	qps := []string{"--kube-api-qps=1000", "--kube-api-burst=2000"}
-	c, err := localcluster.Start(ctx, localcluster.Options{
+	stopCluster, err := d.startCluster(ctx, localcluster.Options{
 		Nodes: d.cfg.Nodes,
-		// The scheduler's and controller-manager's client-side limits (50 and
-		// 20 QPS) would bound both operators alike and hide the difference.
-		ExtraArgs: map[string][]string{
-			localcluster.KubeScheduler: qps, localcluster.KubeControllerManager: qps,
-			// Deleting a run's namespace deletes collections of thousands.
-			localcluster.KubeAPIServer: {"--delete-collection-workers=8"},
-		},
+		// Deleting a run's namespace deletes collections of thousands.
+		ExtraArgs: map[string][]string{localcluster.KubeAPIServer: {"--delete-collection-workers=8"}},
 	})
 	if err != nil {
 		return nil, err
 	}
-	d.cluster = c
-	defer func() {
-		if err := c.Stop(); err != nil {
-			d.logf("stop control plane: %v", err)
-		}
-	}()
-	if err := d.clients(); err != nil {
-		return nil, err
-	}
+	defer stopCluster()
 	rep.versions = d.versions(ctx)
 	if err := d.measure(ctx, rep); err != nil {
 		return nil, err

@@ -65,6 +65,9 @@ type opStats struct {
 	// process started (runtime/metrics).
 	AllocBytes   uint64 `json:"allocBytes"`
 	AllocObjects uint64 `json:"allocObjects"`
+	// ReconcileTime is controller_runtime_reconcile_time_seconds, every
+	// controller of the process merged (hist.go).
+	ReconcileTime hist `json:"reconcileTime"`
 }
 
 // The Maximum concurrent reconciles of both operators (cueop's default).
@@ -177,6 +180,7 @@ func runOperator(args []string) error {
 		st.MaxRSS += st.WorkerMaxRSS
 		st.Objects = objects.snapshot()
 		st.AllocBytes, st.AllocObjects = allocs()
+		st.ReconcileTime = reconcileTime()
 		_ = json.NewEncoder(w).Encode(st)
 	})
 	mux.HandleFunc("/debug/pprof/heap", func(w http.ResponseWriter, _ *http.Request) {

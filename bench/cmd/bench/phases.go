@@ -123,8 +123,19 @@ func (d *driver) converge(ctx context.Context, p *opProc, cr *crTracker, ns stri
 // settle waits until p sent no write for 2s and its queue is empty, at most
 // timeout, and returns its stats then.
 func settle(ctx context.Context, p *opProc, timeout time.Duration) (opStats, error) {
+	st, err := settleBy(ctx, timeout, p.mustStats, func(st opStats) int64 { return st.Writes })
+	if ctx.Err() != nil {
+		return st, err
+	}
+	return st, nil
+}
+
+// settleBy waits until the writes read counts did not change for 2s and
+// the queue is empty, at most timeout, and returns the stats then; an
+// error when timeout passed first.
+func settleBy(ctx context.Context, timeout time.Duration, read func() opStats, writes func(opStats) int64) (opStats, error) {
 	deadline := time.Now().Add(timeout)
-	last := p.mustStats()
+	last := read()
 	quiet := time.Now()
 	for time.Now().Before(deadline) {
 		select {
@@ -132,8 +143,8 @@ func settle(ctx context.Context, p *opProc, timeout time.Duration) (opStats, err
 			return last, ctx.Err()
 		case <-time.After(250 * time.Millisecond):
 		}
-		st := p.mustStats()
-		if st.Writes != last.Writes || st.QueueDepth > 0 {
+		st := read()
+		if writes(st) != writes(last) || st.QueueDepth > 0 {
 			quiet = time.Now()
 		}
 		last = st
@@ -141,7 +152,7 @@ func settle(ctx context.Context, p *opProc, timeout time.Duration) (opStats, err
 			return last, nil
 		}
 	}
-	return last, nil
+	return last, fmt.Errorf("writes not quiet for 2s within %s", timeout)
 }
 
 // waitFor polls cond every 10ms and returns when it first held.
@@ -163,26 +174,44 @@ func waitFor(ctx context.Context, timeout time.Duration, cond func() bool) (time
 func crName(i int) string { return fmt.Sprintf("rc-%05d", i) }
 
 func (d *driver) createCRs(ctx context.Context, ns string, n int) error {
-	const workers = 16
+	return d.createCRsThen(ctx, ns, n, nil)
+}
+
+// createCRsThen creates n RedisClusters, 16 at a time, and calls created,
+// when not nil, with the index and the API server's answer of each.
+func (d *driver) createCRsThen(ctx context.Context, ns string, n int, created func(int, *unstructured.Unstructured)) error {
+	return parallel(ctx, n, 16, func(ctx context.Context, i int) error {
+		u := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "cache.example.com/v1", "kind": "RedisCluster",
+			"metadata": map[string]any{"name": crName(i), "namespace": ns},
+			"spec":     map[string]any{"replicas": int64(3), "version": "7.0"},
+		}}
+		out, err := d.dyn.Resource(crGVR).Namespace(ns).Create(ctx, u, metav1.CreateOptions{})
+		if err == nil && created != nil {
+			created(i, out)
+		}
+		return err
+	})
+}
+
+// parallel calls fn for 0 to n-1, workers at a time, and returns the first
+// error (the others stop then).
+func parallel(ctx context.Context, n, workers int, fn func(context.Context, int) error) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	jobs := make(chan int)
 	errs := make(chan error, workers)
 	var wg sync.WaitGroup
 	for range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			for i := range jobs {
-				u := &unstructured.Unstructured{Object: map[string]any{
-					"apiVersion": "cache.example.com/v1", "kind": "RedisCluster",
-					"metadata": map[string]any{"name": crName(i), "namespace": ns},
-					"spec":     map[string]any{"replicas": int64(3), "version": "7.0"},
-				}}
-				if _, err := d.dyn.Resource(crGVR).Namespace(ns).Create(ctx, u, metav1.CreateOptions{}); err != nil {
+				if err := fn(ctx, i); err != nil {
 					errs <- err
+					cancel()
 					return
 				}
 			}
-		}()
+		})
 	}
 	go func() {
 		defer close(jobs)
@@ -196,7 +225,10 @@ func (d *driver) createCRs(ctx context.Context, ns string, n int) error {
 	}()
 	wg.Wait()
 	close(errs)
-	return <-errs
+	if err := <-errs; err != nil {
+		return err
+	}
+	return ctx.Err()
 }
 
 // steadyResult is the steady state of one operator: a restart over N

@@ -26,15 +26,12 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"os/signal"
 	"regexp"
 	"sort"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
-	"github.com/go-logr/logr"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
@@ -141,26 +138,14 @@ func runShards() {
 	if replicas < 2 {
 		fatalf("BENCH_SHARDS=%d: want 2 or more", replicas)
 	}
-	if err := os.MkdirAll(cfg.Out, 0o755); err != nil {
-		fatalf("%v", err)
-	}
 	cfg.Profile = false
-	ctrl.SetLogger(logr.Discard())
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	d := &driver{cfg: cfg, start: time.Now()}
-	rep, err := d.shards(ctx, replicas)
-	if err != nil {
-		fatalf("%v (logs in %s)", err, cfg.Out)
-	}
-	md := rep.markdown()
-	fmt.Println(md)
-	if cfg.Doc != "-" {
-		if err := replaceSection(cfg.Doc, shardTitle, md); err != nil {
-			fatalf("%v", err)
+	runSection(cfg, shardTitle, func(ctx context.Context, d *driver) (string, error) {
+		rep, err := d.shards(ctx, replicas)
+		if err != nil {
+			return "", err
 		}
-		fmt.Printf("bench: wrote %s (section %q) in %s\n", cfg.Doc, shardTitle, time.Since(d.start).Round(time.Second))
-	}
+		return rep.markdown(), nil
+	})
 }
 
 func (d *driver) shards(ctx context.Context, replicas int) (*shardReport, error) {
@@ -172,26 +157,13 @@ func (d *driver) shards(ctx context.Context, replicas int) (*shardReport, error)
 	d.tmp = tmp
 	defer os.RemoveAll(tmp)
 	d.logf("starting the local control plane (%d kwok nodes, ShardedListAndWatch on)", d.cfg.Nodes)
-	qps := []string{"--kube-api-qps=1000", "--kube-api-burst=2000"}
-	c, err := localcluster.Start(ctx, localcluster.Options{
-		Nodes:        d.cfg.Nodes,
-		FeatureGates: map[string]bool{"ShardedListAndWatch": true},
-		ExtraArgs: map[string][]string{
-			localcluster.KubeScheduler: qps, localcluster.KubeControllerManager: qps,
-		},
+	stopCluster, err := d.startCluster(ctx, localcluster.Options{
+		Nodes: d.cfg.Nodes, FeatureGates: map[string]bool{"ShardedListAndWatch": true},
 	})
 	if err != nil {
 		return nil, err
 	}
-	d.cluster = c
-	defer func() {
-		if err := c.Stop(); err != nil {
-			d.logf("stop control plane: %v", err)
-		}
-	}()
-	if err := d.clients(); err != nil {
-		return nil, err
-	}
+	defer stopCluster()
 	rep.versions = d.versions(ctx)
 	tmpl, err := d.templatesCopy()
 	if err != nil {
@@ -263,6 +235,24 @@ func (d *driver) holders(ctx context.Context, ns string, n int) []string {
 	return out
 }
 
+// waitBalanced waits until the n ranges of ns are held one per replica.
+func (d *driver) waitBalanced(ctx context.Context, ns string, n int) error {
+	balanced := func() bool {
+		seen := map[string]bool{}
+		for _, h := range d.holders(ctx, ns, n) {
+			if h == "" || seen[h] {
+				return false
+			}
+			seen[h] = true
+		}
+		return true
+	}
+	if _, err := waitFor(ctx, 3*time.Minute, balanced); err != nil {
+		return fmt.Errorf("ranges not one per replica: %v: %w", d.holders(ctx, ns, n), err)
+	}
+	return nil
+}
+
 func (d *driver) shardedRun(ctx context.Context, rep *shardReport, tmpl string) error {
 	n := rep.replicas
 	ns, err := d.namespace(ctx, "bench-sharded-")
@@ -277,18 +267,8 @@ func (d *driver) shardedRun(ctx context.Context, rep *shardReport, tmpl string) 
 		}
 		defer procs[i].stop()
 	}
-	balanced := func() bool {
-		seen := map[string]bool{}
-		for _, h := range d.holders(ctx, ns, n) {
-			if h == "" || seen[h] {
-				return false
-			}
-			seen[h] = true
-		}
-		return true
-	}
-	if _, err := waitFor(ctx, 3*time.Minute, balanced); err != nil {
-		return fmt.Errorf("ranges not one per replica: %v: %w", d.holders(ctx, ns, n), err)
+	if err := d.waitBalanced(ctx, ns, n); err != nil {
+		return err
 	}
 	d.logf("sharded: %d ranges held one per replica (%v); creating %d CRs", n, d.holders(ctx, ns, n), d.cfg.N)
 	if rep.shardedRun, err = d.convergeN(ctx, ns); err != nil {
@@ -423,27 +403,14 @@ func (r *shardReport) markdown() string {
 // settleCRs is settle counting only the writes of CRs' status and
 // children: a sharded replica renews its Leases every second.
 func settleCRs(ctx context.Context, p *opProc, timeout time.Duration) (opStats, error) {
-	deadline := time.Now().Add(timeout)
-	last := p.mustStats()
-	lastW, _ := crWrites(last.Objects)
-	quiet := time.Now()
-	for time.Now().Before(deadline) {
-		select {
-		case <-ctx.Done():
-			return last, ctx.Err()
-		case <-time.After(250 * time.Millisecond):
-		}
-		st := p.mustStats()
+	st, err := settleBy(ctx, timeout, p.mustStats, func(st opStats) int64 {
 		w, _ := crWrites(st.Objects)
-		if w != lastW || st.QueueDepth > 0 {
-			quiet = time.Now()
-		}
-		last, lastW = st, w
-		if time.Since(quiet) >= 2*time.Second {
-			return last, nil
-		}
+		return w
+	})
+	if err != nil {
+		return st, fmt.Errorf("operator %s: %w", p.name, err)
 	}
-	return last, fmt.Errorf("operator %s: writes of CRs not quiet for 2s within %s", p.name, timeout)
+	return st, nil
 }
 
 // crWrites are the writes of the status and children of CRs (objects named

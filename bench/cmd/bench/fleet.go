@@ -1,0 +1,101 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/cueop/cueop/bench/harness"
+)
+
+// fleet are the operator processes of one measurement: one unsharded
+// cueop, or the replicas of a sharded one.
+type fleet []*opProc
+
+// startFleet starts replicas cueop processes on ns, named name (and
+// name-replica-i when sharded), and waits until they have synced and,
+// when sharded, hold one range each.
+func (d *driver) startFleet(ctx context.Context, name, ns, tmpl string, replicas int) (fleet, error) {
+	if replicas <= 1 {
+		p, err := d.startOperator(ctx, "cueop", name, ns, tmpl)
+		return fleet{p}, err
+	}
+	f := make(fleet, 0, replicas)
+	for i := range replicas {
+		p, err := d.startOperator(ctx, "cueop", name+"-"+replicaName(i), ns, tmpl,
+			"-shards", fmt.Sprint(replicas), "-identity", replicaName(i))
+		if err != nil {
+			f.stop()
+			return nil, err
+		}
+		f = append(f, p)
+	}
+	if err := d.waitBalanced(ctx, ns, replicas); err != nil {
+		f.stop()
+		return nil, err
+	}
+	return f, nil
+}
+
+// stop stops every process, together.
+func (f fleet) stop() {
+	var wg sync.WaitGroup
+	for _, p := range f {
+		wg.Go(p.stop)
+	}
+	wg.Wait()
+}
+
+// each are the stats of every process.
+func (f fleet) each() []opStats {
+	out := make([]opStats, len(f))
+	for i, p := range f {
+		out[i] = p.mustStats()
+	}
+	return out
+}
+
+// stats are the stats of every process merged (merged).
+func (f fleet) stats() opStats { return merged(f.each()) }
+
+// merged sums the counters of sts and keeps the largest of their memory
+// figures (one process's peak).
+func merged(sts []opStats) opStats {
+	var m opStats
+	m.Counts = harness.Counts{WritesBy: map[string]int64{}}
+	for _, st := range sts {
+		m.Counts = m.Counts.Add(st.Counts)
+		m.Reconciles += st.Reconciles
+		m.QueueDepth += st.QueueDepth
+		m.Renders += st.Renders
+		m.CPUSeconds += st.CPUSeconds
+		m.HeapInuse = max(m.HeapInuse, st.HeapInuse)
+		m.PeakHeapInuse = max(m.PeakHeapInuse, st.PeakHeapInuse)
+		m.PeakHeapAlloc = max(m.PeakHeapAlloc, st.PeakHeapAlloc)
+		m.MaxRSS = max(m.MaxRSS, st.MaxRSS)
+		m.ReconcileTime = m.ReconcileTime.add(st.ReconcileTime)
+	}
+	return m
+}
+
+// crWritesOf are the writes of c to CRs, their children and Events: all
+// but a sharded replica's Lease renewals (every retry period, by design)
+// and the conversion webhook's CA bundle, which each process writes into
+// the CRD once as it starts.
+func crWritesOf(c harness.Counts) int64 {
+	w := c.Writes
+	for k, v := range c.WritesBy {
+		if strings.HasSuffix(k, " leases") || strings.HasSuffix(k, " customresourcedefinitions") {
+			w -= v
+		}
+	}
+	return w
+}
+
+// settle waits until the fleet sent no write (crWritesOf) for 2s and its
+// queues are empty, at most timeout, and returns its merged stats then.
+func (f fleet) settle(ctx context.Context, timeout time.Duration) (opStats, error) {
+	return settleBy(ctx, timeout, f.stats, func(st opStats) int64 { return crWritesOf(st.Counts) })
+}

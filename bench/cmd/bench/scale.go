@@ -1,0 +1,303 @@
+package main
+
+// `go run ./bench/cmd/bench scale` (make bench-scale) measures cueop at the
+// sizes the peers publish (KubeVela: 3,000 and 12,000 applications) and
+// rewrites its section of docs/benchmarks.md (scalereport.go). For each N
+// of BENCH_SCALE_POINTS, RedisClusters of 3 replicas (a ConfigMap, a
+// Service and 3 Pods each):
+//
+//   - the floor (floor.go), on a fresh local control plane;
+//   - one cueop process, on another fresh control plane: N CRs created
+//     until all are Ready, then settled (writes, CPU, memory, p99
+//     reconcile); restarted on the converged CRs (the resync); left idle
+//     for BENCH_IDLE, every request counted;
+//
+// then the largest N again over BENCH_SCALE_SHARDS sharded replicas (with
+// the API server's ShardedListAndWatch gate on), and last the operator's
+// resident memory at start in a cluster holding BENCH_SCALE_CRDS
+// unrelated CRDs of BENCH_SCALE_CRD_OBJECTS objects each against an empty
+// one (scalecrds.go). A point that does not converge within
+// BENCH_SCALE_TIMEOUT is reported as such and the next one runs.
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/cueop/cueop/bench/harness"
+	"github.com/cueop/cueop/localcluster"
+)
+
+// scaleConfig are the settings of `bench scale`.
+type scaleConfig struct {
+	config
+	Points []int
+	// Shards is the replicas of the sharded point (0: none).
+	Shards int
+	// Timeout bounds each wait of a point; 0 means timeoutFor's default.
+	Timeout          time.Duration
+	CRDs, CRDObjects int
+}
+
+func loadScaleConfig() scaleConfig {
+	sc := scaleConfig{config: loadConfig()}
+	sc.Profile = false
+	spec := os.Getenv("BENCH_SCALE_POINTS")
+	if spec == "" {
+		spec = "3000,6000,12000"
+	}
+	for _, f := range strings.Split(spec, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 {
+			fatalf("BENCH_SCALE_POINTS=%q: want numbers >= 1, comma-separated", spec)
+		}
+		sc.Points = append(sc.Points, n)
+	}
+	sc.Shards = envInt("BENCH_SCALE_SHARDS", 3)
+	if sc.Shards == 1 {
+		fatalf("BENCH_SCALE_SHARDS=1: want 0 (none) or 2 or more")
+	}
+	sc.Timeout = envDuration("BENCH_SCALE_TIMEOUT", 0)
+	sc.CRDs = envInt("BENCH_SCALE_CRDS", 200)
+	sc.CRDObjects = envInt("BENCH_SCALE_CRD_OBJECTS", 50)
+	return sc
+}
+
+// timeoutFor bounds each wait of a point of n CRs: BENCH_SCALE_TIMEOUT, or
+// 5 minutes plus 100 ms per CR (about 4 times what one replica needs on
+// 2 cores).
+func (sc scaleConfig) timeoutFor(n int) time.Duration {
+	if sc.Timeout > 0 {
+		return sc.Timeout
+	}
+	return 5*time.Minute + time.Duration(n)*100*time.Millisecond
+}
+
+// clusterOptions are the control plane of a point: kwok nodes for 3n Pods
+// (5,000 each at most, BENCH_NODES at least), the sharded list and watch
+// gate on with several replicas.
+func (sc scaleConfig) clusterOptions(n, replicas int) localcluster.Options {
+	o := localcluster.Options{Nodes: max(sc.Nodes, (3*n+4999)/5000)}
+	if replicas > 1 {
+		o.FeatureGates = map[string]bool{"ShardedListAndWatch": true}
+	}
+	return o
+}
+
+func runScale() {
+	sc := loadScaleConfig()
+	runSection(sc.config, scaleTitle, func(ctx context.Context, d *driver) (string, error) {
+		rep, err := d.scale(ctx, sc)
+		if err != nil {
+			return "", err
+		}
+		return rep.markdown(), nil
+	})
+}
+
+func (d *driver) scale(ctx context.Context, sc scaleConfig) (*scaleReport, error) {
+	rep := &scaleReport{cfg: sc, started: time.Now(), machine: machineInfo()}
+	tmp, err := os.MkdirTemp("", "cueop-bench-")
+	if err != nil {
+		return nil, err
+	}
+	d.tmp = tmp
+	defer os.RemoveAll(tmp)
+	runs := make([][2]int, 0, len(sc.Points)+1)
+	for _, n := range sc.Points {
+		runs = append(runs, [2]int{n, 1})
+	}
+	if sc.Shards > 0 {
+		runs = append(runs, [2]int{slices.Max(sc.Points), sc.Shards})
+	}
+	for _, r := range runs {
+		pt := d.scalePoint(ctx, sc, r[0], r[1], rep)
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		rep.points = append(rep.points, pt)
+	}
+	if sc.CRDs > 0 {
+		rep.crds, err = d.unrelatedCRDs(ctx, sc)
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		if err != nil {
+			rep.crds.Err = err.Error()
+			d.logf("unrelated CRDs: %v", err)
+		}
+	}
+	rep.elapsed = time.Since(d.start)
+	return rep, nil
+}
+
+// scalePoint is what one point measured; Err says why it stopped short.
+type scalePoint struct {
+	N, Replicas int
+	Floor       time.Duration
+	FloorErr    string
+	Err         string
+	// Ready are the CRs Ready when the wait for all ended; AllReady the
+	// time from the first create until all were.
+	Ready    int
+	AllReady time.Duration
+	// CPUPerCR is the operator's CPU (workers included, from its start
+	// until it settled) per CR, in ms; all replicas together.
+	CPUPerCR float64
+	// PeakRSS and PeakHeap are the largest process's VmHWM (plus its
+	// workers') and peak heap in use, in bytes; RSSPerCR and HeapPerCR
+	// their growth from the synced start, all replicas together, per CR.
+	PeakRSS, PeakHeap   uint64
+	RSSPerCR, HeapPerCR float64
+	P99                 time.Duration
+	WritesPerCR         float64
+	// Writes are the writes while converging, by request.
+	Writes harness.Counts
+	// Resync is from the restart until every CR was reconciled and the
+	// queues were empty; ResyncWrites the writes until settled.
+	Resync       time.Duration
+	ResyncWrites int64
+	ResyncAll    harness.Counts
+	// Idle are the requests during the idle window.
+	Idle harness.Counts
+}
+
+func (pt scalePoint) label() string {
+	if pt.Replicas > 1 {
+		return fmt.Sprintf("%d, %d replicas", pt.N, pt.Replicas)
+	}
+	return fmt.Sprint(pt.N)
+}
+
+// scalePoint measures the floor, then cueop, for n CRs on replicas.
+func (d *driver) scalePoint(ctx context.Context, sc scaleConfig, n, replicas int, rep *scaleReport) scalePoint {
+	pt := scalePoint{N: n, Replicas: replicas}
+	d.logf("point %s: floor", pt.label())
+	floor, err := d.floorRun(ctx, sc, n, replicas)
+	if err != nil {
+		pt.FloorErr = err.Error()
+		d.logf("point %s: %v", pt.label(), err)
+	}
+	pt.Floor = floor
+	d.logf("point %s: floor %.1fs; cueop", pt.label(), floor.Seconds())
+	if err := d.operatorPoint(ctx, sc, &pt, rep); err != nil {
+		pt.Err = err.Error()
+		d.logf("point %s: %v", pt.label(), err)
+	}
+	return pt
+}
+
+// operatorPoint converges, restarts and idles cueop at pt on a control
+// plane of its own.
+func (d *driver) operatorPoint(ctx context.Context, sc scaleConfig, pt *scalePoint, rep *scaleReport) error {
+	stop, err := d.startCluster(ctx, sc.clusterOptions(pt.N, pt.Replicas))
+	defer stop()
+	if err != nil {
+		return err
+	}
+	if rep.versions == "" {
+		rep.versions = d.versions(ctx)
+	}
+	tmpl, err := d.templatesCopy()
+	if err != nil {
+		return err
+	}
+	if err := harness.InstallCRD(ctx, d.rest, tmpl); err != nil {
+		return err
+	}
+	ns, err := d.namespace(ctx, "bench-scale-")
+	if err != nil {
+		return err
+	}
+	name := "scale-" + strings.ReplaceAll(pt.label(), ", ", "-")
+	f, err := d.startFleet(ctx, name, ns, tmpl, pt.Replicas)
+	if err != nil {
+		return err
+	}
+	err = d.scaleConverge(ctx, sc, pt, f, ns)
+	f.stop()
+	if err != nil {
+		return err
+	}
+	return d.restartAndIdle(ctx, sc, pt, name+"-restart", ns, tmpl)
+}
+
+// scaleConverge creates the CRs and waits until all are Ready and the
+// fleet settled.
+func (d *driver) scaleConverge(ctx context.Context, sc scaleConfig, pt *scalePoint, f fleet, ns string) error {
+	cr, err := d.trackCRs(ctx, ns)
+	if err != nil {
+		return err
+	}
+	defer cr.stop()
+	s0 := f.each()
+	start := time.Now()
+	if err := d.createCRs(ctx, ns, pt.N); err != nil {
+		return err
+	}
+	timeout := sc.timeoutFor(pt.N)
+	allAt, err := waitFor(ctx, timeout, func() bool { return cr.readyCount() == pt.N })
+	pt.Ready = cr.readyCount()
+	if err != nil {
+		return fmt.Errorf("%d of %d CRs Ready: %w", pt.Ready, pt.N, err)
+	}
+	pt.AllReady = allAt.Sub(start)
+	if _, err := f.settle(ctx, timeout); err != nil {
+		return err
+	}
+	pt.converged(s0, f.each())
+	d.logf("point %s: all Ready in %.1fs, %.2f writes/CR, peak RSS %s", pt.label(), pt.AllReady.Seconds(), pt.WritesPerCR, mib(pt.PeakRSS))
+	return nil
+}
+
+// converged fills pt's figures from the stats of each process at its
+// synced start (s0) and once settled (s1).
+func (pt *scalePoint) converged(s0, s1 []opStats) {
+	m0, m1 := merged(s0), merged(s1)
+	n := float64(pt.N)
+	pt.CPUPerCR = m1.CPUSeconds / n * 1000
+	pt.PeakRSS, pt.PeakHeap = uint64(m1.MaxRSS), m1.PeakHeapInuse
+	for i := range s1 {
+		pt.RSSPerCR += float64(s1[i].MaxRSS-s0[i].MaxRSS) / n
+		pt.HeapPerCR += (float64(s1[i].PeakHeapInuse) - float64(s0[i].HeapInuse)) / n
+	}
+	pt.P99 = m1.ReconcileTime.quantile(0.99)
+	pt.Writes = m1.Counts.Sub(m0.Counts)
+	pt.WritesPerCR = float64(crWritesOf(pt.Writes)) / n
+}
+
+// restartAndIdle starts the fleet anew on the converged CRs, times its
+// resync and counts its requests while idle.
+func (d *driver) restartAndIdle(ctx context.Context, sc scaleConfig, pt *scalePoint, name, ns, tmpl string) error {
+	start := time.Now()
+	f, err := d.startFleet(ctx, name, ns, tmpl, pt.Replicas)
+	if err != nil {
+		return err
+	}
+	defer f.stop()
+	timeout := sc.timeoutFor(pt.N)
+	if _, err := waitFor(ctx, timeout, func() bool {
+		st := f.stats()
+		return st.Reconciles >= float64(pt.N) && st.QueueDepth == 0
+	}); err != nil {
+		return fmt.Errorf("resync: %w", err)
+	}
+	pt.Resync = time.Since(start)
+	st, err := f.settle(ctx, timeout)
+	if err != nil {
+		return fmt.Errorf("resync: %w", err)
+	}
+	pt.ResyncWrites, pt.ResyncAll = crWritesOf(st.Counts), st.Counts
+	d.logf("point %s: resync in %.1fs, %d writes; idle %s", pt.label(), pt.Resync.Seconds(), pt.ResyncWrites, sc.Idle)
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(sc.Idle):
+	}
+	pt.Idle = f.stats().Counts.Sub(st.Counts)
+	return nil
+}
