@@ -3,8 +3,8 @@ package main
 import (
 	"fmt"
 	"maps"
-	"slices"
 	"runtime"
+	"slices"
 	"strings"
 	"time"
 

@@ -64,7 +64,7 @@ func TestScaleMarkdown(t *testing.T) {
 		CPUPerCR: 12.5, PeakRSS: 300 << 20, PeakHeap: 200 << 20, RSSPerCR: 80 << 10, HeapPerCR: 60 << 10,
 		P99: 42 * time.Millisecond, WritesPerCR: 7.5, Resync: 20 * time.Second,
 		Writes: harness.Counts{WritesBy: map[string]int64{"PATCH pods": 9000, "POST events": 1500}},
-		Idle: harness.Counts{Reads: 2, Watches: 3, WritesBy: map[string]int64{}}}
+		Idle:   harness.Counts{Reads: 2, Watches: 3, WritesBy: map[string]int64{}}}
 	sharded := good
 	sharded.Replicas, sharded.AllReady, sharded.ResyncWrites = 3, 130*time.Second, 2
 	sharded.Idle = harness.Counts{Writes: 60, WritesBy: map[string]int64{"PUT leases": 60}}
