@@ -38,6 +38,8 @@ import (
 // floorRun measures the floor for n CRs and replicas clients on a control
 // plane of its own, stopped before it returns.
 func (d *driver) floorRun(ctx context.Context, sc scaleConfig, n, replicas int) (time.Duration, error) {
+	ctx, cancel := context.WithCancel(ctx) // ends the floor's clients, whatever ends the run
+	defer cancel()
 	stop, err := d.startCluster(ctx, sc.clusterOptions(n, replicas))
 	defer stop()
 	if err != nil {

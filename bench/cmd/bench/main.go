@@ -41,8 +41,8 @@
 //	                        (default 3000,6000,12000)
 //	BENCH_SCALE_SHARDS      replicas of the last point, the largest N
 //	                        sharded (default 3; 0 skips it)
-//	BENCH_SCALE_TIMEOUT     bound of each wait of a point (default 5m plus
-//	                        100ms per CR)
+//	BENCH_SCALE_TIMEOUT     bound of each wait of a point (default 10m plus
+//	                        150ms per CR)
 //	BENCH_SCALE_CRDS        unrelated CRDs of the memory-at-start phase
 //	                        (default 200; 0 skips it)
 //	BENCH_SCALE_CRD_OBJECTS objects of each unrelated CRD (default 50)

@@ -49,8 +49,9 @@ func (r *scaleReport) markdown() string {
 		r.started.UTC().Format("2006-01-02 15:04 MST"), r.elapsed.Round(time.Second))
 	p("- Machine: %s; GOMAXPROCS %d; %s load average at the end.\n", r.machine, runtime.GOMAXPROCS(0), loadavg())
 	p("- Versions: %s.\n", r.versions)
-	p("- Settings: points %s (BENCH_SCALE_POINTS), sharded point over %d replicas (BENCH_SCALE_SHARDS), idle window %s (BENCH_IDLE), timeout per wait %s (BENCH_SCALE_TIMEOUT; default 5 min + 100 ms per CR), at least %d kwok nodes (BENCH_NODES).\n",
-		intList(r.cfg.Points), r.cfg.Shards, r.cfg.Idle, timeoutSetting(r.cfg.Timeout), r.cfg.Nodes)
+	p("- Settings: points %s (BENCH_SCALE_POINTS), sharded point: %s (BENCH_SCALE_SHARDS), idle window %s (BENCH_IDLE), timeout per wait %s (BENCH_SCALE_TIMEOUT; default 10 min + 150 ms per CR), at least %d kwok nodes (BENCH_NODES), unrelated CRDs: %s (BENCH_SCALE_CRDS, BENCH_SCALE_CRD_OBJECTS).\n",
+		intList(r.cfg.Points), countOrNone(r.cfg.Shards, "%d replicas"), r.cfg.Idle, timeoutSetting(r.cfg.Timeout), r.cfg.Nodes,
+		countOrNone(r.cfg.CRDs, fmt.Sprintf("%%d of %d objects each", r.cfg.CRDObjects)))
 	p("- Setup: RedisClusters of replicas 3 (a ConfigMap, a Service and 3 Pods each) created by the driver, 16 at a time. Each point on two fresh local control planes, one after the other: the floor on the first, cueop on the second (each measurement on an empty etcd, nothing of the other left on the API server). cueop: `bench operator` processes, %d concurrent reconciles, client QPS %.0f / burst %d each, its render workers counted with it; the sharded point runs `--shards` replicas, one range each, with kube-apiserver's ShardedListAndWatch gate on.\n",
 		maxConcurrent, float64(operator.DefaultQPS), operator.DefaultBurst)
 	p("- Floor: the same CRs created the same way; a bare client per replica (%d workers each, the same client limits) takes each created CR, renders its children offline with `engine/render` and sends each once with the create-only server-side apply cueop sends (the same objects, labels, owner reference and applied-hash annotation); no operator, no status. The floor is the time from the first create until every Pod is Ready; cueop's is until every CR is Ready (Ready=True for its generation, readyReplicas 3).\n\n",
@@ -87,7 +88,7 @@ func (r *scaleReport) pointsTable(p func(string, ...any)) {
 			p("- %s: writes per CR while converging, by request: %s.\n", pt.label(), perCRBy(pt.Writes.WritesBy, pt.N))
 		}
 	}
-	p("\nPeak RSS and heap are the largest process's (VmHWM plus its render workers' private memory; heap in use from runtime/metrics); memory per CR is their growth from the synced start, all replicas together, over N. CPU is every process's user+system time, workers included, from its start until it settled, over N. p99 reconcile is from `controller_runtime_reconcile_time_seconds` (all controllers, replicas merged, interpolated within its bucket). Writes per CR count every write of the operator (Events included) from the first create until settled, but two that are no CR's: a sharded replica's Lease renewals and the CA bundle of the conversion webhook each process writes into the CRD as it starts; the resync and idle cells list every write beside. Resync: the processes stopped and started anew on the converged CRs, timed from the start until every CR was reconciled and the queues were empty, writes counted until settled. Idle: every request over the idle window that follows.\n\n")
+	p("\nPeak RSS and heap are the largest process's (VmHWM plus its render workers' private memory; heap in use from runtime/metrics); memory per CR is their growth from the synced start, all replicas together, over N. CPU is every process's user+system time, workers included, from its synced start (templates compiled, caches filled) until it settled, over N. p99 reconcile is from `controller_runtime_reconcile_time_seconds` (all controllers, replicas merged, interpolated within its bucket). Writes per CR count every write of the operator (Events included) from the first create until settled, but two that are no CR's: a sharded replica's Lease renewals and the CA bundle of the conversion webhook each process writes into the CRD as it starts; the resync and idle cells list every write beside. Resync: the processes stopped and started anew on the converged CRs, timed from the start until every CR was reconciled and the queues were empty, writes counted until settled. Idle: every request over the idle window that follows.\n\n")
 }
 
 // scaleRows are the figures of the points table.
@@ -193,4 +194,12 @@ func perCRBy(by map[string]int64, n int) string {
 		parts[i] = fmt.Sprintf("%s %.2f", k, perCR(by[k], n))
 	}
 	return strings.Join(parts, ", ")
+}
+
+// countOrNone formats n with format, or says "none" for 0.
+func countOrNone(n int, format string) string {
+	if n == 0 {
+		return "none"
+	}
+	return fmt.Sprintf(format, n)
 }
