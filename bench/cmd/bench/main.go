@@ -41,6 +41,9 @@
 //	                        (default 3000,6000,12000)
 //	BENCH_SCALE_SHARDS      replicas of the last point, the largest N
 //	                        sharded (default 3; 0 skips it)
+//	BENCH_SCALE_GATE        1: kube-apiserver's ShardedListAndWatch gate on
+//	                        for the sharded point (default 0: off, each
+//	                        replica filters CRs on the client)
 //	BENCH_SCALE_TIMEOUT     bound of each wait of a point (default 10m plus
 //	                        150ms per CR)
 //	BENCH_SCALE_CRDS        unrelated CRDs of the memory-at-start phase

@@ -12,8 +12,9 @@ package main
 //     reconcile); restarted on the converged CRs (the resync); left idle
 //     for BENCH_IDLE, every request counted;
 //
-// then the largest N again over BENCH_SCALE_SHARDS sharded replicas (with
-// the API server's ShardedListAndWatch gate on), and last the operator's
+// then the largest N again over BENCH_SCALE_SHARDS sharded replicas (the
+// API server's ShardedListAndWatch gate off, as on managed clusters, unless
+// BENCH_SCALE_GATE=1), and last the operator's
 // resident memory at start in a cluster holding BENCH_SCALE_CRDS
 // unrelated CRDs of BENCH_SCALE_CRD_OBJECTS objects each against an empty
 // one (scalecrds.go). A point that does not converge within
@@ -36,8 +37,10 @@ import (
 type scaleConfig struct {
 	config
 	Points []int
-	// Shards is the replicas of the sharded point (0: none).
+	// Shards is the replicas of the sharded point (0: none); Gate turns
+	// the API server's ShardedListAndWatch gate on for it.
 	Shards int
+	Gate   bool
 	// Timeout bounds each wait of a point; 0 means timeoutFor's default.
 	Timeout          time.Duration
 	CRDs, CRDObjects int
@@ -61,6 +64,7 @@ func loadScaleConfig() scaleConfig {
 	if sc.Shards == 1 {
 		fatalf("BENCH_SCALE_SHARDS=1: want 0 (none) or 2 or more")
 	}
+	sc.Gate = envInt("BENCH_SCALE_GATE", 0) != 0
 	sc.Timeout = envDuration("BENCH_SCALE_TIMEOUT", 0)
 	sc.CRDs = envInt("BENCH_SCALE_CRDS", 200)
 	sc.CRDObjects = envInt("BENCH_SCALE_CRD_OBJECTS", 50)
@@ -79,10 +83,10 @@ func (sc scaleConfig) timeoutFor(n int) time.Duration {
 
 // clusterOptions are the control plane of a point: kwok nodes for 3n Pods
 // (5,000 each at most, BENCH_NODES at least), the sharded list and watch
-// gate on with several replicas.
+// gate on with several replicas and BENCH_SCALE_GATE=1.
 func (sc scaleConfig) clusterOptions(n, replicas int) localcluster.Options {
 	o := localcluster.Options{Nodes: max(sc.Nodes, (3*n+4999)/5000)}
-	if replicas > 1 {
+	if replicas > 1 && sc.Gate {
 		o.FeatureGates = map[string]bool{"ShardedListAndWatch": true}
 	}
 	return o
@@ -213,7 +217,10 @@ func (d *driver) operatorPoint(ctx context.Context, sc scaleConfig, pt *scalePoi
 	if err != nil {
 		return err
 	}
-	name := "scale-" + strings.ReplaceAll(pt.label(), ", ", "-")
+	name := fmt.Sprintf("scale-%d", pt.N)
+	if pt.Replicas > 1 {
+		name += fmt.Sprintf("-shards%d", pt.Replicas)
+	}
 	f, err := d.startFleet(ctx, name, ns, tmpl, pt.Replicas)
 	if err != nil {
 		return err
