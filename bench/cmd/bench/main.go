@@ -209,6 +209,9 @@ type driver struct {
 	tmp     string // the templates copies, removed at the end
 	// stormBin is the retry-storm test binary, built at the start.
 	stormBin string
+	// syncTimeout bounds an operator's start until its caches synced; 0
+	// means 2 minutes.
+	syncTimeout time.Duration
 }
 
 // logf prints progress with the time elapsed since the start.

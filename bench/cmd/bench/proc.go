@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -63,7 +64,8 @@ func (d *driver) startOperator(ctx context.Context, kind, name, ns, templates st
 		logf.Close()
 		close(p.exited)
 	}()
-	deadline := time.Now().Add(2 * time.Minute)
+	syncTimeout := cmp.Or(d.syncTimeout, 2*time.Minute)
+	deadline := time.Now().Add(syncTimeout)
 	for {
 		st, err := p.stats()
 		if err == nil && st.Ready {
@@ -79,7 +81,7 @@ func (d *driver) startOperator(ctx context.Context, kind, name, ns, templates st
 		}
 		if time.Now().After(deadline) {
 			p.stop()
-			return nil, fmt.Errorf("operator %s not ready within 2 minutes (log: %s)", name, logf.Name())
+			return nil, fmt.Errorf("operator %s not ready within %s (log: %s)", name, syncTimeout, logf.Name())
 		}
 	}
 }

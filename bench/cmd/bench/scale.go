@@ -203,6 +203,8 @@ func (d *driver) operatorPoint(ctx context.Context, sc scaleConfig, pt *scalePoi
 	if err != nil {
 		return err
 	}
+	// A restart lists 6N objects before its caches have synced.
+	d.syncTimeout = max(2*time.Minute, sc.timeoutFor(pt.N)/4)
 	if rep.versions == "" {
 		rep.versions = d.versions(ctx)
 	}
