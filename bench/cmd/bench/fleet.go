@@ -94,8 +94,15 @@ func crWritesOf(c harness.Counts) int64 {
 	return w
 }
 
-// settle waits until the fleet sent no write (crWritesOf) for 2s and its
-// queues are empty, at most timeout, and returns its merged stats then.
-func (f fleet) settle(ctx context.Context, timeout time.Duration) (opStats, error) {
-	return settleBy(ctx, timeout, f.stats, func(st opStats) int64 { return crWritesOf(st.Counts) })
+// settle waits until the fleet reconciled at least minReconciles times,
+// then sent no write (crWritesOf) and ended no reconcile for 2s, and, when
+// unsharded, its queue is empty; at most timeout. It returns the merged
+// stats then and when that quiet period began. A sharded replica's queue
+// depth is not waited for: the gauge keeps the depth a range's queue had
+// when the replica gave that range up.
+func (f fleet) settle(ctx context.Context, timeout time.Duration, minReconciles float64) (opStats, time.Time, error) {
+	return settleBy(ctx, timeout, f.stats, func(last, st opStats) bool {
+		return crWritesOf(st.Counts) != crWritesOf(last.Counts) || st.Reconciles != last.Reconciles ||
+			st.Reconciles < minReconciles || (len(f) == 1 && st.QueueDepth > 0)
+	})
 }

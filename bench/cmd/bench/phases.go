@@ -123,36 +123,39 @@ func (d *driver) converge(ctx context.Context, p *opProc, cr *crTracker, ns stri
 // settle waits until p sent no write for 2s and its queue is empty, at most
 // timeout, and returns its stats then.
 func settle(ctx context.Context, p *opProc, timeout time.Duration) (opStats, error) {
-	st, err := settleBy(ctx, timeout, p.mustStats, func(st opStats) int64 { return st.Writes })
+	st, _, err := settleBy(ctx, timeout, p.mustStats, func(last, st opStats) bool {
+		return st.Writes != last.Writes || st.QueueDepth > 0
+	})
 	if ctx.Err() != nil {
 		return st, err
 	}
 	return st, nil
 }
 
-// settleBy waits until the writes read counts did not change for 2s and
-// the queue is empty, at most timeout, and returns the stats then; an
-// error when timeout passed first.
-func settleBy(ctx context.Context, timeout time.Duration, read func() opStats, writes func(opStats) int64) (opStats, error) {
+// settleBy reads the stats every 250ms until busy, given the previous and
+// the current stats, was false for 2s, at most timeout. It returns the
+// stats then and when that quiet period began; an error when timeout
+// passed first.
+func settleBy(ctx context.Context, timeout time.Duration, read func() opStats, busy func(last, st opStats) bool) (opStats, time.Time, error) {
 	deadline := time.Now().Add(timeout)
 	last := read()
 	quiet := time.Now()
 	for time.Now().Before(deadline) {
 		select {
 		case <-ctx.Done():
-			return last, ctx.Err()
+			return last, quiet, ctx.Err()
 		case <-time.After(250 * time.Millisecond):
 		}
 		st := read()
-		if writes(st) != writes(last) || st.QueueDepth > 0 {
+		if busy(last, st) {
 			quiet = time.Now()
 		}
 		last = st
 		if time.Since(quiet) >= 2*time.Second {
-			return last, nil
+			return last, quiet, nil
 		}
 	}
-	return last, fmt.Errorf("writes not quiet for 2s within %s", timeout)
+	return last, quiet, fmt.Errorf("not quiet for 2s within %s", timeout)
 }
 
 // waitFor polls cond every 10ms and returns when it first held.

@@ -161,8 +161,9 @@ type scalePoint struct {
 	WritesPerCR         float64
 	// Writes are the writes while converging, by request.
 	Writes harness.Counts
-	// Resync is from the restart until every CR was reconciled and the
-	// queues were empty; ResyncWrites the writes until settled.
+	// Resync is from the restart until the fleet had reconciled N times
+	// and then wrote and reconciled nothing more for 2s (Resync ends where
+	// those 2s began); ResyncWrites the writes until then.
 	Resync       time.Duration
 	ResyncWrites int64
 	ResyncAll    harness.Counts
@@ -255,7 +256,7 @@ func (d *driver) scaleConverge(ctx context.Context, sc scaleConfig, pt *scalePoi
 		return fmt.Errorf("%d of %d CRs Ready: %w", pt.Ready, pt.N, err)
 	}
 	pt.AllReady = allAt.Sub(start)
-	if _, err := f.settle(ctx, timeout); err != nil {
+	if _, _, err := f.settle(ctx, timeout, 0); err != nil {
 		return err
 	}
 	pt.converged(s0, f.each())
@@ -288,18 +289,11 @@ func (d *driver) restartAndIdle(ctx context.Context, sc scaleConfig, pt *scalePo
 		return err
 	}
 	defer f.stop()
-	timeout := sc.timeoutFor(pt.N)
-	if _, err := waitFor(ctx, timeout, func() bool {
-		st := f.stats()
-		return st.Reconciles >= float64(pt.N) && st.QueueDepth == 0
-	}); err != nil {
-		return fmt.Errorf("resync: %w", err)
-	}
-	pt.Resync = time.Since(start)
-	st, err := f.settle(ctx, timeout)
+	st, quietAt, err := f.settle(ctx, sc.timeoutFor(pt.N), float64(pt.N))
 	if err != nil {
-		return fmt.Errorf("resync: %w", err)
+		return fmt.Errorf("resync: %d reconciles of %d CRs: %w", int(st.Reconciles), pt.N, err)
 	}
+	pt.Resync = quietAt.Sub(start)
 	pt.ResyncWrites, pt.ResyncAll = crWritesOf(st.Counts), st.Counts
 	d.logf("point %s: resync in %.1fs, %d writes; idle %s", pt.label(), pt.Resync.Seconds(), pt.ResyncWrites, sc.Idle)
 	select {

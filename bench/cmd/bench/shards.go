@@ -403,9 +403,10 @@ func (r *shardReport) markdown() string {
 // settleCRs is settle counting only the writes of CRs' status and
 // children: a sharded replica renews its Leases every second.
 func settleCRs(ctx context.Context, p *opProc, timeout time.Duration) (opStats, error) {
-	st, err := settleBy(ctx, timeout, p.mustStats, func(st opStats) int64 {
+	st, _, err := settleBy(ctx, timeout, p.mustStats, func(last, st opStats) bool {
+		w0, _ := crWrites(last.Objects)
 		w, _ := crWrites(st.Objects)
-		return w
+		return w != w0 || st.QueueDepth > 0
 	})
 	if err != nil {
 		return st, fmt.Errorf("operator %s: %w", p.name, err)
