@@ -24,6 +24,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -124,6 +125,7 @@ func (d *driver) scale(ctx context.Context, sc scaleConfig) (*scaleReport, error
 			return nil, ctx.Err()
 		}
 		rep.points = append(rep.points, pt)
+		d.partial(rep)
 	}
 	if sc.CRDs > 0 {
 		rep.crds, err = d.unrelatedCRDs(ctx, sc)
@@ -137,6 +139,17 @@ func (d *driver) scale(ctx context.Context, sc scaleConfig) (*scaleReport, error
 	}
 	rep.elapsed = time.Since(d.start)
 	return rep, nil
+}
+
+// partial writes the section as measured so far to scale-partial.md in
+// the output directory, so that a run stopped before its end (a point
+// past its timeout, Ctrl-C) leaves the points it finished.
+func (d *driver) partial(rep *scaleReport) {
+	rep.elapsed = time.Since(d.start)
+	p := filepath.Join(d.cfg.Out, "scale-partial.md")
+	if err := os.WriteFile(p, []byte(rep.markdown()), 0o644); err != nil {
+		d.logf("partial report: %v", err)
+	}
 }
 
 // scalePoint is what one point measured; Err says why it stopped short.
