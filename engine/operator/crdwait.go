@@ -94,3 +94,10 @@ func (o *Operator) stopWaiting(name string) {
 		delete(o.waiting, name)
 	}
 }
+
+// anyWaiting reports whether a kind waits for its CRD.
+func (o *Operator) anyWaiting() bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return len(o.waiting) > 0
+}

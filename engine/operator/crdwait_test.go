@@ -1,6 +1,8 @@
 package operator_test
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -84,4 +86,40 @@ func waiterCRDs(t *testing.T, dir string) map[string]string {
 		out[k.Resource.Kind] = string(b)
 	}
 	return out
+}
+
+// TestWaitingKindBesideBrokenKind: with --install-crds=false, a kind whose
+// CRD is not applied and a kind whose template does not load: the operator
+// keeps running (a waiting kind is a kind to serve), the first kind waits
+// while its CRD serves another version than the template's, and is served
+// once the CRD is applied again at the template's version.
+func TestWaitingKindBesideBrokenKind(t *testing.T) {
+	ns := clustertest.Namespace(t)
+	dir := kindsDir(t, map[string]string{
+		"aardvark": strings.NewReplacer("%[1]s", "aardvark", "%[2]s", "Aardvark").Replace(waiterTemplate),
+	})
+	crd := waiterCRDs(t, dir)["Aardvark"]
+	must(t, os.MkdirAll(filepath.Join(dir, "broken"), 0o755))
+	must(t, os.WriteFile(filepath.Join(dir, "broken", "broken.cue"), []byte("package broken\n\nresource: {\n"), 0o644))
+
+	opts := operatortest.Options(dir, ns)
+	opts.InstallCRDs = false
+	act, _ := operatortest.StartObserved(t, clustertest.Config(), opts)
+	act.WaitLog(t, 60*time.Second, "kind waits for its CRD", "kind", "Aardvark")
+
+	other := strings.Replace(crd, "name: v1\n", "name: v1beta1\n", 1)
+	if other == crd {
+		t.Fatalf("no version v1 in the generated CRD:\n%s", crd)
+	}
+	installCRD(t, other, "aardvarks.crdwait.example.com")
+	mustKubectl(t, "apiVersion: crdwait.example.com/v1beta1\nkind: Aardvark\nmetadata: {name: early, namespace: "+ns+"}\n", "apply", "-f", "-")
+	mustKubectl(t, "", "-n", ns, "delete", "aardvarks.v1beta1.crdwait.example.com", "early", "--wait")
+	if served := act.Logged("serving kind", "kind", "Aardvark"); len(served) > 0 {
+		t.Fatalf("Aardvark served while its CRD serves v1beta1 only: %+v", served)
+	}
+	mustKubectl(t, "", "delete", "crd/aardvarks.crdwait.example.com", "--wait", "--timeout=60s")
+	installCRD(t, crd, "aardvarks.crdwait.example.com")
+	act.WaitLog(t, 60*time.Second, "serving kind", "kind", "Aardvark")
+	mustKubectl(t, "apiVersion: crdwait.example.com/v1\nkind: Aardvark\nmetadata: {name: a, namespace: "+ns+"}\n", "apply", "-f", "-")
+	mustKubectl(t, "", "-n", ns, "wait", "--for=condition=Ready", "aardvarks.crdwait.example.com/a", "--timeout=60s")
 }

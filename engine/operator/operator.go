@@ -393,8 +393,9 @@ func (o *Operator) Start(ctx context.Context) error {
 	o.addWatches(w)
 	// No kind to serve is fatal, unless a kind was refused for its schema:
 	// exiting would make a restarted operator crash-loop on the CRs it
-	// protects; it waits for a fixed template instead (schemaguard.go).
-	if err := o.reload(ctx); err != nil && len(o.kindNames()) == 0 && !o.anyRefused() {
+	// protects; it waits for a fixed template instead (schemaguard.go). A
+	// kind waiting for its CRD (crdwait.go) is a kind to serve.
+	if err := o.reload(ctx); err != nil && len(o.kindNames()) == 0 && !o.anyWaiting() && !o.anyRefused() {
 		return fmt.Errorf("templates %s: %w", o.opts.Templates, err)
 	}
 	go o.repointOnRotation(ctx) // conversion.go
