@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -25,7 +26,8 @@ const DefaultGCPercent = 50
 // returns the percentage in effect.
 func TuneGC() int {
 	if v, ok := os.LookupEnv("GOMEMLIMIT"); !ok || v == "" {
-		if limit, ok := CgroupMemoryLimit("/sys/fs/cgroup"); ok {
+		self, _ := os.ReadFile("/proc/self/cgroup")
+		if limit, ok := CgroupMemoryLimit("/sys/fs/cgroup", string(self)); ok {
 			debug.SetMemoryLimit(limit / 100 * MemoryLimitShare)
 		}
 	}
@@ -43,21 +45,70 @@ func TuneGC() int {
 // heap (stacks, the runtime's own mappings, the page cache of files read).
 const MemoryLimitShare = 85
 
-// CgroupMemoryLimit is the memory limit of the cgroup mounted at root
-// (cgroup v2's memory.max, else v1's memory/memory.limit_in_bytes); false
-// when there is none ("max", or v1's value for no limit).
-func CgroupMemoryLimit(root string) (int64, bool) {
-	for _, f := range []string{"memory.max", filepath.Join("memory", "memory.limit_in_bytes")} {
-		b, err := os.ReadFile(filepath.Join(root, f))
-		if err != nil {
+// CgroupMemoryLimit is the memory limit of this process's cgroup under
+// the cgroup file system mounted at root: the lowest of cgroup v2's
+// memory.max (else v1's memory/memory.limit_in_bytes) of the cgroup that
+// self (the content of /proc/self/cgroup) names and of each cgroup above
+// it. A container with its own cgroup namespace sees its cgroup at root
+// (self names "/"); a service of a host's systemd slice, or a container
+// that shares the host's namespace, sees the host's tree, where the limit
+// is in the sub-directory self names (or in a slice above it). A cgroup
+// directory that is not there (the mount shows only the container's own
+// cgroup) is passed over. False when no cgroup has a limit ("max", or
+// v1's value for no limit).
+func CgroupMemoryLimit(root, self string) (int64, bool) {
+	v2, v1 := cgroupPaths(self)
+	if limit, ok := lowestLimit(root, v2, "memory.max"); ok {
+		return limit, true
+	}
+	return lowestLimit(filepath.Join(root, "memory"), v1, "memory.limit_in_bytes")
+}
+
+// cgroupPaths are the cgroup v2 path and the v1 memory controller's path
+// that self (/proc/self/cgroup) names; "/" for each it does not name.
+func cgroupPaths(self string) (v2, v1 string) {
+	v2, v1 = "/", "/"
+	for _, line := range strings.Split(self, "\n") {
+		parts := strings.SplitN(line, ":", 3)
+		if len(parts) != 3 {
 			continue
 		}
-		n, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
-		// v1 says "no limit" with the largest page-aligned int64.
-		if err != nil || n <= 0 || n >= 1<<62 {
-			return 0, false
+		switch {
+		case parts[0] == "0" && parts[1] == "":
+			v2 = parts[2]
+		case slices.Contains(strings.Split(parts[1], ","), "memory"):
+			v1 = parts[2]
 		}
-		return n, true
 	}
-	return 0, false
+	return v2, v1
+}
+
+// lowestLimit is the lowest limit in the file name of the directory path
+// under dir and of each directory above it, up to dir.
+func lowestLimit(dir, path, name string) (int64, bool) {
+	var lowest int64
+	found := false
+	for p := filepath.Clean("/" + path); ; p = filepath.Dir(p) {
+		if n, ok := readLimit(filepath.Join(dir, p, name)); ok && (!found || n < lowest) {
+			lowest, found = n, true
+		}
+		if p == "/" {
+			return lowest, found
+		}
+	}
+}
+
+// readLimit is the limit in the file f; false when f is not there or says
+// there is none.
+func readLimit(f string) (int64, bool) {
+	b, err := os.ReadFile(f)
+	if err != nil {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+	// v1 says "no limit" with the largest page-aligned int64.
+	if err != nil || n <= 0 || n >= 1<<62 {
+		return 0, false
+	}
+	return n, true
 }
