@@ -16,8 +16,11 @@
 // API server refuses (an admission policy, a rule its stored form breaks)
 // does not stop the others: the pass goes on, counts and names it, and ends
 // without touching status.storedVersions (RefusedError); the operator tries
-// the pass again with backoff. The count is kept in the checkpoint, so that
-// a pass resumed after the refusal does not finish either.
+// again with backoff, rewriting only the CRs refused (Migrator.Retry: every
+// other CR is stored at the storage version already) when the pass ran
+// whole in this process, else the whole pass. The count is kept in the
+// checkpoint, so that a pass resumed after the refusal does not finish
+// either.
 //
 // The CRs are listed a page at a time (metadata only), at the pace of a
 // token bucket under the client's own rate limit. After each page the

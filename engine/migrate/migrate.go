@@ -42,6 +42,9 @@ type Progress struct {
 	// RefusedBy names the first few, with the API server's reason.
 	Refused   int
 	RefusedBy []string
+	// Refusals are the CRs refused: every one when the pass was not
+	// resumed (a retry of the pass rewrites only them, Migrator.Retry).
+	Refusals []types.NamespacedName
 	// Resumed tells that the pass resumed from a checkpoint.
 	Resumed bool
 	// Done tells that status.storedVersions is [To].
@@ -65,6 +68,7 @@ const maxRefusedNamed = 5
 // refused counts obj's rewrite refused with err.
 func (p *Progress) refused(obj client.Object, err error) {
 	p.Refused++
+	p.Refusals = append(p.Refusals, client.ObjectKeyFromObject(obj))
 	if len(p.RefusedBy) < maxRefusedNamed {
 		p.RefusedBy = append(p.RefusedBy, fmt.Sprintf("%s/%s: %v", obj.GetNamespace(), obj.GetName(), err))
 	}
@@ -116,6 +120,12 @@ type Migrator struct {
 	// Report, when set, is told the progress at the start, after each page
 	// and at the end.
 	Report func(Progress)
+	// Retry, when set, is the progress of the attempt before, which failed
+	// with a RefusedError: when its pass ran whole (not resumed) to the
+	// same storage version and no pass is under way, only the CRs it
+	// refused are rewritten, as every other CR was stored at the storage
+	// version by it or by a write since.
+	Retry *Progress
 }
 
 // Run migrates the CRD named name: each CR rewritten at the storage
@@ -143,7 +153,7 @@ func (m *Migrator) Run(ctx context.Context, name string) (Progress, error) {
 		return p, err
 	}
 	m.report(p)
-	if err := m.pass(ctx, crd, &p, cont); err != nil {
+	if err := m.passOrRetry(ctx, crd, &p, cont); err != nil {
 		return p, err
 	}
 	if p.Refused > 0 {
@@ -167,29 +177,21 @@ func (m *Migrator) pass(ctx context.Context, crd *apiextensionsv1.CustomResource
 		list.SetGroupVersionKind(gvk.GroupVersion().WithKind(crd.Spec.Names.ListKind))
 		err := m.Reader.List(ctx, list, client.Limit(m.pageSize()), client.Continue(cont))
 		if apierrors.IsResourceExpired(err) && cont != "" {
-			cont, p.Listed, p.Refused, p.RefusedBy = "", 0, 0, nil
+			cont, p.Listed, p.Refused, p.RefusedBy, p.Refusals = "", 0, 0, nil, nil
 			continue
 		}
 		if apierrors.IsBadRequest(err) && cont != "" {
-			cont, p.Listed, p.Migrated, p.Pages, p.Refused, p.RefusedBy = "", 0, 0, 0, 0, nil
+			cont, p.Listed, p.Migrated, p.Pages, p.Refused, p.RefusedBy, p.Refusals = "", 0, 0, 0, 0, nil, nil
 			continue
 		}
 		if err != nil {
 			return fmt.Errorf("%s: list at %s: %w", crd.Name, p.To, err)
 		}
 		for i := range list.Items {
-			moved, err := m.rewrite(ctx, gvk, &list.Items[i])
-			if err != nil && ctx.Err() != nil {
+			if err := m.rewriteCounted(ctx, gvk, &list.Items[i], p); err != nil {
 				return err
 			}
-			if err != nil { // the others go on; the pass will not finish
-				p.refused(&list.Items[i], err)
-			}
-			if moved {
-				p.Migrated++
-			}
 		}
-		p.Listed += len(list.Items)
 		p.Pages++
 		cont = list.GetContinue()
 		if err := m.save(ctx, crd.Name, p, cont); err != nil {
@@ -203,6 +205,57 @@ func (m *Migrator) pass(ctx context.Context, crd *apiextensionsv1.CustomResource
 			return nil
 		}
 	}
+}
+
+// rewriteCounted rewrites obj and counts it in p; it fails only when ctx
+// is done.
+func (m *Migrator) rewriteCounted(ctx context.Context, gvk schema.GroupVersionKind, obj *metav1.PartialObjectMetadata, p *Progress) error {
+	moved, err := m.rewrite(ctx, gvk, obj)
+	if err != nil && ctx.Err() != nil {
+		return err
+	}
+	if err != nil { // the others go on; the pass will not finish
+		p.refused(obj, err)
+	}
+	if moved {
+		p.Migrated++
+	}
+	p.Listed++
+	return nil
+}
+
+// passOrRetry rewrites only the CRs the attempt before refused, when
+// Retry allows it (no pass under way, cont ""), else every CR from the
+// page cont on.
+func (m *Migrator) passOrRetry(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition, p *Progress, cont string) error {
+	r := m.Retry
+	if cont != "" || r == nil || r.Resumed || r.To != p.To || r.Refused != len(r.Refusals) {
+		return m.pass(ctx, crd, p, cont)
+	}
+	gvk := schema.GroupVersionKind{Group: crd.Spec.Group, Version: p.To, Kind: crd.Spec.Names.Kind}
+	for _, key := range r.Refusals {
+		obj := &metav1.PartialObjectMetadata{}
+		obj.SetGroupVersionKind(gvk)
+		obj.SetNamespace(key.Namespace)
+		obj.SetName(key.Name)
+		err := m.Reader.Get(ctx, key, obj)
+		switch {
+		case apierrors.IsNotFound(err): // gone: nothing stored at another version
+		case err != nil && ctx.Err() != nil:
+			return err
+		case err != nil:
+			p.refused(obj, err)
+		default:
+			if err := m.rewriteCounted(ctx, gvk, obj, p); err != nil {
+				return err
+			}
+		}
+	}
+	if err := m.setCondition(ctx, crd.Name, p); err != nil {
+		return err
+	}
+	m.report(*p)
+	return nil
 }
 
 // rewrite sends obj's resourceVersion back as a merge patch of its status

@@ -2,6 +2,7 @@ package operator
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"sync"
@@ -89,11 +90,18 @@ func (o *Operator) migrateStorage(ctx context.Context, k *template.Kind) {
 // retrying a failed attempt with backoff (1 s to 1 min).
 func (o *Operator) runMigration(ctx context.Context, name string) {
 	backoff := wait.Backoff{Duration: time.Second, Factor: 2, Cap: time.Minute, Steps: 1 << 30}
+	var retry *migrate.Progress // an attempt that CRs refused: the next rewrites only them
 	for {
 		r := &migrationReport{o: o, ctx: ctx}
-		p, err := o.migrator(r).Run(ctx, name)
+		m := o.migrator(r)
+		m.Retry = retry
+		p, err := m.Run(ctx, name)
 		if err == nil || ctx.Err() != nil {
 			return
+		}
+		retry = nil
+		if refused := (*migrate.RefusedError)(nil); errors.As(err, &refused) {
+			retry = &refused.Progress
 		}
 		msg := fmt.Sprintf("storage migration of %s failed, retrying: %v", name, err)
 		o.log.Error(err, "storage migration failed, retrying", "crd", name)

@@ -539,3 +539,37 @@ func eventMessage(t *testing.T, c client.Client, reason string) string {
 	}
 	return msg
 }
+
+// TestStorageMigrationRetryRewritesRefusedOnly: with one Shelf of 200
+// refused, a retry of the migration rewrites that Shelf again, not the
+// 199 already stored at v2: a refused CR must not cost a pass over every
+// CR of the kind each minute for as long as it is refused. Once the
+// refused Shelf is deleted, the retry finishes.
+func TestStorageMigrationRetryRewritesRefusedOnly(t *testing.T) {
+	ns := clustertest.Namespace(t)
+	c := crdClient(t)
+	dir, _, _, _ := shelvesSwitched(t, c, ns, 200, true)
+	freezeShelf(t, ns, "s02")
+
+	opts := migrateOptions(dir, ns)
+	opts.StorageMigrationPageSize = 0 // one page
+	act, _ := operatortest.StartObserved(t, clustertest.Config(), opts)
+	failures := func(n int) int {
+		eventually(t, 120*time.Second, func() string {
+			if got := len(act.Logged("storage migration failed, retrying", "crd", shelfCRD)); got < n {
+				return fmt.Sprintf("%d failed attempts, want %d", got, n)
+			}
+			return ""
+		})
+		return act.Writes()
+	}
+	failures(2)
+	before := failures(2)
+	after := failures(3)
+	t.Logf("writes per retry with 1 Shelf of 200 refused: %d", after-before)
+	if after-before > 20 {
+		t.Errorf("a retry wrote %d times with 1 Shelf of 200 refused, want at most 20 (the refused Shelf and the CRD's condition, checkpoint and Events)", after-before)
+	}
+	mustKubectl(t, "", "-n", ns, "delete", "shelves.v2.migrate.example.com", "s02") // the retry finds it gone
+	waitStoredV2(t, c)
+}
