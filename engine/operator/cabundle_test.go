@@ -16,7 +16,7 @@ import (
 // --install-crds=false and the CRDs applied from crds/ (a Service
 // clientConfig, no caBundle): cueop writes its endpoint and CA bundle into
 // the live CRD, so that reads at v2 convert, and a restart writes nothing
-// more into it.
+// more into it; the CRD replaced from crds/ again, cueop writes it again.
 func TestConversionPointedWithoutInstall(t *testing.T) {
 	const crd = "redisclusters.cache.example.com"
 	ns := clustertest.Namespace(t)
@@ -59,4 +59,15 @@ func TestConversionPointedWithoutInstall(t *testing.T) {
 	if got := mustKubectl(t, "", "get", "crd", crd, "-o", "jsonpath={.metadata.resourceVersion}"); got != rv {
 		t.Errorf("a restart with the same endpoint wrote the CRD again (resourceVersion %s -> %s)", rv, got)
 	}
+
+	// A GitOps tool replaces the CRD with crds/ (its bundle gone): cueop
+	// writes it again, and reads at v2 convert again.
+	mustKubectl(t, string(b), "replace", "-f", "-")
+	eventually(t, 90*time.Second, func() string {
+		out, err := kubectl(t, "", "-n", ns, "get", "redisclusters.v2.cache.example.com", "pointed", "-o", "jsonpath={.spec.size}")
+		if err != nil || out != "2" {
+			return fmt.Sprintf("read at v2 after the CRD was replaced from crds/: %q %v", out, err)
+		}
+		return ""
+	})
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"sync"
+	"time"
 
 	"github.com/fsnotify/fsnotify"
 	"github.com/go-logr/logr"
@@ -205,11 +206,21 @@ func (c *Conversion) endpoint() *webhook.Endpoint {
 // repointOnRotation installs the CRD of every kind served again (or, when
 // cueop does not install CRDs, writes the bundle into the live CRD) when the
 // CA bundle changes (a renewed CA, a Secret deleted and made again), so
-// that the API server trusts the certificate served.
+// that the API server trusts the certificate served. When cueop does not
+// install CRDs it also checks the live CRDs every repointEvery: a CRD
+// replaced or deleted and applied again from crds/ (a GitOps tool) has
+// lost the bundle, and every read at another version than the stored one,
+// the kind's own controller's included, would fail until a restart.
 func (o *Operator) repointOnRotation(ctx context.Context) {
 	c := o.opts.Conversion
 	if c == nil || c.Endpoint.Certs == nil {
 		return
+	}
+	var tick <-chan time.Time
+	if !o.opts.InstallCRDs {
+		t := time.NewTicker(repointEvery)
+		defer t.Stop()
+		tick = t.C
 	}
 	for {
 		changed := c.Endpoint.Certs.BundleChanged()
@@ -217,11 +228,14 @@ func (o *Operator) repointOnRotation(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-changed:
+		case <-tick:
 		}
 		o.mu.Lock()
 		for _, kc := range o.kinds {
 			if !o.opts.InstallCRDs {
-				o.pointLive(ctx, kc.crdName) // cabundle.go
+				if _, converts := o.conv.reg.Get(kc.rec.Kind().Resource.GroupVersionKind().GroupKind()); converts {
+					o.pointLive(ctx, kc.crdName) // cabundle.go
+				}
 			} else if err := o.installCRD(ctx, kc.rec.Kind()); err != nil {
 				o.log.Error(err, "conversion webhook: CA bundle not written", "crd", kc.crdName)
 			}
@@ -229,6 +243,11 @@ func (o *Operator) repointOnRotation(ctx context.Context) {
 		o.mu.Unlock()
 	}
 }
+
+// repointEvery is how often the live CRDs are checked for the conversion
+// endpoint when cueop does not install them: a GET per kind served with
+// several versions, a write only when the bundle or address is gone.
+const repointEvery = 20 * time.Second
 
 // LocalConversion serves conversions on 127.0.0.1, at a port free now,
 // with a CA and serving certificate of its own that the CRDs are given
