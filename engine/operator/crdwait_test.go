@@ -1,6 +1,7 @@
 package operator_test
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -122,4 +123,45 @@ func TestWaitingKindBesideBrokenKind(t *testing.T) {
 	act.WaitLog(t, 60*time.Second, "serving kind", "kind", "Aardvark")
 	mustKubectl(t, "apiVersion: crdwait.example.com/v1\nkind: Aardvark\nmetadata: {name: a, namespace: "+ns+"}\n", "apply", "-f", "-")
 	mustKubectl(t, "", "-n", ns, "wait", "--for=condition=Ready", "aardvarks.crdwait.example.com/a", "--timeout=60s")
+}
+
+// TestWaitingKindEditedStoppedRemoved: a kind waiting for its CRD takes a
+// new revision (it waits on with it), an operator stopped while a kind
+// waits returns, and a kind removed from the templates while it waits is
+// not served once its CRD is applied.
+func TestWaitingKindEditedStoppedRemoved(t *testing.T) {
+	ns := clustertest.Namespace(t)
+	src := strings.NewReplacer("%[1]s", "aardvark", "%[2]s", "Aardvark").Replace(waiterTemplate)
+	dir := kindsDir(t, map[string]string{"aardvark": src})
+	crds := waiterCRDs(t, dir)
+	opts := operatortest.Options(dir, ns)
+	opts.InstallCRDs = false
+	act, stop := operatortest.StartObserved(t, clustertest.Config(), opts)
+	act.WaitLog(t, 60*time.Second, "kind waits for its CRD", "kind", "Aardvark")
+	must(t, os.WriteFile(filepath.Join(dir, "aardvark", "aardvark.cue"), []byte(strings.Replace(src, `*"hello"`, `*"edited"`, 1)), 0o644))
+	eventually(t, 60*time.Second, func() string {
+		if n := len(act.Logged("kind waits for its CRD", "kind", "Aardvark")); n < 2 {
+			return fmt.Sprintf("%d lines say that Aardvark waits, want 2 (the new revision waits)", n)
+		}
+		return ""
+	})
+	stop() // fails the test unless Run returns within 30 s
+
+	act, _ = operatortest.StartObserved(t, clustertest.Config(), opts)
+	act.WaitLog(t, 60*time.Second, "kind waits for its CRD", "kind", "Aardvark")
+	// Zebra, served, is the sign that a reload saw Aardvark removed.
+	zebraSrc := strings.NewReplacer("%[1]s", "zebra", "%[2]s", "Zebra").Replace(waiterTemplate)
+	installCRD(t, waiterCRDs(t, kindsDir(t, map[string]string{"zebra": zebraSrc}))["Zebra"], "zebras.crdwait.example.com")
+	must(t, os.RemoveAll(filepath.Join(dir, "aardvark")))
+	must(t, os.MkdirAll(filepath.Join(dir, "zebra"), 0o755))
+	must(t, os.WriteFile(filepath.Join(dir, "zebra", "zebra.cue"), []byte(zebraSrc), 0o644))
+	act.WaitLog(t, 60*time.Second, "serving kind", "kind", "Zebra")
+
+	installCRD(t, crds["Aardvark"], "aardvarks.crdwait.example.com")
+	// A wait still running would see the CRD within its poll (2 s): give it three.
+	for deadline := time.Now().Add(6 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		if served := act.Logged("serving kind", "kind", "Aardvark"); len(served) > 0 {
+			t.Fatalf("Aardvark served after it was removed from the templates: %+v", served)
+		}
+	}
 }
