@@ -2,6 +2,7 @@ package migrate
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -60,6 +61,18 @@ func (p Progress) String() string {
 		s += "; status.storedVersions is [" + p.To + "]"
 	}
 	return s
+}
+
+// transient tells an error a retry may not meet (no answer, a timeout, an
+// overloaded API server) from a refusal of the CR's rewrite itself (an
+// admission policy, validation, a conversion that fails: an internal error
+// names the CR's own conversion).
+func transient(err error) bool {
+	if !errors.As(err, new(apierrors.APIStatus)) {
+		return true // no answer from the API server at all
+	}
+	return apierrors.IsServerTimeout(err) || apierrors.IsTimeout(err) || apierrors.IsTooManyRequests(err) ||
+		apierrors.IsServiceUnavailable(err)
 }
 
 // maxRefusedNamed bounds Progress.RefusedBy.
@@ -211,8 +224,8 @@ func (m *Migrator) pass(ctx context.Context, crd *apiextensionsv1.CustomResource
 // is done.
 func (m *Migrator) rewriteCounted(ctx context.Context, gvk schema.GroupVersionKind, obj *metav1.PartialObjectMetadata, p *Progress) error {
 	moved, err := m.rewrite(ctx, gvk, obj)
-	if err != nil && ctx.Err() != nil {
-		return err
+	if err != nil && (ctx.Err() != nil || transient(err)) {
+		return err // the pass stops, and is resumed from its checkpoint
 	}
 	if err != nil { // the others go on; the pass will not finish
 		p.refused(obj, err)

@@ -2,10 +2,14 @@ package migrate
 
 import (
 	"encoding/json"
+	"errors"
+	"fmt"
 	"slices"
 	"testing"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 func TestPending(t *testing.T) {
@@ -47,5 +51,29 @@ func TestResumeKeepsRefused(t *testing.T) {
 	p = Progress{To: "v2"}
 	if resume(crd, &p); p.Refused != 2 {
 		t.Errorf("a saved checkpoint resumed with %d refused, want 2", p.Refused)
+	}
+}
+
+// TestTransient: a rewrite the API server could not answer stops the pass
+// (resumed from its checkpoint); one it refused for the CR is counted.
+func TestTransient(t *testing.T) {
+	gr := schema.GroupResource{Group: "migrate.example.com", Resource: "shelves"}
+	for _, c := range []struct {
+		err  error
+		want bool
+	}{
+		{errors.New("dial tcp 127.0.0.1:6443: connect: connection refused"), true},
+		{apierrors.NewTimeoutError("slow", 1), true},
+		{apierrors.NewTooManyRequests("busy", 1), true},
+		{apierrors.NewServiceUnavailable("down"), true},
+		{apierrors.NewServerTimeout(gr, "patch", 1), true},
+		{apierrors.NewForbidden(gr, "s02", errors.New("denied by policy")), false},
+		{apierrors.NewInvalid(schema.GroupKind{Group: gr.Group, Kind: "Shelf"}, "s02", nil), false},
+		{apierrors.NewInternalError(errors.New("conversion webhook for migrate.example.com/v1, Kind=Shelf failed")), false},
+		{fmt.Errorf("Shelf ns/s02: rewrite at v2: %w", apierrors.NewConflict(gr, "s02", errors.New("changed"))), false},
+	} {
+		if got := transient(c.err); got != c.want {
+			t.Errorf("transient(%v) = %v, want %v", c.err, got, c.want)
+		}
 	}
 }
