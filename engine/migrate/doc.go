@@ -20,7 +20,8 @@
 // other CR is stored at the storage version already) when the pass ran
 // whole in this process, else the whole pass. The count is kept in the
 // checkpoint, so that a pass resumed after the refusal does not finish
-// either.
+// either. An API server that does not answer (no connection, a timeout,
+// overload) stops the pass instead: it is resumed from its checkpoint.
 //
 // The CRs are listed a page at a time (metadata only), at the pace of a
 // token bucket under the client's own rate limit. After each page the
