@@ -19,6 +19,15 @@ import (
 // differs, so that a restart writes nothing. A CRD not there yet is left
 // alone: it is pointed at the kind's next reload.
 func (o *Operator) pointLiveCRD(ctx context.Context, crdName string) error {
+	return o.pointLiveIf(ctx, crdName, false)
+}
+
+// pointLiveIf is pointLiveCRD; with lost, only a CRD whose clientConfig
+// lost its CA bundle (replaced from crds/) is written: the periodic check
+// must not take a CRD from another endpoint that holds a bundle of its own
+// (replicas each serving with their own local CA rewrote it in turn every
+// 20 s, and each write of a CRD restarts every watch of its CRs).
+func (o *Operator) pointLiveIf(ctx context.Context, crdName string, lost bool) error {
 	e := o.opts.Conversion.endpoint()
 	if e == nil || e.Certs == nil {
 		return nil
@@ -37,6 +46,9 @@ func (o *Operator) pointLiveCRD(ctx context.Context, crdName string) error {
 	cc, ok, _ := unstructured.NestedMap(want.Object, path...)
 	if !ok || equality.Semantic.DeepEqual(have, cc) {
 		return nil // no webhook conversion, or pointed already
+	}
+	if bundle, _ := have["caBundle"].(string); lost && bundle != "" {
+		return nil // pointed elsewhere, with a bundle: not lost
 	}
 	patch := map[string]any{"url": nil, "service": nil} // the one not given goes
 	for k, v := range cc {

@@ -224,17 +224,21 @@ func (o *Operator) repointOnRotation(ctx context.Context) {
 	}
 	for {
 		changed := c.Endpoint.Certs.BundleChanged()
+		lost := false // a new bundle is written; a tick only restores a lost one
 		select {
 		case <-ctx.Done():
 			return
 		case <-changed:
 		case <-tick:
+			lost = true
 		}
 		o.mu.Lock()
 		for _, kc := range o.kinds {
 			if !o.opts.InstallCRDs {
 				if _, converts := o.conv.reg.Get(kc.rec.Kind().Resource.GroupVersionKind().GroupKind()); converts {
-					o.pointLive(ctx, kc.crdName) // cabundle.go
+					if err := o.pointLiveIf(ctx, kc.crdName, lost); err != nil { // cabundle.go
+						o.log.Error(err, "conversion webhook: CA bundle not written", "crd", kc.crdName)
+					}
 				}
 			} else if err := o.installCRD(ctx, kc.rec.Kind()); err != nil {
 				o.log.Error(err, "conversion webhook: CA bundle not written", "crd", kc.crdName)
