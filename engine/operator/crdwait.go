@@ -92,6 +92,7 @@ func (o *Operator) stopWaiting(name string) {
 	if w, ok := o.waiting[name]; ok {
 		w.cancel()
 		delete(o.waiting, name)
+		o.log.Info("kind removed while it waited for its CRD: it will not be served", "package", name)
 	}
 }
 

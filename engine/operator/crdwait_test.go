@@ -147,21 +147,22 @@ func TestWaitingKindEditedStoppedRemoved(t *testing.T) {
 	})
 	stop() // fails the test unless Run returns within 30 s
 
+	// Yak waits beside Aardvark; its CRD, applied after Aardvark's, is
+	// seen by its own wait: the sign that a wait still running would have
+	// seen Aardvark's by then.
+	yakSrc := strings.NewReplacer("%[1]s", "yak", "%[2]s", "Yak").Replace(waiterTemplate)
+	must(t, os.MkdirAll(filepath.Join(dir, "yak"), 0o755))
+	must(t, os.WriteFile(filepath.Join(dir, "yak", "yak.cue"), []byte(yakSrc), 0o644))
 	act, _ = operatortest.StartObserved(t, clustertest.Config(), opts)
 	act.WaitLog(t, 60*time.Second, "kind waits for its CRD", "kind", "Aardvark")
-	// Zebra, served, is the sign that a reload saw Aardvark removed.
-	zebraSrc := strings.NewReplacer("%[1]s", "zebra", "%[2]s", "Zebra").Replace(waiterTemplate)
-	installCRD(t, waiterCRDs(t, kindsDir(t, map[string]string{"zebra": zebraSrc}))["Zebra"], "zebras.crdwait.example.com")
+	act.WaitLog(t, 60*time.Second, "kind waits for its CRD", "kind", "Yak")
 	must(t, os.RemoveAll(filepath.Join(dir, "aardvark")))
-	must(t, os.MkdirAll(filepath.Join(dir, "zebra"), 0o755))
-	must(t, os.WriteFile(filepath.Join(dir, "zebra", "zebra.cue"), []byte(zebraSrc), 0o644))
-	act.WaitLog(t, 60*time.Second, "serving kind", "kind", "Zebra")
+	act.WaitLog(t, 60*time.Second, "kind removed while it waited for its CRD", "package", "aardvark")
 
 	installCRD(t, crds["Aardvark"], "aardvarks.crdwait.example.com")
-	// A wait still running would see the CRD within its poll (2 s): give it three.
-	for deadline := time.Now().Add(6 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
-		if served := act.Logged("serving kind", "kind", "Aardvark"); len(served) > 0 {
-			t.Fatalf("Aardvark served after it was removed from the templates: %+v", served)
-		}
+	installCRD(t, waiterCRDs(t, kindsDir(t, map[string]string{"yak": yakSrc}))["Yak"], "yaks.crdwait.example.com")
+	act.WaitLog(t, 60*time.Second, "serving kind", "kind", "Yak")
+	if served := act.Logged("serving kind", "kind", "Aardvark"); len(served) > 0 {
+		t.Fatalf("Aardvark served after it was removed from the templates: %+v", served)
 	}
 }
