@@ -148,26 +148,14 @@ func main() {
 		}
 		return
 	}
-	cfg := loadConfig()
-	if err := os.MkdirAll(cfg.Out, 0o755); err != nil {
-		fatalf("%v", err)
-	}
-	ctrl.SetLogger(logr.Discard())
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	d := &driver{cfg: cfg, start: time.Now()}
-	rep, err := d.run(ctx)
-	if err != nil {
-		fatalf("%v (logs in %s)", err, cfg.Out)
-	}
-	md := rep.markdown()
-	fmt.Println(md)
-	if cfg.Doc != "-" {
-		if err := writeSection(cfg.Doc, md); err != nil {
-			fatalf("%v", err)
+	var rep *report
+	runSection(loadConfig(), sectionTitle, func(ctx context.Context, d *driver) (string, error) {
+		var err error
+		if rep, err = d.run(ctx); err != nil {
+			return "", err
 		}
-		fmt.Printf("bench: wrote %s (section %q) in %s\n", cfg.Doc, sectionTitle, time.Since(d.start).Round(time.Second))
-	}
+		return rep.markdown(), nil
+	})
 	if rep.storm != nil && !rep.storm.Passed {
 		fatalf("the retry-storm test failed: %s", rep.storm.summary())
 	}
