@@ -105,6 +105,12 @@ func (p *opProc) saveHeapProfile(dir string) {
 	if p.Profile == "" {
 		return
 	}
+	p.writeHeapProfile(dir)
+}
+
+// writeHeapProfile writes the operator's heap profile to dir as
+// <name>.heap.pprof.
+func (p *opProc) writeHeapProfile(dir string) {
 	resp, err := statsClient.Get("http://" + p.addr + "/debug/pprof/heap")
 	if err != nil {
 		return

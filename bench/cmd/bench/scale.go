@@ -42,6 +42,9 @@ type scaleConfig struct {
 	// the API server's ShardedListAndWatch gate on for it.
 	Shards int
 	Gate   bool
+	// ShardedN is the CRs of the sharded point; 0 means the largest of
+	// Points.
+	ShardedN int
 	// Timeout bounds each wait of a point; 0 means timeoutFor's default.
 	Timeout          time.Duration
 	CRDs, CRDObjects int
@@ -66,6 +69,7 @@ func loadScaleConfig() scaleConfig {
 		fatalf("BENCH_SCALE_SHARDS=1: want 0 (none) or 2 or more")
 	}
 	sc.Gate = envInt("BENCH_SCALE_GATE", 0) != 0
+	sc.ShardedN = envInt("BENCH_SCALE_SHARDED_N", 0)
 	sc.Timeout = envDuration("BENCH_SCALE_TIMEOUT", 0)
 	sc.CRDs = envInt("BENCH_SCALE_CRDS", 200)
 	sc.CRDObjects = envInt("BENCH_SCALE_CRD_OBJECTS", 50)
@@ -117,7 +121,11 @@ func (d *driver) scale(ctx context.Context, sc scaleConfig) (*scaleReport, error
 		runs = append(runs, [2]int{n, 1})
 	}
 	if sc.Shards > 0 {
-		runs = append(runs, [2]int{slices.Max(sc.Points), sc.Shards})
+		n := sc.ShardedN
+		if n <= 0 {
+			n = slices.Max(sc.Points)
+		}
+		runs = append(runs, [2]int{n, sc.Shards})
 	}
 	for _, r := range runs {
 		pt := d.scalePoint(ctx, sc, r[0], r[1], rep)
@@ -273,6 +281,9 @@ func (d *driver) scaleConverge(ctx context.Context, sc scaleConfig, pt *scalePoi
 		return err
 	}
 	pt.converged(s0, f.each())
+	for _, p := range f {
+		p.writeHeapProfile(d.cfg.Out)
+	}
 	d.logf("point %s: all Ready in %.1fs, %.2f writes/CR, peak RSS %s", pt.label(), pt.AllReady.Seconds(), pt.WritesPerCR, mib(pt.PeakRSS))
 	return nil
 }
