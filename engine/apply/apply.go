@@ -43,6 +43,10 @@ type Applier struct {
 	// example one built from the API server's OpenAPI). Nil means a schema
 	// deduced from the object itself; see the package documentation.
 	TypeConverter managedfields.TypeConverter
+	// Responses, when set, sends the applies asking for the object's
+	// metadata only in the answer (metadata.go); nil sends them through
+	// Client, which decodes the whole object.
+	Responses *MetadataResponses
 
 	memo memo
 }
@@ -99,6 +103,13 @@ func (a *Applier) Apply(ctx context.Context, desired, live *unstructured.Unstruc
 // send applies obj, forcing ownership of every field it holds, and returns
 // the resourceVersion the API server answers with.
 func (a *Applier) send(ctx context.Context, obj *unstructured.Unstructured) (string, error) {
+	if a.Responses != nil {
+		rv, err := a.Responses.apply(ctx, obj, a.fieldManager())
+		if err != nil {
+			return "", fmt.Errorf("%s apply failed: %w", subject(obj), err)
+		}
+		return rv, nil
+	}
 	// Apply decodes the response into the object it is given; a fresh
 	// Unstructured keeps the maps obj shares with the caller's object intact.
 	out := &unstructured.Unstructured{Object: obj.Object}

@@ -4,8 +4,6 @@ import (
 	"context"
 	"time"
 
-	"k8s.io/apimachinery/pkg/util/wait"
-
 	"github.com/cueop/cueop/engine/template"
 )
 
@@ -17,8 +15,14 @@ import (
 // Starting a controller on a kind the API server does not know would have
 // it give up after its cache sync timeout and never serve the kind.
 
-// crdPoll is how often a waiting kind asks the API server for its CRD.
-const crdPoll = 2 * time.Second
+// A waiting kind asks the API server for its CRD crdPoll after it began to
+// wait, then half as long again after each miss, up to crdPollMax: a CRD
+// applied soon after is found within seconds, and a hundred kinds waiting
+// for hours cost a few discovery requests a second, not fifty.
+const (
+	crdPoll    = 2 * time.Second
+	crdPollMax = 30 * time.Second
+)
 
 // awaitingCRD tells whether k waits for its CRD: a wait is started for it
 // unless one for this revision runs. The caller holds o.mu.
@@ -61,10 +65,15 @@ type crdWait struct {
 // unless the wait was cancelled (a newer revision, the kind removed, the
 // operator stopping).
 func (o *Operator) startWhenServed(ctx, wctx context.Context, k *template.Kind) {
-	if wait.PollUntilContextCancel(wctx, crdPoll, false, func(context.Context) (bool, error) {
-		return o.mapped(k), nil
-	}) != nil {
-		return
+	for delay := crdPoll; ; delay = min(delay*3/2, crdPollMax) {
+		select {
+		case <-wctx.Done():
+			return
+		case <-time.After(delay):
+		}
+		if o.mapped(k) {
+			break
+		}
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()

@@ -147,9 +147,13 @@ func New(cfg *rest.Config, opts Options) (*Operator, error) {
 	if err != nil {
 		return nil, fmt.Errorf("parents cache: %w", err)
 	}
+	responses, err := apply.NewMetadataResponses(cfg, mgr.GetHTTPClient(), mgr.GetRESTMapper())
+	if err != nil {
+		return nil, fmt.Errorf("apply client: %w", err)
+	}
 	o := &Operator{
 		opts: opts, mgr: mgr, parents: parents,
-		applier:  &apply.Applier{Client: mgr.GetClient(), Reader: mgr.GetAPIReader()},
+		applier:  &apply.Applier{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Responses: responses},
 		recorder: mgr.GetEventRecorderFor("cueop"),
 		metrics:  NewMetrics(),
 		log:      mgr.GetLogger().WithName("cueop"),

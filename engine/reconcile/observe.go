@@ -58,7 +58,11 @@ func (r *Reconciler) listChildren(ctx context.Context, gvk schema.GroupVersionKi
 	if !ok {
 		return nil, fmt.Errorf("%s is not a list", listGVK)
 	}
-	if err := r.Children.List(ctx, list, opts...); err != nil {
+	// Without a deep copy: the cache's reader sets each item of a typed
+	// list to a struct copy of its object, and toUnstructured only sets the
+	// copy's own fields and reads the rest (a Pod's deep copy was the largest
+	// allocation of a settled CR's reconcile after the conversion itself).
+	if err := r.Children.List(ctx, list, append(opts, client.UnsafeDisableDeepCopy)...); err != nil {
 		return nil, err
 	}
 	items, err := meta.ExtractList(list)
@@ -76,9 +80,11 @@ func (r *Reconciler) listChildren(ctx context.Context, gvk schema.GroupVersionKi
 	return out, nil
 }
 
-// toUnstructured converts a typed child (the cache's copy, which it may
-// modify) as the API server's JSON would decode, but for the managedFields
-// entries' fieldsV1, kept as JSON text (see apply.fieldsJSON).
+// toUnstructured converts a typed child as the API server's JSON would
+// decode, but for the managedFields entries' fieldsV1, kept as JSON text (see
+// apply.fieldsJSON). obj may be a shallow copy of the cache's object: only
+// its own managedFields slice header is set, nothing it points to is
+// written, and the result shares no map or slice with it.
 func toUnstructured(obj runtime.Object, gvk schema.GroupVersionKind) (*unstructured.Unstructured, error) {
 	mo, ok := obj.(metav1.Object)
 	if !ok {

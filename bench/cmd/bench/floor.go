@@ -101,7 +101,12 @@ func newFloor(cfg *rest.Config, kind *template.Kind, replicas, n int) (*floor, e
 		if err != nil {
 			return nil, err
 		}
-		fl.appliers = append(fl.appliers, &apply.Applier{Client: cl})
+		// The same request as cueop's, answered the same way.
+		responses, err := apply.NewMetadataResponses(c, nil, cl.RESTMapper())
+		if err != nil {
+			return nil, err
+		}
+		fl.appliers = append(fl.appliers, &apply.Applier{Client: cl, Responses: responses})
 		fl.queues = append(fl.queues, make(chan *unstructured.Unstructured, n))
 	}
 	return fl, nil
