@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strings"
 	"sync"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -15,14 +16,17 @@ import (
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 )
 
 // MetadataResponses sends applies whose answer is the object's metadata
 // only: the API server encodes a PartialObjectMetadata (in protobuf)
 // instead of the whole object, which the client would decode into maps
 // only for Apply to read its resourceVersion. The request is the same
-// server-side apply. Each resource gets a client of its own, so each has
-// its own client-side rate limit, as controller-runtime's clients have.
+// server-side apply. Each resource gets a client of its own with its own
+// client-side rate limit, as controller-runtime's clients have; the
+// applies of a resource no longer share that limit with its deletes and
+// merge patches, which stay on the controller-runtime client.
 type MetadataResponses struct {
 	cfg    *rest.Config
 	http   *http.Client
@@ -35,6 +39,12 @@ type MetadataResponses struct {
 // NewMetadataResponses sends applies with cfg's limits over httpClient
 // (nil: one of cfg's own), mapping kinds to resources with mapper.
 func NewMetadataResponses(cfg *rest.Config, httpClient *http.Client, mapper meta.RESTMapper) (*MetadataResponses, error) {
+	cfg = rest.CopyConfig(cfg)
+	if cfg.WarningHandler == nil && cfg.WarningHandlerWithContext == nil {
+		// The API server's warnings go to the operator's log, as those of
+		// controller-runtime's clients do.
+		cfg.WarningHandlerWithContext = log.NewKubeAPIWarningLogger(log.KubeAPIWarningLoggerOptions{})
+	}
 	if httpClient == nil {
 		hc, err := rest.HTTPClientFor(cfg)
 		if err != nil {
@@ -46,41 +56,52 @@ func NewMetadataResponses(cfg *rest.Config, httpClient *http.Client, mapper meta
 		clients: map[schema.GroupVersionResource]metadata.Getter{}}, nil
 }
 
-func (m *MetadataResponses) resource(gvk schema.GroupVersionKind) (metadata.Getter, error) {
+// resource is the client of gvk's resource, and whether it is namespaced.
+func (m *MetadataResponses) resource(gvk schema.GroupVersionKind) (metadata.Getter, bool, error) {
 	mapping, err := m.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
+	namespaced := mapping.Scope.Name() == meta.RESTScopeNameNamespace
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if c, ok := m.clients[mapping.Resource]; ok {
-		return c, nil
+		return c, namespaced, nil
 	}
 	mc, err := metadata.NewForConfigAndClient(m.cfg, m.http)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	c := mc.Resource(mapping.Resource)
 	m.clients[mapping.Resource] = c
-	return c, nil
+	return c, namespaced, nil
 }
 
 // apply sends obj as a server-side apply of manager, forcing ownership,
 // and returns the resourceVersion of the answer.
 func (m *MetadataResponses) apply(ctx context.Context, obj *unstructured.Unstructured, manager string) (string, error) {
-	r, err := m.resource(obj.GroupVersionKind())
+	r, namespaced, err := m.resource(obj.GroupVersionKind())
 	if err != nil {
 		return "", err
+	}
+	// The checks client-go's requests make of the path's segments (the
+	// metadata client makes none but for an empty name).
+	name, ns := obj.GetName(), obj.GetNamespace()
+	if msgs := rest.IsValidPathSegmentName(name); len(msgs) > 0 {
+		return "", fmt.Errorf("invalid name %q: %s", name, strings.Join(msgs, "; "))
+	}
+	var ri metadata.ResourceInterface = r
+	if namespaced {
+		if msgs := rest.IsValidPathSegmentName(ns); ns == "" || len(msgs) > 0 {
+			return "", fmt.Errorf("invalid namespace %q of a namespaced object: %s", ns, strings.Join(msgs, "; "))
+		}
+		ri = r.Namespace(ns)
 	}
 	body, err := json.Marshal(obj.Object)
 	if err != nil {
 		return "", err
 	}
-	var ri metadata.ResourceInterface = r
-	if ns := obj.GetNamespace(); ns != "" {
-		ri = r.Namespace(ns)
-	}
-	got, err := ri.Patch(ctx, obj.GetName(), types.ApplyPatchType, body,
+	got, err := ri.Patch(ctx, name, types.ApplyPatchType, body,
 		metav1.PatchOptions{FieldManager: manager, Force: ptr.To(true)})
 	if err != nil {
 		return "", err

@@ -17,6 +17,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -197,6 +198,14 @@ func shelvesSwitched(t *testing.T, c client.Client, ns string, n int, switchStor
 			}
 		}
 		return fmt.Sprintf("CRD not established: %+v", getCRD(t, c).Status.Conditions)
+	})
+	// Established is not yet discovered: the client's mapper may still
+	// hold the group as an earlier test's Shelf CRD left it.
+	eventually(t, 60*time.Second, func() string {
+		if _, err := c.RESTMapper().RESTMapping(schema.GroupKind{Group: "migrate.example.com", Kind: "Shelf"}, "v1"); err != nil {
+			return "Shelf v1 not discovered: " + err.Error()
+		}
+		return ""
 	})
 	rvs := createShelves(t, c, ns, n)
 	if switchStorage {

@@ -42,7 +42,8 @@
 //	BENCH_SCALE_SHARDS      replicas of the last point, the largest N
 //	                        sharded (default 3; 0 skips it)
 //	BENCH_SCALE_SHARDED_N   RedisClusters of the sharded point (default:
-//	                        the largest of BENCH_SCALE_POINTS)
+//	                        the largest of BENCH_SCALE_POINTS; the points
+//	                        run smallest first)
 //	BENCH_SCALE_GATE        1: kube-apiserver's ShardedListAndWatch gate on
 //	                        for the sharded point (default 0: off, each
 //	                        replica filters CRs on the client)

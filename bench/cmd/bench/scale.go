@@ -127,6 +127,8 @@ func (d *driver) scale(ctx context.Context, sc scaleConfig) (*scaleReport, error
 		}
 		runs = append(runs, [2]int{n, sc.Shards})
 	}
+	// Smallest first, so that a run stopped early has the most points.
+	slices.SortStableFunc(runs, func(a, b [2]int) int { return a[0] - b[0] })
 	for _, r := range runs {
 		pt := d.scalePoint(ctx, sc, r[0], r[1], rep)
 		if ctx.Err() != nil {
