@@ -92,6 +92,29 @@ func (c *conversions) prepare(k *template.Kind) (commit func(), err error) {
 	}, nil
 }
 
+// converting tells whether a revision of k's kind converts already.
+func (c *conversions) converting(k *template.Kind) bool {
+	if c == nil {
+		return true
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	_, ok := c.revs[k.Resource.GroupVersionKind().GroupKind()]
+	return ok
+}
+
+// forget withdraws the converter of k's kind.
+func (c *conversions) forget(k *template.Kind) {
+	if c == nil {
+		return
+	}
+	gk := k.Resource.GroupVersionKind().GroupKind()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.reg.Set(gk, nil)
+	delete(c.revs, gk)
+}
+
 // serve makes k's converter the one of its kind.
 func (c *conversions) serve(k *template.Kind) error {
 	commit, err := c.prepare(k)

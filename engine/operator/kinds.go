@@ -79,8 +79,19 @@ func (o *Operator) serve(ctx context.Context, k *template.Kind) error {
 	if err != nil {
 		return o.conversionRefused(ctx, k, err)
 	}
+	first := !o.conv.converting(k)
+	if first {
+		// A kind's first converter converts before its CRD is installed:
+		// the CRD points at this webhook and is used as soon as it is
+		// established, before the controller starts (a CR applied at v2
+		// then found no converter). Withdrawn if the CRD is refused.
+		commit()
+	}
 	if o.opts.InstallCRDs {
 		if err := o.installCRD(ctx, k); err != nil {
+			if first {
+				o.conv.forget(k)
+			}
 			return o.schemaRefused(ctx, k, k.Resource.Plural+"."+k.Resource.Group, err) // schemaguard.go
 		}
 	} else {
