@@ -38,7 +38,8 @@
 // BENCH_OUT mean the same there. `bench scale` also reads:
 //
 //	BENCH_SCALE_POINTS      RedisClusters of each point on one replica
-//	                        (default 3000,6000,12000)
+//	                        (default 3000,6000,12000; none: only the
+//	                        sharded point)
 //	BENCH_SCALE_SHARDS      replicas of the last point, the largest N
 //	                        sharded (default 3; 0 skips it)
 //	BENCH_SCALE_SHARDED_N   RedisClusters of the sharded point (default:

@@ -58,9 +58,12 @@ func loadScaleConfig() scaleConfig {
 		spec = "3000,6000,12000"
 	}
 	for _, f := range strings.Split(spec, ",") {
+		if spec == "none" {
+			break
+		}
 		n, err := strconv.Atoi(strings.TrimSpace(f))
 		if err != nil || n < 1 {
-			fatalf("BENCH_SCALE_POINTS=%q: want numbers >= 1, comma-separated", spec)
+			fatalf("BENCH_SCALE_POINTS=%q: want numbers >= 1, comma-separated, or none", spec)
 		}
 		sc.Points = append(sc.Points, n)
 	}
@@ -70,6 +73,9 @@ func loadScaleConfig() scaleConfig {
 	}
 	sc.Gate = envInt("BENCH_SCALE_GATE", 0) != 0
 	sc.ShardedN = envInt("BENCH_SCALE_SHARDED_N", 0)
+	if len(sc.Points) == 0 && (sc.Shards == 0 || sc.ShardedN <= 0) {
+		fatalf("BENCH_SCALE_POINTS=none: want the sharded point sized (BENCH_SCALE_SHARDED_N) and run (BENCH_SCALE_SHARDS)")
+	}
 	sc.Timeout = envDuration("BENCH_SCALE_TIMEOUT", 0)
 	sc.CRDs = envInt("BENCH_SCALE_CRDS", 200)
 	sc.CRDObjects = envInt("BENCH_SCALE_CRD_OBJECTS", 50)

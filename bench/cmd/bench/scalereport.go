@@ -172,6 +172,9 @@ func (r *scaleReport) crdSection(p func(string, ...any)) {
 }
 
 func intList(xs []int) string {
+	if len(xs) == 0 {
+		return "none"
+	}
 	s := make([]string, len(xs))
 	for i, x := range xs {
 		s[i] = fmt.Sprint(x)
