@@ -13,8 +13,11 @@
 //
 // The API:
 //
-//   - Applier{Client, FieldManager, TypeConverter}: FieldManager defaults to
-//     "cueop"; TypeConverter is only for kinds that are not built in.
+//   - Applier{Client, FieldManager, TypeConverter, Responses}: FieldManager
+//     defaults to "cueop"; TypeConverter is only for kinds that are not
+//     built in; Responses (NewMetadataResponses) sends the applies asking
+//     for the object's metadata only in the answer, the rest stays on
+//     Client.
 //   - NeedsApply(desired, live) (bool, why, error): pure, no I/O.
 //   - Apply(ctx, desired, live) (Action, error): Created, Updated or
 //     Unchanged (no request sent). With live nil the apply only creates:
