@@ -152,10 +152,15 @@ func TestFailingApplyBacksOff(t *testing.T) {
 	if len(at) < 3 || len(at) > 20 {
 		t.Errorf("%d attempts to apply the refused Pod in %s, want an exponential backoff (3 to 20), gaps %v", len(at), window, gaps)
 	}
-	if len(at) >= 3 {
-		if last := at[len(at)-1].Sub(at[len(at)-2]); last < 2*time.Second {
-			t.Errorf("last retry gap %s: the backoff did not grow, gaps %v", last, gaps)
-		}
+	// The longest gap, not the last: an event on the CR or a child (a
+	// status write) wakes it once more at any point of the backoff (seen
+	// once under load: 6.46 s, then 480 ms).
+	var longest time.Duration
+	for i := 1; i < len(at); i++ {
+		longest = max(longest, at[i].Sub(at[i-1]))
+	}
+	if longest < 2*time.Second {
+		t.Errorf("longest retry gap %s: the backoff did not grow, gaps %v", longest, gaps)
 	}
 
 	// The quota goes; a change to the CR wakes it without waiting for the

@@ -27,6 +27,7 @@ type kindController struct {
 	rec     *reconcile.Reconciler
 	ctrl    controller.Controller
 	cancel  context.CancelFunc
+	stopped chan struct{} // closed when the controller's workers have returned
 	resync  chan event.GenericEvent
 	crdName string
 }
@@ -61,8 +62,9 @@ func (o *Operator) reload(ctx context.Context) error {
 	}
 	for name := range o.kinds {
 		if !seen[name] && set.Broken[name] == nil {
-			o.releaseOrdered(ctx, o.kinds[name]) // ordered.go
+			kc := o.kinds[name]
 			o.stop(ctx, name)
+			o.releaseOrdered(ctx, kc) // ordered.go: after its reconciles, which would set it again
 		}
 	}
 	return errors.Join(append(errs, err)...)
@@ -149,11 +151,12 @@ func (o *Operator) start(ctx context.Context, k *template.Kind) error {
 		return fmt.Errorf("kind %s: %w", k.Name, err)
 	}
 	cctx, cancel := context.WithCancel(ctx)
-	kc.cancel = cancel
+	kc.cancel, kc.stopped = cancel, make(chan struct{})
 	o.kinds[k.Name] = kc
 	o.controllers.Add(1)
 	go func() {
 		defer o.controllers.Done()
+		defer close(kc.stopped)
 		if err := c.Start(cctx); err != nil {
 			o.log.Error(err, "controller stopped", "kind", k.Resource.Kind)
 		}
@@ -227,10 +230,23 @@ func (o *Operator) pace(ctx context.Context, kc *kindController, k *template.Kin
 // converting, so that its CRs stay readable at every version it serves.
 // The caller holds o.mu.
 func (o *Operator) stop(ctx context.Context, name string) {
-	gk := o.kinds[name].rec.Kind().Resource.GroupVersionKind().GroupKind()
+	kc := o.kinds[name]
+	gk := kc.rec.Kind().Resource.GroupVersionKind().GroupKind()
 	o.stopController(ctx, name)
+	// The reconciles in flight finish first (their writes are cancelled
+	// with them or land now), so that nothing of this controller writes
+	// after it is reported stopped.
+	select {
+	case <-kc.stopped:
+	case <-time.After(stopWait):
+		o.log.Info("kind removed: reconciles still in flight", "kind", gk.Kind, "waited", stopWait)
+	case <-ctx.Done():
+	}
 	o.log.Info("kind removed: controller stopped, CRs and children left as they are, conversions kept", "package", name, "kind", gk.Kind)
 }
+
+// stopWait bounds how long a removed kind's reconciles are waited for.
+const stopWait = 30 * time.Second
 
 // stopController stops the controller of the kind name, leaving its
 // converter served. The caller holds o.mu.
