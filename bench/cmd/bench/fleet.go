@@ -17,22 +17,22 @@ type fleet []*opProc
 // startFleet starts replicas cueop processes on ns, named name (and
 // name-replica-i when sharded), and waits until they have synced and,
 // when sharded, hold one range each.
-func (d *driver) startFleet(ctx context.Context, name, ns, tmpl string, replicas int) (fleet, error) {
+func (d *driver) startFleet(ctx context.Context, name string, sp crSpace, tmpl string, replicas int) (fleet, error) {
 	if replicas <= 1 {
-		p, err := d.startOperator(ctx, "cueop", name, ns, tmpl)
+		p, err := d.startOperator(ctx, "cueop", name, sp.served(), tmpl)
 		return fleet{p}, err
 	}
 	f := make(fleet, 0, replicas)
 	for i := range replicas {
-		p, err := d.startOperator(ctx, "cueop", name+"-"+replicaName(i), ns, tmpl,
-			"-shards", fmt.Sprint(replicas), "-identity", replicaName(i))
+		p, err := d.startOperator(ctx, "cueop", name+"-"+replicaName(i), sp.served(), tmpl,
+			"-shards", fmt.Sprint(replicas), "-identity", replicaName(i), "-lease-namespace", sp.leases())
 		if err != nil {
 			f.stop()
 			return nil, err
 		}
 		f = append(f, p)
 	}
-	if err := d.waitBalanced(ctx, ns, replicas); err != nil {
+	if err := d.waitBalanced(ctx, sp.leases(), replicas); err != nil {
 		f.stop()
 		return nil, err
 	}

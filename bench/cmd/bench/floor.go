@@ -56,11 +56,11 @@ func (d *driver) floorRun(ctx context.Context, sc scaleConfig, n, replicas int) 
 	if err != nil {
 		return 0, err
 	}
-	ns, err := d.namespace(ctx, "bench-floor-")
+	sp, err := d.spread(ctx, "bench-floor-", n, sc.PerNamespace)
 	if err != nil {
 		return 0, err
 	}
-	pods, err := d.trackReadyPods(ctx, ns)
+	pods, err := d.trackReadyPods(ctx, sp.served())
 	if err != nil {
 		return 0, err
 	}
@@ -71,7 +71,7 @@ func (d *driver) floorRun(ctx context.Context, sc scaleConfig, n, replicas int) 
 	}
 	start := time.Now()
 	fl.run(ctx, func(created func(int, *unstructured.Unstructured)) error {
-		return d.createCRsThen(ctx, ns, n, created)
+		return d.createCRsThen(ctx, sp, n, created)
 	})
 	allAt, err := waitFor(ctx, sc.timeoutFor(n), func() bool { return pods.readyCount() >= 3*n || fl.failed() })
 	if err == nil {

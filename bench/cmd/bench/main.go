@@ -48,6 +48,9 @@
 //	BENCH_SCALE_GATE        1: kube-apiserver's ShardedListAndWatch gate on
 //	                        for the sharded point (default 0: off, each
 //	                        replica filters CRs on the client)
+//	BENCH_SCALE_PER_NAMESPACE RedisClusters of each namespace (default
+//	                        100; 0: all in one): the operators serve every
+//	                        namespace then, the shard Leases in the first
 //	BENCH_SCALE_TIMEOUT     bound of each wait of a point (default 10m plus
 //	                        150ms per CR)
 //	BENCH_SCALE_CRDS        unrelated CRDs of the memory-at-start phase

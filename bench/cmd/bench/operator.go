@@ -86,6 +86,7 @@ func runOperator(args []string) error {
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile to this file")
 	shards := fs.Int("shards", 0, "cueop only: run a sharded replica of that many ranges (shards.go)")
 	identity := fs.String("identity", "", "with -shards: the replica's identity in the shard Leases")
+	leaseNS := fs.String("lease-namespace", "", "with -shards: the namespace of the shard Leases (default: -namespace)")
 	byObject := fs.Bool("objects", false, "count the writes by object name (always with -shards)")
 	isolation := fs.String("render-isolation", "process", "cueop only: process (render workers) or inprocess")
 	if err := fs.Parse(args); err != nil {
@@ -111,7 +112,11 @@ func runOperator(args []string) error {
 	}
 	switch {
 	case *kind == "cueop" && *shards > 0:
-		run, synced, err = shardedReplica(cfg, *templates, *namespace, *identity, *shards, mopts)
+		leases := *leaseNS
+		if leases == "" {
+			leases = *namespace
+		}
+		run, synced, err = shardedReplica(cfg, *templates, *namespace, leases, *identity, *shards, mopts)
 		if err != nil {
 			return err
 		}

@@ -177,13 +177,14 @@ func waitFor(ctx context.Context, timeout time.Duration, cond func() bool) (time
 func crName(i int) string { return fmt.Sprintf("rc-%05d", i) }
 
 func (d *driver) createCRs(ctx context.Context, ns string, n int) error {
-	return d.createCRsThen(ctx, ns, n, nil)
+	return d.createCRsThen(ctx, oneNamespace(ns), n, nil)
 }
 
 // createCRsThen creates n RedisClusters, 16 at a time, and calls created,
 // when not nil, with the index and the API server's answer of each.
-func (d *driver) createCRsThen(ctx context.Context, ns string, n int, created func(int, *unstructured.Unstructured)) error {
+func (d *driver) createCRsThen(ctx context.Context, sp crSpace, n int, created func(int, *unstructured.Unstructured)) error {
 	return parallel(ctx, n, 16, func(ctx context.Context, i int) error {
+		ns := sp.of(i)
 		u := &unstructured.Unstructured{Object: map[string]any{
 			"apiVersion": "cache.example.com/v1", "kind": "RedisCluster",
 			"metadata": map[string]any{"name": crName(i), "namespace": ns},

@@ -45,6 +45,8 @@ type scaleConfig struct {
 	// ShardedN is the CRs of the sharded point; 0 means the largest of
 	// Points.
 	ShardedN int
+	// PerNamespace is the CRs of each namespace; 0 puts all in one.
+	PerNamespace int
 	// Timeout bounds each wait of a point; 0 means timeoutFor's default.
 	Timeout          time.Duration
 	CRDs, CRDObjects int
@@ -73,6 +75,7 @@ func loadScaleConfig() scaleConfig {
 	}
 	sc.Gate = envInt("BENCH_SCALE_GATE", 0) != 0
 	sc.ShardedN = envInt("BENCH_SCALE_SHARDED_N", 0)
+	sc.PerNamespace = envInt("BENCH_SCALE_PER_NAMESPACE", 100)
 	if len(sc.Points) == 0 && (sc.Shards == 0 || sc.ShardedN <= 0) {
 		fatalf("BENCH_SCALE_POINTS=none: want the sharded point sized (BENCH_SCALE_SHARDED_N) and run (BENCH_SCALE_SHARDS)")
 	}
@@ -245,7 +248,7 @@ func (d *driver) operatorPoint(ctx context.Context, sc scaleConfig, pt *scalePoi
 	if err := harness.InstallCRD(ctx, d.rest, tmpl); err != nil {
 		return err
 	}
-	ns, err := d.namespace(ctx, "bench-scale-")
+	sp, err := d.spread(ctx, "bench-scale-", pt.N, sc.PerNamespace)
 	if err != nil {
 		return err
 	}
@@ -253,29 +256,29 @@ func (d *driver) operatorPoint(ctx context.Context, sc scaleConfig, pt *scalePoi
 	if pt.Replicas > 1 {
 		name += fmt.Sprintf("-shards%d", pt.Replicas)
 	}
-	f, err := d.startFleet(ctx, name, ns, tmpl, pt.Replicas)
+	f, err := d.startFleet(ctx, name, sp, tmpl, pt.Replicas)
 	if err != nil {
 		return err
 	}
-	err = d.scaleConverge(ctx, sc, pt, f, ns)
+	err = d.scaleConverge(ctx, sc, pt, f, sp)
 	f.stop()
 	if err != nil {
 		return err
 	}
-	return d.restartAndIdle(ctx, sc, pt, name+"-restart", ns, tmpl)
+	return d.restartAndIdle(ctx, sc, pt, name+"-restart", sp, tmpl)
 }
 
 // scaleConverge creates the CRs and waits until all are Ready and the
 // fleet settled.
-func (d *driver) scaleConverge(ctx context.Context, sc scaleConfig, pt *scalePoint, f fleet, ns string) error {
-	cr, err := d.trackCRs(ctx, ns)
+func (d *driver) scaleConverge(ctx context.Context, sc scaleConfig, pt *scalePoint, f fleet, sp crSpace) error {
+	cr, err := d.trackCRs(ctx, sp.served())
 	if err != nil {
 		return err
 	}
 	defer cr.stop()
 	s0 := f.each()
 	start := time.Now()
-	if err := d.createCRs(ctx, ns, pt.N); err != nil {
+	if err := d.createCRsThen(ctx, sp, pt.N, nil); err != nil {
 		return err
 	}
 	timeout := sc.timeoutFor(pt.N)
@@ -314,9 +317,9 @@ func (pt *scalePoint) converged(s0, s1 []opStats) {
 
 // restartAndIdle starts the fleet anew on the converged CRs, times its
 // resync and counts its requests while idle.
-func (d *driver) restartAndIdle(ctx context.Context, sc scaleConfig, pt *scalePoint, name, ns, tmpl string) error {
+func (d *driver) restartAndIdle(ctx context.Context, sc scaleConfig, pt *scalePoint, name string, sp crSpace, tmpl string) error {
 	start := time.Now()
-	f, err := d.startFleet(ctx, name, ns, tmpl, pt.Replicas)
+	f, err := d.startFleet(ctx, name, sp, tmpl, pt.Replicas)
 	if err != nil {
 		return err
 	}

@@ -52,8 +52,8 @@ func (r *scaleReport) markdown() string {
 	p("- Settings: points %s (BENCH_SCALE_POINTS), sharded point: %s (BENCH_SCALE_SHARDS, BENCH_SCALE_SHARDED_N), idle window %s (BENCH_IDLE), timeout per wait %s (BENCH_SCALE_TIMEOUT; default 10 min + 150 ms per CR), at least %d kwok nodes (BENCH_NODES), unrelated CRDs: %s (BENCH_SCALE_CRDS, BENCH_SCALE_CRD_OBJECTS).\n",
 		intList(r.cfg.Points), countOrNone(r.cfg.Shards, "%d replicas"), r.cfg.Idle, timeoutSetting(r.cfg.Timeout), r.cfg.Nodes,
 		countOrNone(r.cfg.CRDs, fmt.Sprintf("%%d of %d objects each", r.cfg.CRDObjects)))
-	p("- Setup: RedisClusters of replicas 3 (a ConfigMap, a Service and 3 Pods each) created by the driver, 16 at a time. Each point on two fresh local control planes, one after the other: the floor on the first, cueop on the second (each measurement on an empty etcd, nothing of the other left on the API server). cueop: `bench operator` processes, %d concurrent reconciles, client QPS %.0f / burst %d each, its render workers counted with it; the sharded point runs `--shards` replicas, one range each, kube-apiserver's ShardedListAndWatch gate %s.\n",
-		maxConcurrent, float64(operator.DefaultQPS), operator.DefaultBurst, gateSetting(r.cfg.Gate))
+	p("- Setup: RedisClusters of replicas 3 (a ConfigMap, a Service and 3 Pods each) created by the driver, 16 at a time, %s. Each point on two fresh local control planes, one after the other: the floor on the first, cueop on the second (each measurement on an empty etcd, nothing of the other left on the API server). cueop: `bench operator` processes, %d concurrent reconciles, client QPS %.0f / burst %d each, its render workers counted with it; the sharded point runs `--shards` replicas, one range each, kube-apiserver's ShardedListAndWatch gate %s.\n",
+		perNamespace(r.cfg.PerNamespace), maxConcurrent, float64(operator.DefaultQPS), operator.DefaultBurst, gateSetting(r.cfg.Gate))
 	p("- Floor: the same CRs created the same way; a bare client per replica (%d workers each, the same client limits) takes each created CR, renders its children offline with `engine/render` and sends each once with the create-only server-side apply cueop sends (the same objects, labels, owner reference and applied-hash annotation); no operator, no status. The floor is the time from the first create until every Pod is Ready; cueop's is until every CR is Ready (Ready=True for its generation, readyReplicas 3).\n\n",
 		maxConcurrent)
 	r.pointsTable(p)
@@ -212,4 +212,12 @@ func gateSetting(on bool) string {
 		return "on (BENCH_SCALE_GATE=1: the API server filters each range's CRs)"
 	}
 	return "off, as on managed clusters (each replica filters its ranges' CRs on the client; BENCH_SCALE_GATE=1 turns it on)"
+}
+
+// perNamespace says how the CRs of a point are spread.
+func perNamespace(per int) string {
+	if per <= 0 {
+		return "all in one namespace (BENCH_SCALE_PER_NAMESPACE=0)"
+	}
+	return fmt.Sprintf("%d in each namespace (BENCH_SCALE_PER_NAMESPACE; the operators serve every namespace)", per)
 }

@@ -93,11 +93,12 @@ func (o *objectWrites) snapshot() map[string]int64 {
 }
 
 // shardedReplica is `bench operator -kind cueop -shards N`: a replica of
-// `cueop run --shards N`, its Leases in the namespace it serves.
-func shardedReplica(cfg *rest.Config, templates, ns, identity string, shards int, mopts ctrl.Options) (func(context.Context) error, func(context.Context) bool, error) {
+// `cueop run --shards N` serving ns ("" for every namespace), its Leases
+// in leaseNS.
+func shardedReplica(cfg *rest.Config, templates, ns, leaseNS, identity string, shards int, mopts ctrl.Options) (func(context.Context) error, func(context.Context) bool, error) {
 	s, err := operator.NewSharded(cfg, operator.Options{
 		Templates: templates, MaxConcurrent: maxConcurrent, Namespace: ns, Manager: mopts,
-	}, operator.Sharding{Shards: shards, Identity: identity, Namespace: ns})
+	}, operator.Sharding{Shards: shards, Identity: identity, Namespace: leaseNS})
 	if err != nil {
 		return nil, nil, err
 	}

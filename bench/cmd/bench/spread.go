@@ -1,0 +1,62 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"math"
+)
+
+// crSpace is where a run's CRs live: one namespace, or several of per CRs
+// each, which the operators, the floor and the trackers all serve (a
+// cluster's controllers pay per namespace for some of their work: the
+// EndpointSlice controller matches each Pod against every Service of its
+// namespace, so 12,000 Services in one made the control plane, not the
+// operator, the limit).
+type crSpace struct {
+	names []string
+	per   int
+}
+
+// oneNamespace is the space of ns alone.
+func oneNamespace(ns string) crSpace { return crSpace{names: []string{ns}, per: math.MaxInt} }
+
+// of is the namespace of the i-th CR.
+func (s crSpace) of(i int) string { return s.names[min(i/s.per, len(s.names)-1)] }
+
+// served is the namespace the operators and the trackers watch: the one,
+// or "" (every namespace) when the CRs are spread.
+func (s crSpace) served() string {
+	if len(s.names) == 1 {
+		return s.names[0]
+	}
+	return ""
+}
+
+// leases is the namespace of the shard Leases: the first.
+func (s crSpace) leases() string { return s.names[0] }
+
+// String names the space in the log.
+func (s crSpace) String() string {
+	if len(s.names) == 1 {
+		return s.names[0]
+	}
+	return fmt.Sprintf("%d namespaces of %d CRs (%s, ...)", len(s.names), s.per, s.names[0])
+}
+
+// spread creates the namespaces of n CRs, per in each; per 0 or at least n
+// is one namespace.
+func (d *driver) spread(ctx context.Context, prefix string, n, per int) (crSpace, error) {
+	if per <= 0 || per >= n {
+		ns, err := d.namespace(ctx, prefix)
+		return oneNamespace(ns), err
+	}
+	s := crSpace{per: per}
+	for range (n + per - 1) / per {
+		ns, err := d.namespace(ctx, prefix)
+		if err != nil {
+			return s, err
+		}
+		s.names = append(s.names, ns)
+	}
+	return s, nil
+}
