@@ -7,11 +7,10 @@ import (
 )
 
 // crSpace is where a run's CRs live: one namespace, or several of per CRs
-// each, which the operators, the floor and the trackers all serve (a
-// cluster's controllers pay per namespace for some of their work: the
-// EndpointSlice controller matches each Pod against every Service of its
-// namespace, so 12,000 Services in one made the control plane, not the
-// operator, the limit).
+// each, which the operators, the floor and the trackers all serve. Some of
+// a cluster's own work grows with the size of a namespace (the endpoint
+// controllers match each Pod change against every Service of its
+// namespace): 12,000 CRs in one namespace measure that, not the operator.
 type crSpace struct {
 	names []string
 	per   int
