@@ -52,7 +52,7 @@
 //	                        100; 0: all in one): the operators serve every
 //	                        namespace then, the shard Leases in the first
 //	BENCH_SCALE_TIMEOUT     bound of each wait of a point (default 10m plus
-//	                        150ms per CR)
+//	                        300ms per CR)
 //	BENCH_SCALE_CRDS        unrelated CRDs of the memory-at-start phase
 //	                        (default 200; 0 skips it)
 //	BENCH_SCALE_CRD_OBJECTS objects of each unrelated CRD (default 50)

@@ -86,13 +86,15 @@ func loadScaleConfig() scaleConfig {
 }
 
 // timeoutFor bounds each wait of a point of n CRs: BENCH_SCALE_TIMEOUT, or
-// 10 minutes plus 150 ms per CR (about 1.5 times what one replica needed
-// for 3,000 CRs on 2 loaded cores, plus the fixed costs).
+// 10 minutes plus 300 ms per CR: one replica needed 177 ms per CR at 6,000
+// CRs on 2 cores, and the control plane's time per Pod grows with the
+// cluster (150 ms per CR, the first default, gave 40 minutes at 12,000:
+// less than twice the floor's 26).
 func (sc scaleConfig) timeoutFor(n int) time.Duration {
 	if sc.Timeout > 0 {
 		return sc.Timeout
 	}
-	return 10*time.Minute + time.Duration(n)*150*time.Millisecond
+	return 10*time.Minute + time.Duration(n)*300*time.Millisecond
 }
 
 // clusterOptions are the control plane of a point: kwok nodes for 3n Pods

@@ -49,7 +49,7 @@ func (r *scaleReport) markdown() string {
 		r.started.UTC().Format("2006-01-02 15:04 MST"), r.elapsed.Round(time.Second))
 	p("- Machine: %s; GOMAXPROCS %d; %s load average at the end.\n", r.machine, runtime.GOMAXPROCS(0), loadavg())
 	p("- Versions: %s.\n", r.versions)
-	p("- Settings: points %s (BENCH_SCALE_POINTS), sharded point: %s (BENCH_SCALE_SHARDS, BENCH_SCALE_SHARDED_N), idle window %s (BENCH_IDLE), timeout per wait %s (BENCH_SCALE_TIMEOUT; default 10 min + 150 ms per CR), at least %d kwok nodes (BENCH_NODES), unrelated CRDs: %s (BENCH_SCALE_CRDS, BENCH_SCALE_CRD_OBJECTS).\n",
+	p("- Settings: points %s (BENCH_SCALE_POINTS), sharded point: %s (BENCH_SCALE_SHARDS, BENCH_SCALE_SHARDED_N), idle window %s (BENCH_IDLE), timeout per wait %s (BENCH_SCALE_TIMEOUT; default 10 min + 300 ms per CR), at least %d kwok nodes (BENCH_NODES), unrelated CRDs: %s (BENCH_SCALE_CRDS, BENCH_SCALE_CRD_OBJECTS).\n",
 		intList(r.cfg.Points), countOrNone(r.cfg.Shards, "%d replicas"), r.cfg.Idle, timeoutSetting(r.cfg.Timeout), r.cfg.Nodes,
 		countOrNone(r.cfg.CRDs, fmt.Sprintf("%%d of %d objects each", r.cfg.CRDObjects)))
 	p("- Setup: RedisClusters of replicas 3 (a ConfigMap, a Service and 3 Pods each) created by the driver, 16 at a time, %s. Each point on two fresh local control planes, one after the other: the floor on the first, cueop on the second (each measurement on an empty etcd, nothing of the other left on the API server). cueop: `bench operator` processes, %d concurrent reconciles, client QPS %.0f / burst %d each, its render workers counted with it; the sharded point runs `--shards` replicas, one range each, kube-apiserver's ShardedListAndWatch gate %s.\n",
