@@ -287,6 +287,11 @@ func (d *driver) scaleConverge(ctx context.Context, sc scaleConfig, pt *scalePoi
 	allAt, err := waitFor(ctx, timeout, func() bool { return cr.readyCount() == pt.N })
 	pt.Ready = cr.readyCount()
 	if err != nil {
+		// What the processes did until then, to tell why.
+		pt.converged(s0, f.each())
+		for _, p := range f {
+			p.writeHeapProfile(d.cfg.Out)
+		}
 		return fmt.Errorf("%d of %d CRs Ready: %w", pt.Ready, pt.N, err)
 	}
 	pt.AllReady = allAt.Sub(start)

@@ -134,11 +134,15 @@ var scaleRows = []scaleRow{
 	})},
 }
 
-// converged shows f of a point whose CRs all converged, "n/a" otherwise.
+// converged shows f of a point measured until its CRs converged, or until
+// its wait ended (said so), "n/a" otherwise.
 func converged(f func(scalePoint) string) func(scalePoint) string {
 	return func(pt scalePoint) string {
-		if pt.AllReady == 0 || pt.PeakRSS == 0 {
+		if pt.PeakRSS == 0 {
 			return "n/a"
+		}
+		if pt.AllReady == 0 {
+			return f(pt) + " (when the wait ended)"
 		}
 		return f(pt)
 	}

@@ -93,3 +93,25 @@ func TestScaleMarkdown(t *testing.T) {
 		}
 	}
 }
+
+// TestStuckPointFigures: a point whose wait ended before every CR was Ready
+// shows what its processes did until then, said so.
+func TestStuckPointFigures(t *testing.T) {
+	stuck := scalePoint{N: 12000, Replicas: 1, Ready: 348, Floor: 1555 * time.Second, Err: "348 of 12000 CRs Ready: not within 40m0s",
+		PeakRSS: 900 << 20, RSSPerCR: 70 << 10, HeapPerCR: 50 << 10}
+	cells := map[string]string{}
+	for _, row := range scaleRows {
+		cells[row.name] = row.cell(stuck)
+	}
+	for name, want := range map[string]string{
+		"all CRs Ready (s)":               "348 of 12000 Ready; **missed**",
+		"all Ready / floor":               "n/a",
+		"peak RSS (MiB, largest process)": "900; met (when the wait ended)",
+		"memory per CR: RSS; heap (KiB)":  "70.0; 50.0 (when the wait ended)",
+		"resync after a restart (s)":      "n/a",
+	} {
+		if cells[name] != want {
+			t.Errorf("%s: %q, want %q", name, cells[name], want)
+		}
+	}
+}
