@@ -76,5 +76,5 @@ bench-shards: k8s-bins ## Measure cueop sharded over 3 replicas against one repl
 	$(GO) run ./bench/cmd/bench shards
 
 .PHONY: bench-scale
-bench-scale: k8s-bins ## Measure cueop at 3,000, 6,000 and 12,000 CRs on one replica, 12,000 over 3 shards, each against a no-operator floor, and its memory beside 200 unrelated CRDs (2 to 3 hours; results: docs/benchmarks.md).
+bench-scale: k8s-bins ## Measure cueop at 3,000, 6,000 and 12,000 CRs on one replica, 12,000 over 3 shards, each against a no-operator floor, and its memory beside 200 unrelated CRDs (4 hours or more; results: docs/benchmarks.md).
 	$(GO) run ./bench/cmd/bench scale
