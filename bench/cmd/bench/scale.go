@@ -61,7 +61,7 @@ func loadScaleConfig() scaleConfig {
 	}
 	for _, f := range strings.Split(spec, ",") {
 		if spec == "none" {
-			break
+			break // only the sharded point
 		}
 		n, err := strconv.Atoi(strings.TrimSpace(f))
 		if err != nil || n < 1 {
@@ -284,24 +284,25 @@ func (d *driver) scaleConverge(ctx context.Context, sc scaleConfig, pt *scalePoi
 		return err
 	}
 	timeout := sc.timeoutFor(pt.N)
-	allAt, err := waitFor(ctx, timeout, func() bool { return cr.readyCount() == pt.N })
-	pt.Ready = cr.readyCount()
-	if err != nil {
-		// What the processes did until then, to tell why.
+	// measured takes the processes' figures and heap profiles: once
+	// settled, or when the wait ended, to tell why.
+	measured := func() {
 		pt.converged(s0, f.each())
 		for _, p := range f {
 			p.writeHeapProfile(d.cfg.Out)
 		}
+	}
+	allAt, err := waitFor(ctx, timeout, func() bool { return cr.readyCount() == pt.N })
+	pt.Ready = cr.readyCount()
+	if err != nil {
+		measured()
 		return fmt.Errorf("%d of %d CRs Ready: %w", pt.Ready, pt.N, err)
 	}
 	pt.AllReady = allAt.Sub(start)
 	if _, _, err := f.settle(ctx, timeout, 0); err != nil {
 		return err
 	}
-	pt.converged(s0, f.each())
-	for _, p := range f {
-		p.writeHeapProfile(d.cfg.Out)
-	}
+	measured()
 	d.logf("point %s: all Ready in %.1fs, %.2f writes/CR, peak RSS %s", pt.label(), pt.AllReady.Seconds(), pt.WritesPerCR, mib(pt.PeakRSS))
 	return nil
 }

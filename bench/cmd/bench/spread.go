@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"math"
 )
 
@@ -33,14 +32,6 @@ func (s crSpace) served() string {
 
 // leases is the namespace of the shard Leases: the first.
 func (s crSpace) leases() string { return s.names[0] }
-
-// String names the space in the log.
-func (s crSpace) String() string {
-	if len(s.names) == 1 {
-		return s.names[0]
-	}
-	return fmt.Sprintf("%d namespaces of %d CRs (%s, ...)", len(s.names), s.per, s.names[0])
-}
 
 // spread creates the namespaces of n CRs, per in each; per 0 or at least n
 // is one namespace.
