@@ -86,10 +86,13 @@ func vaultSchema(t *testing.T) string {
 	return mustKubectl(t, "", "get", "crd", vaultCRD, "-o", "jsonpath={.spec.versions[0].schema.openAPIV3Schema.properties.spec}")
 }
 
-// podsOf says why cluster has not exactly n live Pods in ns, or "".
+// podsOf says why cluster has not exactly n live Pods in ns, or "", with
+// the Vault's status when it is one.
 func podsOf(t *testing.T, ns, cluster string, n int) string {
 	if got := len(listPods(t, newClient(t), ns, cluster)); got != n {
-		return fmt.Sprintf("%d Pods of %s, want %d", got, cluster, n)
+		status, _ := kubectl(t, "", "-n", ns, "get", "vault/"+cluster, "-o",
+			`jsonpath={.metadata.generation} {.status.observedGeneration} {.status.revision} {range .status.conditions[*]}{.type}={.status} {.reason}: {.message}; {end}`)
+		return fmt.Sprintf("%d Pods of %s, want %d (status: %s)", got, cluster, n, strings.TrimSpace(status))
 	}
 	return ""
 }

@@ -55,6 +55,7 @@ type Activity struct {
 type LogLine struct {
 	Msg    string
 	Values map[string]string
+	At     time.Time
 }
 
 // Observe sets opts (its manager's logger) and a copy of cfg (its
@@ -89,7 +90,37 @@ func StartObserved(t testing.TB, cfg *rest.Config, opts operator.Options) (*Acti
 		t.Fatal(err)
 	}
 	a.Operator = op
+	t.Cleanup(func() { a.reportOnFailure(t) })
 	return a, Run(t, op)
+}
+
+// reportTail is how many of its last log lines a failed test shows of each
+// operator it observed.
+const reportTail = 40
+
+// reportOnFailure shows, when t failed, what the operator logged last
+// (its reconciles' errors included), so that a failure seen once on a
+// loaded machine says what the operator was doing.
+func (a *Activity) reportOnFailure(t testing.TB) {
+	if !t.Failed() {
+		return
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	logs := a.logs[max(0, len(a.logs)-reportTail):]
+	t.Logf("the operator's last %d log lines of %d (%d reconciles ended, %d writes):", len(logs), len(a.logs), a.ended, a.writes)
+	for _, l := range logs {
+		t.Logf("  %s %s %v", l.At.Format("15:04:05.000"), l.Msg, l.Values)
+	}
+	var failed []map[string]string
+	for _, d := range a.done {
+		if d["error"] != "" {
+			failed = append(failed, d)
+		}
+	}
+	for _, d := range failed[max(0, len(failed)-10):] {
+		t.Logf("  reconcile failed: %v", d)
+	}
 }
 
 // Caught says why the operator's caches do not hold obj as the API server
@@ -310,7 +341,7 @@ func (a *Activity) logged(level int, msg string, values map[string]string) {
 		a.lastReconcile = time.Now()
 		a.done = append(a.done, values)
 	case level < 5:
-		a.logs = append(a.logs, LogLine{Msg: msg, Values: values})
+		a.logs = append(a.logs, LogLine{Msg: msg, Values: values, At: time.Now()})
 	}
 }
 
@@ -369,7 +400,9 @@ func (s *activitySink) Info(level int, msg string, kv ...any) {
 
 func (s *activitySink) Error(err error, msg string, kv ...any) {
 	if msg == "Reconciler error" {
-		s.a.logged(5, msg, s.text(nil))
+		vals := s.text(nil)
+		vals["error"] = fmt.Sprint(err)
+		s.a.logged(5, msg, vals)
 	} else {
 		vals := s.text(kv)
 		vals["error"] = fmt.Sprint(err)
