@@ -156,12 +156,17 @@ func (c *conversions) serveSet(set *template.Set) {
 // converters current on a replica that is not the leader (a replica
 // without election is the leader: its reload serves them).
 func (o *Operator) serveConversion(mgr manager.Manager, leaderElection bool) error {
-	h := &webhook.Handler{Registry: o.conv.reg, Log: o.log.WithName("conversion")}
-	mgr.GetWebhookServer().Register(webhook.Path, h)
+	mgr.GetWebhookServer().Register(webhook.Path, o.conversionHandler())
 	if !leaderElection {
 		return nil
 	}
 	return mgr.Add(&conversionLoader{o: o, elected: mgr.Elected()})
+}
+
+// conversionHandler answers the conversion reviews with o's converters,
+// counted in cueop's metrics.
+func (o *Operator) conversionHandler() *webhook.Handler {
+	return &webhook.Handler{Registry: o.conv.reg, Log: o.log.WithName("conversion"), Observe: NewMetrics().Converted}
 }
 
 // webhookServer is the manager's webhook server of c.
@@ -302,6 +307,6 @@ func serveReplicaConversion(host manager.Manager, opts Options, log logr.Logger)
 	if err := o.startWorkers(); err != nil {
 		return nil, err
 	}
-	host.GetWebhookServer().Register(webhook.Path, &webhook.Handler{Registry: o.conv.reg, Log: o.log.WithName("conversion")})
+	host.GetWebhookServer().Register(webhook.Path, o.conversionHandler())
 	return o, host.Add(&conversionLoader{o: o}) // never elected: loads on every change
 }

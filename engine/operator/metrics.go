@@ -22,6 +22,8 @@ type Metrics struct {
 	refused       *prometheus.GaugeVec
 	migrations    *prometheus.GaugeVec
 	settled       *prometheus.CounterVec
+	conversions   *prometheus.CounterVec
+	reviewSeconds *prometheus.HistogramVec
 }
 
 var (
@@ -60,8 +62,16 @@ func newMetrics() *Metrics {
 		settled: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "cueop_reconciles_settled_total", Help: "Reconciles that found a CR converged by its recorded inputs digest, and neither rendered nor compared its children.",
 		}, []string{"kind"}),
+		conversions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "cueop_conversion_objects_total", Help: "Objects in the conversion reviews the webhook answered, by the version asked for and result (ok, failed: the whole review was refused).",
+		}, []string{"to", "result"}),
+		reviewSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "cueop_conversion_review_seconds", Help: "Time to answer one conversion review, by result.",
+			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5},
+		}, []string{"result"}),
 	}
-	metrics.Registry.MustRegister(m.renderSeconds, m.applies, m.revisions, m.loadErrors, m.refused, m.migrations, m.settled, rolloutCollector{})
+	metrics.Registry.MustRegister(m.renderSeconds, m.applies, m.revisions, m.loadErrors, m.refused, m.migrations, m.settled,
+		m.conversions, m.reviewSeconds, rolloutCollector{})
 	return m
 }
 
@@ -86,6 +96,16 @@ func (m *Metrics) Applied(kind string, a apply.Action, err error) {
 // Settled counts a reconcile that found a CR converged by its inputs
 // digest (reconcile/resync.go).
 func (m *Metrics) Settled(kind string) { m.settled.WithLabelValues(kind).Inc() }
+
+// Converted records one conversion review answered (webhook.Handler.Observe).
+func (m *Metrics) Converted(to string, objects int, took time.Duration, failed bool) {
+	result := "ok"
+	if failed {
+		result = "failed"
+	}
+	m.conversions.WithLabelValues(to, result).Add(float64(objects))
+	m.reviewSeconds.WithLabelValues(result).Observe(took.Seconds())
+}
 
 func (m *Metrics) revision(k *template.Kind) {
 	m.revisions.DeletePartialMatch(prometheus.Labels{"kind": k.Resource.Kind})

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"time"
 
 	"github.com/go-logr/logr"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -29,6 +30,12 @@ const maxReviewBytes = 64 << 20
 type Handler struct {
 	Registry *Registry
 	Log      logr.Logger
+	// Observe, when set, is told of each review answered: the version
+	// asked for, the objects in it, the time taken and whether it failed.
+	// The API server sends one for every write of a CR to each version it
+	// serves besides the storage version (its watch cache of that version),
+	// so this is the webhook's share of a write's cost.
+	Observe func(to string, objects int, took time.Duration, failed bool)
 }
 
 // ServeHTTP implements http.Handler.
@@ -58,7 +65,11 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // when ctx ends (the caller gone: nobody reads the rest).
 func (h *Handler) Review(ctx context.Context, req *apiextensionsv1.ConversionRequest) *apiextensionsv1.ConversionResponse {
 	resp := &apiextensionsv1.ConversionResponse{UID: req.UID}
+	start := time.Now()
 	out, err := h.convertAll(ctx, req)
+	if h.Observe != nil {
+		h.Observe(req.DesiredAPIVersion, len(req.Objects), time.Since(start), err != nil)
+	}
 	if err != nil {
 		h.Log.Info("conversion refused", "to", req.DesiredAPIVersion, "error", err.Error())
 		resp.Result = metav1.Status{Status: metav1.StatusFailure, Message: err.Error(), Reason: metav1.StatusReasonBadRequest}

@@ -76,6 +76,8 @@ func merged(sts []opStats) opStats {
 		m.PeakHeapAlloc = max(m.PeakHeapAlloc, st.PeakHeapAlloc)
 		m.MaxRSS = max(m.MaxRSS, st.MaxRSS)
 		m.ReconcileTime = m.ReconcileTime.add(st.ReconcileTime)
+		m.Conversions += st.Conversions
+		m.ConversionSeconds += st.ConversionSeconds
 	}
 	return m
 }

@@ -41,6 +41,26 @@ func reconcileTime() hist {
 	return h
 }
 
+// conversions are the objects cueop's conversion webhook converted and the
+// seconds its reviews took, from the process's registry.
+func conversions() (objects, seconds float64) {
+	families, err := crmetrics.Registry.Gather()
+	if err != nil {
+		return 0, 0
+	}
+	for _, f := range families {
+		for _, m := range f.GetMetric() {
+			switch f.GetName() {
+			case "cueop_conversion_objects_total":
+				objects += m.GetCounter().GetValue()
+			case "cueop_conversion_review_seconds":
+				seconds += m.GetHistogram().GetSampleSum()
+			}
+		}
+	}
+	return objects, seconds
+}
+
 // add is h and o merged; buckets o lacks count as o's total below them.
 func (h hist) add(o hist) hist {
 	if len(h.Bounds) == 0 {

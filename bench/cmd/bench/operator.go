@@ -68,6 +68,11 @@ type opStats struct {
 	// ReconcileTime is controller_runtime_reconcile_time_seconds, every
 	// controller of the process merged (hist.go).
 	ReconcileTime hist `json:"reconcileTime"`
+	// Conversions are the objects the conversion webhook converted and
+	// ConversionSeconds the time its reviews took
+	// (cueop_conversion_objects_total, cueop_conversion_review_seconds).
+	Conversions       float64 `json:"conversions"`
+	ConversionSeconds float64 `json:"conversionSeconds"`
 }
 
 // The Maximum concurrent reconciles of both operators (cueop's default).
@@ -186,6 +191,7 @@ func runOperator(args []string) error {
 		st.Objects = objects.snapshot()
 		st.AllocBytes, st.AllocObjects = allocs()
 		st.ReconcileTime = reconcileTime()
+		st.Conversions, st.ConversionSeconds = conversions()
 		_ = json.NewEncoder(w).Encode(st)
 	})
 	mux.HandleFunc("/debug/pprof/heap", func(w http.ResponseWriter, _ *http.Request) {

@@ -195,6 +195,10 @@ type scalePoint struct {
 	WritesPerCR         float64
 	// Writes are the writes while converging, by request.
 	Writes harness.Counts
+	// ConversionsPerCR are the objects the conversion webhook converted
+	// while converging, per CR; ConversionSeconds the time its reviews
+	// took, all replicas together.
+	ConversionsPerCR, ConversionSeconds float64
 	// Resync is from the restart until the fleet had reconciled N times
 	// and then wrote and reconciled nothing more for 2s (Resync ends where
 	// those 2s began); ResyncWrites the writes until then.
@@ -321,6 +325,8 @@ func (pt *scalePoint) converged(s0, s1 []opStats) {
 	pt.P99 = m1.ReconcileTime.quantile(0.99)
 	pt.Writes = m1.Counts.Sub(m0.Counts)
 	pt.WritesPerCR = float64(crWritesOf(pt.Writes)) / n
+	pt.ConversionsPerCR = (m1.Conversions - m0.Conversions) / n
+	pt.ConversionSeconds = m1.ConversionSeconds - m0.ConversionSeconds
 }
 
 // restartAndIdle starts the fleet anew on the converged CRs, times its

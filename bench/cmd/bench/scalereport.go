@@ -120,6 +120,9 @@ var scaleRows = []scaleRow{
 	{"memory per CR: RSS; heap (KiB)", "", converged(func(pt scalePoint) string {
 		return fmt.Sprintf("%.1f; %.1f", pt.RSSPerCR/1024, pt.HeapPerCR/1024)
 	})},
+	{"conversion webhook: objects converted per CR; time in its reviews (s)", "", converged(func(pt scalePoint) string {
+		return fmt.Sprintf("%.2f; %.1f", pt.ConversionsPerCR, pt.ConversionSeconds)
+	})},
 	{"p99 reconcile (ms)", "", converged(func(pt scalePoint) string { return fmt.Sprintf("%.0f", ms(pt.P99)) })},
 	{"writes per CR while converging", fmt.Sprintf("≤ %d", writesPerCRMax), converged(func(pt scalePoint) string {
 		return fmt.Sprintf("%.2f; %s", pt.WritesPerCR, mark(pt.WritesPerCR <= writesPerCRMax+0.005))
