@@ -56,6 +56,8 @@
 //	BENCH_SCALE_CRDS        unrelated CRDs of the memory-at-start phase
 //	                        (default 200; 0 skips it)
 //	BENCH_SCALE_CRD_OBJECTS objects of each unrelated CRD (default 50)
+//	BENCH_SCALE_PROFILE     1: a CPU profile of each operator process,
+//	                        <name>.cpu.pprof in BENCH_OUT (default 0)
 package main
 
 import (

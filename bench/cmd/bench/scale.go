@@ -54,7 +54,7 @@ type scaleConfig struct {
 
 func loadScaleConfig() scaleConfig {
 	sc := scaleConfig{config: loadConfig()}
-	sc.Profile = false
+	sc.Profile = envInt("BENCH_SCALE_PROFILE", 0) != 0
 	spec := os.Getenv("BENCH_SCALE_POINTS")
 	if spec == "" {
 		spec = "3000,6000,12000"
