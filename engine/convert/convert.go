@@ -26,6 +26,7 @@ type Converter struct {
 	kind    *template.Kind
 	budget  budget.Budget
 	lenient bool
+	memo    *specMemo // memo.go; shared by the converters derived from one New
 }
 
 // New compiles the conversions of k. It returns nil, nil for a kind with
@@ -34,7 +35,7 @@ func New(k *template.Kind) (*Converter, error) {
 	if len(k.Versions) < 2 {
 		return nil, nil
 	}
-	return &Converter{kind: k}, nil
+	return &Converter{kind: k, memo: &specMemo{}}, nil
 }
 
 // WithBudget returns c evaluating each conversion within b (the default

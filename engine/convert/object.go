@@ -55,6 +55,22 @@ type specResult struct {
 // a spec stored for to by an earlier conversion is restored exactly when
 // it still converts to spec, else fills what the conversion's result lacks.
 func (c *Converter) convertSpec(obj *unstructured.Unstructured, spec map[string]any, from, to *template.Version) (specResult, error) {
+	annotation, annotated := obj.GetAnnotations()[AnnotationPrefix+to.Name]
+	key, keep := memoKey(spec, from, to, c.lenient, annotation, annotated)
+	if keep && c.memo != nil {
+		if res, ok := c.memo.get(key); ok {
+			return res, nil
+		}
+	}
+	res, err := c.convertSpecOnce(obj, spec, from, to)
+	if err == nil && keep && c.memo != nil {
+		c.memo.put(key, res)
+	}
+	return res, err
+}
+
+// convertSpecOnce is convertSpec, evaluated.
+func (c *Converter) convertSpecOnce(obj *unstructured.Unstructured, spec map[string]any, from, to *template.Version) (specResult, error) {
 	stored, err := storedSpec(obj, to.Name)
 	if err != nil {
 		return specResult{}, err

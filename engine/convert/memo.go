@@ -1,0 +1,99 @@
+package convert
+
+import (
+	"encoding/json"
+	"strconv"
+	"sync"
+
+	utiljson "k8s.io/apimachinery/pkg/util/json"
+
+	"github.com/cueop/cueop/engine/template"
+)
+
+// specMemo keeps the specs a converter converted, by what a conversion of
+// a spec depends on: the two versions, whether it is lenient, the spec and
+// the annotation that may carry the target version's spec. A conversion is
+// a pure function of those for one compiled template, and the API server
+// asks for the same one again and again: while it serves a version beside
+// the storage version, it converts every write of a CR (a status write, a
+// finalizer) for its watch cache of that version, the spec unchanged.
+//
+// Two generations bound it: an entry is added to the current one, found in
+// either (and moved to the current), and when the current one holds
+// memoBytes/2 the previous one is dropped and the current one becomes it.
+// A spec or result larger than memoEntryMax is not kept. Errors are not
+// kept either: a refused conversion is evaluated anew, within its budget.
+type specMemo struct {
+	mu        sync.Mutex
+	cur, prev map[string]memoEntry
+	curBytes  int
+}
+
+type memoEntry struct {
+	spec  []byte // the converted spec, JSON
+	carry bool
+}
+
+const (
+	memoBytes    = 16 << 20
+	memoEntryMax = 16 << 10
+)
+
+// memoKey is the key of converting spec from one version to another, with
+// the annotation of to's spec ("" and false when absent).
+func memoKey(spec map[string]any, from, to *template.Version, lenient bool, annotation string, annotated bool) (string, bool) {
+	b, err := json.Marshal(spec) // map keys sorted: one text per spec
+	if err != nil || len(b)+len(annotation) > memoEntryMax {
+		return "", false
+	}
+	return from.Name + "\x00" + to.Name + "\x00" + strconv.FormatBool(lenient) + "\x00" +
+		strconv.FormatBool(annotated) + "\x00" + annotation + "\x00" + string(b), true
+}
+
+// get returns a copy of the result kept for key.
+func (m *specMemo) get(key string) (specResult, bool) {
+	m.mu.Lock()
+	e, ok := m.cur[key]
+	if !ok {
+		if e, ok = m.prev[key]; ok {
+			m.addLocked(key, e)
+		}
+	}
+	m.mu.Unlock()
+	if !ok {
+		return specResult{}, false
+	}
+	var spec map[string]any // a map of its own: the caller may change it
+	if err := utiljson.Unmarshal(e.spec, &spec); err != nil {
+		return specResult{}, false
+	}
+	if spec == nil {
+		spec = map[string]any{}
+	}
+	return specResult{spec: spec, carry: e.carry}, true
+}
+
+// put keeps res for key.
+func (m *specMemo) put(key string, res specResult) {
+	b, err := json.Marshal(res.spec)
+	if err != nil || len(b) > memoEntryMax {
+		return
+	}
+	m.mu.Lock()
+	m.addLocked(key, memoEntry{spec: b, carry: res.carry})
+	m.mu.Unlock()
+}
+
+func (m *specMemo) addLocked(key string, e memoEntry) {
+	if m.cur == nil {
+		m.cur = map[string]memoEntry{}
+	}
+	if _, ok := m.cur[key]; ok {
+		return
+	}
+	if m.curBytes >= memoBytes/2 {
+		m.prev, m.cur, m.curBytes = m.cur, map[string]memoEntry{}, 0
+	}
+	m.cur[key] = e
+	m.curBytes += len(key) + len(e.spec) + 64
+}
