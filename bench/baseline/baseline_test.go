@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -117,6 +118,18 @@ func TestBaseline(t *testing.T) {
 	if err := harness.InstallCRD(ctx, clustertest.Config(), "../../templates"); err != nil {
 		t.Fatal(err)
 	}
+	// The baseline serves no conversion webhook: the CRD's conversion is
+	// None for it, as in the benchmark's baseline runs.
+	crd, err := harness.CRDName("../../templates")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := harness.SetConversion(ctx, clustertest.Config(), crd, false); err != nil {
+		t.Fatal(err)
+	}
+	if got := crdConversion(t, crd); got != "None" {
+		t.Fatalf("conversion of %s after SetConversion(None): %s", crd, got)
+	}
 	ns := clustertest.Namespace(t)
 	c := newClient(t)
 	_, stop := start(t, clustertest.Config(), ns)
@@ -179,3 +192,16 @@ func TestBaseline(t *testing.T) {
 }
 
 var eventually = clustertest.Eventually
+
+// crdConversion is the conversion strategy of the CRD name.
+func crdConversion(t *testing.T, name string) string {
+	t.Helper()
+	crd := &unstructured.Unstructured{}
+	crd.SetAPIVersion("apiextensions.k8s.io/v1")
+	crd.SetKind("CustomResourceDefinition")
+	if err := newClient(t).Get(context.Background(), client.ObjectKey{Name: name}, crd); err != nil {
+		t.Fatal(err)
+	}
+	strategy, _, _ := unstructured.NestedString(crd.Object, "spec", "conversion", "strategy")
+	return strategy
+}

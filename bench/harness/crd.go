@@ -2,11 +2,13 @@ package harness
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -67,4 +69,56 @@ func LoadKind(dir string) (*template.Kind, error) {
 		return nil, fmt.Errorf("%s: no RedisCluster kind", dir)
 	}
 	return k, nil
+}
+
+// SetConversion sets the conversion of the CRD crdName, when it has one
+// (a kind with several versions): the kind's webhook, as cueop installs it
+// (cueop points it at itself as it starts), or, for a run without cueop
+// (the baseline, the floor), None. A CRD left pointing at a webhook that
+// nobody serves breaks the API server's watch cache of every version but
+// the storage one: each write of a CR is converted for it, fails, and that
+// cache lists again and again; with None the API server converts by
+// setting apiVersion alone. Nothing is written when the strategy is
+// already the one asked for.
+func SetConversion(ctx context.Context, cfg *rest.Config, crdName string, webhook bool) error {
+	scheme := runtime.NewScheme()
+	if err := apiextensionsv1.AddToScheme(scheme); err != nil {
+		return err
+	}
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return err
+	}
+	live := &apiextensionsv1.CustomResourceDefinition{}
+	if err := c.Get(ctx, client.ObjectKey{Name: crdName}, live); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	if len(live.Spec.Versions) < 2 || live.Spec.Conversion == nil {
+		return nil
+	}
+	want := &apiextensionsv1.CustomResourceConversion{Strategy: apiextensionsv1.NoneConverter}
+	if webhook {
+		want = crdgen.WebhookConversion()
+	}
+	if live.Spec.Conversion.Strategy == want.Strategy {
+		return nil
+	}
+	body, err := json.Marshal(map[string]any{"spec": map[string]any{"conversion": map[string]any{
+		"strategy": want.Strategy, "webhook": want.Webhook}}})
+	if err != nil {
+		return err
+	}
+	if err := c.Patch(ctx, live, client.RawPatch(types.MergePatchType, body)); err != nil {
+		return fmt.Errorf("crd %s: set conversion %s: %w", crdName, want.Strategy, err)
+	}
+	return nil
+}
+
+// CRDName is the name of the CRD of the RedisCluster kind of dir.
+func CRDName(dir string) (string, error) {
+	k, err := LoadKind(dir)
+	if err != nil {
+		return "", err
+	}
+	return k.Resource.Plural + "." + k.Resource.Group, nil
 }

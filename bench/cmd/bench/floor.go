@@ -49,7 +49,12 @@ func (d *driver) floorRun(ctx context.Context, sc scaleConfig, n, replicas int) 
 	if err != nil {
 		return 0, err
 	}
-	if err := harness.InstallCRD(ctx, d.rest, tmpl); err != nil {
+	if err := d.installCRD(ctx, tmpl); err != nil {
+		return 0, err
+	}
+	// No operator serves the conversion webhook here: the API server
+	// converts for free instead (harness.SetConversion).
+	if err := harness.SetConversion(ctx, d.rest, d.crd, false); err != nil {
 		return 0, err
 	}
 	kind, err := harness.LoadKind(tmpl)

@@ -209,6 +209,23 @@ type driver struct {
 	// syncTimeout bounds an operator's start until its caches synced; 0
 	// means 2 minutes.
 	syncTimeout time.Duration
+	// crd is the CRD installCRD applied last: each operator started sets
+	// its conversion (startOperator).
+	crd string
+}
+
+// installCRD applies the RedisCluster CRD of the templates directory tmpl,
+// with the conversion webhook cueop installs it with, and remembers it.
+func (d *driver) installCRD(ctx context.Context, tmpl string) error {
+	name, err := harness.CRDName(tmpl)
+	if err != nil {
+		return err
+	}
+	if err := harness.InstallCRD(ctx, d.rest, tmpl); err != nil {
+		return err
+	}
+	d.crd = name
+	return nil
 }
 
 // logf prints progress with the time elapsed since the start.
@@ -276,7 +293,7 @@ func (d *driver) measure(ctx context.Context, rep *report) error {
 	if err != nil {
 		return err
 	}
-	if err := harness.InstallCRD(ctx, d.rest, tmpl); err != nil {
+	if err := d.installCRD(ctx, tmpl); err != nil {
 		return err
 	}
 	if err := d.warmUp(ctx); err != nil {

@@ -14,6 +14,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/cueop/cueop/bench/harness"
 )
 
 // opProc is an operator running in a child process (`bench operator`).
@@ -31,6 +33,12 @@ type opProc struct {
 // its caches have synced. name names its log and profile files in d.out;
 // extra are more flags of `bench operator`.
 func (d *driver) startOperator(ctx context.Context, kind, name, ns, templates string, extra ...string) (*opProc, error) {
+	if d.crd != "" {
+		// The baseline serves no conversion webhook; cueop serves its own.
+		if err := harness.SetConversion(ctx, d.rest, d.crd, kind == "cueop"); err != nil {
+			return nil, err
+		}
+	}
 	self, err := os.Executable()
 	if err != nil {
 		return nil, err

@@ -251,7 +251,7 @@ func (d *driver) operatorPoint(ctx context.Context, sc scaleConfig, pt *scalePoi
 	if err != nil {
 		return err
 	}
-	if err := harness.InstallCRD(ctx, d.rest, tmpl); err != nil {
+	if err := d.installCRD(ctx, tmpl); err != nil {
 		return err
 	}
 	sp, err := d.spread(ctx, "bench-scale-", pt.N, sc.PerNamespace)

@@ -17,7 +17,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 
-	"github.com/cueop/cueop/bench/harness"
 	"github.com/cueop/cueop/localcluster"
 )
 
@@ -47,7 +46,7 @@ func (d *driver) unrelatedCRDs(ctx context.Context, sc scaleConfig) (crdResult, 
 	if err != nil {
 		return res, err
 	}
-	if err := harness.InstallCRD(ctx, d.rest, tmpl); err != nil {
+	if err := d.installCRD(ctx, tmpl); err != nil {
 		return res, err
 	}
 	if res.EmptyRSS, res.EmptyHeap, err = d.memoryAtStart(ctx, "crds-empty", tmpl); err != nil {

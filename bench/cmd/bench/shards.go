@@ -37,7 +37,6 @@ import (
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 
-	"github.com/cueop/cueop/bench/harness"
 	"github.com/cueop/cueop/engine/operator"
 	"github.com/cueop/cueop/engine/shard"
 	"github.com/cueop/cueop/localcluster"
@@ -170,7 +169,7 @@ func (d *driver) shards(ctx context.Context, replicas int) (*shardReport, error)
 	if err != nil {
 		return nil, err
 	}
-	if err := harness.InstallCRD(ctx, d.rest, tmpl); err != nil {
+	if err := d.installCRD(ctx, tmpl); err != nil {
 		return nil, err
 	}
 	if err := d.unshardedRun(ctx, rep, tmpl); err != nil {
