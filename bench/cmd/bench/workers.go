@@ -65,8 +65,39 @@ func (m *workerMemory) run(ctx context.Context) {
 	}
 }
 
-// children are the pids whose parent is this process.
+// children are the pids whose parent is this process, from the children
+// files of its threads (/proc/self/task/*/children): a few small reads,
+// where scanning every process's stat cost the sampling process 40% of its
+// CPU on a busy machine (a bench run's profile: 3,000 CRs, hundreds of
+// processes, 10 scans a second).
 func children() []int {
+	tasks, err := os.ReadDir("/proc/self/task")
+	if err != nil {
+		return childrenByScan()
+	}
+	var out []int
+	read := false
+	for _, t := range tasks {
+		b, err := os.ReadFile("/proc/self/task/" + t.Name() + "/children")
+		if err != nil {
+			continue // the thread ended, or the kernel lacks the file
+		}
+		read = true
+		for _, f := range strings.Fields(string(b)) {
+			if pid, err := strconv.Atoi(f); err == nil {
+				out = append(out, pid)
+			}
+		}
+	}
+	if !read {
+		return childrenByScan()
+	}
+	return out
+}
+
+// childrenByScan is children from every process's stat, for a kernel
+// without the children files.
+func childrenByScan() []int {
 	self := strconv.Itoa(os.Getpid())
 	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
 	var out []int
