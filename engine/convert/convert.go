@@ -81,14 +81,18 @@ func (c *Converter) Convert(obj *unstructured.Unstructured, toVersion string) (*
 		return nil, fmt.Errorf("%s: version %q is not served (served: %s)", c.subject(obj), toVersion, strings.Join(c.Versions(), ", "))
 	}
 	var out *unstructured.Unstructured
+	var keep func()
 	err = c.budget.Run("convert/"+c.kind.Name, func(*budget.Tracker) error {
 		var err error
-		out, err = c.convert(obj, from, to)
+		out, keep, err = c.convert(obj, from, to)
 		return err
 	})
 	var ex *budget.Exceeded
 	if errors.As(err, &ex) {
 		return nil, fmt.Errorf("%s: conversion %s to %s: %w", c.subject(obj), from.Name, to.Name, err)
+	}
+	if err == nil && keep != nil {
+		keep() // memo.go: only a conversion its budget passed
 	}
 	return out, err
 }

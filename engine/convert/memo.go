@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"sync"
 
-	utiljson "k8s.io/apimachinery/pkg/util/json"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/cueop/cueop/engine/template"
 )
@@ -22,7 +22,9 @@ import (
 // either (and moved to the current), and when the current one holds
 // memoBytes/2 the previous one is dropped and the current one becomes it.
 // A spec or result larger than memoEntryMax is not kept. Errors are not
-// kept either: a refused conversion is evaluated anew, within its budget.
+// kept either, nor a conversion that ended over its budget (Convert keeps
+// a result only once its budget passed it): a refused conversion is
+// evaluated anew, within its budget.
 type specMemo struct {
 	mu        sync.Mutex
 	cur, prev map[string]memoEntry
@@ -30,7 +32,8 @@ type specMemo struct {
 }
 
 type memoEntry struct {
-	spec  []byte // the converted spec, JSON
+	spec  map[string]any // the converted spec, a copy of its own
+	size  int            // its JSON's length, for the bound
 	carry bool
 }
 
@@ -40,14 +43,39 @@ const (
 )
 
 // memoKey is the key of converting spec from one version to another, with
-// the annotation of to's spec ("" and false when absent).
+// the annotation of to's spec ("" and false when absent). A spec holding a
+// float is not kept: JSON writes 3.0 as 3, which CUE takes for an int, so
+// the key would not tell them apart.
 func memoKey(spec map[string]any, from, to *template.Version, lenient bool, annotation string, annotated bool) (string, bool) {
+	if hasFloat(spec) {
+		return "", false
+	}
 	b, err := json.Marshal(spec) // map keys sorted: one text per spec
 	if err != nil || len(b)+len(annotation) > memoEntryMax {
 		return "", false
 	}
 	return from.Name + "\x00" + to.Name + "\x00" + strconv.FormatBool(lenient) + "\x00" +
 		strconv.FormatBool(annotated) + "\x00" + annotation + "\x00" + string(b), true
+}
+
+func hasFloat(v any) bool {
+	switch v := v.(type) {
+	case float64, float32:
+		return true
+	case map[string]any:
+		for _, e := range v {
+			if hasFloat(e) {
+				return true
+			}
+		}
+	case []any:
+		for _, e := range v {
+			if hasFloat(e) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // get returns a copy of the result kept for key.
@@ -63,24 +91,33 @@ func (m *specMemo) get(key string) (specResult, bool) {
 	if !ok {
 		return specResult{}, false
 	}
-	var spec map[string]any // a map of its own: the caller may change it
-	if err := utiljson.Unmarshal(e.spec, &spec); err != nil {
-		return specResult{}, false
+	// A map of its own: the caller may change it.
+	return specResult{spec: runtime.DeepCopyJSON(e.spec), carry: e.carry}, true
+}
+
+// entry is what put keeps of res: a copy taken now, before the caller can
+// change res, or false when res is not to be kept.
+func entry(res specResult) (e memoEntry, ok bool) {
+	defer func() {
+		if recover() != nil { // a value DeepCopyJSON does not know: not kept
+			ok = false
+		}
+	}()
+	b, err := json.Marshal(res.spec)
+	if err != nil || len(b) > memoEntryMax {
+		return memoEntry{}, false
 	}
+	spec := res.spec
 	if spec == nil {
 		spec = map[string]any{}
 	}
-	return specResult{spec: spec, carry: e.carry}, true
+	return memoEntry{spec: runtime.DeepCopyJSON(spec), size: len(b), carry: res.carry}, true
 }
 
-// put keeps res for key.
-func (m *specMemo) put(key string, res specResult) {
-	b, err := json.Marshal(res.spec)
-	if err != nil || len(b) > memoEntryMax {
-		return
-	}
+// put keeps e for key.
+func (m *specMemo) put(key string, e memoEntry) {
 	m.mu.Lock()
-	m.addLocked(key, memoEntry{spec: b, carry: res.carry})
+	m.addLocked(key, e)
 	m.mu.Unlock()
 }
 
@@ -95,5 +132,7 @@ func (m *specMemo) addLocked(key string, e memoEntry) {
 		m.prev, m.cur, m.curBytes = m.cur, map[string]memoEntry{}, 0
 	}
 	m.cur[key] = e
-	m.curBytes += len(key) + len(e.spec) + 64
+	// The JSON's length understates the maps; twice it is about what
+	// they take.
+	m.curBytes += len(key) + 2*e.size + 64
 }

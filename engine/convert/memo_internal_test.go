@@ -19,13 +19,17 @@ func TestMemoBounded(t *testing.T) {
 		if !ok {
 			t.Fatalf("spec %d not kept", i)
 		}
-		m.put(key, specResult{spec: spec})
+		e, ok := entry(specResult{spec: spec})
+		if !ok {
+			t.Fatalf("spec %d: no entry", i)
+		}
+		m.put(key, e)
 		last = key
 	}
 	held := 0
 	for _, g := range []map[string]memoEntry{m.cur, m.prev} {
 		for k, e := range g {
-			held += len(k) + len(e.spec) + 64
+			held += len(k) + 2*e.size + 64
 		}
 	}
 	if held > memoBytes+2*(memoEntryMax+64) {

@@ -14,17 +14,17 @@ import (
 // convert converts obj from one version to another: the spec by the
 // conversions and the annotation rule, the status by the conversions
 // that declare out.status, the rest unchanged.
-func (c *Converter) convert(obj *unstructured.Unstructured, from, to *template.Version) (*unstructured.Unstructured, error) {
+func (c *Converter) convert(obj *unstructured.Unstructured, from, to *template.Version) (_ *unstructured.Unstructured, keep func(), _ error) {
 	out := obj.DeepCopy()
 	out.SetAPIVersion(c.kind.Resource.Group + "/" + to.Name)
 	if from == to {
 		dropAnnotation(out, to.Name)
-		return out, nil
+		return out, nil, nil
 	}
 	spec, _, _ := unstructured.NestedMap(obj.Object, "spec")
-	res, err := c.convertSpec(obj, spec, from, to)
+	res, keep, err := c.convertSpec(obj, spec, from, to)
 	if err != nil {
-		return nil, fmt.Errorf("%s: conversion %s to %s: %w", c.subject(obj), from.Name, to.Name, err)
+		return nil, nil, fmt.Errorf("%s: conversion %s to %s: %w", c.subject(obj), from.Name, to.Name, err)
 	}
 	out.Object["spec"] = res.spec
 	dropAnnotation(out, to.Name)
@@ -34,14 +34,14 @@ func (c *Converter) convert(obj *unstructured.Unstructured, from, to *template.V
 	if res.carry {
 		b, err := json.Marshal(spec)
 		if err != nil {
-			return nil, fmt.Errorf("%s: spec at %s: %w", c.subject(obj), from.Name, err)
+			return nil, nil, fmt.Errorf("%s: spec at %s: %w", c.subject(obj), from.Name, err)
 		}
 		setAnnotation(out, from.Name, string(b))
 	}
 	if err := c.convertStatus(out, obj, from, to); err != nil {
-		return nil, fmt.Errorf("%s: conversion %s to %s: %w", c.subject(obj), from.Name, to.Name, err)
+		return nil, nil, fmt.Errorf("%s: conversion %s to %s: %w", c.subject(obj), from.Name, to.Name, err)
 	}
-	return out, nil
+	return out, keep, nil
 }
 
 // specResult is a converted spec and whether the source spec must be
@@ -54,19 +54,25 @@ type specResult struct {
 // convertSpec applies the annotation rule around the conversion of spec:
 // a spec stored for to by an earlier conversion is restored exactly when
 // it still converts to spec, else fills what the conversion's result lacks.
-func (c *Converter) convertSpec(obj *unstructured.Unstructured, spec map[string]any, from, to *template.Version) (specResult, error) {
+// A conversion found in the memo is not evaluated; one evaluated comes
+// with keep, which keeps it there (called once the budget passed it).
+func (c *Converter) convertSpec(obj *unstructured.Unstructured, spec map[string]any, from, to *template.Version) (specResult, func(), error) {
 	annotation, annotated := obj.GetAnnotations()[AnnotationPrefix+to.Name]
 	key, keep := memoKey(spec, from, to, c.lenient, annotation, annotated)
 	if keep && c.memo != nil {
 		if res, ok := c.memo.get(key); ok {
-			return res, nil
+			return res, nil, nil
 		}
 	}
 	res, err := c.convertSpecOnce(obj, spec, from, to)
-	if err == nil && keep && c.memo != nil {
-		c.memo.put(key, res)
+	if err != nil || !keep || c.memo == nil {
+		return res, nil, err
 	}
-	return res, err
+	e, ok := entry(res)
+	if !ok {
+		return res, nil, nil
+	}
+	return res, func() { c.memo.put(key, e) }, nil
 }
 
 // convertSpecOnce is convertSpec, evaluated.

@@ -179,7 +179,7 @@ func TestConversionWebhookRoundTrip(t *testing.T) {
 	ns, dir, conv := gaugeSetup(t)
 	startGauges(t, dir, ns, conv)
 	converted := func(result string) float64 {
-		return metricSum(t, "cueop_conversion_objects_total", "to", "conv.example.com/v2", "result", result)
+		return metricSum(t, "cueop_conversion_objects_total", "kind", "Gauge.conv.example.com", "result", result)
 	}
 	okBefore, failedBefore := converted("ok"), converted("failed")
 	mustKubectl(t, gaugeYAML("v1", ns, "one", "{replicas: 3, label: a}"), "apply", "-f", "-")
@@ -208,13 +208,13 @@ func TestConversionWebhookRoundTrip(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("read at v2 of an object that does not convert: %v, want an error with %q", err, want)
 	}
-	// The webhook's metrics count the objects it converted to v2 and those
-	// of the review it refused.
+	// The webhook's metrics count the Gauges it converted and those of the
+	// review it refused.
 	if got := converted("ok") - okBefore; got < 2 {
-		t.Errorf("cueop_conversion_objects_total{to=v2,result=ok} grew by %v, want at least 2 (one and two read at v2)", got)
+		t.Errorf("cueop_conversion_objects_total{kind=Gauge,result=ok} grew by %v, want at least 2 (one and two read at v2)", got)
 	}
 	if got := converted("failed") - failedBefore; got < 1 {
-		t.Errorf("cueop_conversion_objects_total{to=v2,result=failed} grew by %v, want at least 1 (bad read at v2)", got)
+		t.Errorf("cueop_conversion_objects_total{kind=Gauge,result=failed} grew by %v, want at least 1 (bad read at v2)", got)
 	}
 	if got := metricSum(t, "cueop_conversion_review_seconds", "result", "failed"); got < 1 {
 		t.Errorf("cueop_conversion_review_seconds{result=failed} counts %v reviews, want at least 1", got)

@@ -63,8 +63,8 @@ func newMetrics() *Metrics {
 			Name: "cueop_reconciles_settled_total", Help: "Reconciles that found a CR converged by its recorded inputs digest, and neither rendered nor compared its children.",
 		}, []string{"kind"}),
 		conversions: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "cueop_conversion_objects_total", Help: "Objects in the conversion reviews the webhook answered, by the version asked for and result (ok, failed: the whole review was refused).",
-		}, []string{"to", "result"}),
+			Name: "cueop_conversion_objects_total", Help: "Objects in the conversion reviews the webhook answered, by the kind whose converter took them (none: no converter did) and result (ok, failed: the whole review was refused).",
+		}, []string{"kind", "result"}),
 		reviewSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "cueop_conversion_review_seconds", Help: "Time to answer one conversion review, by result.",
 			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5},
@@ -97,13 +97,17 @@ func (m *Metrics) Applied(kind string, a apply.Action, err error) {
 // digest (reconcile/resync.go).
 func (m *Metrics) Settled(kind string) { m.settled.WithLabelValues(kind).Inc() }
 
-// Converted records one conversion review answered (webhook.Handler.Observe).
-func (m *Metrics) Converted(to string, objects int, took time.Duration, failed bool) {
+// Converted records one conversion review answered (webhook.Handler.Observe);
+// kind is "" unless a kind's converter took its objects.
+func (m *Metrics) Converted(kind string, objects int, took time.Duration, failed bool) {
+	if kind == "" {
+		kind = "none"
+	}
 	result := "ok"
 	if failed {
 		result = "failed"
 	}
-	m.conversions.WithLabelValues(to, result).Add(float64(objects))
+	m.conversions.WithLabelValues(kind, result).Add(float64(objects))
 	m.reviewSeconds.WithLabelValues(result).Observe(took.Seconds())
 }
 

@@ -30,12 +30,15 @@ const maxReviewBytes = 64 << 20
 type Handler struct {
 	Registry *Registry
 	Log      logr.Logger
-	// Observe, when set, is told of each review answered: the version
-	// asked for, the objects in it, the time taken and whether it failed.
+	// Observe, when set, is told of each review answered: the kind
+	// (Kind.group) whose converter took its objects ("" when none did: a
+	// review's text is anyone's who reaches the port, so only a kind of
+	// the Registry is named), the objects in it, the time taken and
+	// whether it failed.
 	// The API server sends one for every write of a CR to each version it
 	// serves besides the storage version (its watch cache of that version),
 	// so this is the webhook's share of a write's cost.
-	Observe func(to string, objects int, took time.Duration, failed bool)
+	Observe func(kind string, objects int, took time.Duration, failed bool)
 }
 
 // ServeHTTP implements http.Handler.
@@ -66,9 +69,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func (h *Handler) Review(ctx context.Context, req *apiextensionsv1.ConversionRequest) *apiextensionsv1.ConversionResponse {
 	resp := &apiextensionsv1.ConversionResponse{UID: req.UID}
 	start := time.Now()
-	out, err := h.convertAll(ctx, req)
+	out, kind, err := h.convertAll(ctx, req)
 	if h.Observe != nil {
-		h.Observe(req.DesiredAPIVersion, len(req.Objects), time.Since(start), err != nil)
+		h.Observe(kind, len(req.Objects), time.Since(start), err != nil)
 	}
 	if err != nil {
 		h.Log.Info("conversion refused", "to", req.DesiredAPIVersion, "error", err.Error())
@@ -80,48 +83,56 @@ func (h *Handler) Review(ctx context.Context, req *apiextensionsv1.ConversionReq
 	return resp
 }
 
-func (h *Handler) convertAll(ctx context.Context, req *apiextensionsv1.ConversionRequest) ([]runtime.RawExtension, error) {
+// convertAll converts the objects of req; kind is that of the first object
+// a converter of the Registry took ("" when none did).
+func (h *Handler) convertAll(ctx context.Context, req *apiextensionsv1.ConversionRequest) (_ []runtime.RawExtension, kind string, _ error) {
 	to, err := schema.ParseGroupVersion(req.DesiredAPIVersion)
 	if err != nil {
-		return nil, fmt.Errorf("desired api version %q: %w", req.DesiredAPIVersion, err)
+		return nil, "", fmt.Errorf("desired api version %q: %w", req.DesiredAPIVersion, err)
 	}
 	out := make([]runtime.RawExtension, len(req.Objects))
 	for i, raw := range req.Objects {
 		if err := ctx.Err(); err != nil {
-			return nil, fmt.Errorf("conversion to %s: stopped at object %d of %d: %w", req.DesiredAPIVersion, i+1, len(req.Objects), err)
+			return nil, kind, fmt.Errorf("conversion to %s: stopped at object %d of %d: %w", req.DesiredAPIVersion, i+1, len(req.Objects), err)
 		}
-		b, err := h.convert(raw.Raw, to)
+		b, k, err := h.convert(raw.Raw, to)
+		if kind == "" {
+			kind = k
+		}
 		if err != nil {
-			return nil, err
+			return nil, kind, err
 		}
 		out[i] = runtime.RawExtension{Raw: b}
 	}
-	return out, nil
+	return out, kind, nil
 }
 
 // convert converts one object, given and returned as JSON, to version to.
-func (h *Handler) convert(raw []byte, to schema.GroupVersion) ([]byte, error) {
+// kind is the object's Kind.group when a converter of the Registry took it.
+func (h *Handler) convert(raw []byte, to schema.GroupVersion) (_ []byte, kind string, _ error) {
 	obj := &unstructured.Unstructured{}
 	if err := obj.UnmarshalJSON(raw); err != nil {
-		return nil, fmt.Errorf("object: %w", err)
+		return nil, "", fmt.Errorf("object: %w", err)
 	}
 	gvk := obj.GroupVersionKind()
 	if gvk.Group != to.Group {
-		return nil, fmt.Errorf("%s: conversion to %s: group %s differs", subject(obj), to, gvk.Group)
+		return nil, "", fmt.Errorf("%s: conversion to %s: group %s differs", subject(obj), to, gvk.Group)
 	}
 	if gvk.Version == to.Version {
-		return raw, nil
+		return raw, "", nil
 	}
 	c, ok := h.Registry.Get(gvk.GroupKind())
 	if !ok {
-		return nil, fmt.Errorf("%s: conversion to %s: no converter for kind %s (no template of it loaded)", subject(obj), to, gvk.GroupKind())
+		return nil, "", fmt.Errorf("%s: conversion to %s: no converter for kind %s (no template of it loaded)", subject(obj), to, gvk.GroupKind())
 	}
+	kind = gvk.GroupKind().String()
 	conv, err := c.Convert(obj, to.Version)
 	if err != nil {
-		return nil, fmt.Errorf("%s: conversion from %s to %s: %w", subject(obj), gvk.Version, to.Version, err)
+		return nil, kind, fmt.Errorf("%s: conversion from %s to %s: %w", subject(obj), gvk.Version, to.Version, err)
 	}
 	conv.SetAPIVersion(to.String())
-	return conv.MarshalJSON()
+	b, err := conv.MarshalJSON()
+	return b, kind, err
 }
 
 // subject names obj: Kind ns/name, or Kind name for a cluster-scoped one.

@@ -9,9 +9,11 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -166,5 +168,37 @@ func TestHandlerStopsWhenTheCallerLeft(t *testing.T) {
 	if err := json.Unmarshal(rec.Body.Bytes(), out); err != nil || out.Response == nil ||
 		out.Response.Result.Status != metav1.StatusFailure || !strings.Contains(out.Response.Result.Message, "context canceled") {
 		t.Errorf("answer %.300s, want a failure naming the canceled request", rec.Body)
+	}
+}
+
+// TestHandlerObservesOnlyKnownKinds: Observe is told the kind whose
+// converter took a review's objects, and "" for a review none took (no
+// object, all at the version asked for, a kind without converter): a
+// review's text is anyone's who reaches the port, and would make a metric
+// label of any string.
+func TestHandlerObservesOnlyKnownKinds(t *testing.T) {
+	type seen struct {
+		kind    string
+		objects int
+		failed  bool
+	}
+	var got []seen
+	h := &webhook.Handler{Registry: registry(), Observe: func(kind string, objects int, _ time.Duration, failed bool) {
+		got = append(got, seen{kind, objects, failed})
+	}}
+	hostile := "conv.example.com/" + strings.Repeat("x", 1000)
+	other := runtime.RawExtension{Raw: []byte(`{"apiVersion":"conv.example.com/v1","kind":"` + strings.Repeat("D", 1000) + `","metadata":{"name":"d"},"spec":{}}`)}
+	for _, req := range []*apiextensionsv1.ConversionRequest{
+		{UID: "a", DesiredAPIVersion: "conv.example.com/v2", Objects: []runtime.RawExtension{gauge("v1", "a", `{"replicas":3}`)}},
+		{UID: "b", DesiredAPIVersion: hostile},
+		{UID: "c", DesiredAPIVersion: "conv.example.com/v1", Objects: []runtime.RawExtension{gauge("v1", "c", `{"replicas":3}`)}},
+		{UID: "d", DesiredAPIVersion: "conv.example.com/v2", Objects: []runtime.RawExtension{other}},
+		{UID: "e", DesiredAPIVersion: "conv.example.com/v2", Objects: []runtime.RawExtension{gauge("v1", "e", `{"refuse":true}`)}},
+	} {
+		review(t, h, req)
+	}
+	want := []seen{{"Gauge.conv.example.com", 1, false}, {"", 0, false}, {"", 1, false}, {"", 1, true}, {"Gauge.conv.example.com", 1, true}}
+	if !slices.Equal(got, want) {
+		t.Errorf("observed %v, want %v", got, want)
 	}
 }

@@ -210,8 +210,22 @@ type driver struct {
 	// means 2 minutes.
 	syncTimeout time.Duration
 	// crd is the CRD installCRD applied last: each operator started sets
-	// its conversion (startOperator).
-	crd string
+	// its conversion (startOperator); cueops are the cueop processes
+	// started, to leave the webhook in place while one runs.
+	crd    string
+	cueops []*opProc
+}
+
+// cueopRunning is whether a cueop process started by d still runs.
+func (d *driver) cueopRunning() bool {
+	for _, p := range d.cueops {
+		select {
+		case <-p.exited:
+		default:
+			return true
+		}
+	}
+	return false
 }
 
 // installCRD applies the RedisCluster CRD of the templates directory tmpl,

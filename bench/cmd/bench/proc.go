@@ -33,8 +33,9 @@ type opProc struct {
 // its caches have synced. name names its log and profile files in d.out;
 // extra are more flags of `bench operator`.
 func (d *driver) startOperator(ctx context.Context, kind, name, ns, templates string, extra ...string) (*opProc, error) {
-	if d.crd != "" {
-		// The baseline serves no conversion webhook; cueop serves its own.
+	if d.crd != "" && (kind == "cueop" || !d.cueopRunning()) {
+		// The baseline serves no conversion webhook; cueop serves its own
+		// (and keeps serving it beside a baseline started after it).
 		if err := harness.SetConversion(ctx, d.rest, d.crd, kind == "cueop"); err != nil {
 			return nil, err
 		}
@@ -66,6 +67,9 @@ func (d *driver) startOperator(ctx context.Context, kind, name, ns, templates st
 	if err := p.cmd.Start(); err != nil {
 		logf.Close()
 		return nil, err
+	}
+	if kind == "cueop" {
+		d.cueops = append(d.cueops, p)
 	}
 	go func() {
 		p.err = p.cmd.Wait()
