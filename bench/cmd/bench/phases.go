@@ -266,7 +266,9 @@ func (d *driver) resync(ctx context.Context, p *opProc) (*steadyResult, error) {
 	}
 	res.Resync = time.Since(start)
 	st := p.mustStats()
-	res.ResyncWrites, res.ResyncRenders = st.Writes, st.Renders
+	// The CRD's CA bundle, written by the process as it starts, is no
+	// CR's (crWritesOf).
+	res.ResyncWrites, res.ResyncRenders = crWritesOf(st.Counts), st.Renders
 	res.idleStart = time.Now()
 	return res, nil
 }
