@@ -330,7 +330,7 @@ func (r *report) targets(p func(string, ...any)) {
 	cs, bs := r.steadyOf("cueop"), r.steadyOf("baseline")
 	if cs != nil && bs != nil {
 		cw, bw := crWritesOf(cs.Counts), crWritesOf(bs.Counts) // the CRD's CA bundle is no CR's
-	p("| writes during resync + %s idle (of CRs and children) | %d | %d | | cueop 0 | %s |\n", min(cs.Idle, bs.Idle).Round(time.Second), cw, bw, mark(cw == 0))
+		p("| writes during resync + %s idle (of CRs and children) | %d | %d | | cueop 0 | %s |\n", min(cs.Idle, bs.Idle).Round(time.Second), cw, bw, mark(cw == 0))
 	}
 	if cu := r.runs("cueop"); len(cu) > 0 {
 		heaps := r.values("cueop", func(c convResult) float64 { return float64(c.Stats.PeakHeapInuse) / (1 << 20) })
