@@ -126,6 +126,17 @@ func hasLine(out string, want ...string) bool {
 }
 
 // jsonLogMessages reads a file of JSON log lines and returns their messages.
+// logTail is the last n lines of the file path, or why not (a failure
+// seen once under load then says what the replicas did).
+func logTail(path string, n int) string {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err.Error()
+	}
+	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
+}
+
 func jsonLogMessages(t *testing.T, path string) map[string]bool {
 	t.Helper()
 	data, err := os.ReadFile(path)
@@ -183,10 +194,11 @@ func TestDevShardedReplicas(t *testing.T) {
 	root.SetOut(out)
 	root.SetErr(out)
 	root.SetArgs([]string{"--templates", "../../templates", "dev", "--samples", "../../config/samples",
-		"--kubeconfig-out", kubeconfig, "--exit-when-ready", "--timeout", "2m", "--zap-log-level", "error",
+		"--kubeconfig-out", kubeconfig, "--exit-when-ready", "--timeout", "2m", "--zap-log-level", "info", // the log file's level; the console shows warnings and errors
 		"--shards", "2", "--replicas", "2"})
 	if err := root.Execute(); err != nil {
-		t.Fatalf("cueop dev --shards 2 --replicas 2: %v\n%s", err, out.String())
+		t.Fatalf("cueop dev --shards 2 --replicas 2: %v\n%s\nthe operator's log (%s), last lines:\n%s", err, out.String(),
+			filepath.Join(filepath.Dir(kubeconfig), "operator.log"), logTail(filepath.Join(filepath.Dir(kubeconfig), "operator.log"), 60))
 	}
 	for _, want := range []string{
 		"2 replicas (dev-replica-0..1) share 2 shard ranges", "get leases -n default",
