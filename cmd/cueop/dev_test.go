@@ -126,15 +126,24 @@ func hasLine(out string, want ...string) bool {
 }
 
 // jsonLogMessages reads a file of JSON log lines and returns their messages.
-// logTail is the last n lines of the file path, or why not (a failure
-// seen once under load then says what the replicas did).
+// logTail is what the log file path says of each range's kinds (the lines
+// above info, those of kinds served, refused or stopped) and its last n
+// lines, or why not: a failure seen once under load then says what the
+// replicas did.
 func logTail(path string, n int) string {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return err.Error()
 	}
 	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
-	return strings.Join(lines[max(0, len(lines)-n):], "\n")
+	var picked []string
+	for _, l := range lines {
+		if !strings.Contains(l, `"level":"info"`) || strings.Contains(l, `"msg":"serving kind"`) ||
+			strings.Contains(l, "shard range") || strings.Contains(l, "Starting workers") {
+			picked = append(picked, l)
+		}
+	}
+	return strings.Join(picked, "\n") + "\n...\n" + strings.Join(lines[max(0, len(lines)-n):], "\n")
 }
 
 func jsonLogMessages(t *testing.T, path string) map[string]bool {

@@ -137,7 +137,7 @@ func (o *Operator) conversionRefused(ctx context.Context, k *template.Kind, err 
 	o.log.Error(nil, msg, "kind", k.Resource.Kind)
 	o.metrics.loadError()
 	o.crdEvent(ctx, k.Resource.Plural+"."+k.Resource.Group, "TemplateError", msg)
-	return err
+	return refusedError{err} // unserved.go: not retried
 }
 
 // serveSet serves the kinds of set (a broken kind keeps its last good

@@ -47,14 +47,18 @@ func (o *Operator) reload(ctx context.Context) error {
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	seen := map[string]bool{}
+	seen, unserved := map[string]bool{}, map[string]bool{}
 	var errs []error
 	for _, k := range set.Kinds {
 		seen[k.Name] = true
 		if err := o.serve(ctx, k); err != nil {
 			errs = append(errs, err)
+			if retriable(err) {
+				unserved[k.Name] = true
+			}
 		}
 	}
+	o.noteUnserved(ctx, unserved) // unserved.go
 	for name := range o.waiting {
 		if !seen[name] && set.Broken[name] == nil {
 			o.stopWaiting(name)

@@ -108,6 +108,10 @@ type Operator struct {
 	// refused are the kinds whose newest template was refused for a
 	// breaking schema change (schemaguard.go), by kind name.
 	refused map[string]bool
+	// unserved are the kinds whose last serve failed retriably, retried
+	// while retrying (unserved.go).
+	unserved map[string]bool
+	retrying bool
 
 	controllers sync.WaitGroup // the kinds' running controllers and storage migrations
 
@@ -399,8 +403,11 @@ func (o *Operator) Start(ctx context.Context) error {
 	// exiting would make a restarted operator crash-loop on the CRs it
 	// protects; it waits for a fixed template instead (schemaguard.go). A
 	// kind waiting for its CRD (crdwait.go) is a kind to serve.
-	if err := o.reload(ctx); err != nil && len(o.kindNames()) == 0 && !o.anyWaiting() && !o.anyRefused() {
-		return fmt.Errorf("templates %s: %w", o.opts.Templates, err)
+	if err := o.reload(ctx); err != nil {
+		if len(o.kindNames()) == 0 && !o.anyWaiting() && !o.anyRefused() {
+			return fmt.Errorf("templates %s: %w", o.opts.Templates, err)
+		}
+		o.log.Error(err, "not every kind serves") // unserved.go retries what may pass
 	}
 	go o.repointOnRotation(ctx) // conversion.go
 	return o.watchTemplates(ctx, w, o.reload)
