@@ -33,11 +33,7 @@ func InstallCRD(ctx context.Context, cfg *rest.Config, dir string) error {
 	if err != nil {
 		return err
 	}
-	scheme := runtime.NewScheme()
-	if err := apiextensionsv1.AddToScheme(scheme); err != nil {
-		return err
-	}
-	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	c, err := crdClient(cfg)
 	if err != nil {
 		return err
 	}
@@ -81,11 +77,7 @@ func LoadKind(dir string) (*template.Kind, error) {
 // setting apiVersion alone. Nothing is written when the strategy is
 // already the one asked for.
 func SetConversion(ctx context.Context, cfg *rest.Config, crdName string, webhook bool) error {
-	scheme := runtime.NewScheme()
-	if err := apiextensionsv1.AddToScheme(scheme); err != nil {
-		return err
-	}
-	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	c, err := crdClient(cfg)
 	if err != nil {
 		return err
 	}
@@ -121,4 +113,13 @@ func CRDName(dir string) (string, error) {
 		return "", err
 	}
 	return k.Resource.Plural + "." + k.Resource.Group, nil
+}
+
+// crdClient is a client of cfg that knows CustomResourceDefinitions.
+func crdClient(cfg *rest.Config) (client.Client, error) {
+	scheme := runtime.NewScheme()
+	if err := apiextensionsv1.AddToScheme(scheme); err != nil {
+		return nil, err
+	}
+	return client.New(cfg, client.Options{Scheme: scheme})
 }
