@@ -16,11 +16,13 @@ import (
 
 // observe lists, from the cache, every child the CR controls, at every
 // version watched, and what the template sees of them, keyed by child id.
-func (r *run) observe(ctx context.Context) error {
+// With keep (settleview.go), a typed child is converted but for its
+// metadata and those top-level fields only, for the settled check alone.
+func (r *run) observe(ctx context.Context, keep map[string]bool) error {
 	var objs []*unstructured.Unstructured
 	uid := string(r.cr.GetUID())
 	for _, gvk := range r.r.ChildKinds() {
-		items, err := r.r.listChildren(ctx, gvk, r.cr.GetNamespace(), uid)
+		items, err := r.r.listChildren(ctx, gvk, r.cr.GetNamespace(), uid, keep)
 		if err != nil {
 			return fmt.Errorf("%s: list %s children: %w", r.subject(), gvk.Kind, err)
 		}
@@ -28,14 +30,16 @@ func (r *run) observe(ctx context.Context) error {
 	}
 	r.owned = sortChildren(r.cr, objs)
 	r.observed = r.owned.templateView(r.r.fieldManager())
+	r.partialView = keep != nil
 	return nil
 }
 
 // listChildren lists from the cache the children of one kind that a parent
 // owns. A kind the scheme knows is cached as typed objects, a third of the
 // memory of unstructured ones (a Pod: 7 KiB instead of 23 KiB), and each
-// child is converted for the template as it is listed.
-func (r *Reconciler) listChildren(ctx context.Context, gvk schema.GroupVersionKind, ns, uid string) ([]*unstructured.Unstructured, error) {
+// child is converted for the template as it is listed (but for the fields
+// not in keep, when keep is not nil: partial).
+func (r *Reconciler) listChildren(ctx context.Context, gvk schema.GroupVersionKind, ns, uid string, keep map[string]bool) ([]*unstructured.Unstructured, error) {
 	opts := []client.ListOption{client.InNamespace(ns), client.MatchingFields{IndexOwnerUID: uid}}
 	listGVK := gvk.GroupVersion().WithKind(gvk.Kind + "List")
 	if r.Scheme == nil || !r.Scheme.Recognizes(listGVK) {
@@ -71,6 +75,9 @@ func (r *Reconciler) listChildren(ctx context.Context, gvk schema.GroupVersionKi
 	}
 	out := make([]*unstructured.Unstructured, 0, len(items))
 	for _, item := range items {
+		if keep != nil {
+			item = partial(item, keep)
+		}
 		u, err := toUnstructured(item, gvk)
 		if err != nil {
 			return nil, err

@@ -166,6 +166,9 @@ type run struct {
 
 	observed map[string]*unstructured.Unstructured // what the template sees, by child id
 	owned    liveChildren                          // every child the CR controls
+	// partialView: observe converted of the typed children only what the
+	// settled check reads (settleview.go).
+	partialView bool
 	// observeFailed is why the children could not be listed: the reconcile
 	// knows nothing new about them and must not say it converged.
 	observeFailed error
@@ -199,7 +202,7 @@ func (r *run) converge(ctx context.Context) error {
 	if r.stalled = budgetStall(r.cr, r.kind); r.stalled != nil {
 		return nil
 	}
-	if err := r.observe(ctx); err != nil {
+	if err := r.observe(ctx, r.settleKeys()); err != nil { // settleview.go
 		r.observeFailed = err
 		return err
 	}
@@ -211,6 +214,10 @@ func (r *run) converge(ctx context.Context) error {
 			o.Settled(r.kind.Resource.Kind)
 		}
 		return nil
+	}
+	if err := r.wholeAgain(ctx); err != nil {
+		r.observeFailed = err
+		return err
 	}
 	if err := r.render(ctx); err != nil || r.result_ == nil {
 		return err
@@ -271,7 +278,7 @@ func (r *run) rerender(ctx context.Context) error {
 		return nil
 	}
 	r.rerendered = true
-	if err := r.observe(ctx); err != nil {
+	if err := r.observe(ctx, nil); err != nil {
 		r.result_, r.observeFailed = nil, err
 		return err
 	}

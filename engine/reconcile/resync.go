@@ -50,12 +50,20 @@ const digestFormat = "cueop-inputs-1"
 // settled is true when the CR's status records a convergence at exactly
 // the inputs and children it has now (see StatusInputsDigest).
 func (r *run) settled() bool {
-	recorded, _, _ := unstructured.NestedString(r.cr.Object, "status", StatusInputsDigest)
-	if recorded == "" || !convergedStatus(r.cr, r.kind.Revision) {
+	if !r.maySettle() {
 		return false
 	}
+	recorded, _, _ := unstructured.NestedString(r.cr.Object, "status", StatusInputsDigest)
 	d, ok := r.inputsDigest()
 	return ok && d == recorded
+}
+
+// maySettle is true when the CR's status records a convergence at its
+// current generation and revision, with the inputs' digest: settled then
+// compares the digest.
+func (r *run) maySettle() bool {
+	recorded, _, _ := unstructured.NestedString(r.cr.Object, "status", StatusInputsDigest)
+	return recorded != "" && convergedStatus(r.cr, r.kind.Revision)
 }
 
 // convergedStatus is true when cr's status says it converged at its

@@ -1,0 +1,180 @@
+package reconcile
+
+import (
+	"encoding/json"
+	"maps"
+	"os"
+	"reflect"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/cueop/cueop/engine/apply"
+	"github.com/cueop/cueop/engine/render"
+)
+
+// typedChildren are a RedisCluster's children as the children cache holds
+// them (typed, cueop's managedFields entry): three Pods as the API server
+// returns them (spec, status, conditions), the ConfigMap with data and the
+// Service with a spec.
+func typedChildren(t *testing.T, cr *unstructured.Unstructured) []runtime.Object {
+	t.Helper()
+	data, err := os.ReadFile("../render/testdata/pod.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	yes := true
+	own := func(o metav1.Object, name, id string) {
+		o.SetName(name)
+		o.SetNamespace("ns")
+		o.SetUID(types.UID("uid-" + name))
+		o.SetLabels(map[string]string{render.LabelID: id})
+		o.SetAnnotations(map[string]string{apply.AnnotationAppliedHash: "h-" + id})
+		o.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: "cache.example.com/v1", Kind: "RedisCluster", Name: cr.GetName(), UID: cr.GetUID(), Controller: &yes}})
+		o.SetManagedFields([]metav1.ManagedFieldsEntry{{Manager: apply.DefaultFieldManager, Operation: metav1.ManagedFieldsOperationApply,
+			APIVersion: "v1", FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:metadata":{"f:labels":{}}}`)}}})
+	}
+	var out []runtime.Object
+	for i, id := range []string{"pod-0", "pod-1", "pod-2"} {
+		p := &corev1.Pod{}
+		if err := json.Unmarshal(data, p); err != nil {
+			t.Fatal(err)
+		}
+		own(p, "r-"+string(rune('0'+i)), id)
+		if len(p.Spec.Containers) == 0 || len(p.Status.Conditions) == 0 {
+			t.Fatalf("testdata Pod without a spec or conditions: %+v", p)
+		}
+		out = append(out, p)
+	}
+	cm := &corev1.ConfigMap{Data: map[string]string{"redis.conf": "maxmemory 100mb\n"}}
+	own(cm, "r-config", "config")
+	svc := &corev1.Service{Spec: corev1.ServiceSpec{ClusterIP: "None", Ports: []corev1.ServicePort{{Port: 6379}}}}
+	own(svc, "r", "service")
+	return append(out, cm, svc)
+}
+
+// listed converts the cached objects as listChildren does: each a struct
+// copy of the cache's object (a list without a deep copy), partial when
+// keep is not nil.
+func listed(t *testing.T, cached []runtime.Object, keep map[string]bool) []*unstructured.Unstructured {
+	t.Helper()
+	var out []*unstructured.Unstructured
+	for _, c := range cached {
+		gvk := corev1.SchemeGroupVersion.WithKind(reflect.TypeOf(c).Elem().Name())
+		var item runtime.Object
+		switch c := c.(type) {
+		case *corev1.Pod:
+			list := &corev1.PodList{}
+			if err := meta.SetList(list, []runtime.Object{c}); err != nil {
+				t.Fatal(err)
+			}
+			item = &list.Items[0]
+		case *corev1.ConfigMap:
+			cp := *c
+			item = &cp
+		case *corev1.Service:
+			cp := *c
+			item = &cp
+		}
+		if keep != nil {
+			item = partial(item, keep)
+		}
+		u, err := toUnstructured(item, gvk)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, u)
+	}
+	return out
+}
+
+// TestPartialViewSettlesAsTheWhole: the settled check of a converged CR
+// gives the same answer, from the same digest, whether its typed children
+// were converted whole or only in what the check reads; the partial
+// conversion leaves the cache's objects as they were; a change of what the
+// template reads (a Pod's Ready condition) still unsettles the CR, and a
+// change of what it does not read (a Pod's image) settles it in both views.
+func TestPartialViewSettlesAsTheWhole(t *testing.T) {
+	kind := loadKinds(t, "../../templates").Lookup("cache.example.com", "RedisCluster")
+	cr := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "cache.example.com/v1", "kind": "RedisCluster",
+		"metadata": map[string]any{"name": "r", "namespace": "ns", "uid": "uid-1", "generation": int64(2),
+			"finalizers": []any{FinalizerRetain}},
+		"spec": map[string]any{"replicas": int64(3), "version": "7.2"},
+	}}
+	cached := typedChildren(t, cr)
+	before := make([]runtime.Object, len(cached))
+	for i, c := range cached {
+		before[i] = c.DeepCopyObject()
+	}
+	view := func(objs []*unstructured.Unstructured) *run {
+		r := &run{r: &Reconciler{Applier: &apply.Applier{}}, kind: kind, cr: cr}
+		r.owned = sortChildren(cr, objs)
+		r.observed = r.owned.templateView(r.r.fieldManager())
+		return r
+	}
+
+	// Converged from the whole children, as a reconcile that rendered.
+	whole := view(listed(t, cached, nil))
+	res, err := render.Render(kind, cr, whole.observed, render.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	whole.result_ = res
+	status := whole.desiredStatus()
+	if status[StatusInputsDigest] == nil || !res.Ready {
+		t.Fatalf("not a converged status: ready %v, %v", res.Ready, status)
+	}
+	cr.Object["status"] = status
+
+	keep := view(nil).settleKeys()
+	if want := map[string]bool{"status": true}; !maps.Equal(keep, want) {
+		t.Fatalf("settleKeys = %v, want %v (the RedisCluster reads its Pods' status.conditions)", keep, want)
+	}
+	part := view(listed(t, cached, keep))
+	for i, c := range cached {
+		if !reflect.DeepEqual(c, before[i]) {
+			t.Fatalf("the partial conversion changed the cached %T", c)
+		}
+	}
+	if spec := part.owned.all[0].Object["spec"]; reflect.DeepEqual(spec, whole.owned.all[0].Object["spec"]) {
+		t.Fatalf("the partial view converted the Pod's spec: %v", spec)
+	}
+	dw, okw := view(listed(t, cached, nil)).inputsDigest()
+	dp, okp := part.inputsDigest()
+	if !okw || !okp || dw != dp || dw != status[StatusInputsDigest] {
+		t.Fatalf("digests: whole %q (%v), partial %q (%v), recorded %v", dw, okw, dp, okp, status[StatusInputsDigest])
+	}
+	if !part.settled() {
+		t.Fatal("the partial view of unchanged children is not settled")
+	}
+
+	for name, tc := range map[string]struct {
+		change  func(p *corev1.Pod)
+		settled bool
+	}{
+		"Ready condition False": {func(p *corev1.Pod) {
+			for i := range p.Status.Conditions {
+				if p.Status.Conditions[i].Type == corev1.PodReady {
+					p.Status.Conditions[i].Status = corev1.ConditionFalse
+				}
+			}
+		}, false},
+		"image changed (not read)": {func(p *corev1.Pod) { p.Spec.Containers[0].Image = "other:1" }, true},
+	} {
+		changed := make([]runtime.Object, len(cached))
+		for i, c := range cached {
+			changed[i] = c.DeepCopyObject()
+		}
+		tc.change(changed[1].(*corev1.Pod))
+		w, p := view(listed(t, changed, nil)), view(listed(t, changed, keep))
+		if w.settled() != tc.settled || p.settled() != tc.settled {
+			t.Errorf("%s: settled whole %v, partial %v, want %v", name, w.settled(), p.settled(), tc.settled)
+		}
+	}
+}
