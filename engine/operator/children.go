@@ -8,6 +8,7 @@ import (
 	"sort"
 	"time"
 
+	"golang.org/x/sync/errgroup"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -83,6 +84,12 @@ var errNotServed = errors.New("not served by the API server")
 // syncTimeout bounds the wait for a newly watched kind's informer to sync.
 const syncTimeout = 30 * time.Second
 
+// discoverTimeout bounds it at start, for the kinds already in use: their
+// initial lists (tens of thousands of Pods at the largest scale measured)
+// may take longer than a reconcile should wait, and the operator serves
+// nothing until they synced.
+const discoverTimeout = 10 * time.Minute
+
 // resolveChildKind resolves an allowed kind, at version or else at the
 // preferred one, to the resource the API server serves it as.
 func (o *Operator) resolveChildKind(gk schema.GroupKind, version string) (*meta.RESTMapping, error) {
@@ -115,20 +122,25 @@ func (o *Operator) discoverChildren(ctx context.Context) error {
 	}
 	sort.Slice(gks, func(i, j int) bool { return gks[i].String() < gks[j].String() })
 	selector := labels.SelectorFromSet(labels.Set{render.LabelManagedBy: render.ManagedByValue}).String()
+	// Each kind's list and informer sync at once: at thousands of CRs each
+	// in-use kind's initial list takes seconds, and a restarted process
+	// serves nothing before the last one synced.
+	g, gctx := errgroup.WithContext(ctx)
 	for _, gk := range gks {
 		m := o.children.served[gk]
-		list, err := o.children.meta.Resource(m.Resource).Namespace(o.opts.Namespace).List(ctx,
-			metav1.ListOptions{LabelSelector: selector, Limit: 1})
-		if err != nil {
-			return fmt.Errorf("list the %s managed by cueop: %w", m.Resource.Resource, err)
-		}
-		if len(list.Items) > 0 {
-			if err := o.watchKind(ctx, o.appliedVersion(m, list.Items[0].ManagedFields)); err != nil {
-				return err
+		g.Go(func() error {
+			list, err := o.children.meta.Resource(m.Resource).Namespace(o.opts.Namespace).List(gctx,
+				metav1.ListOptions{LabelSelector: selector, Limit: 1})
+			if err != nil {
+				return fmt.Errorf("list the %s managed by cueop: %w", m.Resource.Resource, err)
 			}
-		}
+			if len(list.Items) == 0 {
+				return nil
+			}
+			return o.watchKindWithin(gctx, o.appliedVersion(m, list.Items[0].ManagedFields), discoverTimeout)
+		})
 	}
-	return nil
+	return g.Wait()
 }
 
 // watchedKinds are the child kinds watched now.
@@ -163,6 +175,12 @@ func (o *Operator) appliedVersion(m *meta.RESTMapping, fields []metav1.ManagedFi
 // no lock: a kind whose watch cannot sync (RBAC, a broken conversion)
 // delays only the reconciles that render it, and those share one wait.
 func (o *Operator) watchKind(ctx context.Context, gvk schema.GroupVersionKind) error {
+	return o.watchKindWithin(ctx, gvk, syncTimeout)
+}
+
+// watchKindWithin is watchKind waiting at most timeout for the informer to
+// sync (the first caller's timeout, for callers that share its wait).
+func (o *Operator) watchKindWithin(ctx context.Context, gvk schema.GroupVersionKind, timeout time.Duration) error {
 	w := &o.children
 	w.mu.Lock()
 	kw := w.watches[gvk]
@@ -187,7 +205,7 @@ func (o *Operator) watchKind(ctx context.Context, gvk schema.GroupVersionKind) e
 	kw.syncing = a
 	w.mu.Unlock()
 
-	m, err := o.startWatch(ctx, gvk, kw)
+	m, err := o.startWatch(ctx, gvk, kw, timeout)
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if err == nil {
@@ -199,9 +217,9 @@ func (o *Operator) watchKind(ctx context.Context, gvk schema.GroupVersionKind) e
 }
 
 // startWatch creates the informer of gvk's children, indexed by owner, and
-// waits (syncTimeout at most) for it to sync. Only the caller that set
+// waits (timeout at most) for it to sync. Only the caller that set
 // kw.syncing runs it.
-func (o *Operator) startWatch(ctx context.Context, gvk schema.GroupVersionKind, kw *kindWatch) (*meta.RESTMapping, error) {
+func (o *Operator) startWatch(ctx context.Context, gvk schema.GroupVersionKind, kw *kindWatch, timeout time.Duration) (*meta.RESTMapping, error) {
 	m, err := o.resolveChildKind(gvk.GroupKind(), gvk.Version)
 	if err != nil {
 		return nil, err
@@ -215,7 +233,7 @@ func (o *Operator) startWatch(ctx context.Context, gvk schema.GroupVersionKind, 
 	}
 	// A watch the API server refuses (RBAC) never syncs: fail the reconcile
 	// (retried with backoff) rather than wait for good.
-	sctx, cancel := context.WithTimeout(ctx, syncTimeout)
+	sctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	if _, err := o.mgr.GetCache().GetInformer(sctx, obj); err != nil {
 		return nil, fmt.Errorf("watch %s children (list and watch permitted?): %w", m.Resource.GroupResource(), err)

@@ -19,6 +19,7 @@ import (
 	"syscall"
 	"time"
 
+	"go.uber.org/zap/zapcore"
 	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -97,7 +98,9 @@ func runOperator(args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr)))
+	// Milliseconds: the phases of a restart (informers synced, kind
+	// served, controller started) are a second or less apart.
+	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), func(o *zap.Options) { o.TimeEncoder = zapcore.ISO8601TimeEncoder }))
 	cfg, err := clientcmd.BuildConfigFromFlags("", *kubeconfig)
 	if err != nil {
 		return err
