@@ -214,6 +214,9 @@ type driver struct {
 	// started, to leave the webhook in place while one runs.
 	crd    string
 	cueops []*opProc
+	// webhooks are the webhook directories (webhook.go) of the cueop
+	// processes, by kubeconfig.
+	webhooks map[string]string
 }
 
 // cueopRunning is whether a cueop process started by d still runs.

@@ -95,6 +95,7 @@ func runOperator(args []string) error {
 	leaseNS := fs.String("lease-namespace", "", "with -shards: the namespace of the shard Leases (default: -namespace)")
 	byObject := fs.Bool("objects", false, "count the writes by object name (always with -shards)")
 	isolation := fs.String("render-isolation", "process", "cueop only: process (render workers) or inprocess")
+	webhookDir := fs.String("webhook-dir", "", "cueop only: serve the conversion webhook with the port and certificates of this directory (webhook.go)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -129,10 +130,16 @@ func runOperator(args []string) error {
 			return err
 		}
 	case *kind == "cueop":
+		var conv *operator.Conversion // nil: operator.LocalConversion
+		if *webhookDir != "" {
+			if conv, err = loadWebhookDir(*webhookDir); err != nil {
+				return err
+			}
+		}
 		// QPS and Burst left unset: operator.New sets its defaults.
 		op, err := operator.New(cfg, operator.Options{
 			Templates: *templates, MaxConcurrent: maxConcurrent, Namespace: *namespace, Manager: mopts,
-			InProcess: *isolation == "inprocess",
+			InProcess: *isolation == "inprocess", Conversion: conv,
 		})
 		if err != nil {
 			return err

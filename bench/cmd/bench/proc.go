@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sync"
 	"syscall"
 	"time"
@@ -52,6 +53,14 @@ func (d *driver) startOperator(ctx context.Context, kind, name, ns, templates st
 	args := []string{"operator", "-kind", kind, "-namespace", ns, "-kubeconfig", d.cluster.KubeconfigPath,
 		"-templates", templates, "-stats", p.addr}
 	args = append(args, extra...)
+	if kind == "cueop" && !slices.Contains(extra, "-shards") {
+		// Replicas of a sharded point serve the webhook their own way.
+		wargs, err := d.webhookArgs(d.cluster.KubeconfigPath)
+		if err != nil {
+			return nil, err
+		}
+		args = append(args, wargs...)
+	}
 	if d.cfg.Profile {
 		p.Profile = filepath.Join(d.cfg.Out, name+".cpu.pprof")
 		args = append(args, "-cpuprofile", p.Profile)
