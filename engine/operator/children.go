@@ -137,6 +137,11 @@ func (o *Operator) discoverChildren(ctx context.Context) error {
 			if len(list.Items) == 0 {
 				return nil
 			}
+			slow := time.AfterFunc(syncTimeout, func() {
+				o.log.Info("still listing the children of a kind in use; nothing is served until they are listed",
+					"kind", gk.String(), "waited", syncTimeout.String(), "gives up after", discoverTimeout.String())
+			})
+			defer slow.Stop()
 			return o.watchKindWithin(gctx, o.appliedVersion(m, list.Items[0].ManagedFields), discoverTimeout)
 		})
 	}
