@@ -138,7 +138,7 @@ func (o *Operator) discoverChildren(ctx context.Context) error {
 				return nil
 			}
 			slow := time.AfterFunc(syncTimeout, func() {
-				o.log.Info("still listing the children of a kind in use; nothing is served until they are listed",
+				o.log.Info("the informer of a kind in use has not synced yet (a large list, or a watch the API server refuses: RBAC, a broken conversion); nothing is served until it has",
 					"kind", gk.String(), "waited", syncTimeout.String(), "gives up after", discoverTimeout.String())
 			})
 			defer slow.Stop()

@@ -3,6 +3,7 @@ package reconcile
 import (
 	"context"
 	"fmt"
+	"reflect"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -21,16 +22,17 @@ import (
 func (r *run) observe(ctx context.Context, keep map[string]bool) error {
 	var objs []*unstructured.Unstructured
 	uid := string(r.cr.GetUID())
+	r.partialView = false
 	for _, gvk := range r.r.ChildKinds() {
-		items, err := r.r.listChildren(ctx, gvk, r.cr.GetNamespace(), uid, keep)
+		items, partial, err := r.r.listChildren(ctx, gvk, r.cr.GetNamespace(), uid, keep)
 		if err != nil {
 			return fmt.Errorf("%s: list %s children: %w", r.subject(), gvk.Kind, err)
 		}
 		objs = append(objs, items...)
+		r.partialView = r.partialView || partial
 	}
 	r.owned = sortChildren(r.cr, objs)
 	r.observed = r.owned.templateView(r.r.fieldManager())
-	r.partialView = keep != nil
 	return nil
 }
 
@@ -38,53 +40,60 @@ func (r *run) observe(ctx context.Context, keep map[string]bool) error {
 // owns. A kind the scheme knows is cached as typed objects, a third of the
 // memory of unstructured ones (a Pod: 7 KiB instead of 23 KiB), and each
 // child is converted for the template as it is listed (but for the fields
-// not in keep, when keep is not nil: partial).
-func (r *Reconciler) listChildren(ctx context.Context, gvk schema.GroupVersionKind, ns, uid string, keep map[string]bool) ([]*unstructured.Unstructured, error) {
+// not in keep, when keep is not nil: partial, which it reports).
+func (r *Reconciler) listChildren(ctx context.Context, gvk schema.GroupVersionKind, ns, uid string, keep map[string]bool) ([]*unstructured.Unstructured, bool, error) {
 	opts := []client.ListOption{client.InNamespace(ns), client.MatchingFields{IndexOwnerUID: uid}}
 	listGVK := gvk.GroupVersion().WithKind(gvk.Kind + "List")
 	if r.Scheme == nil || !r.Scheme.Recognizes(listGVK) {
 		list := &unstructured.UnstructuredList{}
 		list.SetGroupVersionKind(listGVK)
 		if err := r.Children.List(ctx, list, opts...); err != nil {
-			return nil, err
+			return nil, false, err
 		}
 		out := make([]*unstructured.Unstructured, len(list.Items))
 		for i := range list.Items {
 			out[i] = &list.Items[i]
 		}
-		return out, nil
+		return out, false, nil
 	}
 	obj, err := r.Scheme.New(listGVK)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	list, ok := obj.(client.ObjectList)
 	if !ok {
-		return nil, fmt.Errorf("%s is not a list", listGVK)
+		return nil, false, fmt.Errorf("%s is not a list", listGVK)
 	}
 	// Without a deep copy: the cache's reader sets each item of a typed
 	// list to a struct copy of its object, and toUnstructured only sets the
 	// copy's own fields and reads the rest (a Pod's deep copy was the largest
 	// allocation of a settled CR's reconcile after the conversion itself).
 	if err := r.Children.List(ctx, list, append(opts, client.UnsafeDisableDeepCopy)...); err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	items, err := meta.ExtractList(list)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
+	// partial and toUnstructured set the items' own fields: they must be
+	// the list's copies, not the cache's objects, as a list whose items are
+	// pointers would hand out.
+	copied := itemsCopied(list)
 	out := make([]*unstructured.Unstructured, 0, len(items))
 	for _, item := range items {
+		if !copied {
+			item = item.DeepCopyObject()
+		}
 		if keep != nil {
 			item = partial(item, keep)
 		}
 		u, err := toUnstructured(item, gvk)
 		if err != nil {
-			return nil, err
+			return nil, false, err
 		}
 		out = append(out, u)
 	}
-	return out, nil
+	return out, keep != nil && len(out) > 0, nil
 }
 
 // toUnstructured converts a typed child as the API server's JSON would
@@ -120,6 +129,17 @@ func toUnstructured(obj runtime.Object, gvk schema.GroupVersionKind) (*unstructu
 		m["metadata"].(map[string]any)["managedFields"] = entries
 	}
 	return u, nil
+}
+
+// itemsCopied is whether the items of a typed list are structs (each a copy
+// of the object the cache's reader set it from), not pointers.
+func itemsCopied(list client.ObjectList) bool {
+	items, err := meta.GetItemsPtr(list)
+	if err != nil {
+		return false
+	}
+	t := reflect.TypeOf(items).Elem().Elem()
+	return t.Kind() == reflect.Struct && t != reflect.TypeOf(runtime.RawExtension{})
 }
 
 func isControlledBy(obj, owner *unstructured.Unstructured) bool {
