@@ -252,11 +252,10 @@ type steadyResult struct {
 	idleStart     time.Time
 }
 
-// resync waits until p, started on N converged CRs, reconciled every one
-// of them and emptied its queue.
-func (d *driver) resync(ctx context.Context, p *opProc) (*steadyResult, error) {
+// resync waits until p, started at start on N converged CRs, reconciled
+// every one of them and emptied its queue.
+func (d *driver) resync(ctx context.Context, p *opProc, start time.Time) (*steadyResult, error) {
 	res := &steadyResult{}
-	start := time.Now()
 	_, err := waitFor(ctx, 10*time.Minute, func() bool {
 		st := p.mustStats()
 		return st.Reconciles >= float64(d.cfg.N) && st.QueueDepth == 0

@@ -475,7 +475,7 @@ func (r *report) steadySection(p func(string, ...any)) {
 	if cs == nil || bs == nil {
 		return
 	}
-	p("### Steady state\n\nAfter the last runs, each operator is restarted on the %d converged CRs of its last run, one after the other: a new process with a fresh cache reconciles every CR (the full resync: reconciles ≥ N and an empty queue). Then both stay idle together for at least %s (BENCH_IDLE), and until the retry-storm test, run meanwhile on a control plane of its own, has ended. Every request of the new process is counted.\n\n", r.cfg.N, r.cfg.Idle)
+	p("### Steady state\n\nAfter the last runs, each operator is restarted on the %d converged CRs of its last run, one after the other: a new process with a fresh cache reconciles every CR (the full resync: reconciles ≥ N and an empty queue; timed from the process's start, its caches' sync included, as `bench-scale` times it). Then both stay idle together for at least %s (BENCH_IDLE), and until the retry-storm test, run meanwhile on a control plane of its own, has ended. Every request of the new process is counted.\n\n", r.cfg.N, r.cfg.Idle)
 	p("| | cueop | baseline |\n|---|---|---|\n")
 	p("| resync (s) | %.1f | %.1f |\n", cs.Resync.Seconds(), bs.Resync.Seconds())
 	p("| idle after the resync | %s | %s |\n", cs.Idle.Round(time.Second), bs.Idle.Round(time.Second))
