@@ -7,6 +7,7 @@ import (
 	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -102,6 +103,42 @@ func SetConversion(ctx context.Context, cfg *rest.Config, crdName string, webhoo
 	}
 	if err := c.Patch(ctx, live, client.RawPatch(types.MergePatchType, body)); err != nil {
 		return fmt.Errorf("crd %s: set conversion %s: %w", crdName, want.Strategy, err)
+	}
+	return nil
+}
+
+// PointConversion sets the conversion of the CRD named crdName to the
+// webhook at url with caBundle, as the cueop process that serves it would
+// point it, unless the CRD converts so already or has one version: the
+// process, started after, then finds its CRD pointed and writes nothing.
+func PointConversion(ctx context.Context, cfg *rest.Config, crdName, url string, caBundle []byte) error {
+	c, err := crdClient(cfg)
+	if err != nil {
+		return err
+	}
+	live := &apiextensionsv1.CustomResourceDefinition{}
+	if err := c.Get(ctx, client.ObjectKey{Name: crdName}, live); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	if len(live.Spec.Versions) < 2 || live.Spec.Conversion == nil {
+		return nil
+	}
+	want := crdgen.WebhookConversion()
+	want.Webhook.ClientConfig = &apiextensionsv1.WebhookClientConfig{URL: &url, CABundle: caBundle}
+	if equality.Semantic.DeepEqual(live.Spec.Conversion, want) {
+		return nil
+	}
+	// A merge patch: the service the CRD may name goes, the url comes.
+	body, err := json.Marshal(map[string]any{"spec": map[string]any{"conversion": map[string]any{
+		"strategy": want.Strategy, "webhook": map[string]any{
+			"conversionReviewVersions": want.Webhook.ConversionReviewVersions,
+			"clientConfig":             map[string]any{"url": url, "caBundle": caBundle, "service": nil},
+		}}}})
+	if err != nil {
+		return err
+	}
+	if err := c.Patch(ctx, live, client.RawPatch(types.MergePatchType, body)); err != nil {
+		return fmt.Errorf("crd %s: point the conversion webhook: %w", crdName, err)
 	}
 	return nil
 }

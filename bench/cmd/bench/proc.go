@@ -28,19 +28,43 @@ type opProc struct {
 	err        error         // its exit status, once exited is closed
 	stopOnce   sync.Once
 	Profile    string // CPU profile file, "" when none
+	// stopped runs once the process has ended by stop.
+	stopped func()
 }
 
 // startOperator starts an operator of kind on namespace ns and waits until
 // its caches have synced. name names its log and profile files in d.out;
 // extra are more flags of `bench operator`.
 func (d *driver) startOperator(ctx context.Context, kind, name, ns, templates string, extra ...string) (*opProc, error) {
-	if d.crd != "" && (kind == "cueop" || !d.cueopRunning()) {
+	sharded := slices.Contains(extra, "-shards")
+	var wargs []string
+	if kind == "cueop" && !sharded {
+		// Replicas of a sharded point serve the webhook their own way.
+		var err error
+		if wargs, err = d.webhookArgs(d.cluster.KubeconfigPath); err != nil {
+			return nil, err
+		}
+	}
+	switch {
+	case d.crd == "":
+	case wargs != nil:
+		// Pointed at the webhook the process will serve, as it would
+		// point it: a restart finds it pointed and writes nothing.
+		conv, err := loadWebhookDir(wargs[1])
+		if err != nil {
+			return nil, err
+		}
+		if err := harness.PointConversion(ctx, d.rest, d.crd, conv.Endpoint.URL, conv.Endpoint.Certs.CABundle()); err != nil {
+			return nil, err
+		}
+	case kind == "cueop" || !d.cueopRunning():
 		// The baseline serves no conversion webhook; cueop serves its own
 		// (and keeps serving it beside a baseline started after it).
 		if err := harness.SetConversion(ctx, d.rest, d.crd, kind == "cueop"); err != nil {
 			return nil, err
 		}
 	}
+
 	self, err := os.Executable()
 	if err != nil {
 		return nil, err
@@ -53,14 +77,7 @@ func (d *driver) startOperator(ctx context.Context, kind, name, ns, templates st
 	args := []string{"operator", "-kind", kind, "-namespace", ns, "-kubeconfig", d.cluster.KubeconfigPath,
 		"-templates", templates, "-stats", p.addr}
 	args = append(args, extra...)
-	if kind == "cueop" && !slices.Contains(extra, "-shards") {
-		// Replicas of a sharded point serve the webhook their own way.
-		wargs, err := d.webhookArgs(d.cluster.KubeconfigPath)
-		if err != nil {
-			return nil, err
-		}
-		args = append(args, wargs...)
-	}
+	args = append(args, wargs...)
 	if d.cfg.Profile {
 		p.Profile = filepath.Join(d.cfg.Out, name+".cpu.pprof")
 		args = append(args, "-cpuprofile", p.Profile)
@@ -79,6 +96,21 @@ func (d *driver) startOperator(ctx context.Context, kind, name, ns, templates st
 	}
 	if kind == "cueop" {
 		d.cueops = append(d.cueops, p)
+		// The CRD keeps pointing at the webhook of the last cueop process
+		// (webhook.go): once none serves, the API server could not read
+		// the CRs back (a list after its watch cache's relist, a namespace's
+		// deletion) until the next cueop started. No conversion then, as the
+		// baseline has.
+		p.stopped = func() {
+			if d.crd == "" || d.cueopRunning() {
+				return
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			if err := harness.SetConversion(ctx, d.rest, d.crd, false); err != nil {
+				d.logf("%s stopped: the CRD's conversion not set to None: %v", name, err)
+			}
+		}
 	}
 	go func() {
 		p.err = p.cmd.Wait()
@@ -167,6 +199,9 @@ func (p *opProc) stop() {
 		case <-time.After(30 * time.Second):
 			_ = p.cmd.Process.Kill()
 			<-p.exited
+		}
+		if p.stopped != nil {
+			p.stopped()
 		}
 	})
 }
