@@ -42,6 +42,14 @@ func (d *driver) namespace(ctx context.Context, prefix string) (string, error) {
 // kubelet would confirm a Pod's end anyway), so that the namespace
 // controller finds it nearly empty.
 func (d *driver) deleteNamespace(ctx context.Context, ns string) (time.Duration, error) {
+	if d.crd != "" && !d.cueopRunning() {
+		// The CRD may point at the webhook of a cueop process stopped
+		// (webhook.go): the API server could not read the CRs back through
+		// it (a relist of its watch cache) to delete them.
+		if err := harness.SetConversion(ctx, d.rest, d.crd, false); err != nil {
+			return 0, err
+		}
+	}
 	start := time.Now()
 	zero := int64(0)
 	opts := metav1.DeleteOptions{GracePeriodSeconds: &zero}

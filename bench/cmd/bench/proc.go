@@ -28,8 +28,6 @@ type opProc struct {
 	err        error         // its exit status, once exited is closed
 	stopOnce   sync.Once
 	Profile    string // CPU profile file, "" when none
-	// stopped runs once the process has ended by stop.
-	stopped func()
 }
 
 // startOperator starts an operator of kind on namespace ns and waits until
@@ -96,21 +94,6 @@ func (d *driver) startOperator(ctx context.Context, kind, name, ns, templates st
 	}
 	if kind == "cueop" {
 		d.cueops = append(d.cueops, p)
-		// The CRD keeps pointing at the webhook of the last cueop process
-		// (webhook.go): once none serves, the API server could not read
-		// the CRs back (a list after its watch cache's relist, a namespace's
-		// deletion) until the next cueop started. No conversion then, as the
-		// baseline has.
-		p.stopped = func() {
-			if d.crd == "" || d.cueopRunning() {
-				return
-			}
-			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-			defer cancel()
-			if err := harness.SetConversion(ctx, d.rest, d.crd, false); err != nil {
-				d.logf("%s stopped: the CRD's conversion not set to None: %v", name, err)
-			}
-		}
 	}
 	go func() {
 		p.err = p.cmd.Wait()
@@ -199,9 +182,6 @@ func (p *opProc) stop() {
 		case <-time.After(30 * time.Second):
 			_ = p.cmd.Process.Kill()
 			<-p.exited
-		}
-		if p.stopped != nil {
-			p.stopped()
 		}
 	})
 }

@@ -20,9 +20,10 @@ import (
 // resync being measured. So the driver gives the cueop processes it starts
 // one after the other on a control plane the same port and certificates
 // (webhookArgs), as a deployment's restart has, and points the CRD at them
-// before it starts one (startOperator: the process finds its CRD pointed);
-// once no cueop process runs, it sets the CRD's conversion to None (the API
-// server could not read the CRs back through a webhook nobody serves).
+// before it starts one (startOperator: the process finds its CRD pointed).
+// Before it deletes a namespace of CRs with no cueop process running, it
+// sets the CRD's conversion to None (deleteNamespace: the API server could
+// not read the CRs back through a webhook nobody serves).
 
 // webhookFiles are the names of the files in a webhook directory.
 const (
