@@ -78,16 +78,9 @@ func LoadKind(dir string) (*template.Kind, error) {
 // setting apiVersion alone. Nothing is written when the strategy is
 // already the one asked for.
 func SetConversion(ctx context.Context, cfg *rest.Config, crdName string, webhook bool) error {
-	c, err := crdClient(cfg)
-	if err != nil {
+	c, live, err := convertingCRD(ctx, cfg, crdName)
+	if err != nil || live == nil {
 		return err
-	}
-	live := &apiextensionsv1.CustomResourceDefinition{}
-	if err := c.Get(ctx, client.ObjectKey{Name: crdName}, live); err != nil {
-		return client.IgnoreNotFound(err)
-	}
-	if len(live.Spec.Versions) < 2 || live.Spec.Conversion == nil {
-		return nil
 	}
 	want := &apiextensionsv1.CustomResourceConversion{Strategy: apiextensionsv1.NoneConverter}
 	if webhook {
@@ -112,16 +105,9 @@ func SetConversion(ctx context.Context, cfg *rest.Config, crdName string, webhoo
 // point it, unless the CRD converts so already or has one version: the
 // process, started after, then finds its CRD pointed and writes nothing.
 func PointConversion(ctx context.Context, cfg *rest.Config, crdName, url string, caBundle []byte) error {
-	c, err := crdClient(cfg)
-	if err != nil {
+	c, live, err := convertingCRD(ctx, cfg, crdName)
+	if err != nil || live == nil {
 		return err
-	}
-	live := &apiextensionsv1.CustomResourceDefinition{}
-	if err := c.Get(ctx, client.ObjectKey{Name: crdName}, live); err != nil {
-		return client.IgnoreNotFound(err)
-	}
-	if len(live.Spec.Versions) < 2 || live.Spec.Conversion == nil {
-		return nil
 	}
 	want := crdgen.WebhookConversion()
 	want.Webhook.ClientConfig = &apiextensionsv1.WebhookClientConfig{URL: &url, CABundle: caBundle}
@@ -141,6 +127,23 @@ func PointConversion(ctx context.Context, cfg *rest.Config, crdName, url string,
 		return fmt.Errorf("crd %s: point the conversion webhook: %w", crdName, err)
 	}
 	return nil
+}
+
+// convertingCRD is the live CRD named crdName and a client of it; nil when
+// it is not there or has one version (nothing to convert).
+func convertingCRD(ctx context.Context, cfg *rest.Config, crdName string) (client.Client, *apiextensionsv1.CustomResourceDefinition, error) {
+	c, err := crdClient(cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	live := &apiextensionsv1.CustomResourceDefinition{}
+	if err := c.Get(ctx, client.ObjectKey{Name: crdName}, live); err != nil {
+		return nil, nil, client.IgnoreNotFound(err)
+	}
+	if len(live.Spec.Versions) < 2 || live.Spec.Conversion == nil {
+		return nil, nil, nil
+	}
+	return c, live, nil
 }
 
 // CRDName is the name of the CRD of the RedisCluster kind of dir.
