@@ -38,6 +38,12 @@ type kindController struct {
 // keeps its last good revision serving, and the error is reported.
 func (o *Operator) reload(ctx context.Context) error {
 	set, err := template.LoadWith(o.opts.Templates, o.loadOptions(ctx))
+	return o.reloadSet(ctx, set, err)
+}
+
+// reloadSet brings the controllers in line with set, the templates as
+// loaded (LoadWith's answer, err included).
+func (o *Operator) reloadSet(ctx context.Context, set *template.Set, err error) error {
 	if set == nil {
 		o.loadFailed(ctx, err, nil)
 		return err

@@ -386,12 +386,6 @@ func (o *Operator) Start(ctx context.Context) error {
 	// The schemas of the built-in kinds take seconds to parse: parse them
 	// while the caches sync, not in the first reconcile that needs them.
 	go kschema.Converter()
-	if !o.mgr.GetCache().WaitForCacheSync(ctx) || !o.parents.WaitForCacheSync(ctx) {
-		return errors.New("caches did not sync")
-	}
-	if err := o.discoverChildren(ctx); err != nil {
-		return err
-	}
 	w, err := fsnotify.NewWatcher()
 	if err != nil {
 		return fmt.Errorf("templates watch: %w", err)
@@ -399,11 +393,27 @@ func (o *Operator) Start(ctx context.Context) error {
 	defer w.Close()
 	defer o.stopWorkers()
 	o.addWatches(w)
+	// The templates compile (in a worker, then here) while the caches
+	// sync: a restarted process serves sooner. An edit made after the
+	// watch was set up is seen by watchTemplates and loaded again.
+	loaded := o.preload(ctx)
+	if !o.mgr.GetCache().WaitForCacheSync(ctx) || !o.parents.WaitForCacheSync(ctx) {
+		return errors.New("caches did not sync")
+	}
+	if err := o.discoverChildren(ctx); err != nil {
+		return err
+	}
+	var first preloaded
+	select {
+	case first = <-loaded:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 	// No kind to serve is fatal, unless a kind was refused for its schema:
 	// exiting would make a restarted operator crash-loop on the CRs it
 	// protects; it waits for a fixed template instead (schemaguard.go). A
 	// kind waiting for its CRD (crdwait.go) is a kind to serve.
-	if err := o.reload(ctx); err != nil {
+	if err := o.reloadSet(ctx, first.set, first.err); err != nil {
 		if len(o.kindNames()) == 0 && !o.anyWaiting() && !o.anyRefused() {
 			return fmt.Errorf("templates %s: %w", o.opts.Templates, err)
 		}
@@ -411,6 +421,23 @@ func (o *Operator) Start(ctx context.Context) error {
 	}
 	go o.repointOnRotation(ctx) // conversion.go
 	return o.watchTemplates(ctx, w, o.reload)
+}
+
+// preloaded is a load of the templates made before the caches synced.
+type preloaded struct {
+	set *template.Set
+	err error
+}
+
+// preload loads the templates in the background; the channel gives the
+// result once.
+func (o *Operator) preload(ctx context.Context) <-chan preloaded {
+	ch := make(chan preloaded, 1)
+	go func() {
+		set, err := template.LoadWith(o.opts.Templates, o.loadOptions(ctx))
+		ch <- preloaded{set, err}
+	}()
+	return ch
 }
 
 // Parents is the cache of the CRs, for callers that follow their status.
