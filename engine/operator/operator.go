@@ -396,18 +396,17 @@ func (o *Operator) Start(ctx context.Context) error {
 	// The templates compile (in a worker, then here) while the caches
 	// sync: a restarted process serves sooner. An edit made after the
 	// watch was set up is seen by watchTemplates and loaded again.
-	loaded := o.preload(ctx)
+	pre := o.preload(ctx, w)
+	defer pre.stop()
 	if !o.mgr.GetCache().WaitForCacheSync(ctx) || !o.parents.WaitForCacheSync(ctx) {
 		return errors.New("caches did not sync")
 	}
 	if err := o.discoverChildren(ctx); err != nil {
 		return err
 	}
-	var first preloaded
-	select {
-	case first = <-loaded:
-	case <-ctx.Done():
-		return ctx.Err()
+	first, err := pre.result(ctx)
+	if err != nil {
+		return err
 	}
 	// No kind to serve is fatal, unless a kind was refused for its schema:
 	// exiting would make a restarted operator crash-loop on the CRs it
@@ -421,23 +420,6 @@ func (o *Operator) Start(ctx context.Context) error {
 	}
 	go o.repointOnRotation(ctx) // conversion.go
 	return o.watchTemplates(ctx, w, o.reload)
-}
-
-// preloaded is a load of the templates made before the caches synced.
-type preloaded struct {
-	set *template.Set
-	err error
-}
-
-// preload loads the templates in the background; the channel gives the
-// result once.
-func (o *Operator) preload(ctx context.Context) <-chan preloaded {
-	ch := make(chan preloaded, 1)
-	go func() {
-		set, err := template.LoadWith(o.opts.Templates, o.loadOptions(ctx))
-		ch <- preloaded{set, err}
-	}()
-	return ch
 }
 
 // Parents is the cache of the CRs, for callers that follow their status.

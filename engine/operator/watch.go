@@ -2,6 +2,7 @@ package operator
 
 import (
 	"context"
+	"errors"
 	"io/fs"
 	"path/filepath"
 	"time"
@@ -31,6 +32,9 @@ func (o *Operator) watchTemplates(ctx context.Context, w *fsnotify.Watcher, relo
 			}
 		case err := <-w.Errors:
 			o.log.Error(err, "templates watch")
+			if errors.Is(err, fsnotify.ErrEventOverflow) {
+				timer = time.After(debounce) // events were lost: load again
+			}
 		case <-timer:
 			timer = nil
 			o.addWatches(w)

@@ -1,4 +1,0 @@
-package operator
-
-// ShardParents is shardParents, for the external tests.
-var ShardParents = shardParents

@@ -1,0 +1,33 @@
+package operator
+
+import (
+	"context"
+
+	"github.com/fsnotify/fsnotify"
+
+	"github.com/cueop/cueop/engine/template"
+)
+
+// ShardParents is shardParents, for the external tests.
+var ShardParents = shardParents
+
+// Preload is Start's preload of the templates of dir (in process), for the
+// external tests: noted is closed once an edit is noted, result is the load
+// served first, stop ends it.
+func Preload(ctx context.Context, dir string) (noted <-chan struct{}, result func(context.Context) (*template.Set, error), stop func(), err error) {
+	w, err := fsnotify.NewWatcher()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	o := &Operator{opts: Options{Templates: dir, InProcess: true}}
+	o.addWatches(w)
+	p := o.preload(ctx, w)
+	result = func(ctx context.Context) (*template.Set, error) {
+		first, err := p.result(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return first.set, first.err
+	}
+	return p.noted, result, func() { p.stop(); _ = w.Close() }, nil
+}
