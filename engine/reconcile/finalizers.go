@@ -64,6 +64,10 @@ func (r *Reconciler) setFinalizers(ctx context.Context, cr *unstructured.Unstruc
 	case err != nil:
 		return fmt.Errorf("%s %s/%s: finalizers %v: %w", cr.GetKind(), cr.GetNamespace(), cr.GetName(), want, err)
 	}
+	// Until the cache has the write, a reconcile reading the CR as it was
+	// would write again: a deleted CR's finalizers would come off twice, the
+	// second time answered 404.
+	r.written.wrote(client.ObjectKeyFromObject(cr), cr.GetResourceVersion(), patched.GetResourceVersion())
 	cr.SetFinalizers(patched.GetFinalizers())
 	cr.SetResourceVersion(patched.GetResourceVersion())
 	return nil

@@ -119,6 +119,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if cr.GetDeletionTimestamp() != nil {
+		if r.written.stale(req.NamespacedName, cr) {
+			return ctrl.Result{}, nil // the event of cueop's last write (or of the CR's end) brings it back
+		}
 		r.Rollout.Forget(req.NamespacedName)
 		r.written.forget(req.NamespacedName)
 		r.Refs.Forget(req.NamespacedName)

@@ -202,7 +202,8 @@ func (r *run) writeStatus(ctx context.Context) error {
 }
 
 // statusWrites remembers, per CR, the resourceVersion the cache held when
-// cueop last wrote its status, until the cache moves past it. A reconcile
+// cueop last wrote its status or its finalizers (finalizers.go), until the
+// cache moves past it. A reconcile
 // that reads the CR at that version would compare against a status older
 // than cueop's own last write: it would write again for nothing, with its
 // conditions' lastTransitionTime reset, and the reconcile after it would
