@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"sync"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -68,6 +69,9 @@ func (r *Reconciler) setFinalizers(ctx context.Context, cr *unstructured.Unstruc
 	// would write again: a deleted CR's finalizers would come off twice, the
 	// second time answered 404.
 	r.written.wrote(client.ObjectKeyFromObject(cr), cr.GetResourceVersion(), patched.GetResourceVersion())
+	if cr.GetDeletionTimestamp() != nil && !slices.ContainsFunc(Finalizers, func(f string) bool { return slices.Contains(patched.GetFinalizers(), f) }) {
+		r.finalized.done(client.ObjectKeyFromObject(cr), cr.GetUID())
+	}
 	cr.SetFinalizers(patched.GetFinalizers())
 	cr.SetResourceVersion(patched.GetResourceVersion())
 	return nil
@@ -110,4 +114,45 @@ func finalizerOps(cr *unstructured.Unstructured, want map[string]bool) []map[str
 		ops = append(ops, map[string]any{"op": "add", "path": "/metadata/finalizers/-", "value": name})
 	}
 	return ops
+}
+
+// finalizedCRs remembers the CRs being deleted that cueop took its last
+// finalizer off, by uid, until the cache no longer holds them. Nothing is
+// left to do for them: the API server refuses a new finalizer on an object
+// being deleted. The write that removes the last finalizer deletes the CR
+// and answers with the resourceVersion it had, so statusWrites cannot tell
+// a cache that still holds the CR from one that caught up; without this,
+// a reconcile reading the lagging cache took the finalizers off again,
+// answered 404.
+type finalizedCRs struct {
+	mu  sync.Mutex
+	uid map[types.NamespacedName]types.UID
+}
+
+func (f *finalizedCRs) done(key types.NamespacedName, uid types.UID) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.uid == nil {
+		f.uid = map[types.NamespacedName]types.UID{}
+	}
+	f.uid[key] = uid
+}
+
+// has says whether cr is a CR whose finalizers cueop took off; a CR of the
+// same name with another uid forgets the old one.
+func (f *finalizedCRs) has(key types.NamespacedName, cr *unstructured.Unstructured) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	uid, ok := f.uid[key]
+	if ok && uid == cr.GetUID() {
+		return true
+	}
+	delete(f.uid, key)
+	return false
+}
+
+func (f *finalizedCRs) forget(key types.NamespacedName) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.uid, key)
 }

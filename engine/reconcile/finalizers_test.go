@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // TestFinalizerOps: one patch adds both finalizers, or removes both,
@@ -42,5 +43,36 @@ func TestFinalizerOps(t *testing.T) {
 		if string(got) != tc.ops {
 			t.Errorf("%s:\n got %s\nwant %s", name, got, tc.ops)
 		}
+	}
+}
+
+// TestFinalizedCRs: a CR being deleted whose last finalizer cueop took off
+// is done for its uid, whatever resourceVersion a lagging cache shows; a CR
+// of the same name with another uid, or the CR gone, forgets it.
+func TestFinalizedCRs(t *testing.T) {
+	key := types.NamespacedName{Namespace: "ns", Name: "d"}
+	cr := func(uid string) *unstructured.Unstructured {
+		o := &unstructured.Unstructured{}
+		o.SetUID(types.UID(uid))
+		return o
+	}
+	var f finalizedCRs
+	if f.has(key, cr("a")) {
+		t.Error("done before any write")
+	}
+	f.done(key, "a")
+	if !f.has(key, cr("a")) || !f.has(key, cr("a")) {
+		t.Error("the finalized CR is not done")
+	}
+	if f.has(key, cr("b")) {
+		t.Error("a new CR of the same name is done")
+	}
+	if f.has(key, cr("a")) {
+		t.Error("still done after another uid was seen")
+	}
+	f.done(key, "a")
+	f.forget(key)
+	if f.has(key, cr("a")) {
+		t.Error("done after forget")
 	}
 }

@@ -81,6 +81,7 @@ type Reconciler struct {
 	memo      renderMemo   // memo.go
 	conflicts conflictMemo // ownership.go
 	busy      busySince    // busy.go
+	finalized finalizedCRs // finalizers.go
 
 	stampOnce sync.Once // resync.go
 	stampText string
@@ -115,11 +116,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			r.memo.forget(req.NamespacedName)
 			r.conflicts.forget(req.NamespacedName)
 			r.busy.forget(req.NamespacedName)
+			r.finalized.forget(req.NamespacedName)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if cr.GetDeletionTimestamp() != nil {
-		if r.written.stale(req.NamespacedName, cr) {
+		if r.finalized.has(req.NamespacedName, cr) || r.written.stale(req.NamespacedName, cr) {
 			return ctrl.Result{}, nil // the event of cueop's last write (or of the CR's end) brings it back
 		}
 		r.Rollout.Forget(req.NamespacedName)
