@@ -395,7 +395,8 @@ func (o *Operator) Start(ctx context.Context) error {
 	o.addWatches(w)
 	// The templates compile (in a worker, then here) while the caches
 	// sync: a restarted process serves sooner. An edit made after the
-	// watch was set up is seen by watchTemplates and loaded again.
+	// watch was set up is loaded again before the first serve
+	// (preload.go), a later one by watchTemplates.
 	pre := o.preload(ctx, w)
 	defer pre.stop()
 	if !o.mgr.GetCache().WaitForCacheSync(ctx) || !o.parents.WaitForCacheSync(ctx) {
@@ -406,7 +407,7 @@ func (o *Operator) Start(ctx context.Context) error {
 	}
 	first, err := pre.result(ctx)
 	if err != nil {
-		return err
+		return nil // stopped before the first serve
 	}
 	// No kind to serve is fatal, unless a kind was refused for its schema:
 	// exiting would make a restarted operator crash-loop on the CRs it
