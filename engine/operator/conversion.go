@@ -213,7 +213,7 @@ func (l *conversionLoader) Start(ctx context.Context) error {
 }
 
 func (l *conversionLoader) load(ctx context.Context) error {
-	set, err := template.LoadWith(l.o.opts.Templates, l.o.loadOptions(ctx))
+	set, err := l.o.loadTemplates(ctx)
 	if set != nil {
 		l.o.conv.serveSet(set)
 	}

@@ -37,7 +37,7 @@ type kindController struct {
 // gets a controller, a removed kind's controller stops. A broken package
 // keeps its last good revision serving, and the error is reported.
 func (o *Operator) reload(ctx context.Context) error {
-	set, err := template.LoadWith(o.opts.Templates, o.loadOptions(ctx))
+	set, err := o.loadTemplates(ctx)
 	return o.reloadSet(ctx, set, err)
 }
 

@@ -42,7 +42,7 @@ func (o *Operator) preload(ctx context.Context, w *fsnotify.Watcher) *preloading
 	loadDone := make(chan struct{})
 	go func() {
 		defer close(loadDone)
-		set, err := template.LoadWith(o.opts.Templates, o.loadOptions(ctx))
+		set, err := o.loadTemplates(ctx)
 		p.loaded <- preloaded{set, err}
 	}()
 	go func() {
@@ -91,7 +91,7 @@ func (p *preloading) result(ctx context.Context) (preloaded, error) {
 	if <-p.edited {
 		p.o.log.Info("templates edited while the caches synced: loading them again")
 		p.o.addWatches(p.w)
-		set, err := template.LoadWith(p.o.opts.Templates, p.o.loadOptions(ctx))
+		set, err := p.o.loadTemplates(ctx)
 		first = preloaded{set, err}
 	}
 	return first, nil

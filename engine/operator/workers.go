@@ -31,6 +31,12 @@ func (o *Operator) stopWorkers() {
 	}
 }
 
+// loadTemplates loads and compiles every kind of the templates directory
+// with loadOptions.
+func (o *Operator) loadTemplates(ctx context.Context) (*template.Set, error) {
+	return template.LoadWith(o.opts.Templates, o.loadOptions(ctx))
+}
+
 // loadOptions compile each package in a worker first: only what a worker
 // compiled within the budget is compiled again in the operator, so that a
 // template that would crash or hang the compile ends a worker, not the

@@ -38,7 +38,7 @@ const deletionRecheck = 10 * time.Second
 // what a kind without waves leaves).
 func (r *Reconciler) finalize(ctx context.Context, cr *unstructured.Unstructured) (ctrl.Result, error) {
 	fins := cr.GetFinalizers()
-	if !slices.ContainsFunc(Finalizers, func(f string) bool { return slices.Contains(fins, f) }) {
+	if !anyOurs(fins) {
 		return ctrl.Result{}, nil
 	}
 	if slices.Contains(fins, metav1.FinalizerOrphanDependents) {

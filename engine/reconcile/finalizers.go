@@ -69,12 +69,17 @@ func (r *Reconciler) setFinalizers(ctx context.Context, cr *unstructured.Unstruc
 	// would write again: a deleted CR's finalizers would come off twice, the
 	// second time answered 404.
 	r.written.wrote(client.ObjectKeyFromObject(cr), cr.GetResourceVersion(), patched.GetResourceVersion())
-	if cr.GetDeletionTimestamp() != nil && !slices.ContainsFunc(Finalizers, func(f string) bool { return slices.Contains(patched.GetFinalizers(), f) }) {
+	if cr.GetDeletionTimestamp() != nil && !anyOurs(patched.GetFinalizers()) {
 		r.finalized.done(client.ObjectKeyFromObject(cr), cr.GetUID())
 	}
 	cr.SetFinalizers(patched.GetFinalizers())
 	cr.SetResourceVersion(patched.GetResourceVersion())
 	return nil
+}
+
+// anyOurs says whether fins holds one of cueop's finalizers.
+func anyOurs(fins []string) bool {
+	return slices.ContainsFunc(Finalizers, func(f string) bool { return slices.Contains(fins, f) })
 }
 
 // finalizerOps are the JSON patch operations that bring cr's finalizers in
