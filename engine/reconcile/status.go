@@ -216,13 +216,14 @@ type statusWrites struct {
 
 // wrote records a status write of key made from the CR at resourceVersion
 // read; written is the resourceVersion the API server answered with. A
-// write that changed nothing (the same version) brings no event: nothing
-// is recorded then.
+// write that changed nothing (the same version) brings no event: it
+// records nothing and keeps what an earlier write of the same reconcile
+// recorded (finalizers, then a status already right), whose event is
+// still to come.
 func (w *statusWrites) wrote(key types.NamespacedName, read, written string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if read == "" || written == "" || read == written {
-		delete(w.behind, key)
 		return
 	}
 	if w.behind == nil {

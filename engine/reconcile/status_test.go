@@ -19,7 +19,7 @@ import (
 // TestStatusWritesStale: a CR read at the resourceVersion the cache held
 // when cueop last wrote its status is stale until the cache moves on; a
 // write that changed nothing (same resourceVersion) brings no event, so it
-// makes nothing stale.
+// makes nothing stale, and keeps the mark of the write before it.
 func TestStatusWritesStale(t *testing.T) {
 	key := types.NamespacedName{Namespace: "ns", Name: "w"}
 	at := func(rv string) *unstructured.Unstructured {
@@ -43,9 +43,16 @@ func TestStatusWritesStale(t *testing.T) {
 	}
 
 	w.wrote(key, "2", "3")
-	w.wrote(key, "3", "3") // a no-op write
-	if w.stale(key, at("3")) || w.stale(key, at("2")) {
+	w.wrote(key, "3", "3") // a no-op write after it, in the same reconcile
+	if !w.stale(key, at("2")) {
+		t.Error("a no-op write forgot the write before it")
+	}
+	if w.stale(key, at("3")) {
 		t.Error("a no-op write left the CR stale")
+	}
+	w.wrote(key, "3", "3")
+	if w.stale(key, at("3")) {
+		t.Error("a no-op write alone made the CR stale")
 	}
 
 	w.wrote(key, "3", "4")
