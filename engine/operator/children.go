@@ -11,7 +11,6 @@ import (
 	"golang.org/x/sync/errgroup"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/metadata"
@@ -260,8 +259,7 @@ func (o *Operator) addWatch(kw *kindWatch, m *meta.RESTMapping) error {
 // childSource enqueues kc's CR that controls a changed child of kind gvk,
 // marking it drifted first when the child was deleted or edited by hand.
 func (o *Operator) childSource(kc *kindController, gvk schema.GroupVersionKind) source.Source {
-	parent := &unstructured.Unstructured{}
-	parent.SetGroupVersionKind(kc.rec.Kind().Resource.GroupVersionKind())
+	parent := parentObject(kc.rec.Kind().Resource.GroupVersionKind())
 	owner := handler.EnqueueRequestForOwner(o.mgr.GetScheme(), o.mgr.GetRESTMapper(), parent, handler.OnlyControllerOwner())
 	return source.Kind[client.Object](o.mgr.GetCache(), o.childObject(gvk), driftHandler(kc, owner)) // drift.go
 }

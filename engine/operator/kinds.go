@@ -192,8 +192,7 @@ func rateLimiter() workqueue.TypedRateLimiter[ctrlreconcile.Request] {
 // changes (of the child kinds watched, now and later), and when its kind is
 // resynced.
 func (o *Operator) watch(c controller.Controller, k *template.Kind, kc *kindController) error {
-	parent := &unstructured.Unstructured{}
-	parent.SetGroupVersionKind(k.Resource.GroupVersionKind())
+	parent := parentObject(k.Resource.GroupVersionKind())
 	srcs := []source.Source{
 		source.Kind[client.Object](o.parents, parent, &handler.EnqueueRequestForObject{}),
 		source.Channel(kc.resync, &handler.EnqueueRequestForObject{}),
@@ -267,8 +266,7 @@ func (o *Operator) stopController(ctx context.Context, name string) {
 	o.children.removeController(kc)
 	o.reads.removeController(kc)
 	k := kc.rec.Kind()
-	parent := &unstructured.Unstructured{}
-	parent.SetGroupVersionKind(k.Resource.GroupVersionKind())
+	parent := parentObject(k.Resource.GroupVersionKind())
 	if err := o.parents.RemoveInformer(ctx, parent); err != nil {
 		o.log.Error(err, "remove informer", "kind", k.Resource.Kind)
 	}

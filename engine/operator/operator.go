@@ -402,12 +402,18 @@ func (o *Operator) Start(ctx context.Context) error {
 	if !o.mgr.GetCache().WaitForCacheSync(ctx) || !o.parents.WaitForCacheSync(ctx) {
 		return errors.New("caches did not sync")
 	}
-	if err := o.discoverChildren(ctx); err != nil {
-		return err
-	}
+	// The children's informers sync while the templates compile, and the
+	// CRs' informers list meanwhile once they have (warmparents.go).
+	discovered := make(chan error, 1)
+	go func() { discovered <- o.discoverChildren(ctx) }()
 	first, err := pre.result(ctx)
 	if err != nil {
+		<-discovered
 		return nil // stopped before the first serve
+	}
+	warmed := o.warmParents(ctx, first.set)
+	if err := <-discovered; err != nil {
+		return err
 	}
 	// No kind to serve is fatal, unless a kind was refused for its schema:
 	// exiting would make a restarted operator crash-loop on the CRs it
@@ -419,6 +425,7 @@ func (o *Operator) Start(ctx context.Context) error {
 		}
 		o.log.Error(err, "not every kind serves") // unserved.go retries what may pass
 	}
+	o.unwarm(ctx, warmed)
 	go o.repointOnRotation(ctx) // conversion.go
 	return o.watchTemplates(ctx, w, o.reload)
 }
