@@ -52,6 +52,20 @@ type conversions struct {
 
 	mu   sync.Mutex
 	revs map[schema.GroupKind]string // the revision converting, by kind
+
+	// loaded is closed once the templates have been loaded for the first
+	// time (Start's first serve, or the conversion loader's first load):
+	// until then the handler holds a review of a kind with no converter.
+	loaded     chan struct{}
+	loadedOnce sync.Once
+}
+
+// firstLoadDone releases the reviews held for the first load.
+func (c *conversions) firstLoadDone() {
+	if c == nil {
+		return
+	}
+	c.loadedOnce.Do(func() { close(c.loaded) })
 }
 
 func newConversions(c *Conversion, b budget.Budget, log logr.Logger) *conversions {
@@ -63,7 +77,7 @@ func newConversions(c *Conversion, b budget.Budget, log logr.Logger) *conversion
 	if reg == nil {
 		reg = &webhook.Registry{}
 	}
-	return &conversions{reg: reg, make: mk, log: log, revs: map[schema.GroupKind]string{}}
+	return &conversions{reg: reg, make: mk, log: log, revs: map[schema.GroupKind]string{}, loaded: make(chan struct{})}
 }
 
 // prepare compiles k's converter; commit makes it the one of its kind.
@@ -166,7 +180,8 @@ func (o *Operator) serveConversion(mgr manager.Manager, leaderElection bool) err
 // conversionHandler answers the conversion reviews with o's converters,
 // counted in cueop's metrics.
 func (o *Operator) conversionHandler() *webhook.Handler {
-	return &webhook.Handler{Registry: o.conv.reg, Log: o.log.WithName("conversion"), Observe: NewMetrics().Converted}
+	return &webhook.Handler{Registry: o.conv.reg, Log: o.log.WithName("conversion"), Observe: NewMetrics().Converted,
+		Loaded: o.conv.loaded}
 }
 
 // webhookServer is the manager's webhook server of c.
@@ -216,6 +231,9 @@ func (l *conversionLoader) load(ctx context.Context) error {
 	set, err := l.o.loadTemplates(ctx)
 	if set != nil {
 		l.o.conv.serveSet(set)
+	}
+	if ctx.Err() == nil {
+		l.o.conv.firstLoadDone()
 	}
 	if err != nil && ctx.Err() == nil {
 		l.o.log.Error(err, "conversion: templates did not load; the last good revision of each kind keeps converting")

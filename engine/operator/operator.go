@@ -399,6 +399,7 @@ func (o *Operator) Start(ctx context.Context) error {
 	// (preload.go), a later one by watchTemplates.
 	pre := o.preload(ctx, w)
 	defer pre.stop()
+	defer o.conv.firstLoadDone() // stopped early: hold no review
 	if !o.mgr.GetCache().WaitForCacheSync(ctx) || !o.parents.WaitForCacheSync(ctx) {
 		return errors.New("caches did not sync")
 	}
@@ -419,7 +420,9 @@ func (o *Operator) Start(ctx context.Context) error {
 	// exiting would make a restarted operator crash-loop on the CRs it
 	// protects; it waits for a fixed template instead (schemaguard.go). A
 	// kind waiting for its CRD (crdwait.go) is a kind to serve.
-	if err := o.reloadSet(ctx, first.set, first.err); err != nil {
+	err = o.reloadSet(ctx, first.set, first.err)
+	o.conv.firstLoadDone()
+	if err != nil {
 		if len(o.kindNames()) == 0 && !o.anyWaiting() && !o.anyRefused() {
 			return fmt.Errorf("templates %s: %w", o.opts.Templates, err)
 		}

@@ -39,7 +39,19 @@ type Handler struct {
 	// serves besides the storage version (its watch cache of that version),
 	// so this is the webhook's share of a write's cost.
 	Observe func(kind string, objects int, took time.Duration, failed bool)
+	// Loaded, when set, is closed once the templates have been loaded for
+	// the first time. Until then a review of a kind with no converter is
+	// held (at most MaxHold, and while its caller waits) rather than
+	// refused: a restarted operator answers as soon as its templates have
+	// compiled, and the API server's watch cache of another version does
+	// not fail on every CR written meanwhile.
+	Loaded <-chan struct{}
 }
+
+// MaxHold bounds the hold of a review that waits for the first load of
+// the templates, under the API server's timeout of a conversion webhook
+// call (30 s).
+const MaxHold = 20 * time.Second
 
 // ServeHTTP implements http.Handler.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -95,7 +107,7 @@ func (h *Handler) convertAll(ctx context.Context, req *apiextensionsv1.Conversio
 		if err := ctx.Err(); err != nil {
 			return nil, kind, fmt.Errorf("conversion to %s: stopped at object %d of %d: %w", req.DesiredAPIVersion, i+1, len(req.Objects), err)
 		}
-		b, k, err := h.convert(raw.Raw, to)
+		b, k, err := h.convert(ctx, raw.Raw, to)
 		if kind == "" {
 			kind = k
 		}
@@ -109,7 +121,7 @@ func (h *Handler) convertAll(ctx context.Context, req *apiextensionsv1.Conversio
 
 // convert converts one object, given and returned as JSON, to version to.
 // kind is the object's Kind.group when a converter of the Registry took it.
-func (h *Handler) convert(raw []byte, to schema.GroupVersion) (_ []byte, kind string, _ error) {
+func (h *Handler) convert(ctx context.Context, raw []byte, to schema.GroupVersion) (_ []byte, kind string, _ error) {
 	obj := &unstructured.Unstructured{}
 	if err := obj.UnmarshalJSON(raw); err != nil {
 		return nil, "", fmt.Errorf("object: %w", err)
@@ -122,6 +134,9 @@ func (h *Handler) convert(raw []byte, to schema.GroupVersion) (_ []byte, kind st
 		return raw, "", nil
 	}
 	c, ok := h.Registry.Get(gvk.GroupKind())
+	if !ok && h.holdForLoad(ctx) {
+		c, ok = h.Registry.Get(gvk.GroupKind())
+	}
 	if !ok {
 		return nil, "", fmt.Errorf("%s: conversion to %s: no converter for kind %s (no template of it loaded)", subject(obj), to, gvk.GroupKind())
 	}
@@ -133,6 +148,28 @@ func (h *Handler) convert(raw []byte, to schema.GroupVersion) (_ []byte, kind st
 	conv.SetAPIVersion(to.String())
 	b, err := conv.MarshalJSON()
 	return b, kind, err
+}
+
+// holdForLoad waits for the first load of the templates, if it is still to
+// come (Loaded): true when it came.
+func (h *Handler) holdForLoad(ctx context.Context) bool {
+	if h.Loaded == nil {
+		return false
+	}
+	select {
+	case <-h.Loaded:
+		return false // loaded already: no converter is the answer
+	default:
+	}
+	t := time.NewTimer(MaxHold)
+	defer t.Stop()
+	select {
+	case <-h.Loaded:
+		return true
+	case <-ctx.Done():
+	case <-t.C:
+	}
+	return false
 }
 
 // subject names obj: Kind ns/name, or Kind name for a cluster-scoped one.

@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -200,5 +201,85 @@ func TestHandlerObservesOnlyKnownKinds(t *testing.T) {
 	want := []seen{{"Gauge.conv.example.com", 1, false}, {"", 0, false}, {"", 1, false}, {"", 1, true}, {"Gauge.conv.example.com", 1, true}}
 	if !slices.Equal(got, want) {
 		t.Errorf("observed %v, want %v", got, want)
+	}
+}
+
+// doneSpy is a context that tells when someone waits on it (Done).
+type doneSpy struct {
+	context.Context
+	waiting chan struct{}
+	once    *sync.Once
+}
+
+func (d doneSpy) Done() <-chan struct{} {
+	d.once.Do(func() { close(d.waiting) })
+	return d.Context.Done()
+}
+
+// TestHandlerHoldsUntilFirstLoad: before the templates' first load
+// (Loaded open), a review of a kind with no converter is held, and
+// converted once the load brings one; after it, or when the caller
+// leaves, it is refused at once.
+func TestHandlerHoldsUntilFirstLoad(t *testing.T) {
+	r := &webhook.Registry{}
+	loaded := make(chan struct{})
+	h := &webhook.Handler{Registry: r, Loaded: loaded}
+	req := &apiextensionsv1.ConversionRequest{UID: "u1", DesiredAPIVersion: "conv.example.com/v2",
+		Objects: []runtime.RawExtension{gauge("v1", "a", `{"replicas":3}`)}}
+	body, err := json.Marshal(&apiextensionsv1.ConversionReview{Request: req})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// held returns once the review waits on its caller, and fails the test
+	// if it was answered instead.
+	held := func(spy doneSpy, answered chan *apiextensionsv1.ConversionResponse) {
+		t.Helper()
+		select {
+		case <-spy.waiting:
+		case resp := <-answered:
+			t.Fatalf("answered before the first load, not held: %+v", resp.Result)
+		}
+	}
+	send := func(ctx context.Context) *apiextensionsv1.ConversionResponse {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, webhook.Path, bytes.NewReader(body)).WithContext(ctx))
+		out := &apiextensionsv1.ConversionReview{}
+		if err := json.Unmarshal(rec.Body.Bytes(), out); err != nil || out.Response == nil {
+			t.Fatalf("answer %.300s: %v", rec.Body, err)
+		}
+		return out.Response
+	}
+
+	// The caller leaves while its review is held: refused, naming the kind.
+	left, cancel := context.WithCancel(context.Background())
+	spy := doneSpy{left, make(chan struct{}), &sync.Once{}}
+	answered := make(chan *apiextensionsv1.ConversionResponse, 1)
+	go func() { answered <- send(spy) }()
+	held(spy, answered)
+	cancel()
+	if resp := <-answered; resp.Result.Status != metav1.StatusFailure || !strings.Contains(resp.Result.Message, "no converter for kind Gauge") {
+		t.Errorf("held review whose caller left: %+v, want a refusal naming the kind", resp.Result)
+	}
+
+	// Held until the first load brings the converter.
+	spy = doneSpy{context.Background(), make(chan struct{}), &sync.Once{}}
+	go func() { answered <- send(spy) }()
+	held(spy, answered)
+	r.Set(gaugeGK, webhook.Rename{HubVersion: "v1", Hub: "replicas", Spoke: "size"})
+	close(loaded)
+	if resp := <-answered; resp.Result.Status != metav1.StatusSuccess || len(resp.ConvertedObjects) != 1 {
+		t.Errorf("review held for the first load: %+v, want it converted", resp.Result)
+	}
+
+	// Loaded: a kind with no converter is refused without waiting.
+	r.Set(gaugeGK, nil)
+	spy = doneSpy{context.Background(), make(chan struct{}), &sync.Once{}}
+	if resp := send(spy); resp.Result.Status != metav1.StatusFailure {
+		t.Errorf("after the first load, no converter: %+v, want a refusal", resp.Result)
+	}
+	select {
+	case <-spy.waiting:
+		t.Error("a review waited after the first load")
+	default:
 	}
 }
