@@ -208,8 +208,16 @@ type conversionLoader struct {
 func (l *conversionLoader) NeedLeaderElection() bool { return false }
 
 func (l *conversionLoader) Start(ctx context.Context) error {
+	stopped := ctx
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	// Stopped before a first load: hold no review. Elected, the leader's
+	// first serve ends the hold.
+	defer func() {
+		if stopped.Err() != nil {
+			l.o.conv.firstLoadDone()
+		}
+	}()
 	go func() {
 		select {
 		case <-l.elected: // the leader's reload serves them

@@ -383,6 +383,7 @@ func (o *Operator) NeedLeaderElection() bool { return true }
 // watch is set up before the first load, so that no edit is missed. It is
 // the manager's runnable.
 func (o *Operator) Start(ctx context.Context) error {
+	defer o.conv.firstLoadDone() // stopped early: hold no review
 	// The schemas of the built-in kinds take seconds to parse: parse them
 	// while the caches sync, not in the first reconcile that needs them.
 	go kschema.Converter()
@@ -399,7 +400,6 @@ func (o *Operator) Start(ctx context.Context) error {
 	// (preload.go), a later one by watchTemplates.
 	pre := o.preload(ctx, w)
 	defer pre.stop()
-	defer o.conv.firstLoadDone() // stopped early: hold no review
 	if !o.mgr.GetCache().WaitForCacheSync(ctx) || !o.parents.WaitForCacheSync(ctx) {
 		return errors.New("caches did not sync")
 	}

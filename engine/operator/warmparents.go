@@ -3,9 +3,11 @@ package operator
 import (
 	"context"
 
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/cueop/cueop/engine/template"
 )
@@ -14,9 +16,12 @@ import (
 // cache, without waiting for it, as soon as the templates have compiled:
 // its initial list (seconds at a thousand CRs) then runs while the
 // children's informers sync, rather than after them, when the kind's
-// controller starts and asks for the same informer. A kind whose CRD is not
-// served yet is left to its controller. It returns the kinds warmed, for
-// unwarm.
+// controller starts and asks for the same informer. Only a kind whose CRs
+// are all stored at the version its controller reads is warmed: listing
+// any other would go through the conversion webhook before this process
+// converts (kinds.go serve), and fail into the list's backoff. The other
+// kinds, and those with no CRD yet, are left to their controllers. It
+// returns the kinds warmed, for unwarm.
 func (o *Operator) warmParents(ctx context.Context, set *template.Set) []schema.GroupVersionKind {
 	if set == nil {
 		return nil
@@ -24,24 +29,47 @@ func (o *Operator) warmParents(ctx context.Context, set *template.Set) []schema.
 	var warmed []schema.GroupVersionKind
 	for _, k := range set.Kinds {
 		gvk := k.Resource.GroupVersionKind()
+		if !o.storedAt(ctx, k.Resource.Plural+"."+k.Resource.Group, gvk.Version) {
+			continue
+		}
 		if _, err := o.parents.GetInformer(ctx, parentObject(gvk), cache.BlockUntilSynced(false)); err != nil {
-			continue // not mapped (no CRD yet): the controller's source asks again
+			continue // not mapped yet: the controller's source asks again
 		}
 		warmed = append(warmed, gvk)
 	}
 	return warmed
 }
 
+// storedAt says whether the live CRD crd stores its CRs at version only
+// (its storage version, and the only one of status.storedVersions).
+func (o *Operator) storedAt(ctx context.Context, crd, version string) bool {
+	live := &apiextensionsv1.CustomResourceDefinition{}
+	if err := o.mgr.GetAPIReader().Get(ctx, client.ObjectKey{Name: crd}, live); err != nil {
+		return false
+	}
+	if len(live.Status.StoredVersions) != 1 || live.Status.StoredVersions[0] != version {
+		return false
+	}
+	for _, v := range live.Spec.Versions {
+		if v.Storage {
+			return v.Name == version
+		}
+	}
+	return false
+}
+
 // unwarm removes the informers warmParents started for kinds that are not
 // served after the first serve (refused, or waiting for their CRD): they
 // would otherwise hold a cache and a watch of CRs nobody reconciles.
 func (o *Operator) unwarm(ctx context.Context, warmed []schema.GroupVersionKind) {
+	// Under the lock, as stopController removes one: a kind started
+	// meanwhile (unserved.go, crdwait.go) would take the informer first.
 	o.mu.Lock()
+	defer o.mu.Unlock()
 	served := map[schema.GroupVersionKind]bool{}
 	for _, kc := range o.kinds {
 		served[kc.rec.Kind().Resource.GroupVersionKind()] = true
 	}
-	o.mu.Unlock()
 	for _, gvk := range warmed {
 		if served[gvk] {
 			continue

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -46,12 +47,18 @@ type Handler struct {
 	// compiled, and the API server's watch cache of another version does
 	// not fail on every CR written meanwhile.
 	Loaded <-chan struct{}
+
+	held atomic.Int64 // reviews held now
 }
 
 // MaxHold bounds the hold of a review that waits for the first load of
 // the templates, under the API server's timeout of a conversion webhook
 // call (30 s).
 const MaxHold = 20 * time.Second
+
+// maxHeld bounds the reviews held at once: a review's text is anyone's who
+// reaches the port.
+const maxHeld = 64
 
 // ServeHTTP implements http.Handler.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -133,10 +140,7 @@ func (h *Handler) convert(ctx context.Context, raw []byte, to schema.GroupVersio
 	if gvk.Version == to.Version {
 		return raw, "", nil
 	}
-	c, ok := h.Registry.Get(gvk.GroupKind())
-	if !ok && h.holdForLoad(ctx) {
-		c, ok = h.Registry.Get(gvk.GroupKind())
-	}
+	c, ok := h.converter(ctx, gvk.GroupKind())
 	if !ok {
 		return nil, "", fmt.Errorf("%s: conversion to %s: no converter for kind %s (no template of it loaded)", subject(obj), to, gvk.GroupKind())
 	}
@@ -150,26 +154,42 @@ func (h *Handler) convert(ctx context.Context, raw []byte, to schema.GroupVersio
 	return b, kind, err
 }
 
-// holdForLoad waits for the first load of the templates, if it is still to
-// come (Loaded): true when it came.
-func (h *Handler) holdForLoad(ctx context.Context) bool {
-	if h.Loaded == nil {
-		return false
+// converter is gk's converter. Before the first load of the templates
+// (Loaded open) a review of a kind with none is held until one is set, the
+// load ends, the caller leaves or MaxHold passes; at most maxHeld reviews
+// are held at once, the others are answered at once.
+func (h *Handler) converter(ctx context.Context, gk schema.GroupKind) (Converter, bool) {
+	c, ok := h.Registry.Get(gk)
+	if ok || h.Loaded == nil {
+		return c, ok
 	}
 	select {
 	case <-h.Loaded:
-		return false // loaded already: no converter is the answer
+		return h.Registry.Get(gk)
 	default:
 	}
+	if h.held.Add(1) > maxHeld {
+		h.held.Add(-1)
+		return nil, false
+	}
+	defer h.held.Add(-1)
 	t := time.NewTimer(MaxHold)
 	defer t.Stop()
-	select {
-	case <-h.Loaded:
-		return true
-	case <-ctx.Done():
-	case <-t.C:
+	for {
+		changed := h.Registry.Changed()
+		if c, ok := h.Registry.Get(gk); ok {
+			return c, true
+		}
+		select {
+		case <-h.Loaded:
+			return h.Registry.Get(gk)
+		case <-changed:
+		case <-ctx.Done():
+			return nil, false
+		case <-t.C:
+			return nil, false
+		}
 	}
-	return false
 }
 
 // subject names obj: Kind ns/name, or Kind name for a cluster-scoped one.

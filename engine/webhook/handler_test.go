@@ -217,9 +217,9 @@ func (d doneSpy) Done() <-chan struct{} {
 }
 
 // TestHandlerHoldsUntilFirstLoad: before the templates' first load
-// (Loaded open), a review of a kind with no converter is held, and
-// converted once the load brings one; after it, or when the caller
-// leaves, it is refused at once.
+// (Loaded open), a review of a kind with no converter is held (at most
+// MaxHeld at once), and converted once the load sets one; after the load,
+// or when the caller leaves, it is refused at once.
 func TestHandlerHoldsUntilFirstLoad(t *testing.T) {
 	r := &webhook.Registry{}
 	loaded := make(chan struct{})
@@ -261,15 +261,37 @@ func TestHandlerHoldsUntilFirstLoad(t *testing.T) {
 		t.Errorf("held review whose caller left: %+v, want a refusal naming the kind", resp.Result)
 	}
 
-	// Held until the first load brings the converter.
+	// At most MaxHeld reviews are held at once; the next is answered at once.
+	all, cancelAll := context.WithCancel(context.Background())
+	many := make(chan *apiextensionsv1.ConversionResponse, webhook.MaxHeld)
+	for range webhook.MaxHeld {
+		spy := doneSpy{all, make(chan struct{}), &sync.Once{}}
+		go func() { many <- send(spy) }()
+		held(spy, many)
+	}
+	spy = doneSpy{context.Background(), make(chan struct{}), &sync.Once{}}
+	if resp := send(spy); resp.Result.Status != metav1.StatusFailure {
+		t.Errorf("review beyond the %d held: %+v, want a refusal", webhook.MaxHeld, resp.Result)
+	}
+	select {
+	case <-spy.waiting:
+		t.Errorf("review beyond the %d held was held too", webhook.MaxHeld)
+	default:
+	}
+	cancelAll()
+	for range webhook.MaxHeld {
+		<-many
+	}
+
+	// Held until the load sets the converter, before the load ends.
 	spy = doneSpy{context.Background(), make(chan struct{}), &sync.Once{}}
 	go func() { answered <- send(spy) }()
 	held(spy, answered)
 	r.Set(gaugeGK, webhook.Rename{HubVersion: "v1", Hub: "replicas", Spoke: "size"})
-	close(loaded)
 	if resp := <-answered; resp.Result.Status != metav1.StatusSuccess || len(resp.ConvertedObjects) != 1 {
 		t.Errorf("review held for the first load: %+v, want it converted", resp.Result)
 	}
+	close(loaded)
 
 	// Loaded: a kind with no converter is refused without waiting.
 	r.Set(gaugeGK, nil)

@@ -18,8 +18,20 @@ type Converter interface {
 // no lock (a copy-on-write map): a conversion never waits for a reload or
 // a reconcile.
 type Registry struct {
-	mu sync.Mutex // writers only
-	m  atomic.Pointer[map[schema.GroupKind]Converter]
+	mu      sync.Mutex // writers only
+	m       atomic.Pointer[map[schema.GroupKind]Converter]
+	changed chan struct{} // closed and replaced by each Set
+}
+
+// Changed is closed by the next Set: a review held for a converter
+// (Handler.Loaded) looks again then.
+func (r *Registry) Changed() <-chan struct{} {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.changed == nil {
+		r.changed = make(chan struct{})
+	}
+	return r.changed
 }
 
 // Get is the converter of gk.
@@ -48,6 +60,10 @@ func (r *Registry) Set(gk schema.GroupKind, c Converter) {
 		next[gk] = c
 	}
 	r.m.Store(&next)
+	if r.changed != nil {
+		close(r.changed)
+		r.changed = nil
+	}
 }
 
 // Kinds are the kinds with a converter.

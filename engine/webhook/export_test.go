@@ -1,0 +1,4 @@
+package webhook
+
+// MaxHeld is maxHeld, for the tests.
+const MaxHeld = maxHeld
