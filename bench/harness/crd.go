@@ -8,10 +8,16 @@ import (
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/cueop/cueop/engine/crdgen"
@@ -162,4 +168,65 @@ func crdClient(cfg *rest.Config) (client.Client, error) {
 		return nil, err
 	}
 	return client.New(cfg, client.Options{Scheme: scheme})
+}
+
+// WaitWatchable waits until the API server serves the CRs of the CRD
+// named crdName to a watch with their initial events, at the storage
+// version, as an informer starts: a write of a CRD restarts the API
+// server's storage of its CRs, which ends or refuses their watches until
+// it has listed them again. The driver's own writes of the CRD
+// (SetConversion, PointConversion) then stay out of the time of an
+// operator started after them.
+func WaitWatchable(ctx context.Context, cfg *rest.Config, crdName string, timeout time.Duration) error {
+	c, err := crdClient(cfg)
+	if err != nil {
+		return err
+	}
+	live := &apiextensionsv1.CustomResourceDefinition{}
+	if err := c.Get(ctx, client.ObjectKey{Name: crdName}, live); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	gvr := schema.GroupVersionResource{Group: live.Spec.Group, Resource: live.Spec.Names.Plural}
+	for _, v := range live.Spec.Versions {
+		if v.Storage {
+			gvr.Version = v.Name
+		}
+	}
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	var last error
+	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		last = initialEvents(ctx, dyn.Resource(gvr))
+		return last == nil, nil
+	})
+	if err != nil {
+		return fmt.Errorf("the CRs of %s not watchable within %s: %w (last: %v)", crdName, timeout, err, last)
+	}
+	return nil
+}
+
+// initialEvents opens a watch of r with its initial events and reads it to
+// their end.
+func initialEvents(ctx context.Context, r dynamic.NamespaceableResourceInterface) error {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	w, err := r.Watch(ctx, metav1.ListOptions{SendInitialEvents: ptr.To(true), AllowWatchBookmarks: true,
+		ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan})
+	if err != nil {
+		return err
+	}
+	defer w.Stop()
+	for ev := range w.ResultChan() {
+		switch ev.Type {
+		case watch.Error:
+			return fmt.Errorf("watch error: %v", apierrors.FromObject(ev.Object))
+		case watch.Bookmark:
+			if m, ok := ev.Object.(metav1.Object); ok && m.GetAnnotations()[metav1.InitialEventsAnnotationKey] == "true" {
+				return nil
+			}
+		}
+	}
+	return fmt.Errorf("watch ended before its initial events did")
 }

@@ -450,14 +450,16 @@ func (d *driver) afterConvergence(ctx context.Context, rep *report, kept map[str
 		// operator's caches synced before the clock would otherwise start
 		// for the baseline (its controller registers them before it
 		// starts) but not for cueop (its children's informers start once
-		// the templates are loaded).
-		start := time.Now()
+		// the templates are loaded). The driver's write of the CRD before
+		// it (pointing the webhook back after a baseline's run) and the
+		// API server's restart of the CRs' storage it causes are not the
+		// operator's (startOperator, harness.WaitWatchable).
 		p, err := d.startOperator(ctx, op, op+"-steady", k.ns, k.tmpl)
 		if err != nil {
 			return err
 		}
 		procs[op] = p
-		st, err := d.resync(ctx, p, start)
+		st, err := d.resync(ctx, p, p.started)
 		if err != nil {
 			return fmt.Errorf("%s: %w", op, err)
 		}

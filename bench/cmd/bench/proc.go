@@ -28,6 +28,9 @@ type opProc struct {
 	err        error         // its exit status, once exited is closed
 	stopOnce   sync.Once
 	Profile    string // CPU profile file, "" when none
+	// started is when the process was started: after the driver's writes
+	// of the CRD, and once their effect on the API server has passed.
+	started time.Time
 }
 
 // startOperator starts an operator of kind on namespace ns and waits until
@@ -63,6 +66,12 @@ func (d *driver) startOperator(ctx context.Context, kind, name, ns, templates st
 		}
 	}
 
+	if d.crd != "" {
+		if err := harness.WaitWatchable(ctx, d.rest, d.crd, time.Minute); err != nil {
+			return nil, err
+		}
+	}
+
 	self, err := os.Executable()
 	if err != nil {
 		return nil, err
@@ -88,6 +97,7 @@ func (d *driver) startOperator(ctx context.Context, kind, name, ns, templates st
 	p.cmd.Stdout, p.cmd.Stderr = logf, logf
 	// The operator dies with the driver, whatever ends the driver.
 	p.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	p.started = time.Now()
 	if err := p.cmd.Start(); err != nil {
 		logf.Close()
 		return nil, err
