@@ -124,7 +124,7 @@ func TestBaseline(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := harness.SetConversion(ctx, clustertest.Config(), crd, false); err != nil {
+	if _, err := harness.SetConversion(ctx, clustertest.Config(), crd, false); err != nil {
 		t.Fatal(err)
 	}
 	if got := crdConversion(t, crd); got != "None" {

@@ -82,43 +82,44 @@ func LoadKind(dir string) (*template.Kind, error) {
 // the storage one: each write of a CR is converted for it, fails, and that
 // cache lists again and again; with None the API server converts by
 // setting apiVersion alone. Nothing is written when the strategy is
-// already the one asked for.
-func SetConversion(ctx context.Context, cfg *rest.Config, crdName string, webhook bool) error {
+// already the one asked for; wrote says whether the CRD was written.
+func SetConversion(ctx context.Context, cfg *rest.Config, crdName string, webhook bool) (wrote bool, _ error) {
 	c, live, err := convertingCRD(ctx, cfg, crdName)
 	if err != nil || live == nil {
-		return err
+		return false, err
 	}
 	want := &apiextensionsv1.CustomResourceConversion{Strategy: apiextensionsv1.NoneConverter}
 	if webhook {
 		want = crdgen.WebhookConversion()
 	}
 	if live.Spec.Conversion.Strategy == want.Strategy {
-		return nil
+		return false, nil
 	}
 	body, err := json.Marshal(map[string]any{"spec": map[string]any{"conversion": map[string]any{
 		"strategy": want.Strategy, "webhook": want.Webhook}}})
 	if err != nil {
-		return err
+		return false, err
 	}
 	if err := c.Patch(ctx, live, client.RawPatch(types.MergePatchType, body)); err != nil {
-		return fmt.Errorf("crd %s: set conversion %s: %w", crdName, want.Strategy, err)
+		return false, fmt.Errorf("crd %s: set conversion %s: %w", crdName, want.Strategy, err)
 	}
-	return nil
+	return true, nil
 }
 
 // PointConversion sets the conversion of the CRD named crdName to the
 // webhook at url with caBundle, as the cueop process that serves it would
 // point it, unless the CRD converts so already or has one version: the
 // process, started after, then finds its CRD pointed and writes nothing.
-func PointConversion(ctx context.Context, cfg *rest.Config, crdName, url string, caBundle []byte) error {
+// wrote says whether the CRD was written.
+func PointConversion(ctx context.Context, cfg *rest.Config, crdName, url string, caBundle []byte) (wrote bool, _ error) {
 	c, live, err := convertingCRD(ctx, cfg, crdName)
 	if err != nil || live == nil {
-		return err
+		return false, err
 	}
 	want := crdgen.WebhookConversion()
 	want.Webhook.ClientConfig = &apiextensionsv1.WebhookClientConfig{URL: &url, CABundle: caBundle}
 	if equality.Semantic.DeepEqual(live.Spec.Conversion, want) {
-		return nil
+		return false, nil
 	}
 	// A merge patch: the service the CRD may name goes, the url comes.
 	body, err := json.Marshal(map[string]any{"spec": map[string]any{"conversion": map[string]any{
@@ -127,12 +128,12 @@ func PointConversion(ctx context.Context, cfg *rest.Config, crdName, url string,
 			"clientConfig":             map[string]any{"url": url, "caBundle": caBundle, "service": nil},
 		}}}})
 	if err != nil {
-		return err
+		return false, err
 	}
 	if err := c.Patch(ctx, live, client.RawPatch(types.MergePatchType, body)); err != nil {
-		return fmt.Errorf("crd %s: point the conversion webhook: %w", crdName, err)
+		return false, fmt.Errorf("crd %s: point the conversion webhook: %w", crdName, err)
 	}
-	return nil
+	return true, nil
 }
 
 // convertingCRD is the live CRD named crdName and a client of it; nil when

@@ -54,7 +54,7 @@ func (d *driver) floorRun(ctx context.Context, sc scaleConfig, n, replicas int) 
 	}
 	// No operator serves the conversion webhook here: the API server
 	// converts for free instead (harness.SetConversion).
-	if err := harness.SetConversion(ctx, d.rest, d.crd, false); err != nil {
+	if _, err := harness.SetConversion(ctx, d.rest, d.crd, false); err != nil {
 		return 0, err
 	}
 	kind, err := harness.LoadKind(tmpl)

@@ -46,7 +46,7 @@ func (d *driver) deleteNamespace(ctx context.Context, ns string) (time.Duration,
 		// The CRD may point at the webhook of a cueop process stopped
 		// (webhook.go): the API server could not read the CRs back through
 		// it (a relist of its watch cache) to delete them.
-		if err := harness.SetConversion(ctx, d.rest, d.crd, false); err != nil {
+		if _, err := harness.SetConversion(ctx, d.rest, d.crd, false); err != nil {
 			return 0, err
 		}
 	}

@@ -46,6 +46,7 @@ func (d *driver) startOperator(ctx context.Context, kind, name, ns, templates st
 			return nil, err
 		}
 	}
+	wrote := false // the CRD, here
 	switch {
 	case d.crd == "":
 	case wargs != nil:
@@ -55,18 +56,21 @@ func (d *driver) startOperator(ctx context.Context, kind, name, ns, templates st
 		if err != nil {
 			return nil, err
 		}
-		if err := harness.PointConversion(ctx, d.rest, d.crd, conv.Endpoint.URL, conv.Endpoint.Certs.CABundle()); err != nil {
+		if wrote, err = harness.PointConversion(ctx, d.rest, d.crd, conv.Endpoint.URL, conv.Endpoint.Certs.CABundle()); err != nil {
 			return nil, err
 		}
 	case kind == "cueop" || !d.cueopRunning():
 		// The baseline serves no conversion webhook; cueop serves its own
 		// (and keeps serving it beside a baseline started after it).
-		if err := harness.SetConversion(ctx, d.rest, d.crd, kind == "cueop"); err != nil {
+		var err error
+		if wrote, err = harness.SetConversion(ctx, d.rest, d.crd, kind == "cueop"); err != nil {
 			return nil, err
 		}
 	}
 
-	if d.crd != "" {
+	// A write of the CRD restarts the API server's storage of its CRs: the
+	// process starts once their watches are served again.
+	if wrote {
 		if err := harness.WaitWatchable(ctx, d.rest, d.crd, 30*time.Second); err != nil {
 			if ctx.Err() != nil {
 				return nil, err
