@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"os"
 	"os/exec"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -61,27 +60,4 @@ func Eventually(t testing.TB, timeout time.Duration, cond func() string) {
 	if why != "" {
 		t.Fatalf("not within %s: %s", timeout, why)
 	}
-}
-
-// OpenWatches is the number of watch requests of resource (plural) in
-// group the test cluster's kube-apiserver holds open now, from its
-// apiserver_longrunning_requests metric (every scope and version).
-func OpenWatches(t testing.TB, group, resource string) int {
-	t.Helper()
-	out := MustKubectl(t, "", "get", "--raw", "/metrics")
-	n := 0
-	for line := range strings.Lines(out) {
-		if !strings.HasPrefix(line, "apiserver_longrunning_requests{") ||
-			!strings.Contains(line, `group="`+group+`"`) || !strings.Contains(line, `resource="`+resource+`"`) ||
-			!strings.Contains(line, `verb="WATCH"`) {
-			continue
-		}
-		fields := strings.Fields(line)
-		v, err := strconv.ParseFloat(fields[len(fields)-1], 64)
-		if err != nil {
-			t.Fatalf("kube-apiserver metrics: %q: %v", line, err)
-		}
-		n += int(v)
-	}
-	return n
 }
