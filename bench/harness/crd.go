@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/cueop/cueop/engine/crdgen"
+	"github.com/cueop/cueop/engine/migrate"
 	"github.com/cueop/cueop/engine/template"
 )
 
@@ -187,12 +188,8 @@ func WaitWatchable(ctx context.Context, cfg *rest.Config, crdName string, timeou
 	if err := c.Get(ctx, client.ObjectKey{Name: crdName}, live); err != nil {
 		return client.IgnoreNotFound(err)
 	}
-	gvr := schema.GroupVersionResource{Group: live.Spec.Group, Resource: live.Spec.Names.Plural}
-	for _, v := range live.Spec.Versions {
-		if v.Storage {
-			gvr.Version = v.Name
-		}
-	}
+	storage, _ := migrate.Pending(live)
+	gvr := schema.GroupVersionResource{Group: live.Spec.Group, Version: storage, Resource: live.Spec.Names.Plural}
 	dyn, err := dynamic.NewForConfig(cfg)
 	if err != nil {
 		return err

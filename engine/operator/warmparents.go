@@ -9,6 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/cueop/cueop/engine/migrate"
 	"github.com/cueop/cueop/engine/template"
 )
 
@@ -41,21 +42,14 @@ func (o *Operator) warmParents(ctx context.Context, set *template.Set) []schema.
 }
 
 // storedAt says whether the live CRD crd stores its CRs at version only
-// (its storage version, and the only one of status.storedVersions).
+// (its storage version, and no other in status.storedVersions).
 func (o *Operator) storedAt(ctx context.Context, crd, version string) bool {
 	live := &apiextensionsv1.CustomResourceDefinition{}
 	if err := o.mgr.GetAPIReader().Get(ctx, client.ObjectKey{Name: crd}, live); err != nil {
 		return false
 	}
-	if len(live.Status.StoredVersions) != 1 || live.Status.StoredVersions[0] != version {
-		return false
-	}
-	for _, v := range live.Spec.Versions {
-		if v.Storage {
-			return v.Name == version
-		}
-	}
-	return false
+	to, from := migrate.Pending(live)
+	return to == version && len(from) == 0
 }
 
 // unwarm removes the informers warmParents started for kinds that are not
