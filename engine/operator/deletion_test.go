@@ -212,7 +212,7 @@ func TestRetainedClaimReleasedWhateverItsLabels(t *testing.T) {
 		if refs := o.GetOwnerReferences(); len(refs) > 0 {
 			t.Errorf("%s %s still owned: %v", gvk.Kind, name, refs)
 		}
-		if from := o.GetAnnotations()[reconcile.AnnotationReleasedFrom]; !strings.HasPrefix(from, "Keeper "+ns+"/lost") {
+		if from := o.GetAnnotations()[reconcile.AnnotationReleasedFrom]; !strings.HasPrefix(from, "Keeper.lifecycle.example.com "+ns+"/lost") {
 			t.Errorf("%s %s not marked released: %v", gvk.Kind, name, o.GetAnnotations())
 		}
 	}

@@ -239,7 +239,7 @@ func released(o *unstructured.Unstructured) string {
 			return "annotation " + k
 		}
 	}
-	if from := o.GetAnnotations()[reconcile.AnnotationReleasedFrom]; !strings.HasPrefix(from, "Keeper ") && !strings.HasPrefix(from, "Depot ") {
+	if from := o.GetAnnotations()[reconcile.AnnotationReleasedFrom]; !strings.HasPrefix(from, "Keeper.lifecycle.example.com ") && !strings.HasPrefix(from, "Depot.") {
 		return fmt.Sprintf("annotation %s is %q", reconcile.AnnotationReleasedFrom, from)
 	}
 	for _, e := range o.GetManagedFields() {

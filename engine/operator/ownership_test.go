@@ -294,7 +294,7 @@ func TestReleasedChildReadopted(t *testing.T) {
 	})
 	mustKubectl(t, "", "-n", ns, "delete", "keeper", "again", "--wait=true", "--timeout=60s")
 	eventually(t, 30*time.Second, func() string { return released(object(t, c, configMapGVK, ns, "again-kept")) })
-	if from := object(t, c, configMapGVK, ns, "again-kept").GetAnnotations()[reconcile.AnnotationReleasedFrom]; from != "Keeper "+ns+"/again" {
+	if from := object(t, c, configMapGVK, ns, "again-kept").GetAnnotations()[reconcile.AnnotationReleasedFrom]; from != "Keeper.lifecycle.example.com "+ns+"/again" {
 		t.Fatalf("released-from = %q", from)
 	}
 	mustKubectl(t, "", "-n", ns, "patch", "configmap", "again-kept", "--type=merge", "-p", `{"data":{"user":"added"}}`)

@@ -27,12 +27,13 @@ var releasedKeys = []string{
 	apply.AnnotationAppliedHash, render.AnnotationPrune, render.AnnotationOnDelete,
 }
 
-// AnnotationReleasedFrom names, on a released child, the CR it belonged to.
+// AnnotationReleasedFrom names, on a released child, the CR it belonged to:
+// "Kind.group ns/name" (subjectOf).
 const AnnotationReleasedFrom = "cueop.dev/released-from"
 
 // release lets go of o (apply.Release), marking it with the CR it came from.
 func (r *run) release(ctx context.Context, o *unstructured.Unstructured) error {
-	mark := map[string]string{AnnotationReleasedFrom: r.subject()}
+	mark := map[string]string{AnnotationReleasedFrom: subjectOf(r.cr)}
 	return r.r.Applier.Release(ctx, o, r.cr.GetUID(), releasedKeys, mark)
 }
 

@@ -90,9 +90,12 @@ func controllerText(cr *unstructured.Unstructured, ctl *metav1.OwnerReference, n
 }
 
 // subjectOf names a CR as its released children's AnnotationReleasedFrom
-// does: "Kind ns/name".
+// does: "Kind.group ns/name". The group is part of the name: a kind of the
+// same name in another group is another kind, and its CR of the same
+// namespace and name may not adopt what this one released.
 func subjectOf(cr *unstructured.Unstructured) string {
-	return fmt.Sprintf("%s %s/%s", cr.GetKind(), cr.GetNamespace(), cr.GetName())
+	gk := cr.GroupVersionKind().GroupKind()
+	return fmt.Sprintf("%s %s/%s", gk.String(), cr.GetNamespace(), cr.GetName())
 }
 
 // claimed is an existing object of a child's name, the child a reconcile
