@@ -40,7 +40,7 @@ func newCRD(g *globals) *cobra.Command {
 				return err
 			}
 			if outDir != "" {
-				if err := checkCommittedCRDs(cmd.ErrOrStderr(), set, crds, outDir, allow); err != nil { // schemaguard.go
+				if err := checkCommittedCRDs(cmd.ErrOrStderr(), set, crds, outDir, allow, false); err != nil { // schemaguard.go
 					return err
 				}
 				return writeCRDs(outDir, crds)

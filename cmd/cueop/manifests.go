@@ -90,7 +90,7 @@ func newManifests(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if err := checkCommittedCRDs(cmd.ErrOrStderr(), m.set, m.crds, filepath.Join(f.outDir, crdsDir), f.allowBreaking); err != nil { // schemaguard.go
+			if err := checkCommittedCRDs(cmd.ErrOrStderr(), m.set, m.crds, filepath.Join(f.outDir, crdsDir), f.allowBreaking, false); err != nil { // schemaguard.go
 				return err
 			}
 			return m.write(f.outDir)

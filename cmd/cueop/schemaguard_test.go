@@ -91,3 +91,45 @@ func TestManifestsRefuseToOverwriteBreakingCRD(t *testing.T) {
 		t.Errorf("manifests --allow-breaking did not write the new CRD:\n%s", after)
 	}
 }
+
+// TestVetFindsCommittedCRDByName: the committed CRD is found by its
+// metadata.name whatever its file is named (kubebuilder's
+// config/crd/bases/<group>_<plural>.yaml, among other documents), and a
+// rename against it is refused; a kind with no committed CRD under --crds
+// is named in a warning.
+func TestVetFindsCommittedCRDByName(t *testing.T) {
+	crds := filepath.Join(t.TempDir(), "crd")
+	if err := os.MkdirAll(filepath.Join(crds, "bases"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	redis, err := os.ReadFile("../../crds/redisclusters.cache.example.com.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	committed := filepath.Join(crds, "bases", "cache.example.com_redisclusters.yaml")
+	doc := "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: other}\n---\n" + string(redis)
+	if err := os.WriteFile(committed, []byte(doc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err = run(t, "vet", "--templates", editedTemplates(t, renameReplicas), "--crds", crds, "--testdata", "../../testdata")
+	for _, want := range []string{
+		"RedisCluster.cache.example.com: breaking schema change refused: the CRD in " + committed + " serves the version it changes",
+		"v1 spec.replicas -> spec.size: renamed",
+	} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("vet: error %v, want %q", err, want)
+		}
+	}
+
+	out, err := run(t, "vet", "--crds", crds, "--testdata", "../../testdata")
+	if err != nil {
+		t.Fatalf("vet of the templates as committed: %v\n%s", err, out)
+	}
+	want := "warn WebApp.apps.example.com: no committed CRD named webapps.apps.example.com in a YAML file under " + crds + ": its schema change is not checked"
+	if !strings.Contains(out, want) {
+		t.Errorf("vet does not warn of the kind with no committed CRD, want %q:\n%s", want, out)
+	}
+	if strings.Contains(out, "no committed CRD named redisclusters.cache.example.com") {
+		t.Errorf("vet warns of RedisCluster, whose CRD is committed:\n%s", out)
+	}
+}

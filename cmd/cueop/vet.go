@@ -40,7 +40,7 @@ func newVet(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if err := checkCommittedCRDs(cmd.ErrOrStderr(), set, crds, crdsDir, allow); err != nil { // schemaguard.go
+			if err := checkCommittedCRDs(cmd.ErrOrStderr(), set, crds, crdsDir, allow, true); err != nil { // schemaguard.go
 				return err
 			}
 			if err := errors.Join(vetCases(g, set, crds, dir, opts, cmd.ErrOrStderr()), vetGolden(cmd.OutOrStdout(), set, dir, opts),

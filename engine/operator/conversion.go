@@ -11,6 +11,7 @@ import (
 	"github.com/fsnotify/fsnotify"
 	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	ctrlwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 
@@ -43,12 +44,15 @@ type Conversion struct {
 }
 
 // conversions are the converters served, one per kind: the last good
-// revision's. A revision whose converter does not compile is refused (the
+// revision's. A revision whose converter does not compile, or whose
+// conversions lose or invent a field (checkRoundTrips), is refused (the
 // operator keeps its previous revision, serving and converting).
 type conversions struct {
-	reg  *webhook.Registry
-	make func(*template.Kind) (webhook.Converter, error)
-	log  logr.Logger
+	reg    *webhook.Registry
+	make   func(*template.Kind) (webhook.Converter, error)
+	log    logr.Logger
+	reader client.Reader // the stored CRs' specs checkRoundTrips reads
+	budget budget.Budget
 
 	mu   sync.Mutex
 	revs map[schema.GroupKind]string // the revision converting, by kind
@@ -68,7 +72,7 @@ func (c *conversions) firstLoadDone() {
 	c.loadedOnce.Do(func() { close(c.loaded) })
 }
 
-func newConversions(c *Conversion, b budget.Budget, log logr.Logger) *conversions {
+func newConversions(c *Conversion, b budget.Budget, log logr.Logger, r client.Reader) *conversions {
 	mk := c.New
 	if mk == nil {
 		mk = converterWithin(b) // convert.go
@@ -77,12 +81,13 @@ func newConversions(c *Conversion, b budget.Budget, log logr.Logger) *conversion
 	if reg == nil {
 		reg = &webhook.Registry{}
 	}
-	return &conversions{reg: reg, make: mk, log: log, revs: map[schema.GroupKind]string{}, loaded: make(chan struct{})}
+	return &conversions{reg: reg, make: mk, log: log, reader: r, budget: b, revs: map[schema.GroupKind]string{}, loaded: make(chan struct{})}
 }
 
-// prepare compiles k's converter; commit makes it the one of its kind.
-// An error leaves the previous one in place.
-func (c *conversions) prepare(k *template.Kind) (commit func(), err error) {
+// prepare compiles k's converter and checks its round trips
+// (checkRoundTrips); commit makes it the one of its kind. An error leaves
+// the previous one in place.
+func (c *conversions) prepare(ctx context.Context, k *template.Kind) (commit func(), err error) {
 	if c == nil {
 		return func() {}, nil
 	}
@@ -96,6 +101,9 @@ func (c *conversions) prepare(k *template.Kind) (commit func(), err error) {
 	conv, err := c.make(k)
 	if err != nil {
 		return nil, fmt.Errorf("kind %s: conversion: %w", k.Name, err)
+	}
+	if err := c.checkRoundTrips(ctx, k); err != nil { // conversioncheck.go
+		return nil, err
 	}
 	return func() {
 		c.mu.Lock()
@@ -130,8 +138,8 @@ func (c *conversions) forget(k *template.Kind) {
 }
 
 // serve makes k's converter the one of its kind.
-func (c *conversions) serve(k *template.Kind) error {
-	commit, err := c.prepare(k)
+func (c *conversions) serve(ctx context.Context, k *template.Kind) error {
+	commit, err := c.prepare(ctx, k)
 	if err != nil {
 		return err
 	}
@@ -139,9 +147,11 @@ func (c *conversions) serve(k *template.Kind) error {
 	return nil
 }
 
-// conversionRefused reports a revision whose conversion does not compile,
-// as a refused template: the last good revision keeps serving and
-// converting. The caller holds o.mu.
+// conversionRefused reports a revision whose conversion does not compile
+// or loses a field, as a refused template (an ERROR line,
+// cueop_template_load_errors_total, a TemplateError Event on the CRD and
+// cueop_template_refused until a revision of the kind serves): the last
+// good revision keeps serving and converting. The caller holds o.mu.
 func (o *Operator) conversionRefused(ctx context.Context, k *template.Kind, err error) error {
 	serving := "no revision of the kind serves yet"
 	if kc, ok := o.kinds[k.Name]; ok {
@@ -150,15 +160,17 @@ func (o *Operator) conversionRefused(ctx context.Context, k *template.Kind, err 
 	msg := fmt.Sprintf("template of %s (revision %s) refused: %s: %v", k.Name, k.Revision, serving, err)
 	o.log.Error(nil, msg, "kind", k.Resource.Kind)
 	o.metrics.loadError()
+	o.metrics.schemaRefused(k, true)
+	o.refused[k.Name] = true // until a revision of the kind serves (schemaAccepted)
 	o.crdEvent(ctx, k.Resource.Plural+"."+k.Resource.Group, "TemplateError", msg)
 	return refusedError{err} // unserved.go: not retried
 }
 
 // serveSet serves the kinds of set (a broken kind keeps its last good
 // revision; a removed kind keeps converting, as its CRD stays).
-func (c *conversions) serveSet(set *template.Set) {
+func (c *conversions) serveSet(ctx context.Context, set *template.Set) {
 	for _, k := range set.Kinds {
-		if err := c.serve(k); err != nil {
+		if err := c.serve(ctx, k); err != nil {
 			c.log.Error(err, "conversion refused; the last good revision keeps converting")
 		}
 	}
@@ -238,7 +250,7 @@ func (l *conversionLoader) Start(ctx context.Context) error {
 func (l *conversionLoader) load(ctx context.Context) error {
 	set, err := l.o.loadTemplates(ctx)
 	if set != nil {
-		l.o.conv.serveSet(set)
+		l.o.conv.serveSet(ctx, set)
 	}
 	if ctx.Err() == nil {
 		l.o.conv.firstLoadDone()
@@ -329,7 +341,7 @@ func LocalConversion() (*Conversion, error) {
 // replica on its host manager, whatever ranges it holds (none included):
 // the templates are loaded for it on the replica, in workers of its own.
 func serveReplicaConversion(host manager.Manager, opts Options, log logr.Logger) (*Operator, error) {
-	o := &Operator{opts: opts, log: log, conv: newConversions(opts.Conversion, opts.Budget, log.WithName("conversion"))}
+	o := &Operator{opts: opts, log: log, conv: newConversions(opts.Conversion, opts.Budget, log.WithName("conversion"), host.GetAPIReader())}
 	if err := o.startWorkers(); err != nil {
 		return nil, err
 	}

@@ -87,7 +87,7 @@ func (o *Operator) serve(ctx context.Context, k *template.Kind) error {
 		o.schemaAccepted(k)
 		return nil
 	}
-	commit, err := o.conv.prepare(k) // conversion.go
+	commit, err := o.conv.prepare(ctx, k) // conversion.go
 	if err != nil {
 		return o.conversionRefused(ctx, k, err)
 	}

@@ -54,7 +54,7 @@ func newMetrics() *Metrics {
 			Name: "cueop_template_load_errors_total", Help: "Template loads that failed.",
 		}),
 		refused: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "cueop_template_refused", Help: "1 while a kind's newest template is refused for a breaking schema change, 0 once a revision of it is served again.",
+			Name: "cueop_template_refused", Help: "1 while a kind's newest template is refused for a breaking schema change or a lossy conversion, 0 once a revision of it is served again.",
 		}, []string{"kind"}),
 		migrations: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "cueop_storage_migration_crs", Help: "CRs of the kind's latest storage migration, by state: listed, migrated (stored anew), refused (rewrites the API server refused: the pass does not finish), running (1 while it runs).",

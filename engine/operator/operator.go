@@ -166,7 +166,7 @@ func New(cfg *rest.Config, opts Options) (*Operator, error) {
 	}
 	o.bindingModes = newBindingModes(mgr.GetAPIReader())
 	if c := opts.Conversion; c != nil {
-		o.conv = newConversions(c, opts.Budget, o.log.WithName("conversion"))
+		o.conv = newConversions(c, opts.Budget, o.log.WithName("conversion"), mgr.GetAPIReader())
 		if !c.NoServe {
 			if err := o.serveConversion(mgr, opts.Manager.LeaderElection); err != nil {
 				return nil, err

@@ -1,0 +1,100 @@
+package operator
+
+import (
+	"context"
+	"encoding/json"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/cueop/cueop/engine/convert"
+	"github.com/cueop/cueop/engine/crdgen"
+	"github.com/cueop/cueop/engine/migrate"
+	"github.com/cueop/cueop/engine/template"
+)
+
+// maxStoredSpecs bounds the distinct specs of stored CRs a revision's
+// conversions are checked on; the CRs are listed a page at a time until
+// then.
+const (
+	maxStoredSpecs  = 200
+	storedSpecsPage = 500
+)
+
+// checkRoundTrips runs on k's conversions the check `cueop vet` runs
+// (convert.Converter.CheckSpecs): the specs generated from each version of
+// k's CRD, then the specs of the CRs stored, as far as they can be read
+// (storedSpecs), each converted to the other side of the hub and back. A
+// conversion that loses or invents a field is refused with vet's message
+// and CUE position; the caller keeps the last good revision converting.
+// A kind with one version has nothing to check.
+func (c *conversions) checkRoundTrips(ctx context.Context, k *template.Kind) error {
+	conv, err := convert.New(k)
+	if err != nil || conv == nil {
+		return err
+	}
+	crd, err := crdgen.Generate(k)
+	if err != nil {
+		return err
+	}
+	specs := convert.GeneratedSpecs(crd)
+	specs = append(specs, c.storedSpecs(ctx, k, crd.Name)...)
+	return conv.WithBudget(c.budget).CheckSpecs(specs)
+}
+
+// storedSpecs are the distinct specs of k's CRs, listed in every namespace
+// from the API server at the storage version of the CRD it serves (crd),
+// when k serves that version, a page at a time, up to maxStoredSpecs. A
+// list that fails ends them, logged: the check takes what was read. None
+// are read while some are stored at another version and no revision of
+// the kind converts yet: their reads would wait on this webhook.
+func (c *conversions) storedSpecs(ctx context.Context, k *template.Kind, crd string) []convert.Spec {
+	if c.reader == nil {
+		return nil
+	}
+	live := &apiextensionsv1.CustomResourceDefinition{}
+	if err := c.reader.Get(ctx, client.ObjectKey{Name: crd}, live); err != nil {
+		if !apierrors.IsNotFound(err) {
+			c.log.Error(err, "conversion check: stored CRs not read", "crd", crd)
+		}
+		return nil
+	}
+	version, others := migrate.Pending(live)
+	if k.Version(version) == nil || len(others) > 0 && !c.converting(k) {
+		// CRs stored at other versions read through this webhook, which
+		// converts no revision of the kind yet (a start mid-migration).
+		return nil
+	}
+	var out []convert.Spec
+	seen := map[string]bool{}
+	list := &unstructured.UnstructuredList{}
+	list.SetAPIVersion(live.Spec.Group + "/" + version)
+	list.SetKind(live.Spec.Names.ListKind)
+	for {
+		if err := c.reader.List(ctx, list, client.Limit(storedSpecsPage), client.Continue(list.GetContinue())); err != nil {
+			c.log.Error(err, "conversion check: stored CRs read in part", "crd", crd, "specs", len(out))
+			return out
+		}
+		for _, cr := range list.Items {
+			spec, _ := cr.Object["spec"].(map[string]any)
+			key, err := json.Marshal(spec)
+			if err != nil || seen[string(key)] {
+				continue
+			}
+			seen[string(key)] = true
+			name := cr.GetName()
+			if ns := cr.GetNamespace(); ns != "" {
+				name = ns + "/" + name
+			}
+			out = append(out, convert.Spec{Version: version, Spec: spec, Source: k.Resource.Kind + " " + name})
+			if len(out) == maxStoredSpecs {
+				return out
+			}
+		}
+		if list.GetContinue() == "" {
+			return out
+		}
+	}
+}
