@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"fmt"
 	"net"
+	"slices"
 	"sync"
 	"time"
 
@@ -55,7 +56,8 @@ type conversions struct {
 	budget budget.Budget
 
 	mu   sync.Mutex
-	revs map[schema.GroupKind]string // the revision converting, by kind
+	revs map[schema.GroupKind]string   // the revision converting, by kind
+	vers map[schema.GroupKind][]string // the versions it converts, by kind
 
 	// loaded is closed once the templates have been loaded for the first
 	// time (Start's first serve, or the conversion loader's first load):
@@ -81,7 +83,7 @@ func newConversions(c *Conversion, b budget.Budget, log logr.Logger, r client.Re
 	if reg == nil {
 		reg = &webhook.Registry{}
 	}
-	return &conversions{reg: reg, make: mk, log: log, reader: r, budget: b, revs: map[schema.GroupKind]string{}, loaded: make(chan struct{})}
+	return &conversions{reg: reg, make: mk, log: log, reader: r, budget: b, revs: map[schema.GroupKind]string{}, vers: map[schema.GroupKind][]string{}, loaded: make(chan struct{})}
 }
 
 // prepare compiles k's converter and checks its round trips
@@ -110,6 +112,7 @@ func (c *conversions) prepare(ctx context.Context, k *template.Kind) (commit fun
 		defer c.mu.Unlock()
 		c.reg.Set(gk, conv) // nil for a kind with one version: none
 		c.revs[gk] = k.Revision
+		c.vers[gk] = versionNames(k)
 		c.log.V(1).Info("conversions served", "kind", gk.String(), "revision", k.Revision, "versions", conv != nil)
 	}, nil
 }
@@ -125,6 +128,65 @@ func (c *conversions) converting(k *template.Kind) bool {
 	return ok
 }
 
+// covers tells whether the converting revision of k's kind converts every
+// version k serves: false for its first revision, and for one that adds a
+// version, whose converter must serve before its CRD does.
+func (c *conversions) covers(k *template.Kind) bool {
+	if c == nil {
+		return true
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	gk := k.Resource.GroupVersionKind().GroupKind()
+	if _, ok := c.revs[gk]; !ok {
+		return false
+	}
+	have := c.vers[gk]
+	for _, v := range versionNames(k) {
+		if !slices.Contains(have, v) {
+			return false
+		}
+	}
+	return true
+}
+
+// snapshot returns what puts the converter of k's kind back as it is now
+// (none, if none converts).
+func (c *conversions) snapshot(k *template.Kind) (restore func()) {
+	if c == nil {
+		return func() {}
+	}
+	gk := k.Resource.GroupVersionKind().GroupKind()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	conv, _ := c.reg.Get(gk)
+	rev, had := c.revs[gk]
+	vers := c.vers[gk]
+	return func() {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if !had {
+			c.reg.Set(gk, nil)
+			delete(c.revs, gk)
+			delete(c.vers, gk)
+			return
+		}
+		c.reg.Set(gk, conv)
+		c.revs[gk], c.vers[gk] = rev, vers
+	}
+}
+
+// versionNames are the versions k serves.
+func versionNames(k *template.Kind) []string {
+	out := []string{k.Resource.Version}
+	for _, v := range k.Versions {
+		if v.Name != k.Resource.Version {
+			out = append(out, v.Name)
+		}
+	}
+	return out
+}
+
 // forget withdraws the converter of k's kind.
 func (c *conversions) forget(k *template.Kind) {
 	if c == nil {
@@ -135,6 +197,7 @@ func (c *conversions) forget(k *template.Kind) {
 	defer c.mu.Unlock()
 	c.reg.Set(gk, nil)
 	delete(c.revs, gk)
+	delete(c.vers, gk)
 }
 
 // serve makes k's converter the one of its kind.

@@ -91,18 +91,21 @@ func (o *Operator) serve(ctx context.Context, k *template.Kind) error {
 	if err != nil {
 		return o.conversionRefused(ctx, k, err)
 	}
-	first := !o.conv.converting(k)
-	if first {
-		// A kind's first converter converts before its CRD is installed:
-		// the CRD points at this webhook and is used as soon as it is
-		// established, before the controller starts (a CR applied at v2
-		// then found no converter). Withdrawn if the CRD is refused.
+	early := !o.conv.covers(k)
+	restore := func() {}
+	if early {
+		// A kind's first converter, and one that adds a version, converts
+		// before its CRD is installed: the CRD points at this webhook and
+		// serves the new version as soon as it is established (a CR read
+		// at it then found no converter, or one without that version).
+		// The one before comes back if the CRD is refused.
+		restore = o.conv.snapshot(k)
 		commit()
 	}
 	if o.opts.InstallCRDs {
 		if err := o.installCRD(ctx, k); err != nil {
-			if first {
-				o.conv.forget(k)
+			if early {
+				restore()
 			}
 			return o.schemaRefused(ctx, k, k.Resource.Plural+"."+k.Resource.Group, err) // schemaguard.go
 		}

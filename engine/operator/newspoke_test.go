@@ -1,0 +1,72 @@
+package operator_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/cueop/cueop/engine/operator/operatortest"
+	"github.com/cueop/cueop/localcluster/clustertest"
+)
+
+// TestNewSpokeConvertsBeforeServed: a revision that adds a spoke (v3, a
+// copy of v2) converts to it before its CRD serves it: at the first CRD
+// event that serves v3, the webhook's converter of RedisCluster converts a
+// stored CR to v3 already, and kubectl reads the CR at v3.
+func TestNewSpokeConvertsBeforeServed(t *testing.T) {
+	ns := clustertest.Namespace(t)
+	t.Cleanup(func() {
+		_, _ = kubectl(t, "", "delete", "--ignore-not-found", "--wait", "--timeout=60s", "crd/"+redisCRD)
+	})
+	dir := copyTemplates(t)
+	startOperator(t, dir, ns, nil)
+	waitCRD(t)
+	mustKubectl(t, redisYAML(ns, "one", 2, "7.0"), "apply", "-f", "-")
+	eventually(t, 60*time.Second, func() string { return redisReadyAt(t, "v1", ns, "one", 2) })
+	stored, err := getAt(t, "redisclusters.v1.cache.example.com", ns, "one")
+	must(t, err)
+
+	cs, err := apiextensionsclient.NewForConfig(clustertest.Config())
+	must(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	w, err := cs.ApiextensionsV1().CustomResourceDefinitions().Watch(ctx, metav1.ListOptions{
+		FieldSelector: fields.OneTermEqualSelector("metadata.name", redisCRD).String(),
+	})
+	must(t, err)
+	defer w.Stop()
+
+	src, err := os.ReadFile(filepath.Join(dir, "rediscluster", "v2.cue"))
+	must(t, err)
+	v3 := strings.Replace(string(src), "versions: v2: {", "versions: v3: {", 1)
+	must(t, os.WriteFile(filepath.Join(dir, "rediscluster", "v3.cue"), []byte(v3), 0o644))
+
+	reg := operatortest.SharedConversion().Registry
+	gk := schema.GroupKind{Group: "cache.example.com", Kind: "RedisCluster"}
+	for ev := range w.ResultChan() {
+		crd, ok := ev.Object.(*apiextensionsv1.CustomResourceDefinition)
+		if !ok || !slices.ContainsFunc(crd.Spec.Versions, func(v apiextensionsv1.CustomResourceDefinitionVersion) bool { return v.Name == "v3" && v.Served }) {
+			continue
+		}
+		conv, ok := reg.Get(gk)
+		if !ok {
+			t.Fatal("the CRD serves v3 and no converter of RedisCluster is set")
+		}
+		if _, err := conv.Convert(stored.DeepCopy(), "v3"); err != nil {
+			t.Fatalf("the CRD serves v3 before its converter does: %v", err)
+		}
+		eventually(t, 60*time.Second, func() string { return redisReadyAt(t, "v3", ns, "one", 2) })
+		return
+	}
+	t.Fatal("the CRD never served v3: ", ctx.Err())
+}
