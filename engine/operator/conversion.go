@@ -29,6 +29,8 @@ type Conversion struct {
 	// Endpoint is written into the conversion clientConfig of the CRDs
 	// installed, with its Certs' CA bundle; its Certs are served.
 	Endpoint webhook.Endpoint
+	// Limits bound the reviews served (engine/webhook's defaults when zero).
+	Limits webhook.Limits
 	// NoServe points the CRDs at the endpoint without serving it (the
 	// operators of a sharded replica's ranges: the replica serves it; an
 	// endpoint served from Registry elsewhere).
@@ -180,8 +182,12 @@ func (o *Operator) serveConversion(mgr manager.Manager, leaderElection bool) err
 // conversionHandler answers the conversion reviews with o's converters,
 // counted in cueop's metrics.
 func (o *Operator) conversionHandler() *webhook.Handler {
-	return &webhook.Handler{Registry: o.conv.reg, Log: o.log.WithName("conversion"), Observe: NewMetrics().Converted,
+	h := &webhook.Handler{Registry: o.conv.reg, Log: o.log.WithName("conversion"), Observe: NewMetrics().Converted,
 		Loaded: o.conv.loaded}
+	if c := o.opts.Conversion; c != nil {
+		h.Limits = c.Limits
+	}
+	return h
 }
 
 // webhookServer is the manager's webhook server of c.
