@@ -21,7 +21,8 @@ type webhookFlags struct {
 
 func (f *webhookFlags) register(fl *pflag.FlagSet) {
 	fl.IntVar(&f.port, "webhook-port", 9443, "port of the conversion webhook (HTTPS, every replica)")
-	fl.StringVar(&f.host, "webhook-bind-address", "", "address the conversion webhook listens on (default: all)")
+	fl.StringVar(&f.host, "webhook-bind-address", "127.0.0.1",
+		"address the conversion webhook listens on: the API server's way in only (config/ gives the pod's IP; \"\" is every interface)")
 	fl.StringVar(&f.service, "webhook-service", webhook.ServiceNamespace+"/"+webhook.ServiceName,
 		"namespace/name of the Service in front of the replicas' conversion webhook (port 443), written into the CRDs installed")
 	fl.StringVar(&f.secret, "webhook-cert-secret", webhook.SecretName,
