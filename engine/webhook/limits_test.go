@@ -106,7 +106,9 @@ func TestHandlerBoundsConcurrentReviews(t *testing.T) {
 		<-b.started
 	}
 	extra := make(chan *httptest.ResponseRecorder, 1)
-	go func() { extra <- post(h, reviewBody(t, []runtime.RawExtension{gauge("v1", "extra", `{"replicas":3}`)}), -1) }()
+	go func() {
+		extra <- post(h, reviewBody(t, []runtime.RawExtension{gauge("v1", "extra", `{"replicas":3}`)}), -1)
+	}()
 	select {
 	case name := <-b.started:
 		t.Fatalf("review of %s converted beside %d others, want it refused", name, webhook.DefaultMaxConcurrent)
