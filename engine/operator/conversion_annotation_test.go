@@ -55,7 +55,9 @@ const wideCRD = "memos.annot.example.com"
 func TestConversionAnnotationTooLarge(t *testing.T) {
 	ns := clustertest.Namespace(t)
 	dir := kindsDir(t, map[string]string{"memo": wideTemplate})
-	t.Cleanup(func() { _, _ = kubectl(t, "", "delete", "--ignore-not-found", "--wait", "--timeout=60s", "crd/"+wideCRD) })
+	t.Cleanup(func() {
+		_, _ = kubectl(t, "", "delete", "--ignore-not-found", "--wait", "--timeout=60s", "crd/"+wideCRD)
+	})
 	conv, err := operator.LocalConversion()
 	must(t, err)
 	opts := operatortest.Options(dir, ns)
