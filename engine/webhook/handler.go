@@ -76,9 +76,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "conversion review: want POST", http.StatusMethodNotAllowed)
 		return
 	}
-	max := h.Limits.maxBytes()
-	if r.ContentLength > max {
-		http.Error(w, fmt.Sprintf("conversion review: body of %d bytes over the webhook's limit of %d", r.ContentLength, max), http.StatusRequestEntityTooLarge)
+	limit := h.Limits.maxBytes()
+	if r.ContentLength > limit {
+		http.Error(w, fmt.Sprintf("conversion review: body of %d bytes over the webhook's limit of %d", r.ContentLength, limit), http.StatusRequestEntityTooLarge)
 		return
 	}
 	s := h.acquire(r.Context())
@@ -88,10 +88,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	defer s.free()
 	review := &apiextensionsv1.ConversionReview{}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, max))
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
 	var tooBig *http.MaxBytesError
 	if errors.As(err, &tooBig) {
-		http.Error(w, fmt.Sprintf("conversion review: body over the webhook's limit of %d bytes", max), http.StatusRequestEntityTooLarge)
+		http.Error(w, fmt.Sprintf("conversion review: body over the webhook's limit of %d bytes", limit), http.StatusRequestEntityTooLarge)
 		return
 	}
 	if err == nil {
@@ -137,8 +137,8 @@ func (h *Handler) convertAll(ctx context.Context, req *apiextensionsv1.Conversio
 	if err != nil {
 		return nil, "", fmt.Errorf("desired api version %q: %w", req.DesiredAPIVersion, err)
 	}
-	if n, max := len(req.Objects), h.Limits.maxObjects(); n > max {
-		return nil, "", fmt.Errorf("conversion to %s: review of %d objects over the webhook's limit of %d (a list at this version needs smaller pages)", req.DesiredAPIVersion, n, max)
+	if n, limit := len(req.Objects), h.Limits.maxObjects(); n > limit {
+		return nil, "", fmt.Errorf("conversion to %s: review of %d objects over the webhook's limit of %d (a list at this version needs smaller pages)", req.DesiredAPIVersion, n, limit)
 	}
 	out := make([]runtime.RawExtension, len(req.Objects))
 	deadline := time.Now().Add(MaxReviewTime)
