@@ -112,7 +112,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // Review converts the objects of req to its desired version. It stops
 // when ctx ends (the caller gone: nobody reads the rest) or after
-// MaxReviewTime.
+// Limits.MaxTime.
 func (h *Handler) Review(ctx context.Context, req *apiextensionsv1.ConversionRequest) *apiextensionsv1.ConversionResponse {
 	resp := &apiextensionsv1.ConversionResponse{UID: req.UID}
 	start := time.Now()
@@ -141,11 +141,11 @@ func (h *Handler) convertAll(ctx context.Context, req *apiextensionsv1.Conversio
 		return nil, "", fmt.Errorf("conversion to %s: review of %d objects over the webhook's limit of %d (a list at this version needs smaller pages)", req.DesiredAPIVersion, n, limit)
 	}
 	out := make([]runtime.RawExtension, len(req.Objects))
-	deadline := time.Now().Add(MaxReviewTime)
+	deadline := time.Now().Add(h.Limits.maxTime())
 	for i, raw := range req.Objects {
 		err := ctx.Err()
 		if err == nil && time.Now().After(deadline) {
-			err = fmt.Errorf("over the webhook's %s for one review", MaxReviewTime)
+			err = fmt.Errorf("over the webhook's %s for one review", h.Limits.maxTime())
 		}
 		if err != nil {
 			return nil, kind, fmt.Errorf("conversion to %s: stopped at object %d of %d: %w", req.DesiredAPIVersion, i+1, len(req.Objects), err)

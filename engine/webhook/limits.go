@@ -24,6 +24,9 @@ type Limits struct {
 	MaxConcurrent int
 	// Wait is how long a review waits for a slot; DefaultWait when zero.
 	Wait time.Duration
+	// MaxTime bounds the conversion of one review; MaxReviewTime when
+	// zero.
+	MaxTime time.Duration
 }
 
 // Defaults of Limits. A list page of 500 CRs of 16 KiB is 8 MiB; 5,000
@@ -60,6 +63,13 @@ func (l Limits) maxConcurrent() int {
 		return l.MaxConcurrent
 	}
 	return DefaultMaxConcurrent
+}
+
+func (l Limits) maxTime() time.Duration {
+	if l.MaxTime > 0 {
+		return l.MaxTime
+	}
+	return MaxReviewTime
 }
 
 func (l Limits) wait() time.Duration {

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -127,5 +128,23 @@ func TestHandlerBoundsConcurrentReviews(t *testing.T) {
 	if resp := review(t, h, &apiextensionsv1.ConversionRequest{UID: "u3", DesiredAPIVersion: "conv.example.com/v2",
 		Objects: []runtime.RawExtension{gauge("v1", "after", `{"replicas":3}`)}}); resp.Result.Status != metav1.StatusSuccess {
 		t.Errorf("review once the slots are free: %+v", resp.Result)
+	}
+}
+
+// TestHandlerBoundsReviewTime: a review still converting after
+// Limits.MaxTime stops there, its answer naming the bound (by default the
+// API server's 30 s, after which nobody reads it).
+func TestHandlerBoundsReviewTime(t *testing.T) {
+	n := &atomic.Int64{}
+	r := &webhook.Registry{}
+	r.Set(gaugeGK, counting{webhook.Rename{HubVersion: "v1", Hub: "replicas", Spoke: "size"}, n})
+	h := &webhook.Handler{Registry: r, Limits: webhook.Limits{MaxTime: time.Nanosecond}}
+	resp := review(t, h, &apiextensionsv1.ConversionRequest{UID: "u1", DesiredAPIVersion: "conv.example.com/v2",
+		Objects: []runtime.RawExtension{gauge("v1", "a", `{"replicas":3}`), gauge("v1", "b", `{"replicas":3}`), gauge("v1", "c", `{"replicas":3}`)}})
+	if resp.Result.Status != metav1.StatusFailure || !strings.Contains(resp.Result.Message, "over the webhook's 1ns for one review") {
+		t.Errorf("result %+v, want a failure naming the bound", resp.Result)
+	}
+	if got := n.Load(); got > 1 {
+		t.Errorf("%d objects converted past the bound, want at most the first", got)
 	}
 }
