@@ -34,6 +34,7 @@ func TestKustomizeBuilds(t *testing.T) {
 		"Role/cueop-system/cueop-webhook-cert",
 		"RoleBinding/cueop-system/cueop-webhook-cert",
 		"Service/cueop-system/cueop-webhook",
+		"NetworkPolicy/cueop-system/cueop-webhook",
 		"ConfigMap/cueop-system/cueop-templates",
 		"Service/cueop-system/cueop-controller-metrics",
 		"Deployment/cueop-system/cueop-controller",
@@ -79,6 +80,7 @@ func checkDeployment(t *testing.T, objs []*unstructured.Unstructured) {
 	if sc == nil || !*sc.ReadOnlyRootFilesystem || *sc.AllowPrivilegeEscalation || *sc.RunAsUser != 65532 || !slices.Equal(sc.Capabilities.Drop, []corev1.Capability{"ALL"}) {
 		t.Errorf("container securityContext: %+v", sc)
 	}
+	checkWebhookBind(t, c)
 	if len(c.VolumeMounts) != 1 || c.VolumeMounts[0].MountPath != "/templates" || !c.VolumeMounts[0].ReadOnly {
 		t.Errorf("volume mounts: %+v", c.VolumeMounts)
 	}

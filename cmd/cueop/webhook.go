@@ -16,11 +16,13 @@ type webhookFlags struct {
 	host, service, secret, url string
 	port                       int
 	external, local            bool
+	limits                     webhook.Limits
 }
 
 func (f *webhookFlags) register(fl *pflag.FlagSet) {
 	fl.IntVar(&f.port, "webhook-port", 9443, "port of the conversion webhook (HTTPS, every replica)")
-	fl.StringVar(&f.host, "webhook-bind-address", "", "address the conversion webhook listens on (default: all)")
+	fl.StringVar(&f.host, "webhook-bind-address", "127.0.0.1",
+		"address the conversion webhook listens on: the API server's way in only (config/ gives the pod's IP; \"\" is every interface)")
 	fl.StringVar(&f.service, "webhook-service", webhook.ServiceNamespace+"/"+webhook.ServiceName,
 		"namespace/name of the Service in front of the replicas' conversion webhook (port 443), written into the CRDs installed")
 	fl.StringVar(&f.secret, "webhook-cert-secret", webhook.SecretName,
@@ -31,19 +33,27 @@ func (f *webhookFlags) register(fl *pflag.FlagSet) {
 		"serve the conversion webhook on 127.0.0.1 at a free port with a CA made in memory, and point the CRDs there (a cueop on the API server's machine, as cueop dev runs; no Service, no Secret)")
 	fl.StringVar(&f.url, "webhook-url", "",
 		"URL the API server reaches the conversion webhook at, instead of the Service (a cueop outside the cluster)")
+	fl.Int64Var(&f.limits.MaxBytes, "webhook-max-review-bytes", webhook.DefaultMaxBytes, "bytes of one conversion review's body (413 beyond)")
+	fl.IntVar(&f.limits.MaxObjects, "webhook-max-review-objects", webhook.DefaultMaxObjects, "objects of one conversion review (refused beyond)")
+	fl.IntVar(&f.limits.MaxConcurrent, "webhook-max-concurrent-reviews", webhook.DefaultMaxConcurrent,
+		"conversion reviews read and converted at once; one beyond waits a second for a slot, then is refused with 429 and Retry-After")
 }
 
 // conversion is the operator's conversion endpoint of f, with certificates
 // kept in the Secret by the Rotator added to mgr (addRotator).
 func (f *webhookFlags) conversion() (*operator.Conversion, error) {
 	if f.local {
-		return operator.LocalConversion()
+		c, err := operator.LocalConversion()
+		if c != nil {
+			c.Limits = f.limits
+		}
+		return c, err
 	}
 	ns, name, ok := strings.Cut(f.service, "/")
 	if !ok || ns == "" || name == "" {
 		return nil, fmt.Errorf("--webhook-service %q: want namespace/name", f.service)
 	}
-	return &operator.Conversion{Host: f.host, Port: f.port, Endpoint: webhook.Endpoint{
+	return &operator.Conversion{Host: f.host, Port: f.port, Limits: f.limits, Endpoint: webhook.Endpoint{
 		URL: f.url, ServiceNamespace: ns, ServiceName: name, Certs: &webhook.Certs{}}}, nil
 }
 

@@ -1,9 +1,13 @@
 package convert_test
 
 import (
+	"encoding/json"
+	"errors"
 	"reflect"
 	"strings"
 	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/cueop/cueop/engine/convert"
 	"github.com/cueop/cueop/engine/template"
@@ -47,8 +51,8 @@ func TestAnnotationCarriesWhatTheTargetLacks(t *testing.T) {
 	}
 	in := object(t, `{"apiVersion": "apps.test.example/v1", "kind": "App", "metadata": {"name": "x"}, "spec": {"a": 1, "b": "kept"}}`)
 	v2 := mustConvert(t, c, in, "v2")
-	if got := v2.GetAnnotations()[convert.AnnotationPrefix+"v1"]; got != `{"a":1,"b":"kept"}` {
-		t.Errorf("annotation = %q, want the v1 spec", got)
+	if got := v2.GetAnnotations()[convert.AnnotationPrefix+"v1"]; got != `{"b":"kept"}` {
+		t.Errorf("annotation = %q, want the field v2 cannot hold, b, alone", got)
 	}
 	if back := mustConvert(t, c, v2, "v1"); !reflect.DeepEqual(back.Object, in.Object) {
 		t.Errorf("round trip = %v, want %v", back.Object, in.Object)
@@ -59,6 +63,71 @@ func TestAnnotationCarriesWhatTheTargetLacks(t *testing.T) {
 	want := map[string]any{"a": int64(2), "b": "kept"}
 	if !reflect.DeepEqual(back.Object["spec"], want) || len(back.GetAnnotations()) != 0 {
 		t.Errorf("after an edit at v2: %v, want spec %v and no annotation", back.Object, want)
+	}
+}
+
+// wide is lossy with a string a, which both versions hold.
+const wide = `package app
+resource: {group: "apps.test.example", version: "v1", kind: "App"}
+#Spec: {a: string, b?: string, n?: {keep: string, drop?: string}}
+parent: spec: #Spec
+children: {}
+versions: v2: {
+	#Spec: {a: string, n?: {keep: string}}
+	toHub: {in: spec: _, out: spec: {a: in.spec.a, if in.spec.n != _|_ {n: keep: in.spec.n.keep}}}
+	fromHub: {in: spec: _, out: spec: {a: in.spec.a, if in.spec.n != _|_ {n: keep: in.spec.n.keep}}}
+}
+`
+
+// TestAnnotationCarriesOnlyWhatTheTargetCannotHold: the annotation holds
+// the fields v2 lacks (b, n.drop), not the whole spec: a CR whose 200 KiB
+// field both versions hold converts with its 100 KiB field v2 lacks, and
+// comes back whole.
+func TestAnnotationCarriesOnlyWhatTheTargetCannotHold(t *testing.T) {
+	c, err := load(t, wide)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := object(t, `{"apiVersion": "apps.test.example/v1", "kind": "App", "metadata": {"name": "x", "namespace": "t"}, "spec": {"a": "", "n": {"keep": "k", "drop": "d"}}}`)
+	unstructured.SetNestedField(in.Object, strings.Repeat("a", 200<<10), "spec", "a")
+	unstructured.SetNestedField(in.Object, strings.Repeat("b", 100<<10), "spec", "b")
+	v2, err := c.Convert(in, "v2")
+	if err != nil {
+		t.Fatalf("convert to v2: %.300v", err)
+	}
+	var carried map[string]any
+	if err := json.Unmarshal([]byte(v2.GetAnnotations()[convert.AnnotationPrefix+"v1"]), &carried); err != nil {
+		t.Fatal(err)
+	}
+	if want := map[string]any{"b": strings.Repeat("b", 100<<10), "n": map[string]any{"drop": "d"}}; !reflect.DeepEqual(carried, want) {
+		t.Errorf("annotation carries %.200v, want only b and n.drop", carried)
+	}
+	if back := mustConvert(t, c, v2, "v1"); !reflect.DeepEqual(back.Object, in.Object) {
+		t.Errorf("round trip: %.300v", back.Object)
+	}
+}
+
+// TestAnnotationTooLargeRefused: a field v2 cannot hold of 300 KiB would
+// take metadata.annotations past the API server's 256 KiB: the conversion
+// to v2 is refused with an AnnotationTooLargeError naming the object, the
+// field and the limit, instead of a result the API server refuses as a
+// whole (metadata.annotations: Too long).
+func TestAnnotationTooLargeRefused(t *testing.T) {
+	c, err := load(t, wide)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := object(t, `{"apiVersion": "apps.test.example/v1", "kind": "App", "metadata": {"name": "x", "namespace": "t"}, "spec": {"a": "a"}}`)
+	unstructured.SetNestedField(in.Object, strings.Repeat("b", 300<<10), "spec", "b")
+	_, err = c.Convert(in, "v2")
+	var tooLarge *convert.AnnotationTooLargeError
+	if !errors.As(err, &tooLarge) {
+		t.Fatalf("convert to v2: %.300v, want an AnnotationTooLargeError", err)
+	}
+	for _, want := range []string{"App t/x", "the fields spec.b that v2 cannot hold", "over the API server's limit of 256 KiB"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not say %q", err, want)
+		}
 	}
 }
 

@@ -6,6 +6,8 @@
 // defaults are filled and a result the target schema refuses is an error
 // naming the field and its CUE position. A field the target version lacks
 // is carried in the annotation cueop.dev/conversion.<version> and restored
-// on the way back (lossless round trips). Every conversion is evaluated
+// on the way back (lossless round trips): the fields that do not come back
+// alone, and a conversion whose annotations would pass the API server's
+// 256 KiB is refused (AnnotationTooLargeError). Every conversion is evaluated
 // within a budget (package budget), as a render is.
 package convert

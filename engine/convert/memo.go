@@ -32,9 +32,9 @@ type specMemo struct {
 }
 
 type memoEntry struct {
-	spec  map[string]any // the converted spec, a copy of its own
-	size  int            // its JSON's length, for the bound
-	carry bool
+	spec    map[string]any // the converted spec, a copy of its own
+	size    int            // its JSON's length and the carried fields', for the bound
+	carried map[string]any // the fields the annotation carries, a copy of its own
 }
 
 const (
@@ -92,7 +92,11 @@ func (m *specMemo) get(key string) (specResult, bool) {
 		return specResult{}, false
 	}
 	// A map of its own: the caller may change it.
-	return specResult{spec: runtime.DeepCopyJSON(e.spec), carry: e.carry}, true
+	res := specResult{spec: runtime.DeepCopyJSON(e.spec)}
+	if e.carried != nil {
+		res.carried = runtime.DeepCopyJSON(e.carried)
+	}
+	return res, true
 }
 
 // entry is what put keeps of res: a copy taken now, before the caller can
@@ -104,14 +108,19 @@ func entry(res specResult) (e memoEntry, ok bool) {
 		}
 	}()
 	b, err := json.Marshal(res.spec)
-	if err != nil || len(b) > memoEntryMax {
+	carried, cerr := json.Marshal(res.carried)
+	if err != nil || cerr != nil || len(b)+len(carried) > memoEntryMax {
 		return memoEntry{}, false
 	}
 	spec := res.spec
 	if spec == nil {
 		spec = map[string]any{}
 	}
-	return memoEntry{spec: runtime.DeepCopyJSON(spec), size: len(b), carry: res.carry}, true
+	e = memoEntry{spec: runtime.DeepCopyJSON(spec), size: len(b) + len(carried)}
+	if res.carried != nil {
+		e.carried = runtime.DeepCopyJSON(res.carried)
+	}
+	return e, true
 }
 
 // put keeps e for key.

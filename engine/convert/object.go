@@ -31,12 +31,15 @@ func (c *Converter) convert(obj *unstructured.Unstructured, from, to *template.V
 	// obj's spec is its version's spec: an annotation of a spec at that
 	// version is stale, and restoring it later would change the object.
 	dropAnnotation(out, from.Name)
-	if res.carry {
-		b, err := json.Marshal(spec)
+	if res.carried != nil {
+		b, err := json.Marshal(res.carried)
 		if err != nil {
 			return nil, nil, fmt.Errorf("%s: spec at %s: %w", c.subject(obj), from.Name, err)
 		}
 		setAnnotation(out, from.Name, string(b))
+		if err := checkAnnotationSize(out, res.carried, from, to); err != nil { // annotationsize.go
+			return nil, nil, fmt.Errorf("%s: %w", c.subject(obj), err)
+		}
 	}
 	if err := c.convertStatus(out, obj, from, to); err != nil {
 		return nil, nil, fmt.Errorf("%s: conversion %s to %s: %w", c.subject(obj), from.Name, to.Name, err)
@@ -44,16 +47,18 @@ func (c *Converter) convert(obj *unstructured.Unstructured, from, to *template.V
 	return out, keep, nil
 }
 
-// specResult is a converted spec and whether the source spec must be
-// carried in the annotation (the result does not convert back to it).
+// specResult is a converted spec and the fields of the source spec the
+// annotation carries: those the result does not convert back to (nil when
+// it converts back whole).
 type specResult struct {
-	spec  map[string]any
-	carry bool
+	spec    map[string]any
+	carried map[string]any
 }
 
 // convertSpec applies the annotation rule around the conversion of spec:
-// a spec stored for to by an earlier conversion is restored exactly when
-// it still converts to spec, else fills what the conversion's result lacks.
+// the fields of to's spec stored by an earlier conversion are restored
+// over the conversion's result exactly when that still converts to spec,
+// else fill only what the result lacks.
 // A conversion found in the memo is not evaluated; one evaluated comes
 // with keep, which keeps it there (called once the budget passed it).
 func (c *Converter) convertSpec(obj *unstructured.Unstructured, spec map[string]any, from, to *template.Version) (specResult, func(), error) {
@@ -86,9 +91,10 @@ func (c *Converter) convertSpecOnce(obj *unstructured.Unstructured, spec map[str
 		return specResult{}, err
 	}
 	if stored != nil {
-		_, back, err := c.specPath(stored, to, from)
+		restored := overlay(got, stored)
+		_, back, err := c.specPath(restored, to, from)
 		if err == nil && reflect.DeepEqual(back, in) {
-			return specResult{spec: stored}, nil
+			return specResult{spec: restored}, nil
 		}
 		if got, err = c.normalize(fillMissing(got, stored), to); err != nil {
 			return specResult{}, fmt.Errorf("restoring annotation %s%s: %w", AnnotationPrefix, to.Name, err)
@@ -98,7 +104,53 @@ func (c *Converter) convertSpecOnce(obj *unstructured.Unstructured, spec map[str
 	if err != nil {
 		return specResult{}, fmt.Errorf("converting the result back: %w", err)
 	}
-	return specResult{spec: got, carry: !reflect.DeepEqual(back, in)}, nil
+	return specResult{spec: got, carried: lost(in, back)}, nil
+}
+
+// lost is what of spec a round trip's result back does not give again:
+// each field back lacks or holds otherwise, recursively into structs; nil
+// when none.
+func lost(spec, back map[string]any) map[string]any {
+	var out map[string]any
+	for k, v := range spec {
+		b, has := back[k]
+		if has && reflect.DeepEqual(v, b) {
+			continue
+		}
+		vm, ok1 := v.(map[string]any)
+		bm, ok2 := b.(map[string]any)
+		if ok1 && ok2 {
+			if l := lost(vm, bm); l != nil {
+				v = l
+			} else {
+				continue // differs only by fields back invents
+			}
+		}
+		if out == nil {
+			out = map[string]any{}
+		}
+		out[k] = v
+	}
+	return out
+}
+
+// overlay returns got with the fields of stored set over it, recursively
+// into structs.
+func overlay(got, stored map[string]any) map[string]any {
+	out := make(map[string]any, len(got))
+	for k, v := range got {
+		out[k] = v
+	}
+	for k, s := range stored {
+		gm, ok1 := out[k].(map[string]any)
+		sm, ok2 := s.(map[string]any)
+		if ok1 && ok2 {
+			out[k] = overlay(gm, sm)
+		} else {
+			out[k] = s
+		}
+	}
+	return out
 }
 
 // storedSpec is the spec of version stored in obj's annotation, or nil.

@@ -31,6 +31,8 @@ type Conversion struct {
 	// Endpoint is written into the conversion clientConfig of the CRDs
 	// installed, with its Certs' CA bundle; its Certs are served.
 	Endpoint webhook.Endpoint
+	// Limits bound the reviews served (engine/webhook's defaults when zero).
+	Limits webhook.Limits
 	// NoServe points the CRDs at the endpoint without serving it (the
 	// operators of a sharded replica's ranges: the replica serves it; an
 	// endpoint served from Registry elsewhere).
@@ -245,7 +247,11 @@ func (c *conversions) serveSet(ctx context.Context, set *template.Set) {
 // converters current on a replica that is not the leader (a replica
 // without election is the leader: its reload serves them).
 func (o *Operator) serveConversion(mgr manager.Manager, leaderElection bool) error {
-	mgr.GetWebhookServer().Register(webhook.Path, o.conversionHandler())
+	h, err := o.conversionHandler(mgr)
+	if err != nil {
+		return err
+	}
+	mgr.GetWebhookServer().Register(webhook.Path, h)
 	if !leaderElection {
 		return nil
 	}
@@ -253,10 +259,16 @@ func (o *Operator) serveConversion(mgr manager.Manager, leaderElection bool) err
 }
 
 // conversionHandler answers the conversion reviews with o's converters,
-// counted in cueop's metrics.
-func (o *Operator) conversionHandler() *webhook.Handler {
-	return &webhook.Handler{Registry: o.conv.reg, Log: o.log.WithName("conversion"), Observe: NewMetrics().Converted,
-		Loaded: o.conv.loaded}
+// counted in cueop's metrics, the CRs it refuses reported on them by a
+// runnable of mgr (conversionrefused.go).
+func (o *Operator) conversionHandler(mgr manager.Manager) (*webhook.Handler, error) {
+	reports := newConversionReports(mgr, o.log.WithName("conversion"))
+	h := &webhook.Handler{Registry: o.conv.reg, Log: o.log.WithName("conversion"), Observe: NewMetrics().Converted,
+		Loaded: o.conv.loaded, Report: reports.report}
+	if c := o.opts.Conversion; c != nil {
+		h.Limits = c.Limits
+	}
+	return h, mgr.Add(reports)
 }
 
 // webhookServer is the manager's webhook server of c.
@@ -408,6 +420,10 @@ func serveReplicaConversion(host manager.Manager, opts Options, log logr.Logger)
 	if err := o.startWorkers(); err != nil {
 		return nil, err
 	}
-	host.GetWebhookServer().Register(webhook.Path, o.conversionHandler())
+	h, err := o.conversionHandler(host)
+	if err != nil {
+		return nil, err
+	}
+	host.GetWebhookServer().Register(webhook.Path, h)
 	return o, host.Add(&conversionLoader{o: o}) // never elected: loads on every change
 }

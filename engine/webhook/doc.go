@@ -1,5 +1,6 @@
 // Package webhook is the conversion endpoint cueop serves for kinds with
-// several versions: a ConversionReview handler (handler.go) over the
+// several versions: a ConversionReview handler (handler.go), bounded in
+// body, objects, time and concurrency (limits.go), over the
 // converters of each kind's last good revision, looked up by group and
 // kind in a Registry (registry.go) that a reconcile never locks; the
 // serving certificates (certs.go: a CA and a serving certificate made in

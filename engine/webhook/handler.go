@@ -3,9 +3,11 @@ package webhook
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -20,17 +22,19 @@ import (
 // Path is where the conversion endpoint is served.
 const Path = "/convert"
 
-// maxReviewBytes bounds a ConversionReview's body: the API server sends a
-// whole list in one review (1,000 RedisClusters are about 1.5 MiB).
-const maxReviewBytes = 64 << 20
-
 // Handler answers ConversionReviews (apiextensions.k8s.io/v1) with the
-// converters of Registry. A request any of whose objects fails to convert
-// gets a Failed response naming the object (Kind ns/name) and the reason;
-// the API server passes that message on to its client.
+// converters of Registry, within Limits. A request any of whose objects
+// fails to convert gets a Failed response naming the object (Kind ns/name)
+// and the reason; the API server passes that message on to its client. A
+// ConversionResponse has one result for all its objects, and the API
+// server takes a response only with every object converted: one object
+// that fails fails the review.
 type Handler struct {
 	Registry *Registry
 	Log      logr.Logger
+	// Limits bound a review's body, objects, time and the reviews served
+	// at once (limits.go).
+	Limits Limits
 	// Observe, when set, is told of each review answered: the kind
 	// (Kind.group) whose converter took its objects ("" when none did: a
 	// review's text is anyone's who reaches the port, so only a kind of
@@ -40,6 +44,10 @@ type Handler struct {
 	// serves besides the storage version (its watch cache of that version),
 	// so this is the webhook's share of a write's cost.
 	Observe func(kind string, objects int, took time.Duration, failed bool)
+	// Report, when set, is told of each object a converter of the
+	// Registry took: the object as the review holds it and the error of
+	// its conversion (nil when it converted). It must return at once.
+	Report func(obj *unstructured.Unstructured, err error)
 	// Loaded, when set, is closed once the templates have been loaded for
 	// the first time. Until then a review of a kind with no converter is
 	// held (at most MaxHold, and while its caller waits) rather than
@@ -48,7 +56,9 @@ type Handler struct {
 	// not fail on every CR written meanwhile.
 	Loaded <-chan struct{}
 
-	held atomic.Int64 // reviews held now
+	held      atomic.Int64  // reviews held now
+	slots     chan struct{} // reviews read and converted now (limits.go)
+	slotsOnce sync.Once
 }
 
 // MaxHold bounds the hold of a review that waits for the first load of
@@ -66,8 +76,24 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "conversion review: want POST", http.StatusMethodNotAllowed)
 		return
 	}
+	limit := h.Limits.maxBytes()
+	if r.ContentLength > limit {
+		http.Error(w, fmt.Sprintf("conversion review: body of %d bytes over the webhook's limit of %d", r.ContentLength, limit), http.StatusRequestEntityTooLarge)
+		return
+	}
+	s := h.acquire(r.Context())
+	if s == nil {
+		h.busy(w)
+		return
+	}
+	defer s.free()
 	review := &apiextensionsv1.ConversionReview{}
-	body, err := io.ReadAll(io.LimitReader(r.Body, maxReviewBytes))
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	var tooBig *http.MaxBytesError
+	if errors.As(err, &tooBig) {
+		http.Error(w, fmt.Sprintf("conversion review: body over the webhook's limit of %d bytes", limit), http.StatusRequestEntityTooLarge)
+		return
+	}
 	if err == nil {
 		err = json.Unmarshal(body, review)
 	}
@@ -75,7 +101,8 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, fmt.Sprintf("conversion review: bad request: %v", err), http.StatusBadRequest)
 		return
 	}
-	review.Response = h.Review(r.Context(), review.Request)
+	body = nil // the decoded review is all that is kept
+	review.Response = h.Review(context.WithValue(r.Context(), slotKey{}, s), review.Request)
 	review.Request = nil
 	w.Header().Set("Content-Type", "application/json")
 	if err := json.NewEncoder(w).Encode(review); err != nil {
@@ -84,7 +111,8 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // Review converts the objects of req to its desired version. It stops
-// when ctx ends (the caller gone: nobody reads the rest).
+// when ctx ends (the caller gone: nobody reads the rest) or after
+// Limits.MaxTime.
 func (h *Handler) Review(ctx context.Context, req *apiextensionsv1.ConversionRequest) *apiextensionsv1.ConversionResponse {
 	resp := &apiextensionsv1.ConversionResponse{UID: req.UID}
 	start := time.Now()
@@ -109,9 +137,17 @@ func (h *Handler) convertAll(ctx context.Context, req *apiextensionsv1.Conversio
 	if err != nil {
 		return nil, "", fmt.Errorf("desired api version %q: %w", req.DesiredAPIVersion, err)
 	}
+	if n, limit := len(req.Objects), h.Limits.maxObjects(); n > limit {
+		return nil, "", fmt.Errorf("conversion to %s: review of %d objects over the webhook's limit of %d (a list at this version needs smaller pages)", req.DesiredAPIVersion, n, limit)
+	}
 	out := make([]runtime.RawExtension, len(req.Objects))
+	deadline := time.Now().Add(h.Limits.maxTime())
 	for i, raw := range req.Objects {
-		if err := ctx.Err(); err != nil {
+		err := ctx.Err()
+		if err == nil && time.Now().After(deadline) {
+			err = fmt.Errorf("over the webhook's %s for one review", h.Limits.maxTime())
+		}
+		if err != nil {
 			return nil, kind, fmt.Errorf("conversion to %s: stopped at object %d of %d: %w", req.DesiredAPIVersion, i+1, len(req.Objects), err)
 		}
 		b, k, err := h.convert(ctx, raw.Raw, to)
@@ -146,6 +182,9 @@ func (h *Handler) convert(ctx context.Context, raw []byte, to schema.GroupVersio
 	}
 	kind = gvk.GroupKind().String()
 	conv, err := c.Convert(obj, to.Version)
+	if h.Report != nil {
+		h.Report(obj, err)
+	}
 	if err != nil {
 		return nil, kind, fmt.Errorf("%s: conversion from %s to %s: %w", subject(obj), gvk.Version, to.Version, err)
 	}
@@ -173,6 +212,9 @@ func (h *Handler) converter(ctx context.Context, gk schema.GroupKind) (Converter
 		return nil, false
 	}
 	defer h.held.Add(-1)
+	s := slotOf(ctx) // a held review converts nothing: its slot is free meanwhile
+	s.free()
+	defer s.take(ctx)
 	t := time.NewTimer(MaxHold)
 	defer t.Stop()
 	for {

@@ -142,7 +142,7 @@ func (c counting) Convert(obj *unstructured.Unstructured, to string) (*unstructu
 	return c.Rename.Convert(obj, to)
 }
 
-// TestHandlerStopsWhenTheCallerLeft: a review of 10,000 objects whose
+// TestHandlerStopsWhenTheCallerLeft: a review of 5,000 objects whose
 // caller has gone (the API server's timeout, a client that hung up) is not
 // converted on: the handler stops at once, its answer naming why, rather
 // than spending the operator's CPU on objects nobody reads.
@@ -151,7 +151,7 @@ func TestHandlerStopsWhenTheCallerLeft(t *testing.T) {
 	r := &webhook.Registry{}
 	r.Set(gaugeGK, counting{webhook.Rename{HubVersion: "v1", Hub: "replicas", Spoke: "size"}, n})
 	req := &apiextensionsv1.ConversionRequest{UID: "u1", DesiredAPIVersion: "conv.example.com/v2"}
-	for i := range 10000 {
+	for i := range webhook.DefaultMaxObjects {
 		req.Objects = append(req.Objects, gauge("v1", fmt.Sprintf("g%d", i), `{"replicas":3}`))
 	}
 	body, err := json.Marshal(&apiextensionsv1.ConversionReview{Request: req})

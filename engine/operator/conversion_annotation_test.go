@@ -1,0 +1,135 @@
+package operator_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/cueop/cueop/engine/operator"
+	"github.com/cueop/cueop/engine/operator/operatortest"
+	"github.com/cueop/cueop/localcluster/clustertest"
+)
+
+// wideTemplate is a kind served at v1 (its hub, stored) and v2, which has
+// no field text: a Memo's text rides to v2 in its annotation.
+const wideTemplate = `package memo
+
+resource: {group: "annot.example.com", version: "v1", kind: "Memo"}
+
+#Spec: {size: int, title?: string, text?: string}
+
+parent: {
+	metadata: {name: string, namespace: string}
+	spec: #Spec
+}
+observed: [string]: {...}
+children: cm: {
+	apiVersion: "v1"
+	kind:       "ConfigMap"
+	metadata: name: parent.metadata.name
+	data: size: "\(parent.spec.size)"
+}
+ready: true
+versions: v2: {
+	#Spec: {size: int, title?: string}
+	toHub: {in: spec: _, out: spec: {size: in.spec.size, if in.spec.title != _|_ {title: in.spec.title}}}
+	fromHub: {in: spec: _, out: spec: {size: in.spec.size, if in.spec.title != _|_ {title: in.spec.title}}}
+}
+`
+
+const wideCRD = "memos.annot.example.com"
+
+// TestConversionAnnotationTooLarge: a Memo whose text (a field v2 cannot
+// hold) is 300 KiB does not convert to v2: a read of it at v2 fails naming
+// the Memo, the field and the 256 KiB limit (the API server takes a
+// review's objects all or none, so a list at v2 holding it fails, naming
+// it, too), while another Memo reads at v2; the Memo gets the condition
+// Convertible False, reason AnnotationTooLarge, and a Warning Event of
+// that reason. Its text shortened, it reads at v2 again and the condition
+// is removed. A Memo with a title (a field both versions hold) and a text
+// of 150 KiB each converts: the annotation carries the text alone, not the
+// whole spec.
+func TestConversionAnnotationTooLarge(t *testing.T) {
+	ns := clustertest.Namespace(t)
+	dir := kindsDir(t, map[string]string{"memo": wideTemplate})
+	t.Cleanup(func() {
+		_, _ = kubectl(t, "", "delete", "--ignore-not-found", "--wait", "--timeout=60s", "crd/"+wideCRD)
+	})
+	conv, err := operator.LocalConversion()
+	must(t, err)
+	opts := operatortest.Options(dir, ns)
+	opts.Conversion = conv
+	operatortest.StartObserved(t, clustertest.Config(), opts)
+	waitEstablished(t, wideCRD)
+
+	memo := func(name string, title, text int) string {
+		return "apiVersion: annot.example.com/v1\nkind: Memo\nmetadata: {name: " + name + ", namespace: " + ns + "}\nspec: {size: 1, title: t" +
+			strings.Repeat("t", title) + ", text: x" + strings.Repeat("x", text) + "}\n"
+	}
+	// Created, not applied: kubectl apply's own annotation would carry the
+	// whole object.
+	mustKubectl(t, memo("small", 1, 1)+"---\n"+memo("wide", 150<<10, 150<<10)+"---\n"+memo("big", 1, 300<<10), "create", "-f", "-")
+	for _, name := range []string{"small", "wide"} {
+		eventually(t, 30*time.Second, func() string {
+			u, err := getAt(t, "memos.v2.annot.example.com", ns, name)
+			if err != nil {
+				return err.Error()
+			}
+			if size, _, _ := unstructured.NestedInt64(u.Object, "spec", "size"); size != 1 {
+				return name + " at v2: " + jsonText(u.Object["spec"])
+			}
+			return ""
+		})
+	}
+
+	want := []string{"Memo " + ns + "/big", "the fields spec.text that v2 cannot hold", "over the API server's limit of 256 KiB"}
+	says := func(err error, what string) {
+		t.Helper()
+		for _, w := range want {
+			if err == nil || !strings.Contains(err.Error(), w) {
+				t.Errorf("%s: %.400v, want an error with %q", what, err, w)
+			}
+		}
+	}
+	_, err = getAt(t, "memos.v2.annot.example.com", ns, "big")
+	says(err, "read of big at v2")
+	out, err := kubectl(t, "", "get", "memos.v2.annot.example.com", "-n", ns)
+	if err != nil {
+		err = fmt.Errorf("%w: %s", err, out)
+	}
+	says(err, "list at v2")
+
+	eventually(t, 30*time.Second, func() string {
+		u := mustGetAt(t, "memos.v1.annot.example.com", ns, "big")
+		c := conditionOf(u, operator.ConditionConvertible)
+		if c == nil || c["status"] != "False" || c["reason"] != operator.ReasonAnnotationTooLarge || !strings.Contains(c["message"].(string), "spec.text") {
+			return "big's Convertible condition: " + jsonText(c)
+		}
+		out, err := kubectl(t, "", "get", "events", "-n", ns, "--field-selector", "involvedObject.name=big,reason="+operator.ReasonAnnotationTooLarge, "-o", "name")
+		if err != nil || strings.TrimSpace(out) == "" {
+			return "no AnnotationTooLarge Event on big: " + out
+		}
+		return ""
+	})
+
+	mustKubectl(t, "", "patch", "memos.v1.annot.example.com", "-n", ns, "big", "--type=merge", "-p", `{"spec":{"text":"short"}}`)
+	eventually(t, 30*time.Second, func() string {
+		if _, err := getAt(t, "memos.v2.annot.example.com", ns, "big"); err != nil {
+			return err.Error()
+		}
+		if c := conditionOf(mustGetAt(t, "memos.v1.annot.example.com", ns, "big"), operator.ConditionConvertible); c != nil {
+			return "condition kept once big converts: " + jsonText(c)
+		}
+		return ""
+	})
+}
+
+func mustGetAt(t *testing.T, resource, ns, name string) *unstructured.Unstructured {
+	t.Helper()
+	u, err := getAt(t, resource, ns, name)
+	must(t, err)
+	return u
+}

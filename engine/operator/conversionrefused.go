@@ -1,0 +1,129 @@
+package operator
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/tools/record"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	"github.com/cueop/cueop/engine/convert"
+)
+
+// The condition the conversion webhook sets False on a CR it cannot
+// convert for a reason of the CR itself: its annotation of the fields the
+// other version cannot hold would not fit in metadata.annotations
+// (convert.AnnotationTooLargeError). It is written by its own field
+// manager, beside the reconciler's conditions, with a Warning Event of the
+// same reason, and removed once the CR converts again.
+const (
+	ConditionConvertible     = "Convertible"
+	ReasonAnnotationTooLarge = "AnnotationTooLarge"
+	conversionFieldManager   = "cueop-conversion"
+)
+
+// conversionReports turns the webhook's refusals of a CR into its
+// Convertible condition and an Event, off the review's goroutine: a review
+// only queues them (at most reportQueue, the rest dropped and logged; the
+// next conversion of the CR reports it again). It writes only when the
+// CR's condition differs from what it would write.
+type conversionReports struct {
+	client   client.Client
+	recorder record.EventRecorder
+	log      logr.Logger
+	queue    chan conversionReport
+}
+
+type conversionReport struct {
+	obj *unstructured.Unstructured
+	msg string // "" removes the condition
+}
+
+const reportQueue = 64
+
+func newConversionReports(mgr manager.Manager, log logr.Logger) *conversionReports {
+	return &conversionReports{client: mgr.GetClient(), recorder: mgr.GetEventRecorderFor("cueop"), log: log,
+		queue: make(chan conversionReport, reportQueue)}
+}
+
+// report is webhook.Handler.Report.
+func (r *conversionReports) report(obj *unstructured.Unstructured, err error) {
+	var tooLarge *convert.AnnotationTooLargeError
+	refused := errors.As(err, &tooLarge)
+	if !refused && err != nil {
+		return // another refusal: the render reports the CR's spec
+	}
+	cur := findCondition(obj, ConditionConvertible)
+	msg := ""
+	if refused {
+		msg = err.Error()
+		if cur != nil && cur["status"] == string(metav1.ConditionFalse) && cur["message"] == msg {
+			return
+		}
+	} else if cur == nil || cur["reason"] != ReasonAnnotationTooLarge {
+		return
+	}
+	select {
+	case r.queue <- conversionReport{obj: obj, msg: msg}:
+	default:
+		r.log.Info("conversion refusal not reported: too many at once; the next conversion of the CR reports it", "cr", obj.GetNamespace()+"/"+obj.GetName())
+	}
+}
+
+// NeedLeaderElection: every replica answers conversions.
+func (r *conversionReports) NeedLeaderElection() bool { return false }
+
+// Start writes the reports queued until ctx ends.
+func (r *conversionReports) Start(ctx context.Context) error {
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case rep := <-r.queue:
+			if err := r.write(ctx, rep); err != nil {
+				r.log.Error(err, "conversion refusal not reported", "cr", rep.obj.GetNamespace()+"/"+rep.obj.GetName())
+			}
+		}
+	}
+}
+
+// write applies the Convertible condition of rep (none when its message is
+// empty) to the CR's status, at the version the review held it at.
+func (r *conversionReports) write(ctx context.Context, rep conversionReport) error {
+	obj := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": rep.obj.GetAPIVersion(), "kind": rep.obj.GetKind(),
+		"metadata": map[string]any{"name": rep.obj.GetName(), "namespace": rep.obj.GetNamespace()},
+	}}
+	if rep.msg != "" {
+		obj.Object["status"] = map[string]any{"conditions": []any{map[string]any{
+			"type": ConditionConvertible, "status": string(metav1.ConditionFalse), "reason": ReasonAnnotationTooLarge,
+			"message": rep.msg, "observedGeneration": rep.obj.GetGeneration(),
+			"lastTransitionTime": time.Now().UTC().Format(time.RFC3339),
+		}}}
+	}
+	if err := r.client.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(obj),
+		client.FieldOwner(conversionFieldManager), client.ForceOwnership); err != nil {
+		return err
+	}
+	if rep.msg != "" {
+		r.recorder.Event(rep.obj, corev1.EventTypeWarning, ReasonAnnotationTooLarge, rep.msg)
+	}
+	return nil
+}
+
+// findCondition is the condition of type typ in obj's status, or nil.
+func findCondition(obj *unstructured.Unstructured, typ string) map[string]any {
+	conds, _, _ := unstructured.NestedSlice(obj.Object, "status", "conditions")
+	for _, c := range conds {
+		if m, ok := c.(map[string]any); ok && m["type"] == typ {
+			return m
+		}
+	}
+	return nil
+}
