@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -19,6 +20,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/cueop/cueop/engine/operator"
+	"github.com/cueop/cueop/engine/template"
 	"github.com/cueop/cueop/localcluster"
 )
 
@@ -90,13 +92,13 @@ func runDev(ctx context.Context, cmd *cobra.Command, out io.Writer, g *globals, 
 	if err := writeKubeconfig(cluster.KubeconfigPath, f.kubeconfigOut); err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "kubectl --kubeconfig %s get blogs,redisclusters,staticsites,pods,pvc -A\n", f.kubeconfigOut)
-	if f.logPath != "" {
-		fmt.Fprintf(out, "operator logs (JSON) in %s; warnings and errors show here\n", f.logPath)
-	}
 	set, err := g.load()
 	if set == nil {
 		return err
+	}
+	fmt.Fprintln(out, devHint(f.kubeconfigOut, set))
+	if f.logPath != "" {
+		fmt.Fprintf(out, "operator logs (JSON) in %s; warnings and errors show here\n", f.logPath)
 	}
 	op, runOp, err := devOperators(out, g, f, cluster) // dev_shard.go
 	if err != nil {
@@ -107,6 +109,19 @@ func runDev(ctx context.Context, cmd *cobra.Command, out io.Writer, g *globals, 
 	defer stopOp()
 	go func() { runErr <- runOp(opCtx) }()
 	return followDev(ctx, out, op, set, cluster, f, runErr)
+}
+
+// devHint is the kubectl command that lists the CRs of the kinds set
+// serves, in every namespace.
+func devHint(kubeconfig string, set *template.Set) string {
+	var plurals []string
+	for _, k := range set.Kinds {
+		plurals = append(plurals, k.Resource.Plural)
+	}
+	if len(plurals) == 0 {
+		return fmt.Sprintf("no kind to serve in %s; kubectl --kubeconfig %s get crds", set.Root, kubeconfig)
+	}
+	return fmt.Sprintf("kubectl --kubeconfig %s get %s -A", kubeconfig, strings.Join(plurals, ","))
 }
 
 // ensureBinaries builds the control-plane binaries when they are missing and

@@ -320,6 +320,9 @@ func rolloutLine(p operator.KindProgress) string {
 		revs = append(revs, fmt.Sprintf("%d on %s", n, rev))
 	}
 	sort.Strings(revs)
+	if len(revs) == 0 {
+		revs = []string{"no CR yet"}
+	}
 	line := fmt.Sprintf("revision %s: %s; %d in flight, %d waiting", p.Revision, strings.Join(revs, ", "), p.InFlight, p.Waiting)
 	if p.Halted {
 		line += fmt.Sprintf("; HALTED, %d stalled (fix the template to resume)", p.Stalled)

@@ -21,7 +21,8 @@ const devLogFile = "operator.log"
 // devLogger is the logger of `cueop dev`. Unless --zap-encoder was given,
 // the operator's structured logs (JSON, at --zap-log-level) go to a file and
 // only its warnings and errors reach out, each on one human-readable line,
-// between the status lines. With --zap-encoder, the logs go to standard
+// between the status lines: its errors, and the lines that carry a
+// consoleKeys field (a template warning, an error resolved). With --zap-encoder, the logs go to standard
 // error as `cueop run` writes them, and path is empty. close closes the file.
 func devLogger(zapOpts *zap.Options, encoderSet bool, dir string, out io.Writer) (log logr.Logger, path string, close func() error, err error) {
 	if encoderSet {
@@ -41,7 +42,7 @@ func devLogger(zapOpts *zap.Options, encoderSet bool, dir string, out io.Writer)
 		EncodeLevel:      zapcore.CapitalLevelEncoder,
 		EncodeDuration:   zapcore.StringDurationEncoder,
 		ConsoleSeparator: "  ",
-	}), zapcore.AddSync(out), zapcore.WarnLevel)}
+	}), zapcore.AddSync(out), zapcore.InfoLevel)}
 	opts := *zapOpts
 	opts.DestWriter = file
 	opts.ZapOpts = slices.Clone(zapOpts.ZapOpts)
@@ -67,7 +68,16 @@ func (c oneLineCore) Check(e zapcore.Entry, ce *zapcore.CheckedEntry) *zapcore.C
 	return ce
 }
 
+// consoleKeys are the fields of an info line that the console shows: what
+// the operator warns of without failing (a template that reads a field its
+// child's kind lacks) and the end of an error it logged (a refused kind
+// served again).
+var consoleKeys = []string{"warning", "resolved"}
+
 func (c oneLineCore) Write(e zapcore.Entry, fields []zapcore.Field) error {
+	if e.Level < zapcore.WarnLevel && !slices.ContainsFunc(fields, func(f zapcore.Field) bool { return slices.Contains(consoleKeys, f.Key) }) {
+		return nil
+	}
 	e.Message = oneLine(e.Message)
 	e.Stack = ""
 	return c.Core.Write(e, fields)

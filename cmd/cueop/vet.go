@@ -98,12 +98,14 @@ func vetCases(g *globals, set *template.Set, crds []*apiextensionsv1.CustomResou
 }
 
 // vetGates warns, once each, where a gate of the render of a golden case
-// can never open (render.GateWarnings).
+// can never open (render.GateWarnings) and where its status, conditions or
+// ready read a field the child's kind does not have (render.ReadWarnings).
 func vetGates(k *template.Kind, c *vetBase, opts render.Options, seen map[string]bool, warn io.Writer) {
 	if c == nil {
 		return
 	}
-	for _, w := range render.GateWarnings(render.Inputs{Kind: k, Parent: c.parent}, opts) {
+	in := render.Inputs{Kind: k, Parent: c.parent}
+	for _, w := range append(render.GateWarnings(in, opts), render.ReadWarnings(in, opts)...) {
 		if !seen[w] {
 			seen[w] = true
 			fmt.Fprintf(warn, "warn kind %s: %s\n", k.Name, w)

@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/cueop/cueop/engine/convert"
+	"github.com/cueop/cueop/engine/render"
 	"github.com/cueop/cueop/engine/template"
 )
 
@@ -32,7 +33,14 @@ func ToHub(k *template.Kind, parent *unstructured.Unstructured) (*unstructured.U
 	out, err := c.Convert(parent, hub.Name)
 	var se *convert.SpecError
 	if errors.As(err, &se) {
-		return nil, se // a spec error, as the render of a parent at the hub words it
+		// A spec error, as the render of a parent at the hub words it.
+		if v := k.Version(se.Version); v != nil {
+			spec, _, _ := unstructured.NestedMap(parent.Object, "spec")
+			if rerr := render.SpecErrorOf(v.Spec, spec); rerr != nil {
+				return nil, rerr
+			}
+		}
+		return nil, se
 	}
 	return out, err
 }

@@ -53,7 +53,14 @@ type Progress struct {
 }
 
 func (p Progress) String() string {
-	s := fmt.Sprintf("%s -> %s: %d CRs rewritten of %d listed (%d pages)", strings.Join(p.From, ","), p.To, p.Migrated, p.Listed, p.Pages)
+	s := fmt.Sprintf("%s -> %s: no CR to rewrite", strings.Join(p.From, ","), p.To)
+	if p.Listed > 0 {
+		pages := "pages"
+		if p.Pages == 1 {
+			pages = "page"
+		}
+		s = fmt.Sprintf("%s -> %s: %d CRs rewritten of %d listed (%d %s)", strings.Join(p.From, ","), p.To, p.Migrated, p.Listed, p.Pages, pages)
+	}
 	if p.Refused > 0 {
 		s += fmt.Sprintf("; %d refused", p.Refused)
 	}

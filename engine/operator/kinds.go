@@ -122,6 +122,7 @@ func (o *Operator) serve(ctx context.Context, k *template.Kind) error {
 	commit()
 	o.schemaAccepted(k)
 	o.metrics.revision(k)
+	o.warnTemplate(k)                 // templatewarn.go
 	if !ok && o.awaitingCRD(ctx, k) { // crdwait.go: migrated and started once served
 		return nil
 	}

@@ -67,7 +67,7 @@ func (o *Operator) schemaAccepted(k *template.Kind) {
 	}
 	delete(o.refused, k.Name)
 	o.metrics.schemaRefused(k, false)
-	o.log.Info("schema change no longer refused: the kind serves revision "+k.Revision, "kind", k.Resource.Kind)
+	o.log.Info("schema change no longer refused: the kind serves revision "+k.Revision, "kind", k.Resource.Kind, "resolved", "template refused")
 }
 
 // anyRefused reports whether a kind's schema change is refused now.

@@ -40,6 +40,7 @@ func (r *run) emitEvents() {
 	if r.stalled != nil && stallChanged(r.cr, r.stalled) {
 		rec.Event(r.cr, corev1.EventTypeWarning, r.stalled.reason, r.stalled.message)
 	}
+	r.warnUnrendered() // unrendered.go
 }
 
 func eventReason(action string) string {

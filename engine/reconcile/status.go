@@ -131,7 +131,8 @@ func (r *run) conditions(conds []metav1.Condition) []metav1.Condition {
 	if r.result_.Ready {
 		set(ConditionReady, metav1.ConditionTrue, ReasonReady, "every child is ready")
 	} else {
-		set(ConditionReady, metav1.ConditionFalse, ReasonChildrenNotReady, "waiting for children to be ready")
+		reason, msg := r.notReady() // absentready.go
+		set(ConditionReady, metav1.ConditionFalse, reason, msg)
 	}
 	return conds
 }

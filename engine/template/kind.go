@@ -83,6 +83,9 @@ type Kind struct {
 	// Reads is what the template reads of observed and parent (paths.go):
 	// the render converts only that of each live object.
 	Reads *Reads
+	// Outputs is what its status, conditions, ready and readyWhen read of
+	// the observed children (outputreads.go).
+	Outputs *Outputs
 	// Versions are the served versions of the kind, the hub
 	// (Resource.Version, the storage version) first, then the spokes
 	// declared under versions, by name (versions.go). A kind with one

@@ -233,6 +233,7 @@ func compile(ctx *cue.Context, snap *snapshot, inst *build.Instance) (*Kind, err
 	k.Files = snap.filesUnder(dirs)
 	k.Hotspots = Hotspots(inst)
 	k.Reads = AnalyzeReads(inst)
+	k.Outputs = analyzeOutputs(inst, v)
 	return k, nil
 }
 

@@ -1,0 +1,52 @@
+package reconcile
+
+import (
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/cueop/cueop/engine/convert"
+)
+
+// ReasonSpecNotRendered is the reason of the Warning Event on a CR whose
+// spec, written at a spoke version, holds fields the hub cannot.
+const ReasonSpecNotRendered = "SpecNotRendered"
+
+// warnUnrendered emits, the first time a generation of the CR is
+// reconciled, a Warning Event naming the fields of a spoke's spec that the
+// hub cannot hold (convert.Unrendered): the conversion annotation keeps
+// them, so they read back at that version, but the template renders the
+// hub and never sees them. An Event, not a condition: the fields are what
+// was written, not a state of the CR's children (the CR may well be
+// Ready), and the Event reaches `kubectl describe` when the spec changes.
+func (r *run) warnUnrendered() {
+	rec := r.r.Recorder
+	if rec == nil || len(r.kind.Versions) < 2 || r.cr.GetDeletionTimestamp() != nil || !annotated(r.cr) {
+		return
+	}
+	if og, _, _ := unstructured.NestedInt64(r.cr.Object, "status", "observedGeneration"); og == r.cr.GetGeneration() {
+		return // told when this generation was first reconciled
+	}
+	c, err := convert.New(r.kind)
+	if err != nil || c == nil {
+		return
+	}
+	fields, err := c.WithBudget(r.r.Options.Budget).Lenient().Unrendered(r.cr)
+	if err != nil || len(fields) == 0 {
+		return
+	}
+	rec.Event(r.cr, corev1.EventTypeWarning, ReasonSpecNotRendered, strings.Join(fields, ", ")+
+		": kept by the annotation "+convert.AnnotationPrefix+"<version> and read back at that version, but not rendered: the template renders the hub version "+
+		r.kind.Hub().Name+", which cannot hold them")
+}
+
+// annotated tells that cr carries a spec in a conversion annotation.
+func annotated(cr *unstructured.Unstructured) bool {
+	for a := range cr.GetAnnotations() {
+		if strings.HasPrefix(a, convert.AnnotationPrefix) {
+			return true
+		}
+	}
+	return false
+}
