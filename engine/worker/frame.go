@@ -62,7 +62,11 @@ func requestTooLarge(req *request, size int) error {
 	ns, _ := meta["namespace"].(string)
 	name, _ := meta["name"].(string)
 	kind, _ := req.Parent["kind"].(string)
+	subject := fmt.Sprintf("%s %s/%s", kind, ns, name)
+	if name == "" {
+		subject = "package " + req.Kind
+	}
 	return &render.Error{Reason: render.ReasonRenderBudget, Messages: []string{fmt.Sprintf(
-		"%s %s/%s: %s request of %s exceeds the %s a render worker reads: not sent (its largest inputs: %s; reference fewer or smaller objects)",
-		kind, ns, name, req.Op, budget.MiB(int64(size)), budget.MiB(MaxMessage), strings.Join(largest, ", "))}}
+		"%s: %s request of %s exceeds the %s a render worker reads: not sent (its largest inputs: %s; reference fewer or smaller objects)",
+		subject, req.Op, budget.MiB(int64(size)), budget.MiB(MaxMessage), strings.Join(largest, ", "))}}
 }
