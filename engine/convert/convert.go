@@ -18,7 +18,7 @@ const AnnotationPrefix = "cueop.dev/conversion."
 
 // OwnStatus are the status fields cueop itself writes: a conversion passes
 // them unchanged.
-var OwnStatus = []string{"conditions", "observedGeneration", "revision", template.StatusImmutable}
+var OwnStatus = []string{"conditions", "observedGeneration", "revision", template.StatusInputsDigest, template.StatusImmutable}
 
 // Converter converts objects of one kind between its served versions. It
 // is immutable and safe for concurrent use.

@@ -84,6 +84,7 @@ func apply(s step, spec map[string]any, lenient bool) (in, out map[string]any, e
 	if spec == nil {
 		spec = map[string]any{}
 	}
+	spec = template.WholeFloats(s.conv.LookupPath(template.PathInSpec), spec).(map[string]any)
 	enc := s.conv.Context().Encode(spec)
 	x := s.conv.FillPath(template.PathInSpec, enc)
 	in, err = export(x.LookupPath(template.PathInSpec))
@@ -107,6 +108,9 @@ func apply(s step, spec map[string]any, lenient bool) (in, out map[string]any, e
 // normalize returns spec unified with v's #Spec: defaults filled, bounds
 // checked.
 func (c *Converter) normalize(spec map[string]any, v *template.Version) (map[string]any, error) {
+	if spec != nil {
+		spec = template.WholeFloats(v.Spec, spec).(map[string]any)
+	}
 	return export(v.Spec.Unify(v.Spec.Context().Encode(spec)))
 }
 

@@ -6,26 +6,35 @@ import (
 	"fmt"
 	"sort"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+
+	"github.com/cueop/cueop/engine/render"
 )
 
 // ownedLive lists from the API server the objects in namespace ns that the
 // CR of uid controls (its controller owner reference), across every
-// allowed kind the API server serves (reconcile.OwnedFunc). Each list is
-// metadata only and has no label selector: a child whose cueop labels lag
-// (sharding just turned on, a CR that never re-applied) or were rewritten
-// by another tool, a child of a kind not watched, a child the shard's
-// cache does not select, all are found. A finalizer comes off on this
-// answer, never on the cache's.
+// allowed kind and every data kind the API server serves
+// (reconcile.OwnedFunc). Each list is metadata only and has no label
+// selector: a child whose cueop labels lag (sharding just turned on, a CR
+// that never re-applied) or were rewritten by another tool, a child of a
+// kind not watched, a child the shard's cache does not select, all are
+// found. A finalizer comes off on this answer, never on the cache's: a
+// kind is left out only when the API server says it does not serve it;
+// any other failure to resolve or list one is an error, and the finalizer
+// stays. The data kinds are listed even when no longer allowed (the
+// allowed kinds narrowed since a claim was created): a retained claim is
+// released, never left to the garbage collector.
 func (o *Operator) ownedLive(ctx context.Context, ns string, uid types.UID) ([]*unstructured.Unstructured, error) {
 	var out []*unstructured.Unstructured
-	for _, gk := range o.allowedKinds() {
-		m, err := o.resolveChildKind(gk, "")
-		if errors.Is(err, errNotServed) {
+	for _, gk := range o.ownedKinds() {
+		m, err := o.resolveOwnedKind(gk)
+		if notServed(err) {
 			continue
 		}
 		if err != nil {
@@ -42,6 +51,47 @@ func (o *Operator) ownedLive(ctx context.Context, ns string, uid types.UID) ([]*
 		}
 	}
 	return out, nil
+}
+
+// ownedKinds are the allowed kinds and the data kinds, sorted.
+func (o *Operator) ownedKinds() []schema.GroupKind {
+	gks := o.allowedKinds()
+	data := o.opts.DataKinds
+	if data == nil {
+		data = render.MustKindSet(render.DefaultDataKinds)
+	}
+	for gk := range data {
+		if !o.opts.AllowedKinds[gk] {
+			gks = append(gks, gk)
+		}
+	}
+	sort.Slice(gks, func(i, j int) bool { return gks[i].String() < gks[j].String() })
+	return gks
+}
+
+// resolveOwnedKind resolves gk, allowed or a data kind, to the resource
+// the API server serves it as, at its preferred version.
+func (o *Operator) resolveOwnedKind(gk schema.GroupKind) (*meta.RESTMapping, error) {
+	if o.opts.AllowedKinds[gk] {
+		return o.resolveChildKind(gk, "")
+	}
+	m, err := o.mgr.GetRESTMapper().RESTMapping(gk)
+	if err != nil {
+		return nil, fmt.Errorf("kind %s: %w", gk, err)
+	}
+	if m.Scope.Name() != meta.RESTScopeNameNamespace {
+		return nil, fmt.Errorf("data kind %s is cluster-scoped; children live in their parent's namespace", gk)
+	}
+	return m, nil
+}
+
+// notServed tells the answer of a REST mapper that found, in the API
+// server's discovery, no such kind: not a discovery that failed (the API
+// server unreachable, a group whose resources could not be read), where
+// objects of the kind may well exist.
+func notServed(err error) bool {
+	var failed *apiutil.ErrResourceDiscoveryFailed
+	return err != nil && meta.IsNoMatchError(err) && !errors.As(err, &failed)
 }
 
 // allowedKinds are the allowed kinds, sorted.

@@ -250,7 +250,8 @@ func (r *run) render(ctx context.Context) error {
 	// Every input of the render: the observed children and the referenced
 	// objects; the memo reuses the last result when their digest is the same.
 	in := render.Inputs{Kind: r.kind, Parent: r.cr, Observed: r.observed, Referenced: r.referenced}
-	res, hit, err := r.r.memo.render(ctx, r.r.evaluator(), client.ObjectKeyFromObject(r.cr), in, r.r.options(), r.loadReferenced(ctx))
+	ev := boundedEvaluator{r.r.evaluator(), r.subject(), r.r.inputBound()} // inputsize.go
+	res, hit, err := r.r.memo.render(ctx, ev, client.ObjectKeyFromObject(r.cr), in, r.r.options(), r.loadReferenced(ctx))
 	if !hit {
 		r.r.rendered(r.kind.Resource.Kind, time.Since(start), err)
 	}

@@ -42,7 +42,7 @@ func (r *run) loadReferenced(ctx context.Context) func(render.Inputs) (render.In
 	if r.r.Load == nil {
 		return nil
 	}
-	max := int(r.r.Options.Budget.WithDefaults().Memory)
+	max := r.r.inputBound() // inputsize.go
 	return func(in render.Inputs) (render.Inputs, error) {
 		whole := make(map[string]render.Referenced, len(in.Referenced))
 		read := 0
@@ -66,12 +66,12 @@ func (r *run) loadReferenced(ctx context.Context) func(render.Inputs) (render.In
 }
 
 // referencedTooLarge refuses a render whose referenced objects hold more
-// than its memory budget (a selector matching many large objects): the
-// render could not hold them, and reading the rest would only cost the
-// operator's memory. The objects' change wakes the CR.
+// than a render may read (inputBound; a selector matching many large
+// objects): the render could not hold them, and reading the rest would
+// only cost the operator's memory. The objects' change wakes the CR.
 func referencedTooLarge(id string, o *unstructured.Unstructured, read, max int) error {
 	return &render.Error{Reason: render.ReasonRenderBudget, Messages: []string{fmt.Sprintf(
-		"references.%s: the referenced objects read up to %s %s/%s hold %d bytes, more than the %d of the render memory budget: not rendered (raise --render-memory, or reference fewer objects)",
+		"references.%s: the referenced objects read up to %s %s/%s hold %d bytes, more than the %d a render may read: not rendered (reference fewer or smaller objects)",
 		id, o.GetKind(), o.GetNamespace(), o.GetName(), read, max)}}
 }
 

@@ -137,8 +137,10 @@ func evaluate(k *template.Kind, parent *unstructured.Unstructured, in Inputs, op
 // Encode (nil as _, as FillPath converts it) and unifying it directly
 // evaluates the filled data once instead of twice.
 func fill(k *template.Kind, parent *unstructured.Unstructured, in Inputs) cue.Value {
+	pv := parentValue(parent)
+	pv["spec"] = template.WholeFloats(k.Spec, pv["spec"])
 	data := map[string]any{
-		template.FieldParent:   parentValue(parent),
+		template.FieldParent:   pv,
 		template.FieldObserved: observedValue(k, in.Observed),
 	}
 	if k.References {

@@ -104,20 +104,40 @@ func (u usage) String() string {
 // resident memory. ok is false when the worker cannot serve again; u says
 // why and what the evaluation used.
 func (w *proc) call(ctx context.Context, req *request, b budget.Budget, memory int64) (resp *response, u usage, ok bool, err error) {
+	msg, err := frame(req)
+	if err != nil {
+		return nil, u, true, err // nothing sent
+	}
+	return w.send(ctx, msg, b, memory)
+}
+
+// send is call with the request framed (frame). The caller's context
+// returns it whatever the worker does, also while the request is being
+// written: a worker that stops reading is killed.
+func (w *proc) send(ctx context.Context, msg []byte, b budget.Budget, memory int64) (resp *response, u usage, ok bool, err error) {
 	b = b.WithDefaults()
 	start, t0 := w.spent, time.Now()
-	answer := make(chan error, 1)
-	got := &response{} // the reader's until it answers
-	if err := writeMessage(w.in, req); err != nil {
-		return nil, w.died(start, t0), false, nil
-	}
-	go func() { answer <- readMessage(w.out, got) }()
+	wrote := make(chan error, 1)
+	go func() {
+		_, err := w.in.Write(msg)
+		wrote <- err
+	}()
+	var answer chan error // once the request is written
+	got := &response{}    // the reader's until it answers
 	tick := time.NewTicker(pollEvery)
 	defer tick.Stop()
 	for {
 		select {
+		case err := <-wrote:
+			if err != nil {
+				w.kill()
+				return nil, w.died(start, t0), false, nil
+			}
+			answer = make(chan error, 1)
+			go func() { answer <- readMessage(w.out, got) }()
 		case err := <-answer:
 			if err != nil {
+				w.kill()
 				return nil, w.died(start, t0), false, nil
 			}
 			// The worker says its CPU time: no /proc read for the

@@ -108,11 +108,15 @@ func (p *Pool) evaluate(ctx context.Context, tenant string, k *template.Kind, re
 // run runs req on a worker. resp is nil when the worker ended or was
 // killed during the evaluation; u says what it used.
 func (p *Pool) run(ctx context.Context, tenant string, req *request, b budget.Budget) (*response, usage, error) {
+	msg, err := frame(req)
+	if err != nil {
+		return nil, usage{}, err
+	}
 	w, err := p.acquire(ctx, tenant)
 	if err != nil {
 		return nil, usage{}, err
 	}
-	resp, u, ok, err := w.call(ctx, req, b, p.opts.Memory)
+	resp, u, ok, err := w.send(ctx, msg, b, p.opts.Memory)
 	if !ok {
 		p.killed.Add(1)
 	}

@@ -87,6 +87,7 @@ type Pool struct {
 	procs   int            // running or starting
 	waiting fairQueue
 	timer   bool // a spawn check is scheduled
+	closed  bool // Close was called: a worker no request waits for ends
 
 	started, killed atomic.Int64
 }
@@ -105,11 +106,15 @@ func New(opts Options) *Pool {
 func (p *Pool) Stats() (started, killed int64) { return p.started.Load(), p.killed.Load() }
 
 // Close ends the idle workers; busy ones end when their evaluation does.
+// A request made after Close is still served, by a worker that ends with
+// its evaluation.
 func (p *Pool) Close() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.closed = true
 	for _, w := range p.idle {
 		w.close()
+		p.procs--
 	}
 	p.idle = nil
 }
@@ -294,11 +299,17 @@ func (p *Pool) release(w *proc, ok bool) {
 	}
 }
 
-// handLocked gives the idle worker w to the next request that may run.
+// handLocked gives the idle worker w to the next request that may run,
+// or keeps it idle; once the pool is closed, it ends.
 func (p *Pool) handLocked(w *proc) {
 	if tenant, ch := p.waiting.next(p.eligible); ch != nil {
 		p.takeLocked(w, tenant)
 		ch <- w
+		return
+	}
+	if p.closed {
+		w.close()
+		p.procs--
 		return
 	}
 	p.idle = append(p.idle, w)

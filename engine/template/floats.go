@@ -1,0 +1,97 @@
+package template
+
+import (
+	"maps"
+	"slices"
+
+	"cuelang.org/go/cue"
+)
+
+// WholeFloats returns v, data as the API server stores it, with every
+// whole number at a path where schema admits a float and no int made a
+// float64. A CUE float becomes `type: number` in the CRD, and the API
+// server stores 2.0 as 2, which CUE's float refuses; the engine fills
+// such a number as the float it is. v is never changed: a map or list
+// that holds such a number is copied.
+func WholeFloats(schema cue.Value, v any) any {
+	out, _ := wholeFloats(schema, v)
+	return out
+}
+
+func wholeFloats(schema cue.Value, v any) (any, bool) {
+	switch t := v.(type) {
+	case int64:
+		if floatOnly(schema) {
+			return float64(t), true
+		}
+	case int:
+		if floatOnly(schema) {
+			return float64(t), true
+		}
+	case map[string]any:
+		var out map[string]any
+		for key, x := range t {
+			if !mayHold(x) {
+				continue
+			}
+			sub := schema.LookupPath(cue.MakePath(cue.Str(key).Optional()))
+			if !sub.Exists() {
+				continue
+			}
+			if y, changed := wholeFloats(sub, x); changed {
+				if out == nil {
+					out = maps.Clone(t)
+				}
+				out[key] = y
+			}
+		}
+		if out == nil {
+			return t, false
+		}
+		return out, true
+	case []any:
+		var out []any
+		var elem cue.Value
+		for i, x := range t {
+			if !mayHold(x) {
+				continue
+			}
+			sub := schema.LookupPath(cue.MakePath(cue.Index(i)))
+			if !sub.Exists() {
+				if !elem.Exists() {
+					elem = schema.LookupPath(cue.MakePath(cue.AnyIndex))
+				}
+				sub = elem
+			}
+			if y, changed := wholeFloats(sub, x); changed {
+				if out == nil {
+					out = slices.Clone(t)
+				}
+				out[i] = y
+			}
+		}
+		if out == nil {
+			return t, false
+		}
+		return out, true
+	}
+	return v, false
+}
+
+// mayHold tells a value that is or may hold a whole number.
+func mayHold(v any) bool {
+	switch v.(type) {
+	case int64, int, map[string]any, []any:
+		return true
+	}
+	return false
+}
+
+// floatOnly tells a schema that admits a float and no int.
+func floatOnly(schema cue.Value) bool {
+	if !schema.Exists() {
+		return false
+	}
+	k := schema.IncompleteKind()
+	return k&cue.FloatKind != 0 && k&cue.IntKind == 0
+}
