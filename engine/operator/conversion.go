@@ -33,8 +33,9 @@ type Conversion struct {
 	// operators of a sharded replica's ranges: the replica serves it; an
 	// endpoint served from Registry elsewhere).
 	NoServe bool
-	// New makes a kind's converter (nil for a kind with one version);
-	// engine/convert's by default.
+	// New makes a kind's converter (nil for a kind with one version); by
+	// default engine/convert's, evaluated in the operator's workers
+	// (engine/worker; in process with Options.InProcess).
 	New func(*template.Kind) (webhook.Converter, error)
 	// Registry, when set, is where the converters are served from (an
 	// endpoint served elsewhere, with NoServe: tests share one across the

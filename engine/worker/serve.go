@@ -72,6 +72,8 @@ func Serve(r io.Reader, w io.Writer, limit int64) int {
 // revision.
 type server struct {
 	kinds map[string]*template.Kind
+	// converters are the converters of the kinds, by name (convert.go).
+	converters map[string]kindConverter
 }
 
 func (s *server) send(w *bufio.Writer, resp *response) error {
@@ -89,6 +91,8 @@ func (s *server) handle(req *request) *response {
 	switch req.Op {
 	case opCompile:
 		return s.compile(req)
+	case opConvert:
+		return s.convert(req) // convert.go
 	case opRender, opReferences:
 		k, err := s.kind(req)
 		if errors.Is(err, errNeedFiles) {

@@ -11,6 +11,7 @@ import (
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 
 	"github.com/cueop/cueop/engine/budget"
+	"github.com/cueop/cueop/engine/convert"
 	"github.com/cueop/cueop/engine/render"
 	"github.com/cueop/cueop/engine/template"
 )
@@ -25,6 +26,7 @@ const (
 	opRender     = "render"
 	opReferences = "references"
 	opCompile    = "compile"
+	opConvert    = "convert" // convert.go
 )
 
 // request is one evaluation asked of a worker.
@@ -44,6 +46,10 @@ type request struct {
 	Observed   map[string]map[string]any `json:"observed,omitempty"`
 	Referenced map[string]wireReferenced `json:"referenced,omitempty"`
 	Options    wireOptions               `json:"options"`
+
+	// Object is converted to the version ToVersion (opConvert).
+	Object    map[string]any `json:"object,omitempty"`
+	ToVersion string         `json:"toVersion,omitempty"`
 }
 
 type wireReferenced struct {
@@ -76,6 +82,11 @@ type response struct {
 	// CPU is the worker's CPU time (user and system) when it answered.
 	CPU   time.Duration `json:"cpu"`
 	Hello *hello        `json:"hello,omitempty"`
+
+	// Converted is the object converted, Memo what the operator's memo
+	// keeps of the conversion (opConvert).
+	Converted map[string]any `json:"converted,omitempty"`
+	Memo      *convert.Memo  `json:"memo,omitempty"`
 }
 
 type hello struct {
