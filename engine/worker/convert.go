@@ -59,7 +59,7 @@ func (c *Converter) ConvertContext(ctx context.Context, obj *unstructured.Unstru
 	if err := c.pool.setKind(req, c.kind); err != nil {
 		return nil, err
 	}
-	resp, err := c.pool.evaluate(ctx, obj.GetNamespace(), c.kind, req, c.budget)
+	resp, err := c.pool.evaluate(context.WithValue(ctx, waitTurn{}, true), obj.GetNamespace(), c.kind, req, c.budget)
 	var ended *conversionEnded
 	if errors.As(err, &ended) {
 		return nil, fmt.Errorf("%s: conversion from %s to %s: %w", subject(obj), obj.GroupVersionKind().Version, toVersion, err)
@@ -70,6 +70,14 @@ func (c *Converter) ConvertContext(ctx context.Context, obj *unstructured.Unstru
 	c.memo.Remember(resp.Memo)
 	return &unstructured.Unstructured{Object: resp.Converted}, nil
 }
+
+// waitTurn, set in a request's context, makes it wait its turn when its
+// tenant's share of the workers is held by slow evaluations, instead of
+// being refused (Busy): a conversion is the answer to a read that nobody
+// retries, and it ends when its caller leaves.
+type waitTurn struct{}
+
+func waitsTurn(ctx context.Context) bool { return ctx.Value(waitTurn{}) != nil }
 
 // conversionEnded is a conversion that ended its worker.
 type conversionEnded struct{ msg string }

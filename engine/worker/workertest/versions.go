@@ -14,7 +14,7 @@ import (
 	"strings"
 )
 
-resource: {group: "hostileversions.test.example", version: "v1", kind: "HostileVersions"}
+resource: {group: "hostileversions.test.example", version: "v1", kind: "Shifter"}
 #Spec: {
 	line:  *"x" | string & strings.MaxRunes(1000000)
 	count: *1 | int & >=0 & <=1000000
