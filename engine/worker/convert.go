@@ -25,10 +25,11 @@ import (
 // or metadata write) is answered in the operator from the memo of the
 // conversions the workers evaluated. It is safe for concurrent use.
 type Converter struct {
-	pool   *Pool
-	kind   *template.Kind
-	budget budget.Budget
-	memo   *convert.Converter // memoOnly use: never evaluates here
+	pool    *Pool
+	kind    *template.Kind
+	budget  budget.Budget
+	memo    *convert.Converter // memoOnly use: never evaluates here
+	refused *refusals          // refused.go
 }
 
 // Converter returns the converter of k's conversions, each within b; nil
@@ -41,7 +42,7 @@ func (p *Pool) Converter(k *template.Kind, b budget.Budget) (*Converter, error) 
 	if k.Dir == "" {
 		return nil, fmt.Errorf("kind %s: not loaded from a templates directory: cannot convert in a worker", k.Name)
 	}
-	return &Converter{pool: p, kind: k, budget: b, memo: c.WithBudget(b).Lenient()}, nil
+	return &Converter{pool: p, kind: k, budget: b, memo: c.WithBudget(b).Lenient(), refused: &refusals{}}, nil
 }
 
 // Convert converts obj to toVersion (webhook.Converter).
@@ -55,6 +56,10 @@ func (c *Converter) ConvertContext(ctx context.Context, obj *unstructured.Unstru
 	if out, ok, err := c.memo.Memoized(obj, toVersion); ok {
 		return out, err
 	}
+	key := refusalKey(obj, toVersion)
+	if err := c.refused.get(key); err != nil {
+		return nil, err
+	}
 	req := &request{Op: opConvert, Object: obj.Object, ToVersion: toVersion, Options: wireOptions{Budget: c.budget}}
 	if err := c.pool.setKind(req, c.kind); err != nil {
 		return nil, err
@@ -62,9 +67,12 @@ func (c *Converter) ConvertContext(ctx context.Context, obj *unstructured.Unstru
 	resp, err := c.pool.evaluate(context.WithValue(ctx, waitTurn{}, true), obj.GetNamespace(), c.kind, req, c.budget)
 	var ended *conversionEnded
 	if errors.As(err, &ended) {
-		return nil, fmt.Errorf("%s: conversion from %s to %s: %w", subject(obj), obj.GroupVersionKind().Version, toVersion, err)
+		err = fmt.Errorf("%s: conversion from %s to %s: %w", subject(obj), obj.GroupVersionKind().Version, toVersion, err)
 	}
 	if err != nil {
+		if ended != nil || isExceeded(err) {
+			c.refused.put(key, err)
+		}
 		return nil, err
 	}
 	c.memo.Remember(resp.Memo)

@@ -81,8 +81,9 @@ func TestConversionInWorker(t *testing.T) {
 
 // TestConversionBombEndsOnlyItsWorker: a CR within its schema's bounds
 // whose conversion allocates a terabyte at once crashes the worker, not
-// this process: the conversion fails naming the CR and the crash, and the
-// next conversion, of another tenant's CR, succeeds on a new worker.
+// this process: the conversion fails naming the CR and the crash; asked
+// again, it is refused at once (no other worker ends); and the next
+// conversion, of another tenant's CR, succeeds on a new worker.
 func TestConversionBombEndsOnlyItsWorker(t *testing.T) {
 	k := loadHostileVersions(t)
 	p := newPool(t, worker.Options{})
@@ -97,6 +98,10 @@ func TestConversionBombEndsOnlyItsWorker(t *testing.T) {
 		}
 	}
 	t.Log(err)
+	_, again := c.Convert(hostileV1("tenant-a", "bomb", workertest.ConversionBombSpec()), "v2")
+	if again == nil || !strings.HasPrefix(again.Error(), err.Error()+" (not evaluated again until ") {
+		t.Errorf("the bomb converted again = %v, want its error again, refused at once", again)
+	}
 	got, err := c.Convert(hostileV1("tenant-b", "fine", map[string]any{"count": int64(2)}), "v2")
 	if err != nil || got.Object["spec"].(map[string]any)["repeated"] != "xx" {
 		t.Fatalf("conversion after the crash = %v, %v", got, err)
