@@ -27,6 +27,11 @@ type Converter struct {
 	budget  budget.Budget
 	lenient bool
 	memo    *specMemo // memo.go; shared by the converters derived from one New
+
+	// bounds (bounds.go) are shared likewise; memoOnly converters
+	// evaluate nothing (split.go).
+	bounds   *specBounds
+	memoOnly bool
 }
 
 // New compiles the conversions of k. It returns nil, nil for a kind with
@@ -35,7 +40,7 @@ func New(k *template.Kind) (*Converter, error) {
 	if len(k.Versions) < 2 {
 		return nil, nil
 	}
-	return &Converter{kind: k, memo: &specMemo{}}, nil
+	return &Converter{kind: k, memo: &specMemo{}, bounds: &specBounds{}}, nil
 }
 
 // WithBudget returns c evaluating each conversion within b (the default

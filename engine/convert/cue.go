@@ -61,10 +61,13 @@ func (c *Converter) steps(from, to *template.Version) []step {
 // from's #Spec makes it (defaults filled), out the converted spec as to's
 // #Spec makes it.
 func (c *Converter) specPath(spec map[string]any, from, to *template.Version) (in, out map[string]any, err error) {
+	if c.memoOnly {
+		return nil, nil, errNotMemoized
+	}
 	out = spec
 	for i, s := range c.steps(from, to) {
 		var got map[string]any
-		got, out, err = apply(s, out, c.lenient)
+		got, out, err = apply(s, out, c.within(from, i))
 		if err != nil {
 			return nil, nil, err
 		}
@@ -77,10 +80,12 @@ func (c *Converter) specPath(spec map[string]any, from, to *template.Version) (i
 
 // apply evaluates one conversion of spec: the input checked against the
 // conversion's in.spec, the output unified with the target's #Spec. A
-// lenient conversion (the webhook's) of a spec its own #Spec refuses (a
-// CR stored before a rule existed) converts it as declared, unchecked, so
-// that the CR stays readable at every version: render reports it.
-func apply(s step, spec map[string]any, lenient bool) (in, out map[string]any, err error) {
+// lenient conversion (the webhook's: lenient is not nil) of a spec its own
+// #Spec refuses (a CR stored before a rule existed) converts it as
+// declared, unchecked, so that the CR stays readable at every version
+// (render reports it), as long as lenient passes it: within the bounds of
+// its version's schema.
+func apply(s step, spec map[string]any, lenient func(map[string]any) error) (in, out map[string]any, err error) {
 	if spec == nil {
 		spec = map[string]any{}
 	}
@@ -89,10 +94,13 @@ func apply(s step, spec map[string]any, lenient bool) (in, out map[string]any, e
 	x := s.conv.FillPath(template.PathInSpec, enc)
 	in, err = export(x.LookupPath(template.PathInSpec))
 	invalid := err != nil
-	if invalid && !lenient {
+	if invalid && lenient == nil {
 		return nil, nil, specError(s.conv, s.conv.Path().Selectors()[1].String(), err)
 	}
 	if invalid {
+		if err := lenient(spec); err != nil {
+			return nil, nil, err
+		}
 		x, in = s.decl.FillPath(template.PathInSpec, enc), spec
 	}
 	o := x.LookupPath(template.PathOutSpec)
@@ -146,6 +154,9 @@ func (c *Converter) convertStatus(out, obj *unstructured.Unstructured, from, to 
 	for _, s := range c.steps(from, to) {
 		if !s.conv.LookupPath(pathOutStatus).Exists() {
 			continue
+		}
+		if c.memoOnly {
+			return errNotMemoized
 		}
 		x := s.conv.FillPath(pathInStatus, s.conv.Context().Encode(status))
 		got, err := export(x.LookupPath(pathOutStatus))

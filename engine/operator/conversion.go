@@ -17,6 +17,7 @@ import (
 	ctrlwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/cueop/cueop/engine/budget"
+	"github.com/cueop/cueop/engine/convert"
 	"github.com/cueop/cueop/engine/template"
 	"github.com/cueop/cueop/engine/webhook"
 )
@@ -37,8 +38,9 @@ type Conversion struct {
 	// operators of a sharded replica's ranges: the replica serves it; an
 	// endpoint served from Registry elsewhere).
 	NoServe bool
-	// New makes a kind's converter (nil for a kind with one version);
-	// engine/convert's by default.
+	// New makes a kind's converter (nil for a kind with one version); by
+	// default engine/convert's, evaluated in the operator's workers
+	// (engine/worker; in process with Options.InProcess).
 	New func(*template.Kind) (webhook.Converter, error)
 	// Registry, when set, is where the converters are served from (an
 	// endpoint served elsewhere, with NoServe: tests share one across the
@@ -55,7 +57,10 @@ type conversions struct {
 	make   func(*template.Kind) (webhook.Converter, error)
 	log    logr.Logger
 	reader client.Reader // the stored CRs' specs checkRoundTrips reads
-	budget budget.Budget
+	// checkIn runs checkRoundTrips' conversions where they are isolated
+	// (the workers); nil runs them here (converters of the caller's own).
+	checkIn func(context.Context, *template.Kind, []convert.Spec) error
+	budget  budget.Budget
 
 	mu   sync.Mutex
 	revs map[schema.GroupKind]string   // the revision converting, by kind

@@ -41,6 +41,9 @@ func (c *conversions) checkRoundTrips(ctx context.Context, k *template.Kind) err
 	}
 	specs := convert.GeneratedSpecs(crd)
 	specs = append(specs, c.storedSpecs(ctx, k, crd.Name)...)
+	if c.checkIn != nil {
+		return c.checkIn(ctx, k, specs)
+	}
 	return conv.WithBudget(c.budget).CheckSpecs(specs)
 }
 

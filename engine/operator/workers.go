@@ -8,8 +8,9 @@ import (
 	"github.com/cueop/cueop/engine/worker"
 )
 
-// startWorkers sets up where the evaluations run: a pool of worker
-// processes, started on demand, unless the options say in process.
+// startWorkers sets up where the evaluations run, the conversions'
+// included: a pool of worker processes, started on demand, unless the
+// options say in process.
 func (o *Operator) startWorkers() error {
 	if o.opts.InProcess {
 		o.eval = render.InProcess{}
@@ -22,6 +23,7 @@ func (o *Operator) startWorkers() error {
 	wopts.Limits = o.opts.TemplateLimits
 	o.pool = worker.New(wopts)
 	o.eval = o.pool
+	o.conv.inWorkers(o.opts.Conversion, o.pool, o.opts.Budget) // convert.go
 	return nil
 }
 

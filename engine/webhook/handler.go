@@ -181,7 +181,7 @@ func (h *Handler) convert(ctx context.Context, raw []byte, to schema.GroupVersio
 		return nil, "", fmt.Errorf("%s: conversion to %s: no converter for kind %s (no template of it loaded)", subject(obj), to, gvk.GroupKind())
 	}
 	kind = gvk.GroupKind().String()
-	conv, err := c.Convert(obj, to.Version)
+	conv, err := convertWith(ctx, c, obj, to.Version) // context.go
 	if h.Report != nil {
 		h.Report(obj, err)
 	}

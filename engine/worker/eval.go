@@ -126,6 +126,9 @@ func (p *Pool) run(ctx context.Context, tenant string, req *request, b budget.Bu
 
 // overBudget is the render Error of an evaluation of k whose worker ended.
 func overBudget(k *template.Kind, op string, u usage, b budget.Budget, memory int64) error {
+	if op == opConvert || op == opCheck {
+		return conversionOverBudget(k, u, b, memory) // convert.go
+	}
 	msg := fmt.Sprintf("%s: %s (%s)", k.Name, describe(op, u, b, memory), render.BudgetRevision(k))
 	return &render.Error{Reason: render.ReasonRenderBudget, Messages: []string{msg + template.HotspotHint(k.Hotspots)}}
 }

@@ -157,7 +157,7 @@ func (e *Busy) Error() string {
 func (p *Pool) acquire(ctx context.Context, tenant string) (*proc, error) {
 	p.mu.Lock()
 	if n := p.running[tenant]; n >= p.share() {
-		if p.slowLocked(tenant) {
+		if p.slowLocked(tenant) && !waitsTurn(ctx) { // convert.go
 			p.mu.Unlock()
 			return nil, &Busy{Tenant: tenant, Running: n}
 		}

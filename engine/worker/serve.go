@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/cueop/cueop/engine/convert"
 	"github.com/cueop/cueop/engine/render"
 	"github.com/cueop/cueop/engine/template"
 )
@@ -72,6 +73,8 @@ func Serve(r io.Reader, w io.Writer, limit int64) int {
 // revision.
 type server struct {
 	kinds map[string]*template.Kind
+	// converters are the converters of the kinds, by name (convert.go).
+	converters map[string]kindConverter
 }
 
 func (s *server) send(w *bufio.Writer, resp *response) error {
@@ -89,6 +92,10 @@ func (s *server) handle(req *request) *response {
 	switch req.Op {
 	case opCompile:
 		return s.compile(req)
+	case opConvert:
+		return s.convert(req) // convert.go
+	case opCheck:
+		return s.checkConversions(req) // convcheck.go
 	case opRender, opReferences:
 		k, err := s.kind(req)
 		if errors.Is(err, errNeedFiles) {
@@ -228,6 +235,10 @@ func errorResponse(err error) *response {
 	var rerr *render.Error
 	if errors.As(err, &rerr) {
 		return &response{Err: &wireError{Reason: rerr.Reason, Messages: rerr.Messages}, Abandoned: rerr.Reason == render.ReasonRenderBudget}
+	}
+	var tooLarge *convert.AnnotationTooLargeError
+	if errors.As(err, &tooLarge) {
+		return &response{Err: &wireError{Messages: []string{err.Error()}, TooLarge: tooLarge}}
 	}
 	return &response{Err: &wireError{Messages: []string{err.Error()}}, Abandoned: isExceeded(err)}
 }

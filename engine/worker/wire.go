@@ -11,6 +11,7 @@ import (
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 
 	"github.com/cueop/cueop/engine/budget"
+	"github.com/cueop/cueop/engine/convert"
 	"github.com/cueop/cueop/engine/render"
 	"github.com/cueop/cueop/engine/template"
 )
@@ -25,6 +26,8 @@ const (
 	opRender     = "render"
 	opReferences = "references"
 	opCompile    = "compile"
+	opConvert    = "convert"          // convert.go
+	opCheck      = "checkConversions" // convcheck.go
 )
 
 // request is one evaluation asked of a worker.
@@ -44,6 +47,13 @@ type request struct {
 	Observed   map[string]map[string]any `json:"observed,omitempty"`
 	Referenced map[string]wireReferenced `json:"referenced,omitempty"`
 	Options    wireOptions               `json:"options"`
+
+	// Object is converted to the version ToVersion (opConvert).
+	Object    map[string]any `json:"object,omitempty"`
+	ToVersion string         `json:"toVersion,omitempty"`
+
+	// Specs are round-tripped through the kind's conversions (opCheck).
+	Specs []convert.Spec `json:"specs,omitempty"`
 }
 
 type wireReferenced struct {
@@ -76,6 +86,11 @@ type response struct {
 	// CPU is the worker's CPU time (user and system) when it answered.
 	CPU   time.Duration `json:"cpu"`
 	Hello *hello        `json:"hello,omitempty"`
+
+	// Converted is the object converted, Memo what the operator's memo
+	// keeps of the conversion (opConvert).
+	Converted map[string]any `json:"converted,omitempty"`
+	Memo      *convert.Memo  `json:"memo,omitempty"`
 }
 
 type hello struct {
@@ -109,14 +124,31 @@ type wireReference struct {
 type wireError struct {
 	Reason   string   `json:"reason,omitempty"`
 	Messages []string `json:"messages,omitempty"`
+	// TooLarge is a conversion refused for the size of its annotation,
+	// which the operator reports on the CR (errors.As finds it).
+	TooLarge *convert.AnnotationTooLargeError `json:"tooLarge,omitempty"`
 }
 
 func (e *wireError) err() error {
 	if e.Reason != "" {
 		return &render.Error{Reason: e.Reason, Messages: e.Messages}
 	}
-	return fmt.Errorf("%s", firstOr(e.Messages, "worker error"))
+	msg := firstOr(e.Messages, "worker error")
+	if e.TooLarge != nil {
+		return &messageError{msg: msg, cause: e.TooLarge}
+	}
+	return fmt.Errorf("%s", msg)
 }
+
+// messageError is an error's message as the worker wrote it, around the
+// typed error it wrapped.
+type messageError struct {
+	msg   string
+	cause error
+}
+
+func (e *messageError) Error() string { return e.msg }
+func (e *messageError) Unwrap() error { return e.cause }
 
 func firstOr(s []string, def string) string {
 	if len(s) == 0 {
