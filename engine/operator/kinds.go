@@ -143,7 +143,7 @@ func (o *Operator) start(ctx context.Context, k *template.Kind) error {
 	rec.Evaluator = o.eval
 	rec.Options.ReadableKinds, rec.Options.DataKinds = o.opts.ReadableKinds, o.opts.DataKinds
 	rec.ChildLabels = childLabels(o.opts.Shard)
-	rec.BindingModes = o.bindingModes.Mode // storageclasses.go
+	rec.BindingModes = o.bindingModes.Mode                                            // storageclasses.go
 	rec.OnStatusFailing = o.statusFailing(k.Resource.Plural + "." + k.Resource.Group) // statusfailing.go
 	c, err := controller.NewUnmanaged("cueop-"+k.Name, controller.Options{
 		Reconciler: rec, MaxConcurrentReconciles: o.opts.MaxConcurrent,
