@@ -16,8 +16,8 @@ import (
 // TestDropVersionWrittenByKubectl walks "Evolving a kind" with a
 // RedisCluster kubectl wrote at v1 (apply, scale, patch: managedFields
 // entries at v1): the migration moves those entries to v2 with the CRs;
-// one kubectl writes at v1 after the migration (a label) is moved before
-// v1 stops being served; once v1 is dropped, a kubectl scale at v2 is
+// one kubectl writes at v1 after the migration (a label) is counted by the
+// guard, and moved before v1 stops being served; once v1 is dropped, a kubectl scale at v2 is
 // followed by the status (observedGeneration and readyReplicas) within
 // seconds, and the kubectl managers keep the fields v2 still has.
 func TestDropVersionWrittenByKubectl(t *testing.T) {
@@ -48,6 +48,11 @@ func TestDropVersionWrittenByKubectl(t *testing.T) {
 	mustKubectl(t, "", "-n", ns, "label", v1, "sessions", "tier=cache")
 	if at := fieldsAt(t, ns, "sessions", "v1"); len(at) != 1 {
 		t.Fatalf("managedFields entries at v1 after kubectl label at v1: %v, want 1", at)
+	}
+	k, withoutV1 := redisWithoutV1(t, dir)
+	if r := guardCRD(t, redisCRD, k, withoutV1); r == nil ||
+		!strings.Contains(r.Error(), "v1: version served -> not served: managedFields entries at it in 1 of 1 stored CR") {
+		t.Errorf("dropping v1 with an entry at v1: refusal %v, want one counting the CR", r)
 	}
 
 	must(t, os.Remove(filepath.Join(dir, "rediscluster", "v1.cue")))

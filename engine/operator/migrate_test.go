@@ -493,8 +493,10 @@ func TestStorageMigrationRefusedCR(t *testing.T) {
 	checkMigrated(t, c, ns, map[string]string{"s02": frozen})
 }
 
-// freezeShelf makes a ValidatingAdmissionPolicy refuse every status write
-// of Shelf name in ns (the reason: "<name> is frozen"), and waits until the
+// freezeShelf makes a ValidatingAdmissionPolicy refuse every write of
+// Shelf name in ns, of its status and of itself (the migration moves the
+// managedFields of a Shelf written at v1 by a write of the Shelf itself;
+// the reason: "<name> is frozen"), and waits until the
 // API server enforces it. It returns the name of the policy and of its
 // binding; both are deleted at the test's end.
 func freezeShelf(t *testing.T, ns, name string) string {
@@ -507,7 +509,7 @@ spec:
   failurePolicy: Fail
   matchConstraints:
     resourceRules:
-    - {apiGroups: [migrate.example.com], apiVersions: ["*"], operations: [UPDATE], resources: [shelves/status]}
+    - {apiGroups: [migrate.example.com], apiVersions: ["*"], operations: [UPDATE], resources: [shelves, shelves/status]}
   validations:
   - {expression: "object.metadata.name != '%[3]s'", message: "%[3]s is frozen"}
 ---
