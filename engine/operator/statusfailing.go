@@ -32,14 +32,20 @@ func (o *Operator) statusFailing(crdName string) func(context.Context, reconcile
 			c.Status, c.Reason = apiextensionsv1.ConditionTrue, reconcile.ReasonStatusWriteFailed
 			c.Message = fmt.Sprintf("the status of %d CRs could not be written, retried with backoff (a %s Event on each); %s: %s",
 				st.Failing, reconcile.ReasonStatusWriteFailed, st.First, st.Err)
-			o.log.Error(nil, "status writes failing: "+c.Message, "crd", crdName)
-		} else {
-			o.log.Info("status writes no longer failing", "crd", crdName)
 		}
 		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 			crd := &apiextensionsv1.CustomResourceDefinition{}
 			if err := o.mgr.GetAPIReader().Get(ctx, client.ObjectKey{Name: crdName}, crd); err != nil {
 				return err
+			}
+			if old := apihelpers.FindCRDCondition(crd, c.Type); old == nil && st.Failing == 0 ||
+				old != nil && old.Status == c.Status && old.Message == c.Message {
+				return nil // as it is: a kind that never failed has no such condition
+			}
+			if st.Failing > 0 {
+				o.log.Error(nil, "status writes failing: "+c.Message, "crd", crdName)
+			} else {
+				o.log.Info("status writes no longer failing", "crd", crdName)
 			}
 			apihelpers.SetCRDCondition(crd, c)
 			return o.mgr.GetClient().Status().Update(ctx, crd, client.FieldOwner(apply.DefaultFieldManager))

@@ -36,11 +36,13 @@ type StatusFailing struct {
 type statusFailures struct {
 	mu      sync.Mutex
 	failing map[types.NamespacedName]string
+	told    bool // the kind's state was told once: a new reconciler tells it at its first outcome
 }
 
 // set records the outcome of key's status write (err "": written, or
 // nothing to write) and returns the kind's state and whether it moved
-// between none failing and some.
+// between none failing and some (or is told for the first time: a kind's
+// controller started anew must clear what the one before it set).
 func (f *statusFailures) set(key types.NamespacedName, err string) (StatusFailing, bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -62,7 +64,9 @@ func (f *statusFailures) set(key types.NamespacedName, err string) (StatusFailin
 	if len(keys) > 0 {
 		st.First, st.Err = keys[0].String(), f.failing[keys[0]]
 	}
-	return st, (before == 0) != (st.Failing == 0)
+	moved := !f.told || (before == 0) != (st.Failing == 0)
+	f.told = true
+	return st, moved
 }
 
 // statusWritten tells how the status write of cr went (err nil: written,
