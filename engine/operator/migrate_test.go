@@ -277,8 +277,8 @@ func checkMigrationShown(t *testing.T, c client.Client, op *operator.Operator, c
 	eventually(t, 30*time.Second, func() string {
 		return missingEvents(t, c, "StorageMigrationStarted", "StorageMigrationResumed", "StorageMigrationSucceeded")
 	})
-	if missingEvents(t, c, "StorageMigrationFailed") == "" {
-		t.Error("a StorageMigrationFailed Event on the CRD")
+	if msg := eventMessage(t, c, "StorageMigrationFailed"); msg != "" {
+		t.Error("a StorageMigrationFailed Event on the CRD: " + msg)
 	}
 	if got := metricSum(t, "cueop_storage_migration_crs", "kind", "Shelf", "state", "listed"); got != 20 {
 		t.Errorf("cueop_storage_migration_crs{state=listed} = %v, want 20 (the deleted one listed from the pass's snapshot)", got)
