@@ -295,10 +295,8 @@ func checkMigrationShown(t *testing.T, c client.Client, op *operator.Operator, c
 // missingEvents names the reasons of ours no Event on the Shelf CRD has.
 func missingEvents(t *testing.T, c client.Client, reasons ...string) string {
 	t.Helper()
-	list := &corev1.EventList{}
-	must(t, c.List(context.Background(), list, client.MatchingFields{"involvedObject.name": shelfCRD}))
 	seen := map[string]bool{}
-	for _, e := range list.Items {
+	for _, e := range shelfCRDEvents(t, c) {
 		seen[e.Reason] = true
 	}
 	var missing []string
@@ -536,14 +534,28 @@ spec:
 	return policy
 }
 
+// shelfCRDEvents are the Events on the Shelf CRD the cluster has now, not
+// on one of the same name an earlier test deleted.
+func shelfCRDEvents(t *testing.T, c client.Client) []corev1.Event {
+	t.Helper()
+	uid := getCRD(t, c).UID
+	list := &corev1.EventList{}
+	must(t, c.List(context.Background(), list, client.MatchingFields{"involvedObject.name": shelfCRD}))
+	var out []corev1.Event
+	for _, e := range list.Items {
+		if e.InvolvedObject.UID == uid {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
 // eventMessage is the message of the latest Event of reason on the Shelf
 // CRD ("" when there is none).
 func eventMessage(t *testing.T, c client.Client, reason string) string {
 	t.Helper()
-	list := &corev1.EventList{}
-	must(t, c.List(context.Background(), list, client.MatchingFields{"involvedObject.name": shelfCRD}))
 	msg, last := "", time.Time{}
-	for _, e := range list.Items {
+	for _, e := range shelfCRDEvents(t, c) {
 		if at := e.LastTimestamp.Time; e.Reason == reason && !at.Before(last) {
 			msg, last = e.Message, at
 		}
