@@ -329,12 +329,17 @@ func crdKustomization(crds []*apiextensionsv1.CustomResourceDefinition) map[stri
 // managerRole is the controller's ClusterRole: its CRs and their status, the
 // CRDs (for --install-crds) and their status (for the storage migration),
 // events, and the child kinds, nothing else; patch on the CRs of the kinds
-// in retain, for their finalizer.
+// in retain, for their finalizer, and of the kinds with several versions,
+// for the storage migration's move of their managedFields.
 func managerRole(set *template.Set, children, readable render.KindSet, retain []schema.GroupResource) map[string]any {
 	var crs, status, finalizers []schema.GroupResource
+	retain = slices.Clone(retain)
 	for _, k := range set.Kinds {
 		gr := schema.GroupResource{Group: k.Resource.Group, Resource: k.Resource.Plural}
 		crs = append(crs, gr)
+		if len(k.Versions) > 1 && !slices.Contains(retain, gr) {
+			retain = append(retain, gr)
+		}
 		status = append(status, schema.GroupResource{Group: gr.Group, Resource: gr.Resource + "/status"})
 		finalizers = append(finalizers, schema.GroupResource{Group: gr.Group, Resource: gr.Resource + "/finalizers"})
 	}

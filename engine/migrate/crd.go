@@ -34,7 +34,9 @@ type checkpoint struct {
 	Continue string `json:"continue,omitempty"`
 	Listed   int    `json:"listed"`
 	Migrated int    `json:"migrated"`
-	Pages    int    `json:"pages"`
+	// Fields are the CRs whose managedFields the pages passed moved.
+	Fields int `json:"fields,omitempty"`
+	Pages  int `json:"pages"`
 	// Refused are the CRs of the pages passed whose rewrite the API
 	// server refused: a pass resumed after them must not finish.
 	Refused int `json:"refused,omitempty"`
@@ -42,7 +44,7 @@ type checkpoint struct {
 
 // checkpointOf is the checkpoint of p before the page cont.
 func checkpointOf(p *Progress, cont string) checkpoint {
-	return checkpoint{To: p.To, Continue: cont, Listed: p.Listed, Migrated: p.Migrated, Pages: p.Pages, Refused: p.Refused}
+	return checkpoint{To: p.To, Continue: cont, Listed: p.Listed, Migrated: p.Migrated, Fields: p.Fields, Pages: p.Pages, Refused: p.Refused}
 }
 
 func (m *Migrator) crd(ctx context.Context, name string) (*apiextensionsv1.CustomResourceDefinition, error) {
@@ -60,7 +62,7 @@ func resume(crd *apiextensionsv1.CustomResourceDefinition, p *Progress) string {
 	if json.Unmarshal([]byte(crd.Annotations[Annotation]), &cp) != nil || cp.To != p.To || cp.Continue == "" {
 		return ""
 	}
-	p.Listed, p.Migrated, p.Pages, p.Refused, p.Resumed = cp.Listed, cp.Migrated, cp.Pages, cp.Refused, true
+	p.Listed, p.Migrated, p.Fields, p.Pages, p.Refused, p.Resumed = cp.Listed, cp.Migrated, cp.Fields, cp.Pages, cp.Refused, true
 	return cp.Continue
 }
 

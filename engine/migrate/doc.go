@@ -23,6 +23,15 @@
 // either. An API server that does not answer (no connection, a timeout,
 // overload) stops the pass instead: it is resumed from its checkpoint.
 //
+// A CR with managedFields entries at another version than the storage
+// version (what a client that wrote it at that version leaves) is written
+// instead by a merge patch of the CR itself, carrying its resourceVersion
+// and the entries moved to the storage version (MovedFields): once a
+// version is not served, an entry at it makes every write of the CR fail,
+// a status write included, and a write through a subresource cannot
+// change managedFields. MoveFields does only that, for a kind with nothing
+// left to migrate whose next CRD stops serving a version.
+//
 // The CRs are listed a page at a time (metadata only), at the pace of a
 // token bucket under the client's own rate limit. After each page the
 // list's continue token and the counts are kept in the CRD's annotation

@@ -37,6 +37,10 @@ type Progress struct {
 	// server stored anew (their resourceVersion moved), Pages the pages
 	// listed.
 	Listed, Migrated, Pages int
+	// Fields counts the CRs whose managedFields entries at other versions
+	// were moved to To (moveFields): a version no entry is at may stop
+	// being served.
+	Fields int
 	// Refused counts the CRs whose rewrite the API server refused (an
 	// admission policy, a validation rule the stored object breaks): the
 	// pass goes on past them, and does not finish while there are any.
@@ -60,6 +64,9 @@ func (p Progress) String() string {
 			pages = "page"
 		}
 		s = fmt.Sprintf("%s -> %s: %d CRs rewritten of %d listed (%d %s)", strings.Join(p.From, ","), p.To, p.Migrated, p.Listed, p.Pages, pages)
+	}
+	if p.Fields > 0 {
+		s += fmt.Sprintf("; managedFields of %d moved to %s", p.Fields, p.To)
 	}
 	if p.Refused > 0 {
 		s += fmt.Sprintf("; %d refused", p.Refused)
@@ -103,6 +110,10 @@ func (e *RefusedError) Error() string {
 	more := ""
 	if n := p.Refused - len(p.RefusedBy); n > 0 {
 		more = fmt.Sprintf("; and %d more", n)
+	}
+	if len(p.From) == 0 {
+		return fmt.Sprintf("%s: %d CRs could not have their managedFields moved to %s: %s%s",
+			p.CRD, p.Refused, p.To, strings.Join(p.RefusedBy, "; "), more)
 	}
 	return fmt.Sprintf("%s: %d CRs could not be rewritten at %s, so status.storedVersions keeps %s: %s%s",
 		p.CRD, p.Refused, p.To, strings.Join(p.From, ","), strings.Join(p.RefusedBy, "; "), more)
@@ -186,11 +197,13 @@ func (m *Migrator) Run(ctx context.Context, name string) (Progress, error) {
 	return p, nil
 }
 
-// pass rewrites every CR of crd's kind from the page cont on, saving a
-// checkpoint after each page. A continue token that expired starts again
-// from the first page; one the API server refuses (a checkpoint written by
-// hand, of another resource) too, its counts dropped.
-func (m *Migrator) pass(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition, p *Progress, cont string) error {
+// pass rewrites every CR of crd's kind from the page cont on, and moves
+// the managedFields entries at other versions of those that have some,
+// saving a checkpoint after each page when checkpointed. A continue token
+// that expired starts again from the first page; one the API server
+// refuses (a checkpoint written by hand, of another resource) too, its
+// counts dropped.
+func (m *Migrator) pass(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition, p *Progress, cont string, checkpointed bool) error {
 	gvk := schema.GroupVersionKind{Group: crd.Spec.Group, Version: p.To, Kind: crd.Spec.Names.Kind}
 	for {
 		list := &metav1.PartialObjectMetadataList{}
@@ -201,7 +214,7 @@ func (m *Migrator) pass(ctx context.Context, crd *apiextensionsv1.CustomResource
 			continue
 		}
 		if apierrors.IsBadRequest(err) && cont != "" {
-			cont, p.Listed, p.Migrated, p.Pages, p.Refused, p.RefusedBy, p.Refusals = "", 0, 0, 0, 0, nil, nil
+			cont, p.Listed, p.Migrated, p.Fields, p.Pages, p.Refused, p.RefusedBy, p.Refusals = "", 0, 0, 0, 0, 0, nil, nil
 			continue
 		}
 		if err != nil {
@@ -214,6 +227,12 @@ func (m *Migrator) pass(ctx context.Context, crd *apiextensionsv1.CustomResource
 		}
 		p.Pages++
 		cont = list.GetContinue()
+		if !checkpointed {
+			if cont == "" {
+				return nil
+			}
+			continue
+		}
 		if err := m.save(ctx, crd.Name, p, cont); err != nil {
 			return err
 		}
@@ -227,10 +246,22 @@ func (m *Migrator) pass(ctx context.Context, crd *apiextensionsv1.CustomResource
 	}
 }
 
-// rewriteCounted rewrites obj and counts it in p; it fails only when ctx
-// is done.
+// rewriteCounted rewrites obj (during a migration, p.From not empty),
+// moving its managedFields entries at other versions when it has some,
+// and counts it in p; it fails only when ctx is done or the API server
+// does not answer.
 func (m *Migrator) rewriteCounted(ctx context.Context, gvk schema.GroupVersionKind, obj *metav1.PartialObjectMetadata, p *Progress) error {
-	moved, err := m.rewrite(ctx, gvk, obj)
+	var moved bool
+	var err error
+	switch {
+	case StaleFields(obj.ManagedFields, gvk.GroupVersion().String()):
+		moved, err = m.moveFields(ctx, gvk, obj)
+		if moved {
+			p.Fields++
+		}
+	case len(p.From) > 0:
+		moved, err = m.rewrite(ctx, gvk, obj)
+	}
 	if err != nil && (ctx.Err() != nil || transient(err)) {
 		return err // the pass stops, and is resumed from its checkpoint
 	}
@@ -250,7 +281,7 @@ func (m *Migrator) rewriteCounted(ctx context.Context, gvk schema.GroupVersionKi
 func (m *Migrator) passOrRetry(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition, p *Progress, cont string) error {
 	r := m.Retry
 	if cont != "" || r == nil || r.Resumed || r.To != p.To || r.Refused != len(r.Refusals) {
-		return m.pass(ctx, crd, p, cont)
+		return m.pass(ctx, crd, p, cont, true)
 	}
 	gvk := schema.GroupVersionKind{Group: crd.Spec.Group, Version: p.To, Kind: crd.Spec.Names.Kind}
 	for _, key := range r.Refusals {

@@ -24,6 +24,7 @@ type Metrics struct {
 	settled       *prometheus.CounterVec
 	conversions   *prometheus.CounterVec
 	reviewSeconds *prometheus.HistogramVec
+	statusFailed  *prometheus.CounterVec
 }
 
 var (
@@ -57,7 +58,7 @@ func newMetrics() *Metrics {
 			Name: "cueop_template_refused", Help: "1 while a kind's newest template is refused for a breaking schema change or a lossy conversion, 0 once a revision of it is served again.",
 		}, []string{"kind"}),
 		migrations: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "cueop_storage_migration_crs", Help: "CRs of the kind's latest storage migration, by state: listed, migrated (stored anew), refused (rewrites the API server refused: the pass does not finish), running (1 while it runs).",
+			Name: "cueop_storage_migration_crs", Help: "CRs of the kind's latest storage migration, by state: listed, migrated (stored anew), refused (rewrites the API server refused: the pass does not finish), managedfields (CRs whose managedFields entries at other versions were moved to the storage version), running (1 while it runs).",
 		}, []string{"kind", "state"}),
 		settled: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "cueop_reconciles_settled_total", Help: "Reconciles that found a CR converged by its recorded inputs digest, and neither rendered nor compared its children.",
@@ -69,9 +70,12 @@ func newMetrics() *Metrics {
 			Name: "cueop_conversion_review_seconds", Help: "Time to answer one conversion review, by result.",
 			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5},
 		}, []string{"result"}),
+		statusFailed: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "cueop_status_write_failures_total", Help: "Status writes of CRs the API server refused or did not answer (the CR keeps its last written status).",
+		}, []string{"kind"}),
 	}
 	metrics.Registry.MustRegister(m.renderSeconds, m.applies, m.revisions, m.loadErrors, m.refused, m.migrations, m.settled,
-		m.conversions, m.reviewSeconds, rolloutCollector{})
+		m.conversions, m.reviewSeconds, m.statusFailed, rolloutCollector{})
 	return m
 }
 
@@ -92,6 +96,10 @@ func (m *Metrics) Applied(kind string, a apply.Action, err error) {
 	}
 	m.applies.WithLabelValues(kind, result).Inc()
 }
+
+// StatusWriteFailed counts a status write of a CR of kind that failed
+// (reconcile.StatusObserver).
+func (m *Metrics) StatusWriteFailed(kind string) { m.statusFailed.WithLabelValues(kind).Inc() }
 
 // Settled counts a reconcile that found a CR converged by its inputs
 // digest (reconcile/resync.go).
@@ -135,6 +143,7 @@ func (m *Metrics) migration(p migrate.Progress) {
 	m.migrations.WithLabelValues(p.Kind, "listed").Set(float64(p.Listed))
 	m.migrations.WithLabelValues(p.Kind, "migrated").Set(float64(p.Migrated))
 	m.migrations.WithLabelValues(p.Kind, "refused").Set(float64(p.Refused))
+	m.migrations.WithLabelValues(p.Kind, "managedfields").Set(float64(p.Fields))
 	m.migrations.WithLabelValues(p.Kind, "running").Set(boolValue(!p.Done))
 }
 

@@ -277,8 +277,8 @@ func checkMigrationShown(t *testing.T, c client.Client, op *operator.Operator, c
 	eventually(t, 30*time.Second, func() string {
 		return missingEvents(t, c, "StorageMigrationStarted", "StorageMigrationResumed", "StorageMigrationSucceeded")
 	})
-	if missingEvents(t, c, "StorageMigrationFailed") == "" {
-		t.Error("a StorageMigrationFailed Event on the CRD")
+	if msg := eventMessage(t, c, "StorageMigrationFailed"); msg != "" {
+		t.Error("a StorageMigrationFailed Event on the CRD: " + msg)
 	}
 	if got := metricSum(t, "cueop_storage_migration_crs", "kind", "Shelf", "state", "listed"); got != 20 {
 		t.Errorf("cueop_storage_migration_crs{state=listed} = %v, want 20 (the deleted one listed from the pass's snapshot)", got)
@@ -295,10 +295,8 @@ func checkMigrationShown(t *testing.T, c client.Client, op *operator.Operator, c
 // missingEvents names the reasons of ours no Event on the Shelf CRD has.
 func missingEvents(t *testing.T, c client.Client, reasons ...string) string {
 	t.Helper()
-	list := &corev1.EventList{}
-	must(t, c.List(context.Background(), list, client.MatchingFields{"involvedObject.name": shelfCRD}))
 	seen := map[string]bool{}
-	for _, e := range list.Items {
+	for _, e := range shelfCRDEvents(t, c) {
 		seen[e.Reason] = true
 	}
 	var missing []string
@@ -493,8 +491,10 @@ func TestStorageMigrationRefusedCR(t *testing.T) {
 	checkMigrated(t, c, ns, map[string]string{"s02": frozen})
 }
 
-// freezeShelf makes a ValidatingAdmissionPolicy refuse every status write
-// of Shelf name in ns (the reason: "<name> is frozen"), and waits until the
+// freezeShelf makes a ValidatingAdmissionPolicy refuse every write of
+// Shelf name in ns, of its status and of itself (the migration moves the
+// managedFields of a Shelf written at v1 by a write of the Shelf itself;
+// the reason: "<name> is frozen"), and waits until the
 // API server enforces it. It returns the name of the policy and of its
 // binding; both are deleted at the test's end.
 func freezeShelf(t *testing.T, ns, name string) string {
@@ -507,7 +507,7 @@ spec:
   failurePolicy: Fail
   matchConstraints:
     resourceRules:
-    - {apiGroups: [migrate.example.com], apiVersions: ["*"], operations: [UPDATE], resources: [shelves/status]}
+    - {apiGroups: [migrate.example.com], apiVersions: ["*"], operations: [UPDATE], resources: [shelves, shelves/status]}
   validations:
   - {expression: "object.metadata.name != '%[3]s'", message: "%[3]s is frozen"}
 ---
@@ -534,14 +534,28 @@ spec:
 	return policy
 }
 
+// shelfCRDEvents are the Events on the Shelf CRD the cluster has now, not
+// on one of the same name an earlier test deleted.
+func shelfCRDEvents(t *testing.T, c client.Client) []corev1.Event {
+	t.Helper()
+	uid := getCRD(t, c).UID
+	list := &corev1.EventList{}
+	must(t, c.List(context.Background(), list, client.MatchingFields{"involvedObject.name": shelfCRD}))
+	var out []corev1.Event
+	for _, e := range list.Items {
+		if e.InvolvedObject.UID == uid {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
 // eventMessage is the message of the latest Event of reason on the Shelf
 // CRD ("" when there is none).
 func eventMessage(t *testing.T, c client.Client, reason string) string {
 	t.Helper()
-	list := &corev1.EventList{}
-	must(t, c.List(context.Background(), list, client.MatchingFields{"involvedObject.name": shelfCRD}))
 	msg, last := "", time.Time{}
-	for _, e := range list.Items {
+	for _, e := range shelfCRDEvents(t, c) {
 		if at := e.LastTimestamp.Time; e.Reason == reason && !at.Before(last) {
 			msg, last = e.Message, at
 		}

@@ -16,10 +16,12 @@ import (
 
 // guardSchema checks next, the CRD of k, against live, the one the
 // cluster serves (nil when there is none), before next is applied
-// (schemaguard.Check): a breaking change to a kind with stored CRs is
+// (schemaguard.Check; the managedFields at a version next stops serving
+// moved first, moveFieldsBeforeDrop): a breaking change to a kind with stored CRs is
 // refused with the *schemacompat.Refusal; a kind with no stored CR takes
 // it, with a warning Event on the CRD.
 func (o *Operator) guardSchema(ctx context.Context, k *template.Kind, next *apiextensionsv1.CustomResourceDefinition, live *unstructured.Unstructured) error {
+	o.moveFieldsBeforeDrop(ctx, next, live) // managedfields.go
 	r, err := schemaguard.Check(ctx, o.mgr.GetAPIReader(), k, live, next)
 	switch {
 	case err != nil:

@@ -169,7 +169,8 @@ func crdVersions(t *testing.T, storage, served, stored string) string {
 // page, slowly, is stopped after two pages and a new one resumes the
 // migration from the checkpoint (each CR stored at v1, read and written at
 // v2 through the conversion webhook) and ends it: storedVersions [v2], a
-// StorageMigrationResumed Event, every CR Ready.
+// StorageMigrationResumed Event, no managedFields entry left at v1, every
+// CR Ready.
 func TestStorageVersionSwitchResumed(t *testing.T) {
 	ns := clustertest.Namespace(t)
 	t.Cleanup(func() {
@@ -214,8 +215,13 @@ func TestStorageVersionSwitchResumed(t *testing.T) {
 	if r := guardCRD(t, redisCRD, k, withoutV1); r != nil {
 		t.Errorf("dropping v1 after the migration refused: %v", r)
 	}
-	if ms := a.Operator.StorageMigrations(); len(ms) != 1 || !ms[0].Done || !ms[0].Resumed || ms[0].Migrated < 1 {
-		t.Errorf("StorageMigrations() = %+v, want one, resumed and done", ms)
+	if ms := a.Operator.StorageMigrations(); len(ms) != 1 || !ms[0].Done || !ms[0].Resumed || ms[0].Migrated < 1 || ms[0].Fields < 1 {
+		t.Errorf("StorageMigrations() = %+v, want one, resumed and done, that moved managedFields", ms)
+	}
+	for i := range n { // applied by kubectl at v1: the pages of both passes moved their managedFields
+		if at := fieldsAt(t, ns, fmt.Sprintf("r%d", i), "v1"); len(at) > 0 {
+			t.Errorf("r%d: managedFields entries left at v1 by the resumed migration: %v", i, at)
+		}
 	}
 	eventually(t, 120*time.Second, func() string { return allReady("v2") })
 }

@@ -76,12 +76,17 @@ type Reconciler struct {
 	// ChildLabels are set on every child besides the engine's own labels
 	// (a sharded replica's shard label: childlabels.go).
 	ChildLabels map[string]string
+	// OnStatusFailing, when set, is told the kind's state of its status
+	// writes when the first CR's fails and when the last failing one is
+	// written (statusfail.go).
+	OnStatusFailing func(context.Context, StatusFailing)
 
-	written   statusWrites
-	memo      renderMemo   // memo.go
-	conflicts conflictMemo // ownership.go
-	busy      busySince    // busy.go
-	finalized finalizedCRs // finalizers.go
+	written        statusWrites
+	statusFailures statusFailures // statusfail.go
+	memo           renderMemo     // memo.go
+	conflicts      conflictMemo   // ownership.go
+	busy           busySince      // busy.go
+	finalized      finalizedCRs   // finalizers.go
 
 	stampOnce sync.Once // resync.go
 	stampText string
@@ -110,6 +115,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	cr.SetGroupVersionKind(r.Kind().Resource.GroupVersionKind())
 	if err := r.Parents.Get(ctx, req.NamespacedName, cr); err != nil {
 		if apierrors.IsNotFound(err) {
+			r.forgetStatus(ctx, req.NamespacedName)
 			r.Rollout.Forget(req.NamespacedName)
 			r.written.forget(req.NamespacedName)
 			r.Refs.Forget(req.NamespacedName)
@@ -144,9 +150,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	run := &run{r: r, kind: k, cr: cr, log: log.FromContext(ctx)}
 	err := run.converge(ctx)
 	run.unfinished(err) // pending.go
-	if serr := run.writeStatus(ctx); serr != nil {
+	serr := run.writeStatus(ctx)
+	if serr != nil {
 		err = errors.Join(err, serr)
 	}
+	r.statusWritten(ctx, cr, serr) // statusfail.go
 	run.emitEvents()
 	if ctx.Err() != nil {
 		return ctrl.Result{}, nil // shutting down: the next leader picks the CR up

@@ -83,6 +83,8 @@ func (c Change) String() string {
 	switch {
 	case c.What == "renamed":
 		fmt.Fprintf(&b, " -> %s: renamed", c.NewPath)
+	case c.What == WhatManagedFields:
+		fmt.Fprintf(&b, ": version %s -> %s", c.Old, c.New)
 	case c.Old == "" && c.New == "":
 		fmt.Fprintf(&b, ": %s", c.What)
 	default:

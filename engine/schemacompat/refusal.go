@@ -16,6 +16,10 @@ const WayForwardVersion = "keep serving it until cueop's storage migration has r
 	"at the storage version and status.storedVersions lists the storage version alone " +
 	"(the CRD's StorageMigrating condition says how far it got)"
 
+// WhatManagedFields is the What of a Change that stops serving a version
+// stored CRs have managedFields entries at (schemaguard counts them).
+const WhatManagedFields = "managedFields"
+
 // Refusal is the error of a breaking schema change: the kind, the breaking
 // changes (counted and located where that was possible) and the way
 // forward.
@@ -86,6 +90,9 @@ func (c Change) counts() string {
 	switch {
 	case c.What == "version":
 		return fmt.Sprintf("status.storedVersions lists it; %s", crs(c.Stored))
+	case c.What == WhatManagedFields:
+		return fmt.Sprintf("managedFields entries at it in %d of %s (once it is not served, every write of such a CR fails, "+
+			"its status included): cueop moves them to the storage version first, and refuses while it could not", c.Set, crs(c.Stored))
 	case c.What == "default" && c.OldDefault == nil:
 		return fmt.Sprintf("left out by %d of %s, which would read the new default", c.Stored-c.Set, crs(c.Stored))
 	case c.What == "default":

@@ -35,7 +35,9 @@ func Live(ctx context.Context, r client.Reader, name string) (*unstructured.Unst
 }
 
 // Check compares live (nil: no CRD yet) with next, the CRD of k. It
-// returns nil when next changes nothing breaking; otherwise the Refusal,
+// returns nil when next changes nothing breaking (a version it stops
+// serving that stored CRs still have managedFields entries at is breaking:
+// fieldsAt); otherwise the Refusal,
 // its changes located in k and counted over the CRs stored, read through r
 // in every namespace. Its Stored tells whether the kind has stored CRs:
 // without any, the change may be taken.
@@ -47,8 +49,13 @@ func Check(ctx context.Context, r client.Reader, k *template.Kind, live *unstruc
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(live.Object, old); err != nil {
 		return nil, fmt.Errorf("CustomResourceDefinition %s: %w", next.Name, err)
 	}
-	breaking := schemacompat.Breaking(schemacompat.CompareCRDs(old, next))
-	if len(breaking) == 0 {
+	changes := schemacompat.CompareCRDs(old, next)
+	breaking := schemacompat.Breaking(changes)
+	fields, withFields, err := fieldsAt(ctx, r, old, changes) // managedfields.go
+	if err != nil {
+		return nil, fmt.Errorf("CustomResourceDefinition %s: count managedFields of stored CRs: %w", next.Name, err)
+	}
+	if len(breaking) == 0 && len(fields) == 0 {
 		return nil, nil
 	}
 	crdgen.Locate(k, breaking)
@@ -56,7 +63,10 @@ func Check(ctx context.Context, r client.Reader, k *template.Kind, live *unstruc
 	if err != nil {
 		return nil, fmt.Errorf("CustomResourceDefinition %s: count stored CRs: %w", next.Name, err)
 	}
-	return &schemacompat.Refusal{Kind: k.Resource.Kind + "." + k.Resource.Group, Changes: breaking, Stored: total}, nil
+	if len(fields) > 0 {
+		total = max(total, withFields)
+	}
+	return &schemacompat.Refusal{Kind: k.Resource.Kind + "." + k.Resource.Group, Changes: append(breaking, fields...), Stored: total}, nil
 }
 
 // countStored lists, at each version a change is to, the CRs of crd's

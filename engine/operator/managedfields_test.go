@@ -1,0 +1,148 @@
+package operator_test
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/cueop/cueop/localcluster/clustertest"
+)
+
+// TestDropVersionWrittenByKubectl walks "Evolving a kind" with a
+// RedisCluster kubectl wrote at v1 (apply, scale, patch: managedFields
+// entries at v1): the migration moves those entries to v2 with the CRs;
+// one kubectl writes at v1 after the migration (a label) is counted by the
+// guard, and moved before v1 stops being served; once v1 is dropped, a kubectl scale at v2 is
+// followed by the status (observedGeneration and readyReplicas) within
+// seconds, and the kubectl managers keep the fields v2 still has.
+func TestDropVersionWrittenByKubectl(t *testing.T) {
+	ns := clustertest.Namespace(t)
+	t.Cleanup(func() {
+		_, _ = kubectl(t, "", "delete", "--ignore-not-found", "--wait", "--timeout=60s", "crd/"+redisCRD)
+	})
+	dir := copyTemplates(t)
+	startOperator(t, dir, ns, nil)
+	waitCRD(t)
+
+	const v1 = "redisclusters.v1.cache.example.com"
+	mustKubectl(t, redisYAML(ns, "sessions", 2, "7.0"), "apply", "-f", "-")
+	eventually(t, 60*time.Second, func() string { return redisReadyAt(t, "v1", ns, "sessions", 2) })
+	mustKubectl(t, "", "-n", ns, "scale", v1+"/sessions", "--replicas=3")
+	mustKubectl(t, "", "-n", ns, "patch", v1, "sessions", "--type=merge", "-p", `{"spec":{"minReady":1}}`)
+	eventually(t, 60*time.Second, func() string { return redisReadyAt(t, "v1", ns, "sessions", 3) })
+	if at := fieldsAt(t, ns, "sessions", "v1"); len(at) < 3 {
+		t.Fatalf("managedFields entries at v1 after kubectl apply, scale and patch: %v, want 3 or more", at)
+	}
+
+	swapToVersionsStep(t, dir)
+	eventually(t, 120*time.Second, func() string { return crdVersions(t, "v2", "v2,v1", "v2") })
+	if at := fieldsAt(t, ns, "sessions", "v1"); len(at) > 0 {
+		t.Errorf("managedFields entries left at v1 by the migration: %v", at)
+	}
+	// Written at v1 after the migration: moved when v1 stops being served.
+	mustKubectl(t, "", "-n", ns, "label", v1, "sessions", "tier=cache")
+	if at := fieldsAt(t, ns, "sessions", "v1"); len(at) != 1 {
+		t.Errorf("managedFields entries at v1 after kubectl label at v1: %v, want 1", at)
+	}
+	k, withoutV1 := redisWithoutV1(t, dir)
+	if r := guardCRD(t, redisCRD, k, withoutV1); r == nil ||
+		!strings.Contains(r.Error(), "v1: version served -> not served: managedFields entries at it in 1 of 1 stored CR") {
+		t.Errorf("dropping v1 with an entry at v1: refusal %v, want one counting the CR", r)
+	}
+
+	must(t, os.Remove(filepath.Join(dir, "rediscluster", "v1.cue")))
+	eventually(t, 60*time.Second, func() string { return crdVersions(t, "v2", "v2", "v2") })
+	if at := fieldsAt(t, ns, "sessions", "v1"); len(at) > 0 {
+		t.Errorf("managedFields entries at v1 once v1 is not served: %v", at)
+	}
+	// The revision without v1 is written into the status, before any
+	// write of the CR by kubectl: a status apply fails while an entry is
+	// at v1 (an update by kubectl, failing the same way, would clear
+	// every entry).
+	if out, err := kubectl(t, "", "-n", ns, "wait", "rediscluster/sessions", "--timeout=30s", "--for=jsonpath={.status.revision}="+k.Revision); err != nil {
+		events, _ := kubectl(t, "", "-n", ns, "get", "events", "--field-selector=involvedObject.name=sessions,reason=StatusWriteFailed", "-o", "jsonpath={.items[*].message}")
+		t.Fatalf("status.revision not %s after v1 was dropped: %v: %s\nStatusWriteFailed Events: %s", k.Revision, err, out, events)
+	}
+
+	before := mustKubectl(t, "", "-n", ns, "get", "rediscluster", "sessions", "-o", "jsonpath={.metadata.generation}")
+	mustKubectl(t, "", "-n", ns, "scale", "rediscluster/sessions", "--replicas=4")
+	started := time.Now()
+	gen := mustKubectl(t, "", "-n", ns, "get", "rediscluster", "sessions", "-o", "jsonpath={.metadata.generation}")
+	if gen == before {
+		t.Fatalf("generation %s unchanged by kubectl scale at v2", gen)
+	}
+	for _, cond := range []string{"jsonpath={.status.observedGeneration}=" + gen, "jsonpath={.status.readyReplicas}=4"} {
+		if out, err := kubectl(t, "", "-n", ns, "wait", "rediscluster/sessions", "--timeout=30s", "--for="+cond); err != nil {
+			status, _ := kubectl(t, "", "-n", ns, "get", "rediscluster", "sessions", "-o", "jsonpath={.status}")
+			t.Fatalf("kubectl wait --for=%s: %v: %s\nstatus: %s", cond, err, out, status)
+		}
+	}
+	t.Logf("status at the scaled generation %s, 4 ready, %.1fs after kubectl scale at v2", gen, time.Since(started).Seconds())
+	eventually(t, 30*time.Second, func() string { return redisReadyAt(t, "v2", ns, "sessions", 4) })
+
+	owned := fieldsOf(t, ns, "sessions")
+	for manager, path := range map[string]string{"kubectl-patch": "f:spec.f:minReady", "kubectl-label": "f:metadata.f:labels.f:tier",
+		"kubectl-client-side-apply": "f:metadata.f:annotations.f:kubectl.kubernetes.io/last-applied-configuration"} {
+		if !strings.Contains(owned[manager], path) {
+			t.Errorf("%s owns %q at v2, want %s kept", manager, owned[manager], path)
+		}
+	}
+}
+
+// managedFieldsOf reads the managedFields of the RedisCluster ns/name.
+func managedFieldsOf(t *testing.T, ns, name string) []metav1.ManagedFieldsEntry {
+	t.Helper()
+	out := mustKubectl(t, "", "-n", ns, "get", "rediscluster", name, "--show-managed-fields", "-o", "jsonpath={.metadata.managedFields}")
+	var mfs []metav1.ManagedFieldsEntry
+	must(t, json.Unmarshal([]byte(out), &mfs))
+	return mfs
+}
+
+// fieldsAt names the managers of the RedisCluster ns/name with an entry
+// at version.
+func fieldsAt(t *testing.T, ns, name, version string) []string {
+	t.Helper()
+	var at []string
+	for _, e := range managedFieldsOf(t, ns, name) {
+		if e.APIVersion == "cache.example.com/"+version {
+			at = append(at, e.Manager+"/"+string(e.Operation)+"/"+e.Subresource)
+		}
+	}
+	return at
+}
+
+// fieldsOf is, by manager, the field paths (dot-separated) each entry of
+// the RedisCluster ns/name at v2 owns.
+func fieldsOf(t *testing.T, ns, name string) map[string]string {
+	t.Helper()
+	owned := map[string]string{}
+	for _, e := range managedFieldsOf(t, ns, name) {
+		if e.APIVersion != "cache.example.com/v2" || e.FieldsV1 == nil {
+			continue
+		}
+		var tree map[string]any
+		must(t, json.Unmarshal(e.FieldsV1.Raw, &tree))
+		owned[e.Manager] += " " + strings.Join(paths("", tree), " ")
+	}
+	return owned
+}
+
+func paths(prefix string, tree map[string]any) []string {
+	var out []string
+	for k, v := range tree {
+		if k == "." {
+			continue
+		}
+		p := strings.TrimPrefix(prefix+"."+k, ".")
+		out = append(out, p)
+		if sub, ok := v.(map[string]any); ok {
+			out = append(out, paths(p, sub)...)
+		}
+	}
+	return out
+}

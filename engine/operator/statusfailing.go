@@ -1,0 +1,57 @@
+package operator
+
+import (
+	"context"
+	"fmt"
+
+	"k8s.io/apiextensions-apiserver/pkg/apihelpers"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/client-go/util/retry"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/cueop/cueop/engine/apply"
+	"github.com/cueop/cueop/engine/reconcile"
+)
+
+// ConditionStatusWriteFailing is the condition of a kind's CRD that tells
+// whether CRs of the kind have a status cueop cannot write: True from the
+// first such CR (reason StatusWriteFailed, the CR and the API server's
+// error in the message) until every one of them is written again (False,
+// reason StatusWritten). Each such CR also has a StatusWriteFailed
+// Warning Event, and cueop_status_write_failures_total{kind} counts the
+// failed writes.
+const ConditionStatusWriteFailing apiextensionsv1.CustomResourceDefinitionConditionType = "StatusWriteFailing"
+
+// statusFailing is the reconcilers' OnStatusFailing of the kind whose CRD
+// is crdName: it sets the CRD's ConditionStatusWriteFailing and logs.
+func (o *Operator) statusFailing(crdName string) func(context.Context, reconcile.StatusFailing) {
+	return func(ctx context.Context, st reconcile.StatusFailing) {
+		c := apiextensionsv1.CustomResourceDefinitionCondition{Type: ConditionStatusWriteFailing, Status: apiextensionsv1.ConditionFalse,
+			Reason: "StatusWritten", Message: "the status of every CR is written"}
+		if st.Failing > 0 {
+			c.Status, c.Reason = apiextensionsv1.ConditionTrue, reconcile.ReasonStatusWriteFailed
+			c.Message = fmt.Sprintf("the status of %d CRs could not be written, retried with backoff (a %s Event on each); %s: %s",
+				st.Failing, reconcile.ReasonStatusWriteFailed, st.First, st.Err)
+		}
+		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			crd := &apiextensionsv1.CustomResourceDefinition{}
+			if err := o.mgr.GetAPIReader().Get(ctx, client.ObjectKey{Name: crdName}, crd); err != nil {
+				return err
+			}
+			if old := apihelpers.FindCRDCondition(crd, c.Type); old == nil && st.Failing == 0 ||
+				old != nil && old.Status == c.Status && old.Message == c.Message {
+				return nil // as it is: a kind that never failed has no such condition
+			}
+			if st.Failing > 0 {
+				o.log.Error(nil, "status writes failing: "+c.Message, "crd", crdName)
+			} else {
+				o.log.Info("status writes no longer failing", "crd", crdName)
+			}
+			apihelpers.SetCRDCondition(crd, c)
+			return o.mgr.GetClient().Status().Update(ctx, crd, client.FieldOwner(apply.DefaultFieldManager))
+		})
+		if err != nil {
+			o.log.Error(err, "CustomResourceDefinition "+crdName+": condition "+string(ConditionStatusWriteFailing)+" not set")
+		}
+	}
+}

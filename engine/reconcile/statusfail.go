@@ -1,0 +1,103 @@
+package reconcile
+
+import (
+	"context"
+	"sort"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// ReasonStatusWriteFailed is the reason of the Warning Event on a CR whose
+// status the API server refused to write: the CR keeps reading its last
+// written status (Ready at an older observedGeneration, as kstatus reads
+// it: in progress).
+const ReasonStatusWriteFailed = "StatusWriteFailed"
+
+// StatusObserver, when the Observer implements it, is told of each
+// status write of a CR of kind that failed.
+type StatusObserver interface {
+	StatusWriteFailed(kind string)
+}
+
+// StatusFailing is the kind's state of its status writes: Failing CRs
+// whose last status write failed, First the first of them (ns/name) and
+// its error.
+type StatusFailing struct {
+	Failing    int
+	First, Err string
+}
+
+// statusFailures are the CRs whose last status write failed, with the
+// error, so that the kind's state (Reconciler.OnStatusFailing) changes
+// only when the first one fails and when the last one is written.
+type statusFailures struct {
+	mu      sync.Mutex
+	failing map[types.NamespacedName]string
+	told    bool // the kind's state was told once: a new reconciler tells it at its first outcome
+}
+
+// set records the outcome of key's status write (err "": written, or
+// nothing to write) and returns the kind's state and whether it moved
+// between none failing and some (or is told for the first time: a kind's
+// controller started anew must clear what the one before it set).
+func (f *statusFailures) set(key types.NamespacedName, err string) (StatusFailing, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	before := len(f.failing)
+	if err == "" {
+		delete(f.failing, key)
+	} else {
+		if f.failing == nil {
+			f.failing = map[types.NamespacedName]string{}
+		}
+		f.failing[key] = err
+	}
+	st := StatusFailing{Failing: len(f.failing)}
+	keys := make([]types.NamespacedName, 0, len(f.failing))
+	for k := range f.failing {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool { return keys[i].String() < keys[j].String() })
+	if len(keys) > 0 {
+		st.First, st.Err = keys[0].String(), f.failing[keys[0]]
+	}
+	moved := !f.told || (before == 0) != (st.Failing == 0)
+	f.told = true
+	return st, moved
+}
+
+// statusWritten tells how the status write of cr went (err nil: written,
+// or nothing to write): a failure is a Warning Event on the CR and the
+// observer's count, and the kind's state moves when the first CR fails
+// or the last failing one is written.
+func (r *Reconciler) statusWritten(ctx context.Context, cr *unstructured.Unstructured, err error) {
+	if ctx.Err() != nil {
+		return
+	}
+	msg := ""
+	if err != nil {
+		msg = err.Error()
+		if r.Recorder != nil {
+			r.Recorder.Event(cr, corev1.EventTypeWarning, ReasonStatusWriteFailed,
+				"status not written, the CR shows its last written status, retried with backoff: "+msg)
+		}
+		if o, ok := r.Observer.(StatusObserver); ok {
+			o.StatusWriteFailed(r.Kind().Resource.Kind)
+		}
+	}
+	st, moved := r.statusFailures.set(types.NamespacedName{Namespace: cr.GetNamespace(), Name: cr.GetName()}, msg)
+	if moved && r.OnStatusFailing != nil {
+		r.OnStatusFailing(ctx, st)
+	}
+}
+
+// forgetStatus drops a CR gone from the failing ones.
+func (r *Reconciler) forgetStatus(ctx context.Context, key types.NamespacedName) {
+	st, moved := r.statusFailures.set(key, "")
+	if moved && r.OnStatusFailing != nil && ctx.Err() == nil {
+		r.OnStatusFailing(ctx, st)
+	}
+}
