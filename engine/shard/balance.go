@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"hash/fnv"
+	"strconv"
 	"sync"
 	"time"
 
@@ -49,10 +50,14 @@ type balance struct {
 	members int                        // live members, this one included
 	shed    time.Time                  // when the last range was given up
 	shedIdx int
+	fence   fenceState // fenced until the first count (fence.go)
+	counted time.Time  // when fence was decided
+	reads   uint64     // range Lease reads while fenced (fencedRecord)
 }
 
 func newBalance(o Options) *balance {
-	return &balance{o: o, held: map[int]context.CancelFunc{}, members: 1, shedIdx: -1}
+	return &balance{o: o, held: map[int]context.CancelFunc{}, members: 1, shedIdx: -1,
+		fence: fenceState{fenced: true, by: "no member count yet"}}
 }
 
 // share is the fair share of the ranges. The caller holds b.mu.
@@ -72,6 +77,9 @@ func (b *balance) acquired(r Range, giveUp context.CancelFunc) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.held[r.Index] = giveUp
+	if b.fencedLocked() {
+		giveUp() // fenced since the elector read the Lease
+	}
 }
 
 func (b *balance) lost(r Range) {
@@ -114,11 +122,19 @@ func (b *balance) renew(ctx context.Context, name string) error {
 	leases := b.o.Leases.Leases(b.o.Namespace)
 	now := metav1.NewMicroTime(time.Now())
 	secs := int32(b.o.LeaseDuration / time.Second)
+	shards := strconv.Itoa(b.o.Shards)
 	l, err := leases.Get(ctx, name, metav1.GetOptions{})
+	if err == nil && !live(l, now.Time) {
+		// Expired: join anew, after the members that stayed live (fence.go).
+		err = leases.Delete(ctx, name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{ResourceVersion: &l.ResourceVersion}})
+		if err == nil || apierrors.IsNotFound(err) {
+			err = apierrors.NewNotFound(coordinationv1.Resource("leases"), name)
+		}
+	}
 	if apierrors.IsNotFound(err) {
 		_, err = leases.Create(ctx, &coordinationv1.Lease{
 			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: b.o.Namespace,
-				Labels: map[string]string{"app.kubernetes.io/managed-by": "cueop", LabelMember: ""}},
+				Labels: map[string]string{"app.kubernetes.io/managed-by": "cueop", LabelMember: "", LabelShards: shards}},
 			Spec: coordinationv1.LeaseSpec{HolderIdentity: &b.o.Identity, LeaseDurationSeconds: &secs, AcquireTime: &now, RenewTime: &now},
 		}, metav1.CreateOptions{})
 		return err
@@ -126,12 +142,17 @@ func (b *balance) renew(ctx context.Context, name string) error {
 	if err != nil {
 		return err
 	}
+	if l.Labels == nil {
+		l.Labels = map[string]string{}
+	}
+	l.Labels[LabelShards] = shards
 	l.Spec.HolderIdentity, l.Spec.LeaseDurationSeconds, l.Spec.RenewTime = &b.o.Identity, &secs, &now
 	_, err = leases.Update(ctx, l, metav1.UpdateOptions{})
 	return err
 }
 
-// count counts the live members, and deletes member Leases long expired
+// count counts the live members of the replica's shard count, decides
+// whether it is fenced (fence.go), and deletes member Leases long expired
 // (of replicas that died).
 func (b *balance) count(ctx context.Context) error {
 	leases := b.o.Leases.Leases(b.o.Namespace)
@@ -139,25 +160,61 @@ func (b *balance) count(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	live := 0
+	ranges, err := leases.List(ctx, metav1.ListOptions{LabelSelector: LabelShard})
+	if err != nil {
+		return err
+	}
 	now := time.Now()
 	for _, l := range list.Items {
 		s := l.Spec
-		if s.RenewTime == nil || s.LeaseDurationSeconds == nil || s.HolderIdentity == nil || *s.HolderIdentity == "" {
+		if s.RenewTime == nil || s.LeaseDurationSeconds == nil {
 			continue
 		}
 		expires := s.RenewTime.Add(time.Duration(*s.LeaseDurationSeconds) * time.Second)
-		switch {
-		case expires.After(now):
-			live++
-		case now.Sub(expires) > 10*b.o.LeaseDuration:
+		if now.Sub(expires) > 10*b.o.LeaseDuration {
 			_ = leases.Delete(ctx, l.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{ResourceVersion: &l.ResourceVersion}})
 		}
 	}
+	st := fence(memberLeaseName(b.o.Identity), b.o.Shards, list.Items, ranges.Items, now)
 	b.mu.Lock()
-	b.members = max(live, 1)
-	b.mu.Unlock()
+	defer b.mu.Unlock()
+	if st.fenced != b.fence.fenced {
+		if st.fenced {
+			b.o.Log.Info("shard ranges fenced: replicas of another shard count serve; giving up every range held, taking none",
+				"replica", b.o.Identity, "shards", b.o.Shards, "by", st.by, "held", len(b.held))
+		} else {
+			b.o.Log.Info("shard ranges unfenced: no replica of another shard count serves", "replica", b.o.Identity, "shards", b.o.Shards)
+		}
+		setFenced(b.o.Identity, st.fenced)
+	}
+	b.fence, b.counted = st, time.Now()
+	if !st.fenced {
+		b.members = max(st.members, 1)
+	}
 	return nil
+}
+
+// fenced tells whether the replica takes no range (fence.go).
+func (b *balance) fenced() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.fencedLocked()
+}
+
+// fencedLocked is fenced for a caller that holds b.mu: a replica that has
+// not counted the members for the renew deadline (cut off from the API
+// server) does not know it is not, and is.
+func (b *balance) fencedLocked() bool {
+	return b.fence.fenced || time.Since(b.counted) > b.o.RenewDeadline
+}
+
+// fencedRead is the record a fenced replica's elector reads for a Lease it
+// does not hold.
+func (b *balance) fencedRead() (*resourcelock.LeaderElectionRecord, []byte) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.reads++
+	return fencedRecord(b.o.LeaseDuration, b.reads)
 }
 
 // rebalance gives the highest range held up when the replica holds more
@@ -166,6 +223,12 @@ func (b *balance) count(ctx context.Context) error {
 func (b *balance) rebalance(ctx context.Context) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if b.fencedLocked() {
+		for _, giveUp := range b.held {
+			giveUp()
+		}
+		return
+	}
 	if len(b.held) <= b.share() {
 		return
 	}

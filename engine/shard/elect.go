@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
 	"k8s.io/client-go/tools/leaderelection"
@@ -83,6 +84,8 @@ func Run(ctx context.Context, opts Options) error {
 	}
 	held.WithLabelValues(opts.Identity).Set(0)
 	defer held.DeleteLabelValues(opts.Identity)
+	setFenced(opts.Identity, true) // until the first member count
+	defer fencedGauge.DeleteLabelValues(opts.Identity)
 	b := newBalance(opts)
 	var wg sync.WaitGroup
 	for _, r := range Ranges(opts.Shards) {
@@ -200,6 +203,14 @@ type trackedLock struct {
 
 func (l *trackedLock) Get(ctx context.Context) (*resourcelock.LeaderElectionRecord, []byte, error) {
 	rec, raw, err := l.Interface.Get(ctx)
+	// Fenced (fence.go), the Lease looks held, unless this term holds it
+	// (it renews until given up, then releases it): also when it names this
+	// replica, left from a term before.
+	holds := err == nil && rec.HolderIdentity == l.identity && l.acquired.Load()
+	if (err == nil || apierrors.IsNotFound(err)) && !holds && l.balance.fenced() {
+		rec, raw := l.balance.fencedRead()
+		return rec, raw, nil
+	}
 	if err == nil {
 		l.balance.gate(rec)
 	}
