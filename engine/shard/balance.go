@@ -164,6 +164,15 @@ func (b *balance) count(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	for _, name := range b.o.Fence {
+		l, err := leases.Get(ctx, name, metav1.GetOptions{})
+		switch {
+		case err == nil:
+			ranges.Items = append(ranges.Items, *l) // of no shard count: it fences while held
+		case !apierrors.IsNotFound(err):
+			return err
+		}
+	}
 	now := time.Now()
 	for _, l := range list.Items {
 		s := l.Spec

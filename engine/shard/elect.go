@@ -36,6 +36,10 @@ type Options struct {
 	Identity string
 	// Shards is the number of ranges.
 	Shards int
+	// Fence names Leases of Namespace that fence the replica while they
+	// are held and not expired, as a range Lease of another shard count
+	// does (fence.go): the leader election Lease of an unsharded cueop.
+	Fence []string
 	// LeaseDuration, RenewDeadline and RetryPeriod are the lease timing (see
 	// k8s.io/client-go/tools/leaderelection); zero means the defaults. A
 	// holder that cannot renew for RenewDeadline stops serving the range; it

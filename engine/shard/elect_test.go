@@ -78,6 +78,12 @@ func (c cutTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 
 func startReplica(t *testing.T, ns, id string, shards int, s *serving) *replica {
 	t.Helper()
+	return startReplicaWith(t, ns, id, shards, s, func(*shard.Options) {})
+}
+
+// startReplicaWith is startReplica with its options changed by change.
+func startReplicaWith(t *testing.T, ns, id string, shards int, s *serving, change func(*shard.Options)) *replica {
+	t.Helper()
 	r := &replica{}
 	cfg := clustertest.Config()
 	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return cutTransport{rt, &r.cut} })
@@ -87,13 +93,13 @@ func startReplica(t *testing.T, ns, id string, shards int, s *serving) *replica 
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() {
-		done <- shard.Run(ctx, shard.Options{
-			Leases: cs.CoordinationV1(), Namespace: ns, Identity: id, Shards: shards,
-			LeaseDuration: leaseDuration, RenewDeadline: renewDeadline, RetryPeriod: retryPeriod,
-			Serve: s.serve(id), Log: testr.New(t).WithName(id),
-		})
-	}()
+	opts := shard.Options{
+		Leases: cs.CoordinationV1(), Namespace: ns, Identity: id, Shards: shards,
+		LeaseDuration: leaseDuration, RenewDeadline: renewDeadline, RetryPeriod: retryPeriod,
+		Serve: s.serve(id), Log: testr.New(t).WithName(id),
+	}
+	change(&opts)
+	go func() { done <- shard.Run(ctx, opts) }()
 	stopped := false
 	r.stop = func() {
 		if stopped {

@@ -5,7 +5,9 @@ import (
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/cueop/cueop/engine/shard"
 	"github.com/cueop/cueop/localcluster/clustertest"
@@ -125,4 +127,45 @@ func TestShardCountRejoinAfterCutOff(t *testing.T) {
 	old.cut.Store(false)
 	keep := map[string]string{new3[0]: "new", new3[1]: "new", new3[2]: "new"}
 	renewals(t, ns, "old", was, 3, keep)
+}
+
+// A sharded replica takes no range while the leader election Lease of an
+// unsharded cueop (Options.Fence) is held: switching a Deployment from
+// --leader-elect to --shards N, the new replicas wait for the leader to
+// go; once it released its Lease, they take every range.
+func TestShardedWaitsForTheUnshardedLeader(t *testing.T) {
+	t.Parallel()
+	ns := clustertest.Namespace(t)
+	s := &serving{t: t, active: map[shard.Range]string{}}
+	cs, err := kubernetes.NewForConfig(clustertest.Config())
+	if err != nil {
+		t.Fatal(err)
+	}
+	leases := cs.CoordinationV1().Leases(ns)
+	holder, secs, now := "leader", int32(leaseDuration/time.Second), metav1.NewMicroTime(time.Now())
+	leader, err := leases.Create(t.Context(), &coordinationv1.Lease{
+		ObjectMeta: metav1.ObjectMeta{Name: "cueop-leader"},
+		Spec:       coordinationv1.LeaseSpec{HolderIdentity: &holder, LeaseDurationSeconds: &secs, AcquireTime: &now, RenewTime: &now},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	startReplicaWith(t, ns, "sharded", 2, s, func(o *shard.Options) { o.Fence = []string{"cueop-leader"} })
+	renewals(t, ns, "sharded", "", 3, map[string]string{"cueop-leader": "leader"})
+	waitHolders(t, ns, time.Second, func(h map[string]string) bool {
+		for _, l := range rangeLeases(2) {
+			if h[l] != "" {
+				t.Fatalf("range Lease %s held by %s while the unsharded leader holds its Lease", l, h[l])
+			}
+		}
+		return true
+	})
+
+	released := ""
+	leader.Spec.HolderIdentity = &released
+	if _, err := leases.Update(t.Context(), leader, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitHolders(t, ns, 30*time.Second, heldBy("sharded", rangeLeases(2)...))
 }
