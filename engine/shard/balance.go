@@ -117,11 +117,15 @@ func (b *balance) run(ctx context.Context) {
 	}
 }
 
-// renew creates or renews the replica's member Lease.
+// renew creates or renews the replica's member Lease. It lasts the renew
+// deadline, not the lease duration: a replica that could not renew it for
+// that long serves no range any more, and no longer counts as a member
+// before its ranges' Leases expire, so that the replica that takes them
+// does not find itself above its share and give one up again.
 func (b *balance) renew(ctx context.Context, name string) error {
 	leases := b.o.Leases.Leases(b.o.Namespace)
 	now := metav1.NewMicroTime(time.Now())
-	secs := int32(b.o.LeaseDuration / time.Second)
+	secs := max(int32(b.o.RenewDeadline/time.Second), 1)
 	shards := strconv.Itoa(b.o.Shards)
 	l, err := leases.Get(ctx, name, metav1.GetOptions{})
 	if err == nil && !live(l, now.Time) {
