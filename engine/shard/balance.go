@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"hash/fnv"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -160,25 +161,24 @@ func (b *balance) renew(ctx context.Context, name string) error {
 // (of replicas that died).
 func (b *balance) count(ctx context.Context) error {
 	leases := b.o.Leases.Leases(b.o.Namespace)
-	list, err := leases.List(ctx, metav1.ListOptions{LabelSelector: LabelMember})
+	// One read of the namespace's Leases, as the member count alone cost.
+	all, err := leases.List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return err
 	}
-	ranges, err := leases.List(ctx, metav1.ListOptions{LabelSelector: LabelShard})
-	if err != nil {
-		return err
-	}
-	for _, name := range b.o.Fence {
-		l, err := leases.Get(ctx, name, metav1.GetOptions{})
+	var members, ranges []coordinationv1.Lease
+	for _, l := range all.Items {
+		_, member := l.Labels[LabelMember]
+		_, rng := l.Labels[LabelShard]
 		switch {
-		case err == nil:
-			ranges.Items = append(ranges.Items, *l) // of no shard count: it fences while held
-		case !apierrors.IsNotFound(err):
-			return err
+		case member:
+			members = append(members, l)
+		case rng, slices.Contains(b.o.Fence, l.Name): // a fence Lease is of no shard count
+			ranges = append(ranges, l)
 		}
 	}
 	now := time.Now()
-	for _, l := range list.Items {
+	for _, l := range members {
 		s := l.Spec
 		if s.RenewTime == nil || s.LeaseDurationSeconds == nil {
 			continue
@@ -188,7 +188,7 @@ func (b *balance) count(ctx context.Context) error {
 			_ = leases.Delete(ctx, l.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{ResourceVersion: &l.ResourceVersion}})
 		}
 	}
-	st := fence(memberLeaseName(b.o.Identity), b.o.Shards, list.Items, ranges.Items, now)
+	st := fence(memberLeaseName(b.o.Identity), b.o.Shards, members, ranges, now)
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if st.fenced != b.fence.fenced {
