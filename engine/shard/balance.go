@@ -91,8 +91,9 @@ func (b *balance) lost(r Range) {
 
 // run renews the member Lease, counts the members and gives a range up
 // when the replica holds more than its share, every retry period until ctx
-// is done; then it releases the member Lease.
-func (b *balance) run(ctx context.Context) {
+// is done; then it releases the member Lease. It closes counted after the
+// first round.
+func (b *balance) run(ctx context.Context, counted chan<- struct{}) {
 	leases := b.o.Leases.Leases(b.o.Namespace)
 	name := memberLeaseName(b.o.Identity)
 	defer func() {
@@ -110,6 +111,10 @@ func (b *balance) run(ctx context.Context) {
 			b.o.Log.Error(err, "count shard members")
 		}
 		b.rebalance(ctx)
+		if counted != nil {
+			close(counted) // the ranges are competed for from now on
+			counted = nil
+		}
 		select {
 		case <-ctx.Done():
 			return

@@ -92,10 +92,16 @@ func Run(ctx context.Context, opts Options) error {
 	defer fencedGauge.DeleteLabelValues(opts.Identity)
 	b := newBalance(opts)
 	var wg sync.WaitGroup
+	counted := make(chan struct{})
+	wg.Go(func() { b.run(ctx, counted) })
+	// The first member count decides the fence before any range is tried.
+	select {
+	case <-counted:
+	case <-ctx.Done():
+	}
 	for _, r := range Ranges(opts.Shards) {
 		wg.Go(func() { opts.compete(ctx, r, b) })
 	}
-	wg.Go(func() { b.run(ctx) })
 	wg.Wait()
 	return nil
 }
