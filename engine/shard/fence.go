@@ -8,6 +8,7 @@ import (
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 )
 
@@ -111,8 +112,16 @@ func fence(self string, shards int, members, ranges []coordinationv1.Lease, now 
 		}
 	}
 	me := slices.IndexFunc(joined, func(m *coordinationv1.Lease) bool { return m.Name == self })
-	if me < 0 || shardsOf(joined[me]) != shards {
-		return fenceState{fenced: true, by: "its own member Lease " + self + " (not live with its shard count yet)"}
+	if me < 0 {
+		// Not live (not written yet, or expired): it joins now, last.
+		joined = append(joined, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: self, Labels: map[string]string{LabelShards: strconv.Itoa(shards)}}})
+		me = len(joined) - 1
+		if prefix == me && shardsOf(joined[0]) == shards {
+			prefix++
+		}
+	}
+	if shardsOf(joined[me]) != shards {
+		return fenceState{fenced: true, by: "its own member Lease " + self + " (without its shard count yet)"}
 	}
 	for _, m := range joined[:me] {
 		if shardsOf(m) != shards {

@@ -45,7 +45,9 @@ func TestFenceOrder(t *testing.T) {
 		count   int
 	}{
 		{"alone", "a", 2, []coordinationv1.Lease{memberOf("a", t0, 2, now)}, nil, false, 1},
-		{"not live yet", "a", 2, nil, nil, true, 0},
+		{"not live yet: it joins now", "a", 2, nil, nil, false, 1},
+		{"not live yet, beside one of its count", "a", 2, []coordinationv1.Lease{memberOf("b", t0, 2, now)}, nil, false, 2},
+		{"not live yet, another count live", "a", 2, []coordinationv1.Lease{memberOf("b", t0, 3, now)}, nil, true, 0},
 		{"old count first", "new", 3, []coordinationv1.Lease{memberOf("old", t0, 2, now), memberOf("new", t1, 3, now)}, nil, true, 0},
 		{"old count first, seen by the old", "old", 2, []coordinationv1.Lease{memberOf("old", t0, 2, now), memberOf("new", t1, 3, now)}, nil, false, 1},
 		{"same second: the name decides", "b", 3, []coordinationv1.Lease{memberOf("a", t0, 2, now), memberOf("b", t0, 3, now)}, nil, true, 0},
