@@ -70,7 +70,7 @@ func newOperator(g *globals, f *runFlags) (*operator.Operator, error) {
 		return nil, err
 	}
 	opts.Manager.LeaderElection = f.leaderElect
-	opts.Manager.LeaderElectionID = "cueop-leader"
+	opts.Manager.LeaderElectionID = leaderElectionID
 	opts.Manager.LeaderElectionNamespace = f.leaderNamespace
 	op, err := operator.New(cfg, opts)
 	if err != nil {

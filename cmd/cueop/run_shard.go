@@ -13,6 +13,10 @@ import (
 	"github.com/cueop/cueop/engine/shard"
 )
 
+// leaderElectionID is the Lease of `cueop run --leader-elect`; while it is
+// held, a sharded replica takes no range (an unsharded leader serves).
+const leaderElectionID = "cueop-leader"
+
 // shardFlags are the flags of a sharded `cueop run`.
 type shardFlags struct {
 	shards                                    int
@@ -53,7 +57,7 @@ func newSharded(g *globals, f *runFlags) (*operator.Sharded, error) {
 	if err != nil {
 		return nil, err
 	}
-	s, err := operator.NewSharded(cfg, opts, operator.Sharding{Shards: f.shard.shards, Namespace: f.leaderNamespace,
+	s, err := operator.NewSharded(cfg, opts, operator.Sharding{Shards: f.shard.shards, Namespace: f.leaderNamespace, Fence: []string{leaderElectionID},
 		LeaseDuration: f.shard.leaseDuration, RenewDeadline: f.shard.renewDeadline, RetryPeriod: f.shard.retryPeriod})
 	if err != nil {
 		return nil, err

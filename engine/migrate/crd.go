@@ -2,17 +2,13 @@ package migrate
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"time"
 
 	"k8s.io/apiextensions-apiserver/pkg/apihelpers"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -138,38 +134,4 @@ func (m *Migrator) updateStatus(ctx context.Context, name string, change func(*a
 		return fmt.Errorf("CustomResourceDefinition %s: status: %w", name, err)
 	}
 	return nil
-}
-
-// waitStorage waits until the API server's discovery gives to's storage
-// version hash for crd's resource: from then on, a CR written is stored at
-// to (the API server's handler takes the CRD's change before its
-// discovery does).
-func (m *Migrator) waitStorage(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition, to string) error {
-	if m.Discovery == nil {
-		return nil
-	}
-	want := storageVersionHash(crd.Spec.Group, to, crd.Spec.Names.Kind)
-	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
-		list, err := m.Discovery.ServerResourcesForGroupVersion(crd.Spec.Group + "/" + to)
-		if err != nil {
-			return false, nil
-		}
-		for _, r := range list.APIResources {
-			if r.Name == crd.Spec.Names.Plural {
-				return r.StorageVersionHash == want, nil
-			}
-		}
-		return false, nil
-	})
-	if err != nil {
-		return fmt.Errorf("CustomResourceDefinition %s: the API server does not store at %s yet: %w", crd.Name, to, err)
-	}
-	return nil
-}
-
-// storageVersionHash is the API server's hash of a storage version
-// (k8s.io/apiserver/pkg/endpoints/discovery.StorageVersionHash).
-func storageVersionHash(group, version, kind string) string {
-	sum := sha256.Sum256([]byte(group + "/" + version + "/" + kind))
-	return base64.StdEncoding.EncodeToString(sum[:8])
 }

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/flowcontrol"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -143,6 +144,10 @@ type Migrator struct {
 	// Discovery, when set, is asked until the API server stores at the new
 	// storage version (its storageVersionHash) before the first rewrite.
 	Discovery discovery.DiscoveryInterface
+	// Config, when set, is the API server's: discovery is then read over a
+	// new connection each time (storage.go), for several API servers
+	// behind one address.
+	Config *rest.Config
 	// PageSize is the number of CRs listed at once; DefaultPageSize when 0.
 	PageSize int64
 	// Limiter, when set, paces the rewrites (under the client's own limit,

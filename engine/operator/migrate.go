@@ -122,6 +122,7 @@ func (o *Operator) migrator(r *migrationReport) *migrate.Migrator {
 	if d, err := discovery.NewDiscoveryClientForConfigAndClient(o.mgr.GetConfig(), o.mgr.GetHTTPClient()); err == nil {
 		m.Discovery = d
 	}
+	m.Config = o.mgr.GetConfig() // the storage version read over new connections (migrate.Migrator.Config)
 	// Half of the client's rate: the reconciles keep the other half.
 	if qps := o.mgr.GetConfig().QPS / 2; qps > 0 {
 		m.Limiter = flowcontrol.NewTokenBucketRateLimiter(qps, 1)

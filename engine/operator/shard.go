@@ -80,6 +80,9 @@ type Sharding struct {
 	// Namespace holds the shard Leases (cueop-shard-<i>-of-<n>); empty
 	// means the namespace of the pod cueop runs in.
 	Namespace string
+	// Fence names Leases of Namespace that keep the replica from taking
+	// any range while they are held (shard.Options.Fence).
+	Fence []string
 	// LeaseDuration, RenewDeadline and RetryPeriod are the Leases' timing;
 	// zero means shard.DefaultLeaseDuration and its siblings.
 	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
@@ -197,7 +200,7 @@ func (s *Sharded) Run(ctx context.Context) error {
 // compete is the host manager's runnable: it holds and serves ranges.
 func (s *Sharded) compete(ctx context.Context) error {
 	return shard.Run(ctx, shard.Options{
-		Leases: s.leases.CoordinationV1(), Namespace: s.sh.Namespace, Identity: s.sh.Identity, Shards: s.sh.Shards,
+		Leases: s.leases.CoordinationV1(), Namespace: s.sh.Namespace, Identity: s.sh.Identity, Shards: s.sh.Shards, Fence: s.sh.Fence,
 		LeaseDuration: s.sh.LeaseDuration, RenewDeadline: s.sh.RenewDeadline, RetryPeriod: s.sh.RetryPeriod,
 		Serve: s.serve, Log: s.log,
 	})

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"hash/fnv"
+	"slices"
+	"strconv"
 	"sync"
 	"time"
 
@@ -49,10 +51,14 @@ type balance struct {
 	members int                        // live members, this one included
 	shed    time.Time                  // when the last range was given up
 	shedIdx int
+	fence   fenceState // fenced until the first count (fence.go)
+	counted time.Time  // when fence was decided
+	reads   uint64     // range Lease reads while fenced (fencedRecord)
 }
 
 func newBalance(o Options) *balance {
-	return &balance{o: o, held: map[int]context.CancelFunc{}, members: 1, shedIdx: -1}
+	return &balance{o: o, held: map[int]context.CancelFunc{}, members: 1, shedIdx: -1,
+		fence: fenceState{fenced: true, by: "no member count yet"}}
 }
 
 // share is the fair share of the ranges. The caller holds b.mu.
@@ -72,6 +78,9 @@ func (b *balance) acquired(r Range, giveUp context.CancelFunc) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.held[r.Index] = giveUp
+	if b.fencedLocked() {
+		giveUp() // fenced since the elector read the Lease
+	}
 }
 
 func (b *balance) lost(r Range) {
@@ -82,8 +91,9 @@ func (b *balance) lost(r Range) {
 
 // run renews the member Lease, counts the members and gives a range up
 // when the replica holds more than its share, every retry period until ctx
-// is done; then it releases the member Lease.
-func (b *balance) run(ctx context.Context) {
+// is done; then it releases the member Lease. It closes counted after the
+// first round.
+func (b *balance) run(ctx context.Context, counted chan<- struct{}) {
 	leases := b.o.Leases.Leases(b.o.Namespace)
 	name := memberLeaseName(b.o.Identity)
 	defer func() {
@@ -101,6 +111,10 @@ func (b *balance) run(ctx context.Context) {
 			b.o.Log.Error(err, "count shard members")
 		}
 		b.rebalance(ctx)
+		if counted != nil {
+			close(counted) // the ranges are competed for from now on
+			counted = nil
+		}
 		select {
 		case <-ctx.Done():
 			return
@@ -109,16 +123,28 @@ func (b *balance) run(ctx context.Context) {
 	}
 }
 
-// renew creates or renews the replica's member Lease.
+// renew creates or renews the replica's member Lease. It lasts the renew
+// deadline, not the lease duration: a replica that could not renew it for
+// that long serves no range any more, and no longer counts as a member
+// before its ranges' Leases expire, so that the replica that takes them
+// does not find itself above its share and give one up again.
 func (b *balance) renew(ctx context.Context, name string) error {
 	leases := b.o.Leases.Leases(b.o.Namespace)
 	now := metav1.NewMicroTime(time.Now())
-	secs := int32(b.o.LeaseDuration / time.Second)
+	secs := max(int32(b.o.RenewDeadline/time.Second), 1)
+	shards := strconv.Itoa(b.o.Shards)
 	l, err := leases.Get(ctx, name, metav1.GetOptions{})
+	if err == nil && !live(l, now.Time) {
+		// Expired: join anew, after the members that stayed live (fence.go).
+		err = leases.Delete(ctx, name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{ResourceVersion: &l.ResourceVersion}})
+		if err == nil || apierrors.IsNotFound(err) {
+			err = apierrors.NewNotFound(coordinationv1.Resource("leases"), name)
+		}
+	}
 	if apierrors.IsNotFound(err) {
 		_, err = leases.Create(ctx, &coordinationv1.Lease{
 			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: b.o.Namespace,
-				Labels: map[string]string{"app.kubernetes.io/managed-by": "cueop", LabelMember: ""}},
+				Labels: map[string]string{"app.kubernetes.io/managed-by": "cueop", LabelMember: "", LabelShards: shards}},
 			Spec: coordinationv1.LeaseSpec{HolderIdentity: &b.o.Identity, LeaseDurationSeconds: &secs, AcquireTime: &now, RenewTime: &now},
 		}, metav1.CreateOptions{})
 		return err
@@ -126,38 +152,87 @@ func (b *balance) renew(ctx context.Context, name string) error {
 	if err != nil {
 		return err
 	}
+	if l.Labels == nil {
+		l.Labels = map[string]string{}
+	}
+	l.Labels[LabelShards] = shards
 	l.Spec.HolderIdentity, l.Spec.LeaseDurationSeconds, l.Spec.RenewTime = &b.o.Identity, &secs, &now
 	_, err = leases.Update(ctx, l, metav1.UpdateOptions{})
 	return err
 }
 
-// count counts the live members, and deletes member Leases long expired
+// count counts the live members of the replica's shard count, decides
+// whether it is fenced (fence.go), and deletes member Leases long expired
 // (of replicas that died).
 func (b *balance) count(ctx context.Context) error {
 	leases := b.o.Leases.Leases(b.o.Namespace)
-	list, err := leases.List(ctx, metav1.ListOptions{LabelSelector: LabelMember})
+	// One read of the namespace's Leases, as the member count alone cost.
+	all, err := leases.List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return err
 	}
-	live := 0
+	var members, ranges []coordinationv1.Lease
+	for _, l := range all.Items {
+		_, member := l.Labels[LabelMember]
+		_, rng := l.Labels[LabelShard]
+		switch {
+		case member:
+			members = append(members, l)
+		case rng, slices.Contains(b.o.Fence, l.Name): // a fence Lease is of no shard count
+			ranges = append(ranges, l)
+		}
+	}
 	now := time.Now()
-	for _, l := range list.Items {
+	for _, l := range members {
 		s := l.Spec
-		if s.RenewTime == nil || s.LeaseDurationSeconds == nil || s.HolderIdentity == nil || *s.HolderIdentity == "" {
+		if s.RenewTime == nil || s.LeaseDurationSeconds == nil {
 			continue
 		}
 		expires := s.RenewTime.Add(time.Duration(*s.LeaseDurationSeconds) * time.Second)
-		switch {
-		case expires.After(now):
-			live++
-		case now.Sub(expires) > 10*b.o.LeaseDuration:
+		if now.Sub(expires) > 10*b.o.LeaseDuration {
 			_ = leases.Delete(ctx, l.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{ResourceVersion: &l.ResourceVersion}})
 		}
 	}
+	st := fence(memberLeaseName(b.o.Identity), b.o.Shards, members, ranges, now)
 	b.mu.Lock()
-	b.members = max(live, 1)
-	b.mu.Unlock()
+	defer b.mu.Unlock()
+	if st.fenced != b.fence.fenced {
+		if st.fenced {
+			b.o.Log.Info("shard ranges fenced: replicas of another shard count serve; giving up every range held, taking none",
+				"replica", b.o.Identity, "shards", b.o.Shards, "by", st.by, "held", len(b.held))
+		} else {
+			b.o.Log.Info("shard ranges unfenced: no replica of another shard count serves", "replica", b.o.Identity, "shards", b.o.Shards)
+		}
+		setFenced(b.o.Identity, st.fenced)
+	}
+	b.fence, b.counted = st, time.Now()
+	if !st.fenced {
+		b.members = max(st.members, 1)
+	}
 	return nil
+}
+
+// fenced tells whether the replica takes no range (fence.go).
+func (b *balance) fenced() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.fencedLocked()
+}
+
+// fencedLocked is fenced for a caller that holds b.mu: a replica that has
+// not counted the members for the renew deadline (cut off from the API
+// server) does not know it is not, and is.
+func (b *balance) fencedLocked() bool {
+	return b.fence.fenced || time.Since(b.counted) > b.o.RenewDeadline
+}
+
+// fencedRead is the record a fenced replica's elector reads for a Lease it
+// does not hold.
+func (b *balance) fencedRead() (*resourcelock.LeaderElectionRecord, []byte) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.reads++
+	return fencedRecord(b.o.LeaseDuration, b.reads)
 }
 
 // rebalance gives the highest range held up when the replica holds more
@@ -166,6 +241,12 @@ func (b *balance) count(ctx context.Context) error {
 func (b *balance) rebalance(ctx context.Context) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if b.fencedLocked() {
+		for _, giveUp := range b.held {
+			giveUp()
+		}
+		return
+	}
 	if len(b.held) <= b.share() {
 		return
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
 	"k8s.io/client-go/tools/leaderelection"
@@ -35,6 +36,10 @@ type Options struct {
 	Identity string
 	// Shards is the number of ranges.
 	Shards int
+	// Fence names Leases of Namespace that fence the replica while they
+	// are held and not expired, as a range Lease of another shard count
+	// does (fence.go): the leader election Lease of an unsharded cueop.
+	Fence []string
 	// LeaseDuration, RenewDeadline and RetryPeriod are the lease timing (see
 	// k8s.io/client-go/tools/leaderelection); zero means the defaults. A
 	// holder that cannot renew for RenewDeadline stops serving the range; it
@@ -83,12 +88,20 @@ func Run(ctx context.Context, opts Options) error {
 	}
 	held.WithLabelValues(opts.Identity).Set(0)
 	defer held.DeleteLabelValues(opts.Identity)
+	setFenced(opts.Identity, true) // until the first member count
+	defer fencedGauge.DeleteLabelValues(opts.Identity)
 	b := newBalance(opts)
 	var wg sync.WaitGroup
+	counted := make(chan struct{})
+	wg.Go(func() { b.run(ctx, counted) })
+	// The first member count decides the fence before any range is tried.
+	select {
+	case <-counted:
+	case <-ctx.Done():
+	}
 	for _, r := range Ranges(opts.Shards) {
 		wg.Go(func() { opts.compete(ctx, r, b) })
 	}
-	wg.Go(func() { b.run(ctx) })
 	wg.Wait()
 	return nil
 }
@@ -200,6 +213,14 @@ type trackedLock struct {
 
 func (l *trackedLock) Get(ctx context.Context) (*resourcelock.LeaderElectionRecord, []byte, error) {
 	rec, raw, err := l.Interface.Get(ctx)
+	// Fenced (fence.go), the Lease looks held, unless this term holds it
+	// (it renews until given up, then releases it): also when it names this
+	// replica, left from a term before.
+	holds := err == nil && rec.HolderIdentity == l.identity && l.acquired.Load()
+	if (err == nil || apierrors.IsNotFound(err)) && !holds && l.balance.fenced() {
+		rec, raw := l.balance.fencedRead()
+		return rec, raw, nil
+	}
 	if err == nil {
 		l.balance.gate(rec)
 	}

@@ -30,24 +30,30 @@ const (
 	retryPeriod   = 500 * time.Millisecond
 )
 
-// serving checks that no range is served by two replicas at once.
+// serving checks that no range is served by two replicas at once, nor
+// ranges of two shard counts (which overlap).
 type serving struct {
 	t      *testing.T
 	mu     sync.Mutex
-	active map[int]string // range index → replica serving it
+	active map[shard.Range]string // range → replica serving it
 }
 
 func (s *serving) serve(id string) func(ctx context.Context, r shard.Range) {
 	return func(ctx context.Context, r shard.Range) {
 		s.mu.Lock()
-		if other, ok := s.active[r.Index]; ok {
-			s.t.Errorf("range %s served by %s while %s still serves it", r, id, other)
+		for other, by := range s.active {
+			switch {
+			case other == r:
+				s.t.Errorf("range %s served by %s while %s still serves it", r, id, by)
+			case other.Count != r.Count:
+				s.t.Errorf("range %s served by %s while %s serves range %s of another shard count", r, id, by, other)
+			}
 		}
-		s.active[r.Index] = id
+		s.active[r] = id
 		s.mu.Unlock()
 		<-ctx.Done()
 		s.mu.Lock()
-		delete(s.active, r.Index)
+		delete(s.active, r)
 		s.mu.Unlock()
 	}
 }
@@ -72,6 +78,12 @@ func (c cutTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 
 func startReplica(t *testing.T, ns, id string, shards int, s *serving) *replica {
 	t.Helper()
+	return startReplicaWith(t, ns, id, shards, s, func(*shard.Options) {})
+}
+
+// startReplicaWith is startReplica with its options changed by change.
+func startReplicaWith(t *testing.T, ns, id string, shards int, s *serving, change func(*shard.Options)) *replica {
+	t.Helper()
 	r := &replica{}
 	cfg := clustertest.Config()
 	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return cutTransport{rt, &r.cut} })
@@ -81,13 +93,13 @@ func startReplica(t *testing.T, ns, id string, shards int, s *serving) *replica 
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() {
-		done <- shard.Run(ctx, shard.Options{
-			Leases: cs.CoordinationV1(), Namespace: ns, Identity: id, Shards: shards,
-			LeaseDuration: leaseDuration, RenewDeadline: renewDeadline, RetryPeriod: retryPeriod,
-			Serve: s.serve(id), Log: testr.New(t).WithName(id),
-		})
-	}()
+	opts := shard.Options{
+		Leases: cs.CoordinationV1(), Namespace: ns, Identity: id, Shards: shards,
+		LeaseDuration: leaseDuration, RenewDeadline: renewDeadline, RetryPeriod: retryPeriod,
+		Serve: s.serve(id), Log: testr.New(t).WithName(id),
+	}
+	change(&opts)
+	go func() { done <- shard.Run(ctx, opts) }()
 	stopped := false
 	r.stop = func() {
 		if stopped {
@@ -107,6 +119,21 @@ func startReplica(t *testing.T, ns, id string, shards int, s *serving) *replica 
 // holders (Lease name → holder identity).
 func waitHolders(t *testing.T, ns string, timeout time.Duration, want func(map[string]string) bool) {
 	t.Helper()
+	waitLeases(t, ns, timeout, func(leases map[string]*coordinationv1.Lease) bool {
+		holders := map[string]string{}
+		for name, l := range leases {
+			if l.Spec.HolderIdentity != nil {
+				holders[name] = *l.Spec.HolderIdentity
+			}
+		}
+		return want(holders)
+	})
+}
+
+// waitLeases watches the namespace's Leases until want says yes to them
+// (by name); it is called on every change.
+func waitLeases(t *testing.T, ns string, timeout time.Duration, want func(map[string]*coordinationv1.Lease) bool) {
+	t.Helper()
 	cs, err := kubernetes.NewForConfig(clustertest.Config())
 	if err != nil {
 		t.Fatal(err)
@@ -121,26 +148,30 @@ func waitHolders(t *testing.T, ns string, timeout time.Duration, want func(map[s
 			return cs.CoordinationV1().Leases(ns).Watch(ctx, o)
 		},
 	}
-	holders := map[string]string{}
-	note := func(l *coordinationv1.Lease, deleted bool) {
-		if deleted || l.Spec.HolderIdentity == nil {
-			delete(holders, l.Name)
-			return
-		}
-		holders[l.Name] = *l.Spec.HolderIdentity
-	}
+	leases := map[string]*coordinationv1.Lease{}
 	_, err = watchtools.UntilWithSync(ctx, lw, &coordinationv1.Lease{}, func(store toolscache.Store) (bool, error) {
 		for _, o := range store.List() {
-			note(o.(*coordinationv1.Lease), false)
+			l := o.(*coordinationv1.Lease)
+			leases[l.Name] = l
 		}
-		return want(holders), nil
+		return want(leases), nil
 	}, func(ev watch.Event) (bool, error) {
 		if l, ok := ev.Object.(*coordinationv1.Lease); ok {
-			note(l, ev.Type == watch.Deleted)
+			if ev.Type == watch.Deleted {
+				delete(leases, l.Name)
+			} else {
+				leases[l.Name] = l
+			}
 		}
-		return want(holders), nil
+		return want(leases), nil
 	})
 	if err != nil {
+		holders := map[string]string{}
+		for name, l := range leases {
+			if l.Spec.HolderIdentity != nil {
+				holders[name] = *l.Spec.HolderIdentity
+			}
+		}
 		t.Fatalf("Lease holders %v: %v", holders, err)
 	}
 }
@@ -180,7 +211,7 @@ func oneEach(leases []string, ids ...string) func(map[string]string) bool {
 func TestRangesHandOver(t *testing.T) {
 	t.Parallel()
 	ns := clustertest.Namespace(t)
-	s := &serving{t: t, active: map[int]string{}}
+	s := &serving{t: t, active: map[shard.Range]string{}}
 	leases := []string{"cueop-shard-0-of-2", "cueop-shard-1-of-2"}
 
 	a := startReplica(t, ns, "a", 2, s)
