@@ -194,8 +194,9 @@ func TestServiceAccountIsLeastPrivilege(t *testing.T) {
 		{inNS("create", "persistentvolumeclaims"), "yes"}, // the Blog's posts
 		{inNS("create", "statefulsets.apps"), "no"},       // allowed, but no template creates one
 		{inNS("create", "redisclusters.cache.example.com"), "no"},
-		{inNS("patch", "redisclusters.cache.example.com"), "no"}, // it retains no child: no finalizer to patch
-		{inNS("patch", "blogs.blog.example.com"), "yes"},         // it retains its claim: a finalizer
+		{inNS("patch", "redisclusters.cache.example.com"), "yes"}, // it has two versions: its storage migration moves managedFields entries
+		{inNS("patch", "blogs.blog.example.com"), "yes"},          // it retains its claim: a finalizer
+		{inNS("patch", "staticsites.web.example.com"), "no"},      // one version, no retained child: nothing to patch
 		{cluster("delete", "customresourcedefinitions.apiextensions.k8s.io"), "no"},
 	} {
 		out, _ := kubectl(t, "", append([]string{"auth", "can-i", "--as=" + serviceAccount}, c.args...)...)
