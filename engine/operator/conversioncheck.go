@@ -2,7 +2,9 @@ package operator
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/json"
+	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -15,12 +17,18 @@ import (
 	"github.com/cueop/cueop/engine/template"
 )
 
-// maxStoredSpecs bounds the distinct specs of stored CRs a revision's
-// conversions are checked on; the CRs are listed a page at a time until
-// then.
+// Bounds of the stored CRs' specs a revision's conversions are checked
+// on (storedSpecs), read and checked with o.mu held: at most
+// maxStoredSpecs distinct specs of at most maxStoredSpecBytes of JSON in
+// all (a larger spec is not checked), among the first maxStoredListed CRs
+// listed, storedSpecsPage at a time, within storedSpecsTime. A tenant's
+// CRs, however many or large, cost a reload about a second of checks.
 const (
-	maxStoredSpecs  = 200
-	storedSpecsPage = 500
+	maxStoredSpecs     = 200
+	maxStoredSpecBytes = 1 << 20
+	maxStoredListed    = 5000
+	storedSpecsPage    = 100
+	storedSpecsTime    = 30 * time.Second
 )
 
 // checkRoundTrips runs on k's conversions the check `cueop vet` runs
@@ -75,14 +83,16 @@ func (c *conversions) checkRoundTrips(ctx context.Context, k *template.Kind) err
 
 // storedSpecs are the distinct specs of k's CRs, listed in every namespace
 // from the API server at the storage version of the CRD it serves (crd),
-// when k serves that version, a page at a time, up to maxStoredSpecs. A
-// list that fails ends them, logged: the check takes what was read. None
-// are read while some are stored at another version and no revision of
-// the kind converts yet: their reads would wait on this webhook.
+// when k serves that version, a page at a time, within the bounds above.
+// A list that fails ends them, logged: the check takes what was read.
+// None are read while some are stored at another version and no revision
+// of the kind converts yet: their reads would wait on this webhook.
 func (c *conversions) storedSpecs(ctx context.Context, k *template.Kind, crd string) []convert.Spec {
 	if c.reader == nil {
 		return nil
 	}
+	ctx, cancel := context.WithTimeout(ctx, storedSpecsTime)
+	defer cancel()
 	live := &apiextensionsv1.CustomResourceDefinition{}
 	if err := c.reader.Get(ctx, client.ObjectKey{Name: crd}, live); err != nil {
 		if !apierrors.IsNotFound(err) {
@@ -97,7 +107,13 @@ func (c *conversions) storedSpecs(ctx context.Context, k *template.Kind, crd str
 		return nil
 	}
 	var out []convert.Spec
-	seen := map[string]bool{}
+	seen := map[[sha256.Size]byte]bool{}
+	bytes, listed, large := 0, 0, 0
+	defer func() {
+		if large > 0 {
+			c.log.Info("conversion check: stored specs too large to check skipped", "crd", crd, "skipped", large, "checked", len(out))
+		}
+	}()
 	list := &unstructured.UnstructuredList{}
 	list.SetAPIVersion(live.Spec.Group + "/" + version)
 	list.SetKind(live.Spec.Names.ListKind)
@@ -107,12 +123,18 @@ func (c *conversions) storedSpecs(ctx context.Context, k *template.Kind, crd str
 			return out
 		}
 		for _, cr := range list.Items {
+			listed++
 			spec, _ := cr.Object["spec"].(map[string]any)
-			key, err := json.Marshal(spec)
-			if err != nil || seen[string(key)] {
+			js, err := json.Marshal(spec)
+			if err != nil || seen[sha256.Sum256(js)] {
 				continue
 			}
-			seen[string(key)] = true
+			seen[sha256.Sum256(js)] = true
+			if bytes+len(js) > maxStoredSpecBytes {
+				large++
+				continue
+			}
+			bytes += len(js)
 			name := cr.GetName()
 			if ns := cr.GetNamespace(); ns != "" {
 				name = ns + "/" + name
@@ -122,7 +144,7 @@ func (c *conversions) storedSpecs(ctx context.Context, k *template.Kind, crd str
 				return out
 			}
 		}
-		if list.GetContinue() == "" {
+		if list.GetContinue() == "" || listed >= maxStoredListed {
 			return out
 		}
 	}
