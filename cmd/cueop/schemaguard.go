@@ -117,12 +117,14 @@ func readCRDs(path string) ([]*apiextensionsv1.CustomResourceDefinition, error) 
 		if err != nil {
 			return out, fmt.Errorf("%s: %w", path, err)
 		}
-		var tm metav1.TypeMeta
-		if err := yaml.Unmarshal(doc, &tm); err != nil {
+		var parsed any
+		if err := yaml.Unmarshal(doc, &parsed); err != nil {
 			return out, fmt.Errorf("%s: document %d is not YAML: %w", path, n, err)
 		}
-		if tm.Kind != "CustomResourceDefinition" || tm.APIVersion != apiextensionsv1.SchemeGroupVersion.String() {
-			continue
+		var tm metav1.TypeMeta
+		if _, object := parsed.(map[string]any); !object || yaml.Unmarshal(doc, &tm) != nil ||
+			tm.Kind != "CustomResourceDefinition" || tm.APIVersion != apiextensionsv1.SchemeGroupVersion.String() {
+			continue // a list (a JSON patch), a scalar, another object
 		}
 		crd := &apiextensionsv1.CustomResourceDefinition{}
 		if err := yaml.Unmarshal(doc, crd); err != nil {
