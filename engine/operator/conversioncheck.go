@@ -37,11 +37,12 @@ const (
 // (storedSpecs), each converted to the other side of the hub and back. A
 // conversion that loses or invents a field is refused with vet's message
 // and CUE position; the caller keeps the last good revision converting.
-// A stored spec refuses k only when the revision converting now passes
-// it: one it fails too (or any, when no revision converts yet: a start)
-// is logged, not held against k, so that a tenant's CR cannot keep every
-// revision of its kind refused, nor its kind unserved after a restart.
-// A kind with one version has nothing to check.
+// A stored spec refuses k only when k would break it (heldAgainst): one
+// the revision converting now fails too, or, at a start, one k converted
+// already (the live CRD is k's), is logged (an ERROR line), not held
+// against k, so that a tenant's CR cannot keep every revision of its kind
+// refused, nor its kind unserved after a restart. A kind with one version
+// has nothing to check.
 func (c *conversions) checkRoundTrips(ctx context.Context, k *template.Kind) error {
 	conv, err := convert.New(k)
 	if err != nil || conv == nil {
@@ -55,41 +56,57 @@ func (c *conversions) checkRoundTrips(ctx context.Context, k *template.Kind) err
 	if err := conv.CheckSpecs(convert.GeneratedSpecs(crd)); err != nil {
 		return err
 	}
-	var serving *convert.Converter
-	if prev := c.convertingKind(k); prev != nil {
-		if serving, _ = convert.New(prev); serving != nil {
-			serving = serving.WithBudget(c.budget)
-		}
-	}
+	stored, liveRevision := c.storedSpecs(ctx, k, crd.Name)
+	held := c.heldAgainst(k, liveRevision)
 	var regressions []convert.Spec
 	var old []error
-	for _, s := range c.storedSpecs(ctx, k, crd.Name) {
+	for _, s := range stored {
 		err := conv.CheckSpecs([]convert.Spec{s})
 		if err == nil {
 			continue
 		}
-		if serving == nil || serving.CheckSpecs([]convert.Spec{s}) != nil {
+		if !held(s) {
 			old = append(old, err)
 			continue
 		}
 		regressions = append(regressions, s)
 	}
 	if len(old) > 0 {
-		c.log.Info("conversion check: stored CRs' specs that do not round-trip under the revision converting now either (or none converts yet), not held against the new one",
+		c.log.Error(nil, "conversion check: stored CRs' specs do not round-trip, as they did not before this revision: not held against it",
 			"kind", k.Resource.Kind, "revision", k.Revision, "specs", len(old), "first", old[0].Error())
 	}
 	return conv.CheckSpecs(regressions)
 }
 
+// heldAgainst tells whether a stored spec k's conversions fail refuses k:
+// when the revision of its kind converting now round-trips it (or has no
+// conversions: one version), or, when none converts yet (a start), when
+// the live CRD is not k's (liveRevision, its cueop.dev/revision): k never
+// converted it.
+func (c *conversions) heldAgainst(k *template.Kind, liveRevision string) func(convert.Spec) bool {
+	prev := c.convertingKind(k)
+	if prev == nil {
+		held := liveRevision != k.Revision
+		return func(convert.Spec) bool { return held }
+	}
+	serving, err := convert.New(prev)
+	if err != nil || serving == nil {
+		return func(convert.Spec) bool { return true }
+	}
+	serving = serving.WithBudget(c.budget)
+	return func(s convert.Spec) bool { return serving.CheckSpecs([]convert.Spec{s}) == nil }
+}
+
 // storedSpecs are the distinct specs of k's CRs, listed in every namespace
 // from the API server at the storage version of the CRD it serves (crd),
+// and the revision of the live CRD (its crdgen.RevisionAnnotation),
 // when k serves that version, a page at a time, within the bounds above.
 // A list that fails ends them, logged: the check takes what was read.
 // None are read while some are stored at another version and no revision
 // of the kind converts yet: their reads would wait on this webhook.
-func (c *conversions) storedSpecs(ctx context.Context, k *template.Kind, crd string) []convert.Spec {
+func (c *conversions) storedSpecs(ctx context.Context, k *template.Kind, crd string) (_ []convert.Spec, liveRevision string) {
 	if c.reader == nil {
-		return nil
+		return nil, ""
 	}
 	ctx, cancel := context.WithTimeout(ctx, storedSpecsTime)
 	defer cancel()
@@ -98,13 +115,14 @@ func (c *conversions) storedSpecs(ctx context.Context, k *template.Kind, crd str
 		if !apierrors.IsNotFound(err) {
 			c.log.Error(err, "conversion check: stored CRs not read", "crd", crd)
 		}
-		return nil
+		return nil, ""
 	}
+	liveRevision = live.Annotations[crdgen.RevisionAnnotation]
 	version, others := migrate.Pending(live)
 	if k.Version(version) == nil || len(others) > 0 && !c.converting(k) {
 		// CRs stored at other versions read through this webhook, which
 		// converts no revision of the kind yet (a start mid-migration).
-		return nil
+		return nil, liveRevision
 	}
 	var out []convert.Spec
 	seen := map[[sha256.Size]byte]bool{}
@@ -120,7 +138,7 @@ func (c *conversions) storedSpecs(ctx context.Context, k *template.Kind, crd str
 	for {
 		if err := c.reader.List(ctx, list, client.Limit(storedSpecsPage), client.Continue(list.GetContinue())); err != nil {
 			c.log.Error(err, "conversion check: stored CRs read in part", "crd", crd, "specs", len(out))
-			return out
+			return out, liveRevision
 		}
 		for _, cr := range list.Items {
 			listed++
@@ -141,11 +159,11 @@ func (c *conversions) storedSpecs(ctx context.Context, k *template.Kind, crd str
 			}
 			out = append(out, convert.Spec{Version: version, Spec: spec, Source: k.Resource.Kind + " " + name})
 			if len(out) == maxStoredSpecs {
-				return out
+				return out, liveRevision
 			}
 		}
 		if list.GetContinue() == "" || listed >= maxStoredListed {
-			return out
+			return out, liveRevision
 		}
 	}
 }

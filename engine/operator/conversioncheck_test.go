@@ -116,3 +116,28 @@ func TestStoredSpecRefusesOnlyARegression(t *testing.T) {
 	mustKubectl(t, "", "-n", ns, "patch", "redisclusters.v1.cache.example.com", "one", "--type=merge", "-p", `{"spec":{"replicas":3}}`)
 	eventually(t, 90*time.Second, func() string { return redisReadyAt(t, "v1", ns, "one", 3) })
 }
+
+// TestFirstSpokeLossyOnStoredCRRefused: a revision that gives a kind of one
+// version its first spoke, whose toHub drops the version only a stored CR
+// has, is refused on that CR's spec: the revision before converted
+// nothing, so lost nothing.
+func TestFirstSpokeLossyOnStoredCRRefused(t *testing.T) {
+	ns := clustertest.Namespace(t)
+	t.Cleanup(func() {
+		_, _ = kubectl(t, "", "delete", "--ignore-not-found", "--wait", "--timeout=60s", "crd/"+redisCRD)
+	})
+	dir := copyTemplates(t)
+	v2 := filepath.Join(dir, "rediscluster", "v2.cue")
+	src, err := os.ReadFile(v2)
+	must(t, err)
+	must(t, os.Remove(v2))
+	startOperator(t, dir, ns, nil)
+	waitCRD(t)
+	mustKubectl(t, redisYAML(ns, "one", 2, "6.2"), "apply", "-f", "-")
+	eventually(t, 60*time.Second, func() string { return redisReadyAt(t, "v1", ns, "one", 2) })
+
+	must(t, os.WriteFile(v2, []byte(forgetVersion62(string(src))), 0o644))
+	eventually(t, 60*time.Second, func() string {
+		return crdEventOn(t, redisCRD, "TemplateError", "changes field spec.version in the round trip v1 to v2 and back (spec of RedisCluster "+ns+"/one)")
+	})
+}
