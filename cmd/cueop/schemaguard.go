@@ -97,7 +97,10 @@ func committedCRDs(dir string) (map[string][]committedCRD, error) {
 }
 
 // readCRDs are the CustomResourceDefinitions among the documents of the
-// YAML file at path.
+// YAML file at path. A document that is not YAML is an error naming the
+// file and the document: it may be a committed CRD (a merge left
+// conflict markers in it), and skipping it would pass the kind's schema
+// change unchecked.
 func readCRDs(path string) ([]*apiextensionsv1.CustomResourceDefinition, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -106,7 +109,7 @@ func readCRDs(path string) ([]*apiextensionsv1.CustomResourceDefinition, error) 
 	defer f.Close()
 	r := utilyaml.NewYAMLReader(bufio.NewReader(f))
 	var out []*apiextensionsv1.CustomResourceDefinition
-	for {
+	for n := 1; ; n++ {
 		doc, err := r.Read()
 		if errors.Is(err, io.EOF) {
 			return out, nil
@@ -114,9 +117,14 @@ func readCRDs(path string) ([]*apiextensionsv1.CustomResourceDefinition, error) 
 		if err != nil {
 			return out, fmt.Errorf("%s: %w", path, err)
 		}
+		var parsed any
+		if err := yaml.Unmarshal(doc, &parsed); err != nil {
+			return out, fmt.Errorf("%s: document %d is not YAML: %w", path, n, err)
+		}
 		var tm metav1.TypeMeta
-		if yaml.Unmarshal(doc, &tm) != nil || tm.Kind != "CustomResourceDefinition" || tm.APIVersion != apiextensionsv1.SchemeGroupVersion.String() {
-			continue
+		if _, object := parsed.(map[string]any); !object || yaml.Unmarshal(doc, &tm) != nil ||
+			tm.Kind != "CustomResourceDefinition" || tm.APIVersion != apiextensionsv1.SchemeGroupVersion.String() {
+			continue // a list (a JSON patch), a scalar, another object
 		}
 		crd := &apiextensionsv1.CustomResourceDefinition{}
 		if err := yaml.Unmarshal(doc, crd); err != nil {

@@ -133,3 +133,26 @@ func TestVetFindsCommittedCRDByName(t *testing.T) {
 		t.Errorf("vet warns of RedisCluster, whose CRD is committed:\n%s", out)
 	}
 }
+
+// TestVetRefusesUnreadableCommittedCRD: a committed CRD file that is not
+// YAML (a merge left conflict markers in it) is an error naming it, not a
+// file with no CRD in it that would let the schema change through; a
+// document that is YAML but no object (a JSON patch) is skipped.
+func TestVetRefusesUnreadableCommittedCRD(t *testing.T) {
+	crds := t.TempDir()
+	redis, err := os.ReadFile("../../crds/redisclusters.cache.example.com.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	committed := filepath.Join(crds, "redisclusters.cache.example.com.yaml")
+	doc := "- op: add\n  path: /metadata/labels\n  value: {}\n---\n" + // YAML, not an object: skipped
+		strings.Replace(string(redis), "\nspec:\n", "\nspec:\n<<<<<<< HEAD\n", 1)
+	if err := os.WriteFile(committed, []byte(doc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err = run(t, "vet", "--templates", editedTemplates(t, renameReplicas), "--crds", crds, "--testdata", "../../testdata")
+	want := committed + ": document 2 is not YAML"
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("vet: error %v, want %q", err, want)
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"cuelang.org/go/cue/ast"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/cueop/cueop/engine/budget"
 	"github.com/cueop/cueop/engine/template"
 )
 
@@ -25,23 +26,37 @@ var ErrInvalidInput = errors.New("spec refused by its own version")
 // (the conversion to via reads it) or that via has too (a field of the
 // same path in via's #Spec). The error names the field and the CUE
 // position of the conversion at fault. A spec from's #Spec refuses is
-// ErrInvalidInput. Then the whole object goes from and back with the
+// ErrInvalidInput. Every conversion runs within the converter's budget
+// (a *budget.Exceeded, wrapped, when one runs out): the operator checks
+// its tenants' stored specs. Then the whole object goes from and back with the
 // annotation rule, and must come back unchanged.
 func (c *Converter) CheckRoundTrip(spec map[string]any, from, via string) error {
 	a, b := c.kind.Version(from), c.kind.Version(via)
 	if a == nil || b == nil || a.Hub == b.Hub {
 		return fmt.Errorf("round trip %s to %s: one of them must be the hub, the other a spoke", from, via)
 	}
-	in, mid, err := c.specPath(spec, a, b)
-	if err != nil {
-		if errors.Is(err, errInput) {
-			return ErrInvalidInput
+	var in, back map[string]any
+	err := c.budget.Run("convert/"+c.kind.Name, func(*budget.Tracker) error {
+		i, mid, err := c.specPath(spec, a, b)
+		if err != nil {
+			if errors.Is(err, errInput) {
+				return ErrInvalidInput
+			}
+			return fmt.Errorf("conversion %s to %s: %w", from, via, err)
 		}
-		return fmt.Errorf("conversion %s to %s: %w", from, via, err)
+		_, bk, err := c.specPath(mid, b, a)
+		if err != nil {
+			return fmt.Errorf("conversion %s to %s of %v: %w", via, from, mid, err)
+		}
+		in, back = i, bk
+		return nil
+	})
+	var ex *budget.Exceeded
+	if errors.As(err, &ex) {
+		return fmt.Errorf("round trip %s to %s and back: %w", from, via, err)
 	}
-	_, back, err := c.specPath(mid, b, a)
 	if err != nil {
-		return fmt.Errorf("conversion %s to %s of %v: %w", via, from, mid, err)
+		return err
 	}
 	var errs []error
 	for _, d := range diff("spec", in, back) {

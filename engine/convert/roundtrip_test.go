@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cueop/cueop/engine/budget"
 	"github.com/cueop/cueop/engine/convert"
 )
 
@@ -81,5 +82,21 @@ func TestRoundTripRefusesALosingConversion(t *testing.T) {
 				t.Errorf("error = %v, want %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// TestRoundTripWithinBudget: the round trip's conversions run within the
+// converter's budget, the first ones included: with a budget no
+// evaluation fits, a lossy conversion is an Exceeded, not evaluated
+// unbounded to find the loss (the operator checks its tenants' specs).
+func TestRoundTripWithinBudget(t *testing.T) {
+	c := redisWith(t, "\t\t\tversion:  in.spec.redisVersion\n", "\t\t\tif in.spec.redisVersion != \"6.2\" {version: in.spec.redisVersion}\n")
+	spec := map[string]any{"replicas": int64(2), "version": "6.2"}
+	if err := c.CheckRoundTrip(spec, "v1", "v2"); err == nil || !strings.Contains(err.Error(), "changes field spec.version") {
+		t.Fatalf("CheckRoundTrip = %v, want the loss", err)
+	}
+	var ex *budget.Exceeded
+	if err := c.WithBudget(budget.Budget{Memory: 1}).CheckRoundTrip(spec, "v1", "v2"); !errors.As(err, &ex) {
+		t.Errorf("CheckRoundTrip within 1 byte = %v, want a budget exceeded", err)
 	}
 }

@@ -62,9 +62,10 @@ type conversions struct {
 	checkIn func(context.Context, *template.Kind, []convert.Spec) error
 	budget  budget.Budget
 
-	mu   sync.Mutex
-	revs map[schema.GroupKind]string   // the revision converting, by kind
-	vers map[schema.GroupKind][]string // the versions it converts, by kind
+	mu    sync.Mutex
+	revs  map[schema.GroupKind]string         // the revision converting, by kind
+	vers  map[schema.GroupKind][]string       // the versions it converts, by kind
+	kinds map[schema.GroupKind]*template.Kind // its template, by kind (checkRoundTrips)
 
 	// loaded is closed once the templates have been loaded for the first
 	// time (Start's first serve, or the conversion loader's first load):
@@ -90,7 +91,7 @@ func newConversions(c *Conversion, b budget.Budget, log logr.Logger, r client.Re
 	if reg == nil {
 		reg = &webhook.Registry{}
 	}
-	return &conversions{reg: reg, make: mk, log: log, reader: r, budget: b, revs: map[schema.GroupKind]string{}, vers: map[schema.GroupKind][]string{}, loaded: make(chan struct{})}
+	return &conversions{reg: reg, make: mk, log: log, reader: r, budget: b, revs: map[schema.GroupKind]string{}, vers: map[schema.GroupKind][]string{}, kinds: map[schema.GroupKind]*template.Kind{}, loaded: make(chan struct{})}
 }
 
 // prepare compiles k's converter and checks its round trips
@@ -120,8 +121,17 @@ func (c *conversions) prepare(ctx context.Context, k *template.Kind) (commit fun
 		c.reg.Set(gk, conv) // nil for a kind with one version: none
 		c.revs[gk] = k.Revision
 		c.vers[gk] = versionNames(k)
+		c.kinds[gk] = k
 		c.log.V(1).Info("conversions served", "kind", gk.String(), "revision", k.Revision, "versions", conv != nil)
 	}, nil
+}
+
+// convertingKind is the template of the revision of k's kind converting
+// now, or nil.
+func (c *conversions) convertingKind(k *template.Kind) *template.Kind {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.kinds[k.Resource.GroupVersionKind().GroupKind()]
 }
 
 // converting tells whether a revision of k's kind converts already.
@@ -168,7 +178,7 @@ func (c *conversions) snapshot(k *template.Kind) (restore func()) {
 	defer c.mu.Unlock()
 	conv, _ := c.reg.Get(gk)
 	rev, had := c.revs[gk]
-	vers := c.vers[gk]
+	vers, kind := c.vers[gk], c.kinds[gk]
 	return func() {
 		c.mu.Lock()
 		defer c.mu.Unlock()
@@ -176,10 +186,11 @@ func (c *conversions) snapshot(k *template.Kind) (restore func()) {
 			c.reg.Set(gk, nil)
 			delete(c.revs, gk)
 			delete(c.vers, gk)
+			delete(c.kinds, gk)
 			return
 		}
 		c.reg.Set(gk, conv)
-		c.revs[gk], c.vers[gk] = rev, vers
+		c.revs[gk], c.vers[gk], c.kinds[gk] = rev, vers, kind
 	}
 }
 
@@ -205,6 +216,7 @@ func (c *conversions) forget(k *template.Kind) {
 	c.reg.Set(gk, nil)
 	delete(c.revs, gk)
 	delete(c.vers, gk)
+	delete(c.kinds, gk)
 }
 
 // serve makes k's converter the one of its kind.

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cueop/cueop/engine/template"
 	"github.com/cueop/cueop/localcluster/clustertest"
 )
 
@@ -79,4 +80,64 @@ func TestReloadRefusesLossyConversion(t *testing.T) {
 	if got := podUIDs(t, c, ns, "one"); got != pods {
 		t.Errorf("Pods of one changed: %s, were %s", got, pods)
 	}
+}
+
+// TestStoredSpecRefusesOnlyARegression: a stored CR whose spec the
+// revision converting now fails to round-trip (its toHub drops version
+// 6.2 and the CR, created after, has it) refuses no later revision that
+// fails it too, and does not leave its kind unserved after a restart: a
+// tenant's CR cannot hold its kind's templates back.
+func TestStoredSpecRefusesOnlyARegression(t *testing.T) {
+	ns := clustertest.Namespace(t)
+	t.Cleanup(func() {
+		_, _ = kubectl(t, "", "delete", "--ignore-not-found", "--wait", "--timeout=60s", "crd/"+redisCRD)
+	})
+	dir := copyTemplates(t)
+	v2 := filepath.Join(dir, "rediscluster", "v2.cue")
+	editFile(t, v2, forgetVersion62)
+	_, stop := startOperatorStoppable(t, dir, ns, nil)
+	waitCRD(t)
+	mustKubectl(t, redisYAML(ns, "one", 2, "6.2"), "apply", "-f", "-")
+	eventually(t, 60*time.Second, func() string { return redisReadyAt(t, "v1", ns, "one", 2) })
+
+	editFile(t, v2, func(src string) string { return src + "\n// A later revision, as lossy on 6.2.\n" })
+	set, err := template.Load(dir)
+	must(t, err)
+	rev := set.Lookup("cache.example.com", "RedisCluster").Revision
+	eventually(t, 60*time.Second, func() string {
+		if got := metricSum(t, "cueop_template_revision", "kind", "RedisCluster", "revision", rev); got != 1 {
+			return "revision " + rev + " of rediscluster not served"
+		}
+		return ""
+	})
+
+	stop()
+	startOperator(t, dir, ns, nil)
+	mustKubectl(t, "", "-n", ns, "patch", "redisclusters.v1.cache.example.com", "one", "--type=merge", "-p", `{"spec":{"replicas":3}}`)
+	eventually(t, 90*time.Second, func() string { return redisReadyAt(t, "v1", ns, "one", 3) })
+}
+
+// TestFirstSpokeLossyOnStoredCRRefused: a revision that gives a kind of one
+// version its first spoke, whose toHub drops the version only a stored CR
+// has, is refused on that CR's spec: the revision before converted
+// nothing, so lost nothing.
+func TestFirstSpokeLossyOnStoredCRRefused(t *testing.T) {
+	ns := clustertest.Namespace(t)
+	t.Cleanup(func() {
+		_, _ = kubectl(t, "", "delete", "--ignore-not-found", "--wait", "--timeout=60s", "crd/"+redisCRD)
+	})
+	dir := copyTemplates(t)
+	v2 := filepath.Join(dir, "rediscluster", "v2.cue")
+	src, err := os.ReadFile(v2)
+	must(t, err)
+	must(t, os.Remove(v2))
+	startOperator(t, dir, ns, nil)
+	waitCRD(t)
+	mustKubectl(t, redisYAML(ns, "one", 2, "6.2"), "apply", "-f", "-")
+	eventually(t, 60*time.Second, func() string { return redisReadyAt(t, "v1", ns, "one", 2) })
+
+	must(t, os.WriteFile(v2, []byte(forgetVersion62(string(src))), 0o644))
+	eventually(t, 60*time.Second, func() string {
+		return crdEventOn(t, redisCRD, "TemplateError", "changes field spec.version in the round trip v1 to v2 and back (spec of RedisCluster "+ns+"/one)")
+	})
 }

@@ -2,11 +2,13 @@ package operator
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -21,6 +23,15 @@ import (
 // the schema of a kind with stored CRs is refused first (guardSchema): the
 // CRD is left as it is.
 func (o *Operator) installCRD(ctx context.Context, k *template.Kind) error {
+	return o.installCRDThen(ctx, k, nil)
+}
+
+// installCRDThen is installCRD with beforeApply, when set, run once the
+// schema guard passed the CRD, just before it is applied (kinds.go: a new
+// version's converter is set then); the undo it returns runs when the API
+// server refuses the apply (the CRD is as it was), not after (the CRD may
+// serve the new version already).
+func (o *Operator) installCRDThen(ctx context.Context, k *template.Kind, beforeApply func() (undo func())) error {
 	crd, err := crdgen.Generate(k)
 	if err != nil {
 		return err // names the kind and the CRD
@@ -39,7 +50,14 @@ func (o *Operator) installCRD(ctx context.Context, k *template.Kind) error {
 	if err := o.guardSchema(ctx, k, crd, live); err != nil { // schemaguard.go
 		return err
 	}
+	undo := func() {}
+	if beforeApply != nil {
+		undo = beforeApply()
+	}
 	if _, err := o.applier.Apply(ctx, u, live); err != nil {
+		if errors.As(err, new(apierrors.APIStatus)) { // the API server's answer: not applied
+			undo()
+		}
 		return err
 	}
 	return o.waitEstablished(ctx, crd.Name)

@@ -91,25 +91,28 @@ func (o *Operator) serve(ctx context.Context, k *template.Kind) error {
 	if err != nil {
 		return o.conversionRefused(ctx, k, err)
 	}
-	early := !o.conv.covers(k)
-	restore := func() {}
-	if early {
+	var early func() (undo func())
+	if !o.conv.covers(k) {
 		// A kind's first converter, and one that adds a version, converts
-		// before its CRD is installed: the CRD points at this webhook and
-		// serves the new version as soon as it is established (a CR read
-		// at it then found no converter, or one without that version).
-		// The one before comes back if the CRD is refused.
-		restore = o.conv.snapshot(k)
-		commit()
+		// before its CRD is applied, once the schema guard passed it: the
+		// CRD points at this webhook and serves the new version as soon as
+		// it is established (a CR read at it then found no converter, or
+		// one without that version). The one before comes back if the API
+		// server refuses the CRD.
+		early = func() func() {
+			restore := o.conv.snapshot(k)
+			commit()
+			return restore
+		}
 	}
 	if o.opts.InstallCRDs {
-		if err := o.installCRD(ctx, k); err != nil {
-			if early {
-				restore()
-			}
+		if err := o.installCRDThen(ctx, k, early); err != nil { // crds.go
 			return o.schemaRefused(ctx, k, k.Resource.Plural+"."+k.Resource.Group, err) // schemaguard.go
 		}
 	} else {
+		if early != nil {
+			early()
+		}
 		o.pointLive(ctx, k.Resource.Plural+"."+k.Resource.Group) // cabundle.go
 	}
 	if ok && kc.rec.Kind().Resource.GroupVersionKind() != k.Resource.GroupVersionKind() {

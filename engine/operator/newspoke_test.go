@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/cueop/cueop/engine/operator/operatortest"
+	"github.com/cueop/cueop/engine/template"
 	"github.com/cueop/cueop/localcluster/clustertest"
 )
 
@@ -69,4 +70,48 @@ func TestNewSpokeConvertsBeforeServed(t *testing.T) {
 		return
 	}
 	t.Fatal("the CRD never served v3: ", ctx.Err())
+}
+
+// TestRefusedNewSpokeNeverConverts: a revision that adds a spoke and
+// that the schema guard refuses (it also narrows the stored hub's
+// replicas) never converts: its converter is set only once the guard
+// passed it, just before its CRD is applied, so that no review meanwhile
+// converts, nor stores a CR, by a refused revision's conversions.
+func TestRefusedNewSpokeNeverConverts(t *testing.T) {
+	ns := clustertest.Namespace(t)
+	t.Cleanup(func() {
+		_, _ = kubectl(t, "", "delete", "--ignore-not-found", "--wait", "--timeout=60s", "crd/"+redisCRD)
+	})
+	dir := copyTemplates(t)
+	a := startOperator(t, dir, ns, nil)
+	waitCRD(t)
+	mustKubectl(t, redisYAML(ns, "one", 2, "7.0"), "apply", "-f", "-")
+	eventually(t, 60*time.Second, func() string { return redisReadyAt(t, "v1", ns, "one", 2) })
+
+	narrow := func(field string) func(string) string {
+		return func(src string) string {
+			return strings.Replace(src, field+": *3 | int & >=1 & <=100", field+": *3 | int & >=1 & <=50", 1)
+		}
+	}
+	v2 := filepath.Join(dir, "rediscluster", "v2.cue")
+	src, err := os.ReadFile(v2)
+	must(t, err)
+	v3 := strings.Replace(narrow("size")(string(src)), "versions: v2: {", "versions: v3: {", 1)
+	// Each file as it is written makes a revision whose conversions the
+	// check refuses (a bound of 100 on one side, 50 on the other); the
+	// last one's convert, and the guard refuses it.
+	must(t, os.WriteFile(filepath.Join(dir, "rediscluster", "v3.cue"), []byte(v3), 0o644))
+	editFile(t, v2, narrow("size"))
+	editFile(t, filepath.Join(dir, "rediscluster", "rediscluster.cue"), narrow("replicas"))
+	set, err := template.Load(dir)
+	must(t, err)
+	rev := set.Lookup("cache.example.com", "RedisCluster").Revision
+	a.WaitLog(t, 60*time.Second, "(revision "+rev+") refused: the CRD is left as it is")
+	if got := a.Logged("conversions served", "revision", rev); len(got) > 0 {
+		t.Errorf("the refused revision %s converted: %v", rev, got)
+	}
+	if _, err := getAt(t, "redisclusters.v3.cache.example.com", ns, "one"); err == nil {
+		t.Error("the CRD serves v3 of the refused revision")
+	}
+	eventually(t, 60*time.Second, func() string { return redisReadyAt(t, "v2", ns, "one", 2) })
 }

@@ -39,7 +39,9 @@ func TestClaimOf(t *testing.T) {
 		"released, adopt never":             {released: "RedisCluster.cache.example.com ns/r", adopt: render.AdoptNever, wantText: []string{"with no controller (released from RedisCluster.cache.example.com ns/r)"}},
 		"released from a kind of the name in another group": {released: "RedisCluster.other.example.org ns/r",
 			wantText: []string{"with no controller (released from RedisCluster.other.example.org ns/r)"}},
-		"released by a mark without a group": {released: "RedisCluster ns/r", wantText: []string{"with no controller (released from RedisCluster ns/r)"}},
+		"released by a mark without a group": {released: "RedisCluster ns/r", wantText: []string{"with no controller (released from RedisCluster ns/r, a mark without the kind's group",
+			`annotated cueop.dev/released-from="RedisCluster.cache.example.com ns/r", it is this CR's to adopt`}},
+		"released by a mark without a group, adopt never": {released: "RedisCluster ns/r", adopt: render.AdoptNever, wantText: []string{"with no controller (released from RedisCluster ns/r);"}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			o := &unstructured.Unstructured{}
