@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
 	"github.com/cueop/cueop/engine/render"
 )
 
@@ -53,4 +55,81 @@ readyWhen: job: *(observed.job.status.compleionTime != _|_) | false
 	if n := len(render.LoadWarnings(k)); n != 4 {
 		t.Errorf("%d warnings, want 4:\n%s", n, got)
 	}
+}
+
+// TestReadsFollowWhatIsSelected: a read through status.ready is of that
+// field only, not of the rest of status or of children, so Ready does not
+// blame a read it does not make; a read through a let of an observed child
+// is of the path the let's name continues with.
+func TestReadsFollowWhatIsSelected(t *testing.T) {
+	k, err := tryCompile(t, `package app
+resource: {group: "apps.test.example", version: "v1", kind: "App"}
+#Spec: {n?: int}
+parent: {metadata: {name: string}, spec: #Spec}
+observed: [string]: {...}
+children: deploy: {apiVersion: "apps/v1", kind: "Deployment", metadata: name: "d"}
+children: job: {apiVersion: "batch/v1", kind: "Job", metadata: {name: "j", annotations: x: "\(*observed.deploy.status.childBogus | 0)"}}
+let d = observed.deploy
+let o = observed
+status: {
+	ready:  *observed.deploy.status.readyReplicas | 0
+	viaLet: *d.status.letBogus | 0
+	viaObs: *o.deploy.status.obsBogus | 0
+}
+status: bogus: *observed.deploy.status.bogus | 0
+ready: status.ready == 3 && children.job.metadata.name == "j"
+`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	children := []render.Child{child("deploy", "apps/v1", "Deployment"), child("job", "batch/v1", "Job")}
+	if got := render.ReadyAbsent(k, children); len(got) != 0 {
+		t.Errorf("ReadyAbsent = %v, want none: ready reads status.ready only", got)
+	}
+	got := strings.Join(render.LoadWarnings(k), "\n")
+	for _, want := range []string{
+		"app.cue:12:11: status.viaLet reads observed.deploy.status.letBogus (through d), which Deployment apps/v1 does not have",
+		"app.cue:13:11: status.viaObs reads observed.deploy.status.obsBogus (through o), which Deployment apps/v1 does not have",
+		"app.cue:15:17: status.bogus reads observed.deploy.status.bogus, which Deployment apps/v1 does not have",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("warnings lack %q:\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, "childBogus") {
+		t.Errorf("warnings blame ready for a read of a child's field:\n%s", got)
+	}
+}
+
+// TestReadyAbsentOfRenderedGates: without ready, Ready depends on the
+// readyWhen of the children rendered only.
+func TestReadyAbsentOfRenderedGates(t *testing.T) {
+	k, err := tryCompile(t, `package app
+resource: {group: "apps.test.example", version: "v1", kind: "App"}
+#Spec: {n?: int}
+parent: {metadata: {name: string}, spec: #Spec}
+observed: [string]: {...}
+children: deploy: {apiVersion: "apps/v1", kind: "Deployment", metadata: name: "d"}
+if parent.spec.n != _|_ {
+	children: cm: {apiVersion: "v1", kind: "ConfigMap", metadata: name: "c"}
+	readyWhen: cm: *(observed.deploy.status.gateBogus > 0) | false
+}
+`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := render.ReadyAbsent(k, []render.Child{child("deploy", "apps/v1", "Deployment")}); len(got) != 0 {
+		t.Errorf("ReadyAbsent without cm = %v, want none", got)
+	}
+	got := render.ReadyAbsent(k, []render.Child{child("deploy", "apps/v1", "Deployment"), child("cm", "v1", "ConfigMap")})
+	if len(got) != 1 || !strings.Contains(got[0].String(), "readyWhen.cm reads observed.deploy.status.gateBogus") {
+		t.Errorf("ReadyAbsent with cm = %v, want the read of readyWhen.cm", got)
+	}
+}
+
+func child(id, apiVersion, kind string) render.Child {
+	u := &unstructured.Unstructured{}
+	u.SetAPIVersion(apiVersion)
+	u.SetKind(kind)
+	return render.Child{ID: id, Object: u}
 }

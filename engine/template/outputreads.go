@@ -182,31 +182,31 @@ func ObservedReads(srcs []ast.Node) []ObservedRead {
 				out = append(out, ObservedRead{ID: id, Path: path, Pos: x.Pos(), Via: via})
 				return false
 			}
-			if ident, ok := x.(*ast.Ident); ok && ident.Node != nil && ident.Name != FieldObserved && ident.Name != FieldParent {
-				next := via
-				if next == "" {
-					next = ident.Name
-				}
-				walk(declaredAs(ident.Node), next)
+			root, names, ok := namedChain(x)
+			if !ok || root.Node == nil || root.Name == FieldObserved || root.Name == FieldParent {
+				return true
 			}
-			return true
+			next := via
+			if next == "" {
+				next = root.Name
+			}
+			if id, path, ok := resolveObserved(x, 0); ok && len(names) > 0 {
+				out = append(out, ObservedRead{ID: id, Path: path, Pos: x.Pos(), Via: next})
+				return false
+			}
+			// Only what the names select is read: status.ready reads
+			// status's field ready, not all of status.
+			targets, _ := narrow(declarations(root), names)
+			for _, t := range targets {
+				walk(t, next)
+			}
+			return false
 		}, nil)
 	}
 	for _, s := range srcs {
 		walk(s, "")
 	}
 	return out
-}
-
-// declaredAs is the expression a resolved identifier stands for.
-func declaredAs(n ast.Node) ast.Node {
-	switch d := n.(type) {
-	case *ast.Field:
-		return d.Value
-	case *ast.LetClause:
-		return d.Expr
-	}
-	return n
 }
 
 // observedChain reads x as observed.<id>.<a>.<b> (selectors and string
