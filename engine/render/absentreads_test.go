@@ -1,6 +1,7 @@
 package render_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -132,4 +133,29 @@ func child(id, apiVersion, kind string) render.Child {
 	u.SetAPIVersion(apiVersion)
 	u.SetKind(kind)
 	return render.Child{ID: id, Object: u}
+}
+
+// TestOutputReadsOncePerPosition: a hidden field that every status field
+// names is listed once per read it makes, not once per status field, so
+// what each reconcile of a CR not Ready goes through stays the size of
+// the template.
+func TestOutputReadsOncePerPosition(t *testing.T) {
+	const n = 40
+	var b strings.Builder
+	b.WriteString("package app\nresource: {group: \"apps.test.example\", version: \"v1\", kind: \"App\"}\n#Spec: {}\nparent: {metadata: {name: string}, spec: #Spec}\nobserved: [string]: {...}\nchildren: {}\n_all: {\n")
+	for i := range n {
+		fmt.Fprintf(&b, "\tr%d: *observed.d%d.status.readyReplicas | 0\n", i, i)
+	}
+	b.WriteString("}\nstatus: {\n")
+	for i := range n {
+		fmt.Fprintf(&b, "\ts%d: len(_all) + %d\n", i, i)
+	}
+	b.WriteString("}\nready: status.s0 > 0\n")
+	k, err := tryCompile(t, b.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := len(k.Outputs.Reads); got != 2*n {
+		t.Errorf("%d reads, want %d: one per read of _all for status and one for ready", got, 2*n)
+	}
 }

@@ -85,6 +85,7 @@ func analyzeOutputs(inst *build.Instance, v cue.Value) *Outputs {
 		decls(f.Decls)
 	}
 	sort.SliceStable(out.Reads, func(i, j int) bool { return out.Reads[i].Pos.Before(out.Reads[j].Pos) })
+	out.Reads = onePerPosition(out.Reads)
 	for _, r := range out.Reads {
 		if _, done := out.Children[r.ID]; done {
 			continue
@@ -95,6 +96,35 @@ func analyzeOutputs(inst *build.Instance, v cue.Value) *Outputs {
 		if err1 == nil && err2 == nil {
 			out.Children[r.ID] = schema.FromAPIVersionAndKind(av, kind)
 		}
+	}
+	return out
+}
+
+// onePerPosition keeps, of the reads sorted by position, one per position
+// and output root (per gate for readyWhen: each child's counts on its own),
+// a direct read rather than one through a field: a shared field that many
+// outputs name (status: {a: len(_all), b: len(_all)}) is listed once, not
+// once per output that names it.
+func onePerPosition(reads []ObservedRead) []ObservedRead {
+	type key struct {
+		pos  token.Pos
+		root string
+	}
+	at := map[key]int{}
+	out := reads[:0]
+	for _, r := range reads {
+		k := key{r.Pos, r.Root()}
+		if k.root == "readyWhen" {
+			k.root = r.In
+		}
+		if i, seen := at[k]; seen {
+			if out[i].Via != "" && r.Via == "" {
+				out[i] = r
+			}
+			continue
+		}
+		at[k] = len(out)
+		out = append(out, r)
 	}
 	return out
 }
