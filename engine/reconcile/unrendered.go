@@ -1,6 +1,7 @@
 package reconcile
 
 import (
+	"fmt"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -36,9 +37,25 @@ func (r *run) warnUnrendered() {
 	if err != nil || len(fields) == 0 {
 		return
 	}
-	rec.Event(r.cr, corev1.EventTypeWarning, ReasonSpecNotRendered, strings.Join(fields, ", ")+
-		": kept by the annotation "+convert.AnnotationPrefix+"<version> and read back at that version, but not rendered: the template renders the hub version "+
-		r.kind.Hub().Name+", which cannot hold them")
+	rec.Event(r.cr, corev1.EventTypeWarning, ReasonSpecNotRendered, unrenderedMessage(fields, r.kind.Hub().Name))
+}
+
+// maxUnrenderedNamed is how many fields the SpecNotRendered Event names;
+// the rest are counted, so that a spec with thousands of them (a map
+// whose every entry has a spoke-only field) gives an Event of a few lines.
+const maxUnrenderedNamed = 10
+
+// unrenderedMessage is the SpecNotRendered Event's message for fields.
+func unrenderedMessage(fields []string, hub string) string {
+	named := fields
+	more := ""
+	if len(fields) > maxUnrenderedNamed {
+		named = fields[:maxUnrenderedNamed]
+		more = fmt.Sprintf(" and %d more", len(fields)-maxUnrenderedNamed)
+	}
+	return strings.Join(named, ", ") + more +
+		": kept by the annotation " + convert.AnnotationPrefix + "<version> and read back at that version, but not rendered: the template renders the hub version " +
+		hub + ", which cannot hold them"
 }
 
 // annotated tells that cr carries a spec in a conversion annotation.
