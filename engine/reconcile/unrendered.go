@@ -14,9 +14,11 @@ import (
 // spec, written at a spoke version, holds fields the hub cannot.
 const ReasonSpecNotRendered = "SpecNotRendered"
 
-// warnUnrendered emits, the first time a generation of the CR is
-// reconciled, a Warning Event naming the fields of a spoke's spec that the
-// hub cannot hold (convert.Unrendered): the conversion annotation keeps
+// warnUnrendered emits, once per generation of the CR, by the reconcile
+// whose status records that generation as observed (not one retried that
+// leaves status.observedGeneration behind: children not listed, render
+// busy), a Warning Event naming the fields of a spoke's spec that the hub
+// cannot hold (convert.Unrendered): the conversion annotation keeps
 // them, so they read back at that version, but the template renders the
 // hub and never sees them. An Event, not a condition: the fields are what
 // was written, not a state of the CR's children (the CR may well be
@@ -28,6 +30,9 @@ func (r *run) warnUnrendered() {
 	}
 	if og, _, _ := unstructured.NestedInt64(r.cr.Object, "status", "observedGeneration"); og == r.cr.GetGeneration() {
 		return // told when this generation was first reconciled
+	}
+	if r.quiet || r.observeFailed != nil {
+		return // the status keeps the old generation: told by the reconcile that records it
 	}
 	c, err := convert.New(r.kind)
 	if err != nil || c == nil {

@@ -2,6 +2,7 @@ package reconcile
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -58,5 +59,43 @@ func TestSpecNotRenderedBounded(t *testing.T) {
 	if !strings.HasPrefix(ev, "Warning SpecNotRendered spec.m.key-000.drop (v2), spec.m.key-001.drop (v2),") ||
 		!strings.Contains(ev, "spec.m.key-009.drop (v2) and 190 more: kept by the annotation") || len(ev) > 1024 {
 		t.Errorf("Event (%d bytes) = %.300s...", len(ev), ev)
+	}
+}
+
+// TestSpecNotRenderedOncePerGeneration: a reconcile whose status keeps
+// the generation before (children not listed, render busy) emits no
+// SpecNotRendered, so its retries do not repeat it; the one that records
+// the generation does, and the next ones at that generation do not.
+func TestSpecNotRenderedOncePerGeneration(t *testing.T) {
+	k := loadKinds(t, workertest.Templates(t, map[string]string{"app/app.cue": mapSpokeTemplate})).Kinds[0]
+	c, err := convert.New(k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v2 := &unstructured.Unstructured{}
+	if err := v2.UnmarshalJSON([]byte(`{"apiVersion": "apps.test.example/v2", "kind": "App", "metadata": {"name": "x", "namespace": "ns", "generation": 2}, "spec": {"a": 1, "m": {"k": {"keep": 1, "drop": "x"}}}}`)); err != nil {
+		t.Fatal(err)
+	}
+	hub, err := c.Convert(v2, "v1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := record.NewFakeRecorder(8)
+	r := &Reconciler{Recorder: rec}
+	for range 3 {
+		(&run{r: r, kind: k, cr: hub, observeFailed: errors.New("list failed")}).warnUnrendered()
+		(&run{r: r, kind: k, cr: hub, quiet: true}).warnUnrendered()
+	}
+	if n := len(rec.Events); n != 0 {
+		t.Fatalf("%d Events from reconciles that keep the generation before, want none", n)
+	}
+	(&run{r: r, kind: k, cr: hub}).warnUnrendered()
+	if n := len(rec.Events); n != 1 {
+		t.Fatalf("%d Events from the reconcile that records the generation, want 1", n)
+	}
+	_ = unstructured.SetNestedField(hub.Object, int64(2), "status", "observedGeneration")
+	(&run{r: r, kind: k, cr: hub}).warnUnrendered()
+	if n := len(rec.Events); n != 1 {
+		t.Errorf("%d Events after the generation is recorded, want still 1", n)
 	}
 }
