@@ -159,3 +159,26 @@ func TestOutputReadsOncePerPosition(t *testing.T) {
 		t.Errorf("%d reads, want %d: one per read of _all for status and one for ready", got, 2*n)
 	}
 }
+
+// TestReadsThroughEveryDeclaration: a field declared twice is followed
+// through both: ready reads status.bogus, declared before the status
+// struct that CUE's resolution names.
+func TestReadsThroughEveryDeclaration(t *testing.T) {
+	k, err := tryCompile(t, `package app
+resource: {group: "apps.test.example", version: "v1", kind: "App"}
+#Spec: {}
+parent: {metadata: {name: string}, spec: #Spec}
+observed: [string]: {...}
+children: deploy: {apiVersion: "apps/v1", kind: "Deployment", metadata: name: "d"}
+status: bogus: *observed.deploy.status.bogus | 0
+status: {ready: *observed.deploy.status.readyReplicas | 0}
+ready: status.bogus > 0
+`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := render.ReadyAbsent(k, []render.Child{child("deploy", "apps/v1", "Deployment")})
+	if len(got) != 1 || !strings.HasSuffix(got[0].String(), "app.cue:7:17: ready reads observed.deploy.status.bogus (through status), which Deployment apps/v1 does not have") {
+		t.Errorf("ReadyAbsent = %v, want the read of status.bogus", got)
+	}
+}

@@ -51,29 +51,34 @@ func namedChain(x ast.Node) (*ast.Ident, []string, bool) {
 }
 
 // declarations are the expressions the resolved identifier id stands for:
-// the values of every field of its name in the struct that declares it
-// (a field may be declared more than once there), a let's expression, or
-// the node itself (a comprehension's clause, an import).
+// the values of every field of its name in the struct that declares it (a
+// field may be declared more than once there: status: a: ..., status: b:
+// ...), a let's expression, or the node itself (a comprehension's clause,
+// an import).
 func declarations(id *ast.Ident) []ast.Node {
-	switch d := id.Node.(type) {
-	case *ast.Field:
-		name, ok := labelName(d.Label)
-		var elts []ast.Decl
-		switch s := id.Scope.(type) {
-		case *ast.StructLit:
-			elts = s.Elts
-		case *ast.File:
-			elts = s.Decls
-		}
-		var out []ast.Node
-		for _, e := range elts {
-			if f, isField := e.(*ast.Field); isField && f != d && ok {
-				if n, ok2 := labelName(f.Label); ok2 && n == name {
-					out = append(out, f.Value)
-				}
+	var elts []ast.Decl
+	switch s := id.Scope.(type) {
+	case *ast.StructLit:
+		elts = s.Elts
+	case *ast.File:
+		elts = s.Decls
+	}
+	var out []ast.Node
+	found := false
+	for _, e := range elts {
+		if f, ok := e.(*ast.Field); ok {
+			if name, ok := labelName(f.Label); ok && name == id.Name {
+				out = append(out, f.Value)
+				found = found || f.Value == id.Node || f == id.Node
 			}
 		}
-		return append([]ast.Node{d.Value}, out...)
+	}
+	if found {
+		return out
+	}
+	switch d := id.Node.(type) {
+	case *ast.Field:
+		return []ast.Node{d.Value}
 	case *ast.LetClause:
 		return []ast.Node{d.Expr}
 	}
