@@ -150,13 +150,26 @@ func HasField(gvk schema.GroupVersionKind, path []string) bool {
 	if v, ok := hasFieldCache.Load(key); ok {
 		return v.(bool)
 	}
-	probe := &unstructured.Unstructured{Object: map[string]any{"metadata": map[string]any{"name": "probe"}}}
+	obj, ok := probeValue(path).(map[string]any)
+	probe := &unstructured.Unstructured{Object: obj}
 	probe.SetGroupVersionKind(gvk)
 	has := true
-	if kschema.Known(probe) && unstructured.SetNestedField(probe.Object, nil, path...) == nil {
+	if ok && kschema.Known(probe) {
 		_, err := kschema.Typed(probe)
 		has = err == nil || errors.Is(err, kschema.ErrUnknownKind) || !strings.Contains(err.Error(), "not declared in schema")
 	}
 	hasFieldCache.Store(key, has)
 	return has
+}
+
+// probeValue is the value that has the field at path, null, and nothing
+// else: a list of one element at each template.Elem.
+func probeValue(path []string) any {
+	switch {
+	case len(path) == 0:
+		return nil
+	case path[0] == template.Elem:
+		return []any{probeValue(path[1:])}
+	}
+	return map[string]any{path[0]: probeValue(path[1:])}
 }

@@ -182,3 +182,39 @@ ready: status.bogus > 0
 		t.Errorf("ReadyAbsent = %v, want the read of status.bogus", got)
 	}
 }
+
+// TestReadsOfListElements: a field of an element of an observed list, read
+// through a comprehension's variable (directly or over a hidden field with
+// a default), is checked at the element's schema; a field the element has
+// and the values of a map are not warned about.
+func TestReadsOfListElements(t *testing.T) {
+	k, err := tryCompile(t, `package app
+resource: {group: "apps.test.example", version: "v1", kind: "App"}
+#Spec: {}
+parent: {metadata: {name: string}, spec: #Spec}
+observed: [string]: {...}
+children: deploy: {apiVersion: "apps/v1", kind: "Deployment", metadata: name: "d"}
+_conds: *observed.deploy.status.conditions | []
+status: {
+	available: len([for c in _conds if c.typ == "Available" && c.status == "True" {c}]) > 0
+	images: [for i, c in observed.deploy.spec.template.spec.containers {c.imag}]
+	names: [for c in observed.deploy.spec.template.spec.containers {c.name}]
+	labels: [for k, v in observed.deploy.metadata.labels {v}]
+}
+`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := strings.Join(render.LoadWarnings(k), "\n")
+	for _, want := range []string{
+		"app.cue:9:37: status.available reads observed.deploy.status.conditions[].typ (through c), which Deployment apps/v1 does not have",
+		"app.cue:10:70: status.images reads observed.deploy.spec.template.spec.containers[].imag (through c), which Deployment apps/v1 does not have",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("warnings lack %q:\n%s", want, got)
+		}
+	}
+	if n := len(render.LoadWarnings(k)); n != 2 {
+		t.Errorf("%d warnings, want 2:\n%s", n, got)
+	}
+}

@@ -7,6 +7,9 @@ import (
 	"cuelang.org/go/cue/token"
 )
 
+// Elem is the element of a list in an ObservedRead's Path.
+const Elem = "[]"
+
 // maxFollow bounds how many lets and fields a chain of names is resolved
 // through (let a = observed.x, let b = a.status, b.replicas).
 const maxFollow = 8
@@ -169,8 +172,28 @@ func declsNamed(elts []ast.Decl, name string) ([]ast.Node, bool) {
 // itself, or a name that stands, through lets and fields, for one
 // (let d = observed.deploy; d.status).
 func resolveObserved(n ast.Node, depth int) (string, []string, bool) {
-	if p, ok := n.(*ast.ParenExpr); ok {
-		return resolveObserved(p.X, depth)
+	switch x := n.(type) {
+	case *ast.ParenExpr:
+		return resolveObserved(x.X, depth)
+	case *ast.UnaryExpr:
+		if x.Op == token.MUL { // a default
+			return resolveObserved(x.X, depth)
+		}
+	case *ast.BinaryExpr:
+		// *observed.x.status.conditions | []: the one alternative
+		// that reads observed.
+		if x.Op != token.OR || depth >= maxFollow {
+			return "", nil, false
+		}
+		id, path, ok := resolveObserved(x.X, depth+1)
+		id2, path2, ok2 := resolveObserved(x.Y, depth+1)
+		switch {
+		case ok && !ok2:
+			return id, path, true
+		case ok2 && !ok:
+			return id2, path2, true
+		}
+		return "", nil, false
 	}
 	if id, path, ok := observedChain(n); ok {
 		return id, path, true
@@ -178,6 +201,16 @@ func resolveObserved(n ast.Node, depth int) (string, []string, bool) {
 	root, names, ok := namedChain(n)
 	if !ok || depth >= maxFollow || root.Node == nil || root.Name == FieldObserved || root.Name == FieldParent {
 		return "", nil, false
+	}
+	if fc, isFor := root.Scope.(*ast.ForClause); isFor {
+		if fc.Value == nil || root.Node != fc.Value {
+			return "", nil, false // a key or index
+		}
+		id, path, ok := resolveObserved(fc.Source, depth+1)
+		if !ok || len(path) == 0 {
+			return "", nil, false
+		}
+		return id, append(append(append([]string{}, path...), Elem), names...), true
 	}
 	targets, rest := narrow(declarations(root), names)
 	if len(targets) != 1 {

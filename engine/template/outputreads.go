@@ -31,6 +31,10 @@ type Outputs struct {
 // field In ("status.replicas", "conditions.Available", "ready",
 // "readyWhen.migrate"; empty for a read found outside them), reached
 // through the field or let Via ("" when In reads it itself).
+//
+// A Path element Elem stands for every element of the list before it: the
+// variable of `for c in observed.x.status.conditions` read as c.type is
+// status.conditions, Elem, type.
 type ObservedRead struct {
 	In   string
 	ID   string
@@ -46,9 +50,10 @@ func (r ObservedRead) Root() string {
 	return root
 }
 
-// Read is the read as the template writes it: observed.deployment.status.x.
+// Read is the read as the template writes it: observed.deployment.status.x,
+// observed.deployment.status.conditions[].type for a field of an element.
 func (r ObservedRead) Read() string {
-	return strings.Join(append([]string{FieldObserved, r.ID}, r.Path...), ".")
+	return strings.ReplaceAll(strings.Join(append([]string{FieldObserved, r.ID}, r.Path...), "."), "."+Elem, Elem)
 }
 
 // outputRoots are the top-level fields computed from observed.
@@ -220,13 +225,15 @@ func ObservedReads(srcs []ast.Node) []ObservedRead {
 			if next == "" {
 				next = root.Name
 			}
-			if id, path, ok := resolveObserved(x, 0); ok && len(names) > 0 {
-				out = append(out, ObservedRead{ID: id, Path: path, Pos: x.Pos(), Via: next})
-				return false
-			}
 			// Only what the names select is read: status.ready reads
 			// status's field ready, not all of status.
-			targets, _ := narrow(declarations(root), names)
+			targets, rest := narrow(declarations(root), names)
+			if len(rest) > 0 { // d.status.x, d a let of observed.deploy
+				if id, path, ok := resolveObserved(x, 0); ok {
+					out = append(out, ObservedRead{ID: id, Path: path, Pos: x.Pos(), Via: next})
+					return false
+				}
+			}
 			for _, t := range targets {
 				walk(t, next)
 			}
