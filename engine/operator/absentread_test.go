@@ -1,10 +1,13 @@
 package operator_test
 
 import (
+	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/cueop/cueop/engine/operator"
 	"github.com/cueop/cueop/engine/operator/operatortest"
 	"github.com/cueop/cueop/engine/worker/workertest"
 	"github.com/cueop/cueop/localcluster/clustertest"
@@ -81,4 +84,38 @@ func TestAbsentReadNamedLive(t *testing.T) {
 		return ""
 	})
 	mustKubectl(t, "", "-n", ns, "delete", "scaled/s", "--timeout=60s")
+}
+
+// TestAbsentReadWarnedOncePerReplica: a sharded replica holding both
+// ranges of its kind logs the template's warnings once, not once per
+// range it serves.
+func TestAbsentReadWarnedOncePerReplica(t *testing.T) {
+	ns := clustertest.Namespace(t)
+	dir := workertest.Templates(t, map[string]string{"scaled/scaled.cue": scaledTemplate})
+	t.Cleanup(func() { _, _ = kubectl(t, "", "delete", "crd", "scaleds.absent.test.example", "--ignore-not-found") })
+	opts := operatortest.Options(dir, ns)
+	cfg, act := operatortest.Observe(clustertest.Config(), &opts)
+	s, err := operator.NewSharded(cfg, opts, operator.Sharding{Shards: 2, Identity: "a", Namespace: ns,
+		LeaseDuration: shardLease, RenewDeadline: shardRenew, RetryPeriod: shardRetry})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("replica: %v", err)
+		}
+	}()
+	eventually(t, time.Minute, func() string {
+		if n := len(act.Logged("serving kind", "kind", "Scaled")); n != 2 {
+			return fmt.Sprintf("Scaled served by %d ranges, want 2", n)
+		}
+		return ""
+	})
+	if lines := act.Logged("template warning", "kind", "Scaled"); len(lines) != 1 {
+		t.Errorf("%d template warnings logged, want 1: %v", len(lines), lines)
+	}
 }

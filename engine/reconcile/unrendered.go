@@ -1,6 +1,7 @@
 package reconcile
 
 import (
+	"fmt"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -13,9 +14,11 @@ import (
 // spec, written at a spoke version, holds fields the hub cannot.
 const ReasonSpecNotRendered = "SpecNotRendered"
 
-// warnUnrendered emits, the first time a generation of the CR is
-// reconciled, a Warning Event naming the fields of a spoke's spec that the
-// hub cannot hold (convert.Unrendered): the conversion annotation keeps
+// warnUnrendered emits, once per generation of the CR, by the reconcile
+// whose status records that generation as observed (not one retried that
+// leaves status.observedGeneration behind: children not listed, render
+// busy), a Warning Event naming the fields of a spoke's spec that the hub
+// cannot hold (convert.Unrendered): the conversion annotation keeps
 // them, so they read back at that version, but the template renders the
 // hub and never sees them. An Event, not a condition: the fields are what
 // was written, not a state of the CR's children (the CR may well be
@@ -28,6 +31,9 @@ func (r *run) warnUnrendered() {
 	if og, _, _ := unstructured.NestedInt64(r.cr.Object, "status", "observedGeneration"); og == r.cr.GetGeneration() {
 		return // told when this generation was first reconciled
 	}
+	if r.quiet || r.observeFailed != nil {
+		return // the status keeps the old generation: told by the reconcile that records it
+	}
 	c, err := convert.New(r.kind)
 	if err != nil || c == nil {
 		return
@@ -36,9 +42,25 @@ func (r *run) warnUnrendered() {
 	if err != nil || len(fields) == 0 {
 		return
 	}
-	rec.Event(r.cr, corev1.EventTypeWarning, ReasonSpecNotRendered, strings.Join(fields, ", ")+
-		": kept by the annotation "+convert.AnnotationPrefix+"<version> and read back at that version, but not rendered: the template renders the hub version "+
-		r.kind.Hub().Name+", which cannot hold them")
+	rec.Event(r.cr, corev1.EventTypeWarning, ReasonSpecNotRendered, unrenderedMessage(fields, r.kind.Hub().Name))
+}
+
+// maxUnrenderedNamed is how many fields the SpecNotRendered Event names;
+// the rest are counted, so that a spec with thousands of them (a map
+// whose every entry has a spoke-only field) gives an Event of a few lines.
+const maxUnrenderedNamed = 10
+
+// unrenderedMessage is the SpecNotRendered Event's message for fields.
+func unrenderedMessage(fields []string, hub string) string {
+	named := fields
+	more := ""
+	if len(fields) > maxUnrenderedNamed {
+		named = fields[:maxUnrenderedNamed]
+		more = fmt.Sprintf(" and %d more", len(fields)-maxUnrenderedNamed)
+	}
+	return strings.Join(named, ", ") + more +
+		": kept by the annotation " + convert.AnnotationPrefix + "<version> and read back at that version, but not rendered: the template renders the hub version " +
+		hub + ", which cannot hold them"
 }
 
 // annotated tells that cr carries a spec in a conversion annotation.

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 
+	"cuelang.org/go/cue/token"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
@@ -82,25 +83,34 @@ func ReadWarnings(in Inputs, opts Options) []string {
 }
 
 // ReadyAbsent are the absent reads that Ready depends on, for the children
-// rendered: those of the template's ready, or, where it gives none, of its
-// readyWhen (the default ready needs every child ready).
+// rendered, once per position: those of the template's ready, or, where it
+// gives none, of the readyWhen of the children rendered (the default ready
+// needs every child ready).
 func ReadyAbsent(k *template.Kind, children []Child) []AbsentRead {
 	if k.Outputs == nil || len(k.Outputs.Reads) == 0 {
 		return nil
+	}
+	kinds := map[string]schema.GroupVersionKind{}
+	for _, c := range children {
+		kinds[c.ID] = c.Object.GroupVersionKind()
 	}
 	root := "readyWhen"
 	if k.Outputs.Ready {
 		root = "ready"
 	}
 	var reads []template.ObservedRead
+	seen := map[token.Pos]bool{}
 	for _, r := range k.Outputs.Reads {
-		if r.Root() == root {
-			reads = append(reads, r)
+		if r.Root() != root || seen[r.Pos] {
+			continue
 		}
-	}
-	kinds := map[string]schema.GroupVersionKind{}
-	for _, c := range children {
-		kinds[c.ID] = c.Object.GroupVersionKind()
+		if _, id, split := strings.Cut(r.In, "."); root == "readyWhen" && split {
+			if _, rendered := kinds[id]; !rendered {
+				continue // the gate of a child not rendered
+			}
+		}
+		seen[r.Pos] = true
+		reads = append(reads, r)
 	}
 	return AbsentReads(reads, kinds)
 }
@@ -140,13 +150,26 @@ func HasField(gvk schema.GroupVersionKind, path []string) bool {
 	if v, ok := hasFieldCache.Load(key); ok {
 		return v.(bool)
 	}
-	probe := &unstructured.Unstructured{Object: map[string]any{"metadata": map[string]any{"name": "probe"}}}
+	obj, ok := probeValue(path).(map[string]any)
+	probe := &unstructured.Unstructured{Object: obj}
 	probe.SetGroupVersionKind(gvk)
 	has := true
-	if kschema.Known(probe) && unstructured.SetNestedField(probe.Object, nil, path...) == nil {
+	if ok && kschema.Known(probe) {
 		_, err := kschema.Typed(probe)
 		has = err == nil || errors.Is(err, kschema.ErrUnknownKind) || !strings.Contains(err.Error(), "not declared in schema")
 	}
 	hasFieldCache.Store(key, has)
 	return has
+}
+
+// probeValue is the value that has the field at path, null, and nothing
+// else: a list of one element at each template.Elem.
+func probeValue(path []string) any {
+	switch {
+	case len(path) == 0:
+		return nil
+	case path[0] == template.Elem:
+		return []any{probeValue(path[1:])}
+	}
+	return map[string]any{path[0]: probeValue(path[1:])}
 }

@@ -2,7 +2,6 @@ package render
 
 import (
 	"fmt"
-	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
@@ -50,10 +49,7 @@ func gateWarning(id string, c *Child, byID map[string]*Child, r template.Observe
 	if d == nil {
 		return nil
 	}
-	at := template.ShortPos(r.Pos) + ": readyWhen." + id + ": reads observed." + r.ID
-	if len(r.Path) > 0 {
-		at += "." + strings.Join(r.Path, ".")
-	}
+	at := template.ShortPos(r.Pos) + ": readyWhen." + id + ": reads " + r.Read()
 	var out []string
 	if d.Wave > c.Wave && r.Via != "" {
 		out = append(out, fmt.Sprintf("%s (through %s), a child of wave %d, which is applied only once %s (wave %d) is ready: the gate never opens",

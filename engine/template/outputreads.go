@@ -31,6 +31,10 @@ type Outputs struct {
 // field In ("status.replicas", "conditions.Available", "ready",
 // "readyWhen.migrate"; empty for a read found outside them), reached
 // through the field or let Via ("" when In reads it itself).
+//
+// A Path element Elem stands for every element of the list before it: the
+// variable of `for c in observed.x.status.conditions` read as c.type is
+// status.conditions, Elem, type.
 type ObservedRead struct {
 	In   string
 	ID   string
@@ -46,9 +50,10 @@ func (r ObservedRead) Root() string {
 	return root
 }
 
-// Read is the read as the template writes it: observed.deployment.status.x.
+// Read is the read as the template writes it: observed.deployment.status.x,
+// observed.deployment.status.conditions[].type for a field of an element.
 func (r ObservedRead) Read() string {
-	return strings.Join(append([]string{FieldObserved, r.ID}, r.Path...), ".")
+	return strings.ReplaceAll(strings.Join(append([]string{FieldObserved, r.ID}, r.Path...), "."), "."+Elem, Elem)
 }
 
 // outputRoots are the top-level fields computed from observed.
@@ -85,6 +90,7 @@ func analyzeOutputs(inst *build.Instance, v cue.Value) *Outputs {
 		decls(f.Decls)
 	}
 	sort.SliceStable(out.Reads, func(i, j int) bool { return out.Reads[i].Pos.Before(out.Reads[j].Pos) })
+	out.Reads = onePerPosition(out.Reads)
 	for _, r := range out.Reads {
 		if _, done := out.Children[r.ID]; done {
 			continue
@@ -95,6 +101,35 @@ func analyzeOutputs(inst *build.Instance, v cue.Value) *Outputs {
 		if err1 == nil && err2 == nil {
 			out.Children[r.ID] = schema.FromAPIVersionAndKind(av, kind)
 		}
+	}
+	return out
+}
+
+// onePerPosition keeps, of the reads sorted by position, one per position
+// and output root (per gate for readyWhen: each child's counts on its own),
+// a direct read rather than one through a field: a shared field that many
+// outputs name (status: {a: len(_all), b: len(_all)}) is listed once, not
+// once per output that names it.
+func onePerPosition(reads []ObservedRead) []ObservedRead {
+	type key struct {
+		pos  token.Pos
+		root string
+	}
+	at := map[key]int{}
+	out := reads[:0]
+	for _, r := range reads {
+		k := key{r.Pos, r.Root()}
+		if k.root == "readyWhen" {
+			k.root = r.In
+		}
+		if i, seen := at[k]; seen {
+			if out[i].Via != "" && r.Via == "" {
+				out[i] = r
+			}
+			continue
+		}
+		at[k] = len(out)
+		out = append(out, r)
 	}
 	return out
 }
@@ -182,31 +217,33 @@ func ObservedReads(srcs []ast.Node) []ObservedRead {
 				out = append(out, ObservedRead{ID: id, Path: path, Pos: x.Pos(), Via: via})
 				return false
 			}
-			if ident, ok := x.(*ast.Ident); ok && ident.Node != nil && ident.Name != FieldObserved && ident.Name != FieldParent {
-				next := via
-				if next == "" {
-					next = ident.Name
-				}
-				walk(declaredAs(ident.Node), next)
+			root, names, ok := namedChain(x)
+			if !ok || root.Node == nil || root.Name == FieldObserved || root.Name == FieldParent {
+				return true
 			}
-			return true
+			next := via
+			if next == "" {
+				next = root.Name
+			}
+			// Only what the names select is read: status.ready reads
+			// status's field ready, not all of status.
+			targets, rest := narrow(declarations(root), names)
+			if len(rest) > 0 { // d.status.x, d a let of observed.deploy
+				if id, path, ok := resolveObserved(x, 0); ok {
+					out = append(out, ObservedRead{ID: id, Path: path, Pos: x.Pos(), Via: next})
+					return false
+				}
+			}
+			for _, t := range targets {
+				walk(t, next)
+			}
+			return false
 		}, nil)
 	}
 	for _, s := range srcs {
 		walk(s, "")
 	}
 	return out
-}
-
-// declaredAs is the expression a resolved identifier stands for.
-func declaredAs(n ast.Node) ast.Node {
-	switch d := n.(type) {
-	case *ast.Field:
-		return d.Value
-	case *ast.LetClause:
-		return d.Expr
-	}
-	return n
 }
 
 // observedChain reads x as observed.<id>.<a>.<b> (selectors and string

@@ -1,0 +1,101 @@
+package reconcile
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/tools/record"
+
+	"github.com/cueop/cueop/engine/convert"
+	"github.com/cueop/cueop/engine/worker/workertest"
+)
+
+// mapSpokeTemplate's v2 gives every entry of spec.m a field, drop, that
+// the hub v1 lacks.
+const mapSpokeTemplate = `package app
+resource: {group: "apps.test.example", version: "v1", kind: "App"}
+#Spec: {a: int, m?: [string]: {keep: int}}
+parent: spec: #Spec
+children: {}
+versions: v2: {
+	#Spec: {a: int, m?: [string]: {keep: int, drop?: string}}
+	toHub: {in: spec: _, out: spec: {a: in.spec.a, if in.spec.m != _|_ {m: {for k, v in in.spec.m {(k): keep: v.keep}}}}}
+	fromHub: {in: spec: _, out: spec: {a: in.spec.a, if in.spec.m != _|_ {m: {for k, v in in.spec.m {(k): keep: v.keep}}}}}
+}
+`
+
+// TestSpecNotRenderedBounded: a spec written at v2 with a spoke-only field
+// in each of 200 entries gets one SpecNotRendered Event that names ten of
+// them and counts the rest, not an Event of every path.
+func TestSpecNotRenderedBounded(t *testing.T) {
+	k := loadKinds(t, workertest.Templates(t, map[string]string{"app/app.cue": mapSpokeTemplate})).Kinds[0]
+	c, err := convert.New(k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := map[string]any{}
+	for i := range 200 {
+		m[fmt.Sprintf("key-%03d", i)] = map[string]any{"keep": i, "drop": "x"}
+	}
+	spec, _ := json.Marshal(map[string]any{"a": 1, "m": m})
+	v2 := &unstructured.Unstructured{}
+	if err := v2.UnmarshalJSON([]byte(`{"apiVersion": "apps.test.example/v2", "kind": "App", "metadata": {"name": "x", "namespace": "ns", "generation": 2}, "spec": ` + string(spec) + `}`)); err != nil {
+		t.Fatal(err)
+	}
+	hub, err := c.Convert(v2, "v1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := record.NewFakeRecorder(4)
+	(&run{r: &Reconciler{Recorder: rec}, kind: k, cr: hub}).warnUnrendered()
+	if len(rec.Events) != 1 {
+		t.Fatalf("%d Events, want 1", len(rec.Events))
+	}
+	ev := <-rec.Events
+	if !strings.HasPrefix(ev, "Warning SpecNotRendered spec.m.key-000.drop (v2), spec.m.key-001.drop (v2),") ||
+		!strings.Contains(ev, "spec.m.key-009.drop (v2) and 190 more: kept by the annotation") || len(ev) > 1024 {
+		t.Errorf("Event (%d bytes) = %.300s...", len(ev), ev)
+	}
+}
+
+// TestSpecNotRenderedOncePerGeneration: a reconcile whose status keeps
+// the generation before (children not listed, render busy) emits no
+// SpecNotRendered, so its retries do not repeat it; the one that records
+// the generation does, and the next ones at that generation do not.
+func TestSpecNotRenderedOncePerGeneration(t *testing.T) {
+	k := loadKinds(t, workertest.Templates(t, map[string]string{"app/app.cue": mapSpokeTemplate})).Kinds[0]
+	c, err := convert.New(k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v2 := &unstructured.Unstructured{}
+	if err := v2.UnmarshalJSON([]byte(`{"apiVersion": "apps.test.example/v2", "kind": "App", "metadata": {"name": "x", "namespace": "ns", "generation": 2}, "spec": {"a": 1, "m": {"k": {"keep": 1, "drop": "x"}}}}`)); err != nil {
+		t.Fatal(err)
+	}
+	hub, err := c.Convert(v2, "v1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := record.NewFakeRecorder(8)
+	r := &Reconciler{Recorder: rec}
+	for range 3 {
+		(&run{r: r, kind: k, cr: hub, observeFailed: errors.New("list failed")}).warnUnrendered()
+		(&run{r: r, kind: k, cr: hub, quiet: true}).warnUnrendered()
+	}
+	if n := len(rec.Events); n != 0 {
+		t.Fatalf("%d Events from reconciles that keep the generation before, want none", n)
+	}
+	(&run{r: r, kind: k, cr: hub}).warnUnrendered()
+	if n := len(rec.Events); n != 1 {
+		t.Fatalf("%d Events from the reconcile that records the generation, want 1", n)
+	}
+	_ = unstructured.SetNestedField(hub.Object, int64(2), "status", "observedGeneration")
+	(&run{r: r, kind: k, cr: hub}).warnUnrendered()
+	if n := len(rec.Events); n != 1 {
+		t.Errorf("%d Events after the generation is recorded, want still 1", n)
+	}
+}
