@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -44,6 +45,7 @@ func MovedFields(obj map[string]any, mfs []metav1.ManagedFieldsEntry, apiVersion
 	out := make([]metav1.ManagedFieldsEntry, 0, len(mfs))
 	at := map[id]int{} // index in out of the entry at apiVersion of an id
 	sets := map[int]*fieldpath.Set{}
+	h := &holder{obj: obj}
 	key := func(e metav1.ManagedFieldsEntry) id {
 		return id{e.Manager + "\x00" + string(e.Operation), e.Subresource}
 	}
@@ -57,7 +59,7 @@ func MovedFields(obj map[string]any, mfs []metav1.ManagedFieldsEntry, apiVersion
 		if e.APIVersion == apiVersion {
 			continue
 		}
-		kept := heldFields(obj, e.FieldsV1)
+		kept := heldFields(h, e.FieldsV1)
 		if kept == nil || kept.Empty() {
 			continue
 		}
@@ -69,7 +71,7 @@ func MovedFields(obj map[string]any, mfs []metav1.ManagedFieldsEntry, apiVersion
 			out = append(out, e)
 		}
 		if sets[i] == nil {
-			sets[i] = heldFields(obj, out[i].FieldsV1)
+			sets[i] = heldFields(h, out[i].FieldsV1)
 			if sets[i] == nil {
 				sets[i] = &fieldpath.Set{}
 			}
@@ -89,9 +91,9 @@ func MovedFields(obj map[string]any, mfs []metav1.ManagedFieldsEntry, apiVersion
 	return out
 }
 
-// heldFields is the field set f cut to the paths obj holds; nil when f is
-// missing or cannot be read.
-func heldFields(obj map[string]any, f *metav1.FieldsV1) *fieldpath.Set {
+// heldFields is the field set f cut to the paths h's object holds; nil
+// when f is missing or cannot be read.
+func heldFields(h *holder, f *metav1.FieldsV1) *fieldpath.Set {
 	if f == nil {
 		return nil
 	}
@@ -101,17 +103,36 @@ func heldFields(obj map[string]any, f *metav1.FieldsV1) *fieldpath.Set {
 	}
 	kept := &fieldpath.Set{}
 	set.Iterate(func(p fieldpath.Path) {
-		if holds(obj, p) {
+		if h.holds(p) {
 			kept.Insert(p.Copy())
 		}
 	})
 	return kept
 }
 
+// holder tells which paths obj holds. A list element selected by its key
+// fields or its value is found through an index of the list built at its
+// first lookup, so that a field set naming each of the n elements of a
+// list costs O(n), not O(n²): a CR's managedFields may name every element
+// of a list of thousands.
+type holder struct {
+	obj   any
+	index map[listIndex]map[string][]any
+}
+
+// listIndex names the index of one list (its first element's address and
+// its length) by the key field names its elements are selected by (none:
+// by their value).
+type listIndex struct {
+	first *any
+	n     int
+	names string
+}
+
 // holds tells whether obj has a value at p: a field of a map, an element
 // of a list by its key fields, its value or its index.
-func holds(obj any, p fieldpath.Path) bool {
-	cur := obj
+func (h *holder) holds(p fieldpath.Path) bool {
+	cur := h.obj
 	for _, pe := range p {
 		switch {
 		case pe.FieldName != nil:
@@ -130,11 +151,11 @@ func holds(obj any, p fieldpath.Path) bool {
 			cur = l[*pe.Index]
 		case pe.Key != nil, pe.Value != nil:
 			l, ok := cur.([]any)
-			if !ok {
+			if !ok || len(l) == 0 {
 				return false
 			}
 			found := false
-			for _, item := range l {
+			for _, item := range h.candidates(l, pe) {
 				if matches(item, pe) {
 					cur, found = item, true
 					break
@@ -148,6 +169,55 @@ func holds(obj any, p fieldpath.Path) bool {
 		}
 	}
 	return true
+}
+
+// candidates are the elements of l (not empty) whose key fields, or
+// value, print as pe's; matches tells which one pe selects.
+func (h *holder) candidates(l []any, pe fieldpath.PathElement) []any {
+	var names []string
+	if pe.Key != nil {
+		for _, f := range *pe.Key {
+			names = append(names, f.Name)
+		}
+	}
+	li := listIndex{first: &l[0], n: len(l), names: strings.Join(names, "\x00")}
+	idx, ok := h.index[li]
+	if !ok {
+		idx = map[string][]any{}
+		for _, item := range l {
+			if e, ok := elementOf(item, pe.Key != nil, names); ok {
+				s := e.String()
+				idx[s] = append(idx[s], item)
+			}
+		}
+		if h.index == nil {
+			h.index = map[listIndex]map[string][]any{}
+		}
+		h.index[li] = idx
+	}
+	return idx[pe.String()]
+}
+
+// elementOf is the path element that selects item by its key fields
+// names (keyed) or by its value.
+func elementOf(item any, keyed bool, names []string) (fieldpath.PathElement, bool) {
+	if !keyed {
+		v := value.NewValueInterface(item)
+		return fieldpath.PathElement{Value: &v}, true
+	}
+	m, ok := item.(map[string]any)
+	if !ok {
+		return fieldpath.PathElement{}, false
+	}
+	key := make(value.FieldList, 0, len(names))
+	for _, n := range names {
+		v, ok := m[n]
+		if !ok {
+			return fieldpath.PathElement{}, false
+		}
+		key = append(key, value.Field{Name: n, Value: value.NewValueInterface(v)})
+	}
+	return fieldpath.PathElement{Key: &key}, true
 }
 
 // matches tells whether the list element item is the one pe selects by

@@ -2,7 +2,6 @@ package reconcile
 
 import (
 	"context"
-	"sort"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
@@ -42,7 +41,10 @@ type statusFailures struct {
 // set records the outcome of key's status write (err "": written, or
 // nothing to write) and returns the kind's state and whether it moved
 // between none failing and some (or is told for the first time: a kind's
-// controller started anew must clear what the one before it set).
+// controller started anew must clear what the one before it set). The
+// state's First and Err are found only when it moved (one pass over the
+// failing CRs), so that an outcome that does not move it costs O(1) under
+// the lock every reconcile of the kind takes, however many CRs fail.
 func (f *statusFailures) set(key types.NamespacedName, err string) (StatusFailing, bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -56,17 +58,21 @@ func (f *statusFailures) set(key types.NamespacedName, err string) (StatusFailin
 		f.failing[key] = err
 	}
 	st := StatusFailing{Failing: len(f.failing)}
-	keys := make([]types.NamespacedName, 0, len(f.failing))
-	for k := range f.failing {
-		keys = append(keys, k)
-	}
-	sort.Slice(keys, func(i, j int) bool { return keys[i].String() < keys[j].String() })
-	if len(keys) > 0 {
-		st.First, st.Err = keys[0].String(), f.failing[keys[0]]
-	}
 	moved := !f.told || (before == 0) != (st.Failing == 0)
 	f.told = true
-	return st, moved
+	if !moved {
+		return st, false
+	}
+	var first *types.NamespacedName
+	for k := range f.failing {
+		if first == nil || k.Namespace < first.Namespace || k.Namespace == first.Namespace && k.Name < first.Name {
+			first = &k
+		}
+	}
+	if first != nil {
+		st.First, st.Err = first.String(), f.failing[*first]
+	}
+	return st, true
 }
 
 // statusWritten tells how the status write of cr went (err nil: written,
