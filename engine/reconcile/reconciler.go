@@ -151,6 +151,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	err := run.converge(ctx)
 	run.unfinished(err) // pending.go
 	serr := run.writeStatus(ctx)
+	run.statusFailed = serr != nil
 	if serr != nil {
 		err = errors.Join(err, serr)
 	}
@@ -198,6 +199,9 @@ type run struct {
 	// quiet: the render was refused as busy within its grace (busy.go):
 	// the status is not written for it.
 	quiet bool
+	// statusFailed: the status write failed, so the generation it would
+	// record is not recorded (and the reconcile is retried).
+	statusFailed bool
 
 	referenced map[string]render.Referenced // what the references resolved to
 	missing    string                       // the references not found, if any

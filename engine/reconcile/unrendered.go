@@ -17,7 +17,7 @@ const ReasonSpecNotRendered = "SpecNotRendered"
 // warnUnrendered emits, once per generation of the CR, by the reconcile
 // whose status records that generation as observed (not one retried that
 // leaves status.observedGeneration behind: children not listed, render
-// busy), a Warning Event naming the fields of a spoke's spec that the hub
+// busy, the status write failed), a Warning Event naming the fields of a spoke's spec that the hub
 // cannot hold (convert.Unrendered): the conversion annotation keeps
 // them, so they read back at that version, but the template renders the
 // hub and never sees them. An Event, not a condition: the fields are what
@@ -31,7 +31,7 @@ func (r *run) warnUnrendered() {
 	if og, _, _ := unstructured.NestedInt64(r.cr.Object, "status", "observedGeneration"); og == r.cr.GetGeneration() {
 		return // told when this generation was first reconciled
 	}
-	if r.quiet || r.observeFailed != nil {
+	if r.quiet || r.observeFailed != nil || r.statusFailed {
 		return // the status keeps the old generation: told by the reconcile that records it
 	}
 	c, err := convert.New(r.kind)

@@ -63,9 +63,10 @@ func TestSpecNotRenderedBounded(t *testing.T) {
 }
 
 // TestSpecNotRenderedOncePerGeneration: a reconcile whose status keeps
-// the generation before (children not listed, render busy) emits no
-// SpecNotRendered, so its retries do not repeat it; the one that records
-// the generation does, and the next ones at that generation do not.
+// the generation before (children not listed, render busy, the status
+// write failed) emits no SpecNotRendered, so its retries do not repeat
+// it; the one that records the generation does, and the next ones at that
+// generation do not.
 func TestSpecNotRenderedOncePerGeneration(t *testing.T) {
 	k := loadKinds(t, workertest.Templates(t, map[string]string{"app/app.cue": mapSpokeTemplate})).Kinds[0]
 	c, err := convert.New(k)
@@ -85,6 +86,7 @@ func TestSpecNotRenderedOncePerGeneration(t *testing.T) {
 	for range 3 {
 		(&run{r: r, kind: k, cr: hub, observeFailed: errors.New("list failed")}).warnUnrendered()
 		(&run{r: r, kind: k, cr: hub, quiet: true}).warnUnrendered()
+		(&run{r: r, kind: k, cr: hub, statusFailed: true}).warnUnrendered()
 	}
 	if n := len(rec.Events); n != 0 {
 		t.Fatalf("%d Events from reconciles that keep the generation before, want none", n)
