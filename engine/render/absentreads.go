@@ -115,6 +115,31 @@ func ReadyAbsent(k *template.Kind, children []Child) []AbsentRead {
 	return AbsentReads(reads, kinds)
 }
 
+// AbsentMayBlock reports whether the absent reads may be what keeps Ready
+// false: every child each read names is observed, and every child rendered
+// is otherwise ready (observed, and ready by its readyWhen, or by kstatus
+// where it gives none or its readyWhen is one with an absent read). Before
+// then the children are what Ready waits for.
+func AbsentMayBlock(absent []AbsentRead, children []Child, observed map[string]*unstructured.Unstructured) bool {
+	gated := map[string]bool{}
+	for _, a := range absent {
+		if observed[a.ID] == nil {
+			return false
+		}
+		if _, id, split := strings.Cut(a.In, "."); a.Root() == "readyWhen" && split {
+			gated[id] = true
+		}
+	}
+	others := make([]Child, len(children))
+	for i, c := range children {
+		if gated[c.ID] {
+			c.ReadyWhen = nil
+		}
+		others[i] = c
+	}
+	return defaultReady(others, observed)
+}
+
 // warnings formats the reads that keep says to keep, one per position, in
 // order: a field's own read rather than one through it.
 func warnings(reads []AbsentRead, keep func(template.ObservedRead) bool) []string {
