@@ -4,15 +4,27 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
+// UnrenderedField is a field of a spoke's spec that the hub cannot hold
+// as written: lost on the way to the hub, or Changed (the hub holds a
+// value, normalised, that reads back otherwise).
+type UnrenderedField struct {
+	Path, Version string
+	Changed       bool
+}
+
+// String is "spec.tier (v2)".
+func (f UnrenderedField) String() string { return f.Path + " (" + f.Version + ")" }
+
 // Unrendered are the fields of obj, an object at the hub, that a spoke's
 // spec carried in its annotation (AnnotationPrefix) holds and the hub
 // cannot: the fields the spoke's spec loses, or changes, on its way to the
 // hub and back. The annotation keeps them, so they read back at that
-// version, but the template renders the hub's spec and never sees them.
-// Each is named as "spec.tier (v2)", by version, then path.
-func (c *Converter) Unrendered(obj *unstructured.Unstructured) ([]string, error) {
+// version, but the template renders the hub's spec: it never sees a lost
+// field, and sees a changed one as the hub holds it.
+// They come by version, then path.
+func (c *Converter) Unrendered(obj *unstructured.Unstructured) ([]UnrenderedField, error) {
 	hub := c.kind.Hub()
-	var out []string
+	var out []UnrenderedField
 	for _, v := range c.kind.Versions {
 		if v.Hub {
 			continue
@@ -38,7 +50,7 @@ func (c *Converter) Unrendered(obj *unstructured.Unstructured) ([]string, error)
 		got, _, _ := unstructured.NestedMap(back.Object, "spec")
 		for _, d := range diff("spec", want, got) {
 			if d.what != "invents" {
-				out = append(out, d.path+" ("+v.Name+")")
+				out = append(out, UnrenderedField{Path: d.path, Version: v.Name, Changed: d.what == "changes"})
 			}
 		}
 	}

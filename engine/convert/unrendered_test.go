@@ -3,6 +3,8 @@ package convert_test
 import (
 	"reflect"
 	"testing"
+
+	"github.com/cueop/cueop/engine/convert"
 )
 
 // TestUnrenderedNamesSpokeOnlyFields: a hub object that carries a v2 spec
@@ -15,11 +17,41 @@ func TestUnrenderedNamesSpokeOnlyFields(t *testing.T) {
 	}
 	hub := mustConvert(t, c, object(t, `{"apiVersion": "apps.test.example/v2", "kind": "App", "metadata": {"name": "x"}, "spec": {"a": 1, "c": 3}}`), "v1")
 	got, err := c.Unrendered(hub)
-	if err != nil || !reflect.DeepEqual(got, []string{"spec.c (v2)"}) {
+	if err != nil || !reflect.DeepEqual(got, []convert.UnrenderedField{{Path: "spec.c", Version: "v2"}}) {
 		t.Errorf("Unrendered = %v, %v; want [spec.c (v2)]", got, err)
 	}
 	plain := mustConvert(t, c, object(t, `{"apiVersion": "apps.test.example/v2", "kind": "App", "metadata": {"name": "y"}, "spec": {"a": 1}}`), "v1")
 	if got, err := c.Unrendered(plain); err != nil || len(got) != 0 {
 		t.Errorf("Unrendered of a v2 spec the hub holds = %v, %v; want none", got, err)
+	}
+}
+
+// normalising's hub lowers the case of v2's tier, which reads back as the
+// hub holds it, and lacks v2's c.
+const normalising = `package app
+import "strings"
+resource: {group: "apps.test.example", version: "v1", kind: "App"}
+#Spec: {a: int, tier?: string}
+parent: spec: #Spec
+children: {}
+versions: v2: {
+	#Spec: {a: int, tier?: string, c?: int}
+	toHub: {in: spec: _, out: spec: {a: in.spec.a, if in.spec.tier != _|_ {tier: strings.ToLower(in.spec.tier)}}}
+	fromHub: {in: spec: _, out: spec: {a: in.spec.a, if in.spec.tier != _|_ {tier: in.spec.tier}}}
+}
+`
+
+// TestUnrenderedTellsChangedFromLost: a v2 field the hub lacks is lost; a
+// value the hub normalises is changed, not lost.
+func TestUnrenderedTellsChangedFromLost(t *testing.T) {
+	c, err := load(t, normalising)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hub := mustConvert(t, c, object(t, `{"apiVersion": "apps.test.example/v2", "kind": "App", "metadata": {"name": "x"}, "spec": {"a": 1, "tier": "Gold", "c": 3}}`), "v1")
+	got, err := c.Unrendered(hub)
+	want := []convert.UnrenderedField{{Path: "spec.c", Version: "v2"}, {Path: "spec.tier", Version: "v2", Changed: true}}
+	if err != nil || !reflect.DeepEqual(got, want) {
+		t.Errorf("Unrendered = %+v, %v; want %+v", got, err, want)
 	}
 }

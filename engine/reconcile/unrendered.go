@@ -50,17 +50,44 @@ func (r *run) warnUnrendered() {
 // whose every entry has a spoke-only field) gives an Event of a few lines.
 const maxUnrenderedNamed = 10
 
-// unrenderedMessage is the SpecNotRendered Event's message for fields.
-func unrenderedMessage(fields []string, hub string) string {
-	named := fields
-	more := ""
-	if len(fields) > maxUnrenderedNamed {
-		named = fields[:maxUnrenderedNamed]
-		more = fmt.Sprintf(" and %d more", len(fields)-maxUnrenderedNamed)
+// unrenderedMessage is the SpecNotRendered Event's message for fields:
+// those lost are "not rendered", those the hub changes (normalises)
+// "rendered as the hub holds" them; maxUnrenderedNamed named in all.
+func unrenderedMessage(fields []convert.UnrenderedField, hub string) string {
+	var lost, changed []string
+	for _, f := range fields {
+		if f.Changed {
+			changed = append(changed, f.String())
+		} else {
+			lost = append(lost, f.String())
+		}
 	}
-	return strings.Join(named, ", ") + more +
-		": kept by the annotation " + convert.AnnotationPrefix + "<version> and read back at that version, but not rendered: the template renders the hub version " +
-		hub + ", which cannot hold them"
+	budget := maxUnrenderedNamed
+	named := func(names []string) string {
+		n := min(len(names), budget)
+		budget -= n
+		out := strings.Join(names[:n], ", ")
+		if n < len(names) {
+			out += fmt.Sprintf(" and %d more", len(names)-n)
+			if n == 0 {
+				out = fmt.Sprintf("%d more", len(names))
+			}
+		}
+		return out
+	}
+	const kept = ": kept by the annotation " + convert.AnnotationPrefix + "<version> and read back at that version, but "
+	var parts []string
+	if len(lost) > 0 {
+		parts = append(parts, named(lost)+kept+"not rendered: the template renders the hub version "+hub+", which cannot hold them")
+	}
+	if len(changed) > 0 {
+		pronoun := "them"
+		if len(changed) == 1 {
+			pronoun = "it"
+		}
+		parts = append(parts, named(changed)+kept+"rendered as the hub holds "+pronoun+": the template renders the hub version "+hub+", which changes "+pronoun)
+	}
+	return strings.Join(parts, "; ")
 }
 
 // annotated tells that cr carries a spec in a conversion annotation.

@@ -101,3 +101,49 @@ func TestSpecNotRenderedOncePerGeneration(t *testing.T) {
 		t.Errorf("%d Events after the generation is recorded, want still 1", n)
 	}
 }
+
+// normalisingSpokeTemplate's hub lowers the case of v2's tier and lacks
+// v2's c.
+const normalisingSpokeTemplate = `package app
+import "strings"
+resource: {group: "apps.test.example", version: "v1", kind: "App"}
+#Spec: {a: int, tier?: string}
+parent: spec: #Spec
+children: {}
+versions: v2: {
+	#Spec: {a: int, tier?: string, c?: int}
+	toHub: {in: spec: _, out: spec: {a: in.spec.a, if in.spec.tier != _|_ {tier: strings.ToLower(in.spec.tier)}}}
+	fromHub: {in: spec: _, out: spec: {a: in.spec.a, if in.spec.tier != _|_ {tier: in.spec.tier}}}
+}
+`
+
+// TestSpecNotRenderedWording: a field the hub lacks is "not rendered"; a
+// value the hub normalises is "rendered as the hub holds it", not called
+// lost.
+func TestSpecNotRenderedWording(t *testing.T) {
+	k := loadKinds(t, workertest.Templates(t, map[string]string{"app/app.cue": normalisingSpokeTemplate})).Kinds[0]
+	c, err := convert.New(k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v2 := &unstructured.Unstructured{}
+	if err := v2.UnmarshalJSON([]byte(`{"apiVersion": "apps.test.example/v2", "kind": "App", "metadata": {"name": "x", "namespace": "ns", "generation": 2}, "spec": {"a": 1, "tier": "Gold", "c": 3}}`)); err != nil {
+		t.Fatal(err)
+	}
+	hub, err := c.Convert(v2, "v1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := record.NewFakeRecorder(4)
+	(&run{r: &Reconciler{Recorder: rec}, kind: k, cr: hub}).warnUnrendered()
+	if len(rec.Events) != 1 {
+		t.Fatalf("%d Events, want 1", len(rec.Events))
+	}
+	ev := <-rec.Events
+	const kept = ": kept by the annotation " + convert.AnnotationPrefix + "<version> and read back at that version, but "
+	want := "Warning SpecNotRendered spec.c (v2)" + kept + "not rendered: the template renders the hub version v1, which cannot hold them; " +
+		"spec.tier (v2)" + kept + "rendered as the hub holds it: the template renders the hub version v1, which changes it"
+	if ev != want {
+		t.Errorf("Event =\n%s\nwant\n%s", ev, want)
+	}
+}
