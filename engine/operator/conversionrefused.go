@@ -7,6 +7,7 @@ import (
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/tools/record"
@@ -86,7 +87,11 @@ func (r *conversionReports) Start(ctx context.Context) error {
 		case <-ctx.Done():
 			return nil
 		case rep := <-r.queue:
-			if err := r.write(ctx, rep); err != nil {
+			err := r.write(ctx, rep)
+			switch {
+			case apierrors.IsConflict(err) || apierrors.IsNotFound(err):
+				r.log.Info("conversion refusal not reported: the CR changed since its review; its next conversion reports it", "cr", rep.obj.GetNamespace()+"/"+rep.obj.GetName())
+			case err != nil:
 				r.log.Error(err, "conversion refusal not reported", "cr", rep.obj.GetNamespace()+"/"+rep.obj.GetName())
 			}
 		}
@@ -94,11 +99,21 @@ func (r *conversionReports) Start(ctx context.Context) error {
 }
 
 // write applies the Convertible condition of rep (none when its message is
-// empty) to the CR's status, at the version the review held it at.
+// empty) to the CR's status, at the version the review held it at. It
+// writes only the CR the review held, as the review held it (its uid and
+// resourceVersion are preconditions): a CR deleted and created again
+// under its name, or changed since, is left alone, and its next
+// conversion reports it again.
 func (r *conversionReports) write(ctx context.Context, rep conversionReport) error {
+	md := map[string]any{"name": rep.obj.GetName(), "namespace": rep.obj.GetNamespace()}
+	if uid := rep.obj.GetUID(); uid != "" {
+		md["uid"] = string(uid)
+	}
+	if rv := rep.obj.GetResourceVersion(); rv != "" {
+		md["resourceVersion"] = rv
+	}
 	obj := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": rep.obj.GetAPIVersion(), "kind": rep.obj.GetKind(),
-		"metadata": map[string]any{"name": rep.obj.GetName(), "namespace": rep.obj.GetNamespace()},
+		"apiVersion": rep.obj.GetAPIVersion(), "kind": rep.obj.GetKind(), "metadata": md,
 	}}
 	if rep.msg != "" {
 		obj.Object["status"] = map[string]any{"conditions": []any{map[string]any{
