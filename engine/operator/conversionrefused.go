@@ -3,6 +3,8 @@ package operator
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -53,21 +55,29 @@ func newConversionReports(mgr manager.Manager, log logr.Logger) *conversionRepor
 		queue: make(chan conversionReport, reportQueue)}
 }
 
-// report is webhook.Handler.Report.
-func (r *conversionReports) report(obj *unstructured.Unstructured, err error) {
+// report is webhook.Handler.Report. The condition names one conversion
+// (`conversion v1 to v2: ...`): it is removed only when that conversion
+// succeeds, and a refusal of another is not written while it stands. A
+// kind served at versions of which one holds the fields and another does
+// not converts the CR to both at every write: were each to set and remove
+// the condition in turn, each write would bring the next.
+func (r *conversionReports) report(obj *unstructured.Unstructured, to string, err error) {
 	var tooLarge *convert.AnnotationTooLargeError
 	refused := errors.As(err, &tooLarge)
 	if !refused && err != nil {
 		return // another refusal: the render reports the CR's spec
 	}
 	cur := findCondition(obj, ConditionConvertible)
+	standing := cur != nil && cur["status"] == string(metav1.ConditionFalse) && cur["reason"] == ReasonAnnotationTooLarge
+	curMsg, _ := cur["message"].(string)
+	names := strings.Contains(curMsg, fmt.Sprintf("conversion %s to %s: ", obj.GroupVersionKind().Version, to))
 	msg := ""
 	if refused {
 		msg = err.Error()
-		if cur != nil && cur["status"] == string(metav1.ConditionFalse) && cur["message"] == msg {
+		if standing && (curMsg == msg || !names) {
 			return
 		}
-	} else if cur == nil || cur["reason"] != ReasonAnnotationTooLarge {
+	} else if !standing || !names {
 		return
 	}
 	select {

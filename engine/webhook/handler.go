@@ -44,9 +44,10 @@ type Handler struct {
 	// so this is the webhook's share of a write's cost.
 	Observe func(kind string, objects int, took time.Duration, failed bool)
 	// Report, when set, is told of each object a converter of the
-	// Registry took: the object as the review holds it and the error of
-	// its conversion (nil when it converted). It must return at once.
-	Report func(obj *unstructured.Unstructured, err error)
+	// Registry took: the object as the review holds it, the version it
+	// was converted to and the error of its conversion (nil when it
+	// converted). It must return at once.
+	Report func(obj *unstructured.Unstructured, to string, err error)
 	// Loaded, when set, is closed once the templates have been loaded for
 	// the first time. Until then a review of a kind with no converter is
 	// held (at most MaxHold, and while its caller waits) rather than
@@ -182,7 +183,7 @@ func (h *Handler) convert(ctx context.Context, raw []byte, to schema.GroupVersio
 	kind = gvk.GroupKind().String()
 	conv, err := c.Convert(obj, to.Version)
 	if h.Report != nil {
-		h.Report(obj, err)
+		h.Report(obj, to.Version, err)
 	}
 	if err != nil {
 		return nil, kind, fmt.Errorf("%s: conversion from %s to %s: %w", subject(obj), gvk.Version, to.Version, err)
