@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -12,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -41,6 +43,9 @@ type conversionReports struct {
 	recorder record.EventRecorder
 	log      logr.Logger
 	queue    chan conversionReport
+
+	mu      sync.Mutex
+	written map[types.UID]string // per CR, the refusal last written
 }
 
 type conversionReport struct {
@@ -74,7 +79,7 @@ func (r *conversionReports) report(obj *unstructured.Unstructured, to string, er
 	msg := ""
 	if refused {
 		msg = err.Error()
-		if standing && (curMsg == msg || !names) {
+		if standing && (curMsg == msg || !names) || r.lastWritten(obj.GetUID()) == msg {
 			return
 		}
 	} else if !standing || !names {
@@ -136,10 +141,42 @@ func (r *conversionReports) write(ctx context.Context, rep conversionReport) err
 		client.FieldOwner(conversionFieldManager), client.ForceOwnership); err != nil {
 		return err
 	}
+	r.wrote(rep.obj.GetUID(), rep.msg)
 	if rep.msg != "" {
 		r.recorder.Event(rep.obj, corev1.EventTypeWarning, ReasonAnnotationTooLarge, rep.msg)
 	}
 	return nil
+}
+
+// wrote remembers msg as the refusal last written to the CR of uid (""
+// when its condition was removed). The objects of some reviews do not hold
+// the CR's status as it is (the API server converts objects of its own
+// writes too): a refusal already written is not written again from them,
+// each write bringing another such review.
+func (r *conversionReports) wrote(uid types.UID, msg string) {
+	if uid == "" {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if msg == "" {
+		delete(r.written, uid)
+		return
+	}
+	if r.written == nil {
+		r.written = map[types.UID]string{}
+	}
+	r.written[uid] = msg
+}
+
+// lastWritten is the refusal last written to the CR of uid, or "".
+func (r *conversionReports) lastWritten(uid types.UID) string {
+	if uid == "" {
+		return ""
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.written[uid]
 }
 
 // findCondition is the condition of type typ in obj's status, or nil.

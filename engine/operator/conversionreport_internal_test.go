@@ -47,4 +47,18 @@ func TestConversionReportNamesItsConversion(t *testing.T) {
 			t.Errorf("%s: reported %v, want %v", c.what, got, c.reports)
 		}
 	}
+
+	// The API server converts objects of its own writes too, without the
+	// CR's status: a refusal written is not written again from them.
+	r := &conversionReports{queue: make(chan conversionReport, 1)}
+	obj := memo(nil)
+	obj.SetUID("u1")
+	r.wrote("u1", refusal("v2").Error())
+	if r.report(obj, "v2", refusal("v2")); len(r.queue) != 0 {
+		t.Errorf("refusal written already, object without the condition: reported again")
+	}
+	r.wrote("u1", "")
+	if r.report(obj, "v2", refusal("v2")); len(r.queue) != 1 {
+		t.Errorf("refusal after the condition was removed: not reported")
+	}
 }
