@@ -3,12 +3,17 @@ package operator
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -38,6 +43,9 @@ type conversionReports struct {
 	recorder record.EventRecorder
 	log      logr.Logger
 	queue    chan conversionReport
+
+	mu      sync.Mutex
+	written map[types.UID]string // per CR, the refusal last written
 }
 
 type conversionReport struct {
@@ -52,21 +60,29 @@ func newConversionReports(mgr manager.Manager, log logr.Logger) *conversionRepor
 		queue: make(chan conversionReport, reportQueue)}
 }
 
-// report is webhook.Handler.Report.
-func (r *conversionReports) report(obj *unstructured.Unstructured, err error) {
+// report is webhook.Handler.Report. The condition names one conversion
+// (`conversion v1 to v2: ...`): it is removed only when that conversion
+// succeeds, and a refusal of another is not written while it stands. A
+// kind served at versions of which one holds the fields and another does
+// not converts the CR to both at every write: were each to set and remove
+// the condition in turn, each write would bring the next.
+func (r *conversionReports) report(obj *unstructured.Unstructured, to string, err error) {
 	var tooLarge *convert.AnnotationTooLargeError
 	refused := errors.As(err, &tooLarge)
 	if !refused && err != nil {
 		return // another refusal: the render reports the CR's spec
 	}
 	cur := findCondition(obj, ConditionConvertible)
+	standing := cur != nil && cur["status"] == string(metav1.ConditionFalse) && cur["reason"] == ReasonAnnotationTooLarge
+	curMsg, _ := cur["message"].(string)
+	names := strings.Contains(curMsg, fmt.Sprintf("conversion %s to %s: ", obj.GroupVersionKind().Version, to))
 	msg := ""
 	if refused {
 		msg = err.Error()
-		if cur != nil && cur["status"] == string(metav1.ConditionFalse) && cur["message"] == msg {
+		if standing && (curMsg == msg || !names) || r.lastWritten(obj.GetUID()) == msg {
 			return
 		}
-	} else if cur == nil || cur["reason"] != ReasonAnnotationTooLarge {
+	} else if !standing || !names {
 		return
 	}
 	select {
@@ -86,7 +102,11 @@ func (r *conversionReports) Start(ctx context.Context) error {
 		case <-ctx.Done():
 			return nil
 		case rep := <-r.queue:
-			if err := r.write(ctx, rep); err != nil {
+			err := r.write(ctx, rep)
+			switch {
+			case apierrors.IsConflict(err) || apierrors.IsNotFound(err):
+				r.log.Info("conversion refusal not reported: the CR changed since its review; its next conversion reports it", "cr", rep.obj.GetNamespace()+"/"+rep.obj.GetName())
+			case err != nil:
 				r.log.Error(err, "conversion refusal not reported", "cr", rep.obj.GetNamespace()+"/"+rep.obj.GetName())
 			}
 		}
@@ -94,11 +114,21 @@ func (r *conversionReports) Start(ctx context.Context) error {
 }
 
 // write applies the Convertible condition of rep (none when its message is
-// empty) to the CR's status, at the version the review held it at.
+// empty) to the CR's status, at the version the review held it at. It
+// writes only the CR the review held, as the review held it (its uid and
+// resourceVersion are preconditions): a CR deleted and created again
+// under its name, or changed since, is left alone, and its next
+// conversion reports it again.
 func (r *conversionReports) write(ctx context.Context, rep conversionReport) error {
+	md := map[string]any{"name": rep.obj.GetName(), "namespace": rep.obj.GetNamespace()}
+	if uid := rep.obj.GetUID(); uid != "" {
+		md["uid"] = string(uid)
+	}
+	if rv := rep.obj.GetResourceVersion(); rv != "" {
+		md["resourceVersion"] = rv
+	}
 	obj := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": rep.obj.GetAPIVersion(), "kind": rep.obj.GetKind(),
-		"metadata": map[string]any{"name": rep.obj.GetName(), "namespace": rep.obj.GetNamespace()},
+		"apiVersion": rep.obj.GetAPIVersion(), "kind": rep.obj.GetKind(), "metadata": md,
 	}}
 	if rep.msg != "" {
 		obj.Object["status"] = map[string]any{"conditions": []any{map[string]any{
@@ -111,10 +141,42 @@ func (r *conversionReports) write(ctx context.Context, rep conversionReport) err
 		client.FieldOwner(conversionFieldManager), client.ForceOwnership); err != nil {
 		return err
 	}
+	r.wrote(rep.obj.GetUID(), rep.msg)
 	if rep.msg != "" {
 		r.recorder.Event(rep.obj, corev1.EventTypeWarning, ReasonAnnotationTooLarge, rep.msg)
 	}
 	return nil
+}
+
+// wrote remembers msg as the refusal last written to the CR of uid (""
+// when its condition was removed). The objects of some reviews do not hold
+// the CR's status as it is (the API server converts objects of its own
+// writes too): a refusal already written is not written again from them,
+// each write bringing another such review.
+func (r *conversionReports) wrote(uid types.UID, msg string) {
+	if uid == "" {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if msg == "" {
+		delete(r.written, uid)
+		return
+	}
+	if r.written == nil {
+		r.written = map[types.UID]string{}
+	}
+	r.written[uid] = msg
+}
+
+// lastWritten is the refusal last written to the CR of uid, or "".
+func (r *conversionReports) lastWritten(uid types.UID) string {
+	if uid == "" {
+		return ""
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.written[uid]
 }
 
 // findCondition is the condition of type typ in obj's status, or nil.

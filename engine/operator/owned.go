@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -27,8 +28,11 @@ import (
 // found. A finalizer comes off on this answer, never on the cache's: a
 // kind is left out only when the API server says it does not serve it;
 // any other failure to resolve or list one is an error, and the finalizer
-// stays. The data kinds are listed even when no longer allowed (the
-// allowed kinds narrowed since a claim was created): a retained claim is
+// stays. A list answered 404 asks discovery again (freshMapping: the REST
+// mapper keeps the mapping of a CRD since deleted): a kind it no longer
+// finds is not served, one served at another version is listed there.
+// The data kinds are listed even when no longer allowed (the allowed
+// kinds narrowed since a claim was created): a retained claim is
 // released, never left to the garbage collector.
 func (o *Operator) ownedLive(ctx context.Context, ns string, uid types.UID) ([]*unstructured.Unstructured, error) {
 	var out []*unstructured.Unstructured
@@ -41,6 +45,18 @@ func (o *Operator) ownedLive(ctx context.Context, ns string, uid types.UID) ([]*
 			return nil, err
 		}
 		items, err := o.listMetadata(ctx, m.Resource, ns)
+		if apierrors.IsNotFound(err) {
+			// The mapping may be stale (ownedfresh.go): ask discovery.
+			fresh, ferr := o.freshMapping(gk)
+			if meta.IsNoMatchError(ferr) {
+				continue
+			}
+			if ferr != nil {
+				return nil, fmt.Errorf("list %s: %w; %w", m.Resource.GroupResource(), err, ferr)
+			}
+			m = fresh
+			items, err = o.listMetadata(ctx, m.Resource, ns)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("list %s: %w", m.Resource.GroupResource(), err)
 		}

@@ -36,6 +36,9 @@ func wholeFloats(schema cue.Value, v any) (any, bool) {
 			}
 			sub := schema.LookupPath(cue.MakePath(cue.Str(key).Optional()))
 			if !sub.Exists() {
+				if y, changed := alternative(schema, t); changed {
+					return y, true
+				}
 				continue
 			}
 			if y, changed := wholeFloats(sub, x); changed {
@@ -74,6 +77,27 @@ func wholeFloats(schema cue.Value, v any) (any, bool) {
 			return t, false
 		}
 		return out, true
+	}
+	return v, false
+}
+
+// alternative is v filled at the first alternative of a disjunction of
+// structs schema (`{radius: float} | {side: float}`, whose fields a path
+// does not reach) that changes it and admits the result; v unchanged when
+// schema is no such disjunction or none does.
+func alternative(schema cue.Value, v map[string]any) (any, bool) {
+	op, alts := schema.Expr()
+	if op != cue.OrOp {
+		return v, false
+	}
+	for _, alt := range alts {
+		if alt.IncompleteKind()&cue.StructKind == 0 {
+			continue
+		}
+		y, changed := wholeFloats(alt, v)
+		if changed && alt.Unify(alt.Context().Encode(y)).Err() == nil {
+			return y, true
+		}
 	}
 	return v, false
 }

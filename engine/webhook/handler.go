@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"sync"
 	"sync/atomic"
@@ -45,9 +44,10 @@ type Handler struct {
 	// so this is the webhook's share of a write's cost.
 	Observe func(kind string, objects int, took time.Duration, failed bool)
 	// Report, when set, is told of each object a converter of the
-	// Registry took: the object as the review holds it and the error of
-	// its conversion (nil when it converted). It must return at once.
-	Report func(obj *unstructured.Unstructured, err error)
+	// Registry took: the object as the review holds it, the version it
+	// was converted to and the error of its conversion (nil when it
+	// converted). It must return at once.
+	Report func(obj *unstructured.Unstructured, to string, err error)
 	// Loaded, when set, is closed once the templates have been loaded for
 	// the first time. Until then a review of a kind with no converter is
 	// held (at most MaxHold, and while its caller waits) rather than
@@ -88,7 +88,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	defer s.free()
 	review := &apiextensionsv1.ConversionReview{}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	body, err := readBody(w, r, limit, h.Limits.maxTime()) // limits.go
 	var tooBig *http.MaxBytesError
 	if errors.As(err, &tooBig) {
 		http.Error(w, fmt.Sprintf("conversion review: body over the webhook's limit of %d bytes", limit), http.StatusRequestEntityTooLarge)
@@ -183,7 +183,7 @@ func (h *Handler) convert(ctx context.Context, raw []byte, to schema.GroupVersio
 	kind = gvk.GroupKind().String()
 	conv, err := convertWith(ctx, c, obj, to.Version) // context.go
 	if h.Report != nil {
-		h.Report(obj, err)
+		h.Report(obj, to.Version, err)
 	}
 	if err != nil {
 		return nil, kind, fmt.Errorf("%s: conversion from %s to %s: %w", subject(obj), gvk.Version, to.Version, err)

@@ -3,6 +3,7 @@ package webhook
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"time"
 )
@@ -140,4 +141,23 @@ func (h *Handler) busy(w http.ResponseWriter) {
 	w.Header().Set("Retry-After", "1")
 	http.Error(w, fmt.Sprintf("conversion review: refused: %d reviews are being converted (the webhook's limit of concurrent reviews); retry", h.Limits.maxConcurrent()),
 		http.StatusTooManyRequests)
+}
+
+// readBody reads r's body, at most limit bytes, within d: a review holds
+// its slot while its body is read, and a client that sends its body slowly
+// or never would hold it for good. The deadline is lifted once the body is
+// read whole (the server's read of the connection after it must not cancel
+// the review); a body not read in time ends its connection. A
+// ResponseWriter that cannot set one reads without it.
+func readBody(w http.ResponseWriter, r *http.Request, limit int64, d time.Duration) ([]byte, error) {
+	rc := http.NewResponseController(w)
+	set := rc.SetReadDeadline(time.Now().Add(d)) == nil
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	if set && err == nil {
+		_ = rc.SetReadDeadline(time.Time{})
+	}
+	if err != nil {
+		w.Header().Set("Connection", "close")
+	}
+	return body, err
 }

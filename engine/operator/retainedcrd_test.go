@@ -1,0 +1,64 @@
+package operator_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/cueop/cueop/engine/operator/operatortest"
+	"github.com/cueop/cueop/engine/reconcile"
+	"github.com/cueop/cueop/engine/render"
+	"github.com/cueop/cueop/localcluster/clustertest"
+)
+
+// nutTemplate renders one Bolt per Nut, retained when the Nut is deleted.
+const nutTemplate = `package nut
+
+resource: {group: "nuts.example.com", version: "v1", kind: "Nut"}
+
+#Spec: {size: *1 | int & >=1}
+
+parent: {
+	metadata: {name: string, namespace: string}
+	spec: #Spec
+}
+observed: [string]: {...}
+
+children: bolt: {
+	apiVersion: "bolts.example.com/v1"
+	kind:       "Bolt"
+	metadata: name: parent.metadata.name
+	spec: size: parent.spec.size
+}
+policies: bolt: onDelete: "retain"
+ready: observed.bolt != _|_
+`
+
+// TestRetainedKindCRDDeleted: a Nut whose Bolt, a custom kind, is
+// retained is deleted after the Bolt CRD was (its Bolts with it): its
+// finalizer goes, as no Bolt can be left (before: the REST mapper still
+// mapped Bolt, its list answered 404, and the deletion waited forever).
+func TestRetainedKindCRDDeleted(t *testing.T) {
+	ns := clustertest.Namespace(t)
+	dir := t.TempDir()
+	must(t, os.CopyFS(filepath.Join(dir, "cue.mod"), os.DirFS("../../templates/cue.mod")))
+	must(t, os.MkdirAll(filepath.Join(dir, "nut"), 0o755))
+	must(t, os.WriteFile(filepath.Join(dir, "nut", "nut.cue"), []byte(nutTemplate), 0o644))
+	t.Cleanup(func() {
+		_, _ = kubectl(t, "", "delete", "--ignore-not-found", "--wait", "--timeout=60s", "crd/nuts.nuts.example.com")
+	})
+	installCRD(t, testCRD("bolts.example.com", "Bolt", preserveSpec), "bolts.bolts.example.com")
+	opts := operatortest.Options(dir, ns)
+	opts.AllowedKinds = render.MustKindSet("Bolt.bolts.example.com," + render.DefaultAllowedKinds)
+	operatortest.StartObserved(t, clustertest.Config(), opts)
+	waitEstablished(t, "nuts.nuts.example.com")
+	mustKubectl(t, "apiVersion: nuts.example.com/v1\nkind: Nut\nmetadata:\n  name: nn\n  namespace: "+ns+"\nspec:\n  size: 2\n", "apply", "-f", "-")
+	mustKubectl(t, "", "-n", ns, "wait", "--for=condition=Ready", "nut/nn", "--timeout=120s")
+	if out, _ := kubectl(t, "", "-n", ns, "get", "nut", "nn", "-o", "jsonpath={.metadata.finalizers}"); !strings.Contains(out, reconcile.FinalizerRetain) {
+		t.Fatalf("Nut's finalizers %s, want %s", out, reconcile.FinalizerRetain)
+	}
+	mustKubectl(t, "", "delete", "crd", "bolts.bolts.example.com", "--wait", "--timeout=60s")
+	mustKubectl(t, "", "-n", ns, "delete", "nut", "nn", "--wait=false")
+	mustKubectl(t, "", "-n", ns, "wait", "--for=delete", "nut/nn", "--timeout=90s")
+}
