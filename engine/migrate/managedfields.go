@@ -275,6 +275,11 @@ func (m *Migrator) moveFields(ctx context.Context, gvk schema.GroupVersionKind, 
 		if err != nil {
 			return false, err
 		}
+		if m.Limiter != nil { // the Patch is a second request: its own token
+			if err := m.Limiter.Wait(ctx); err != nil {
+				return false, err
+			}
+		}
 		target := &metav1.PartialObjectMetadata{}
 		target.SetGroupVersionKind(gvk)
 		target.SetNamespace(obj.Namespace)

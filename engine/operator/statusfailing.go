@@ -15,8 +15,8 @@ import (
 
 // ConditionStatusWriteFailing is the condition of a kind's CRD that tells
 // whether CRs of the kind have a status cueop cannot write: True from the
-// first such CR (reason StatusWriteFailed, the CR and the API server's
-// error in the message) until every one of them is written again (False,
+// first such CR (reason StatusWriteFailed, that CR and the API server's
+// error in the message; no count of the CRs) until every one of them is written again (False,
 // reason StatusWritten). Each such CR also has a StatusWriteFailed
 // Warning Event, and cueop_status_write_failures_total{kind} counts the
 // failed writes.
@@ -30,8 +30,10 @@ func (o *Operator) statusFailing(crdName string) func(context.Context, reconcile
 			Reason: "StatusWritten", Message: "the status of every CR is written"}
 		if st.Failing > 0 {
 			c.Status, c.Reason = apiextensionsv1.ConditionTrue, reconcile.ReasonStatusWriteFailed
-			c.Message = fmt.Sprintf("the status of %d CRs could not be written, retried with backoff (a %s Event on each); %s: %s",
-				st.Failing, reconcile.ReasonStatusWriteFailed, st.First, st.Err)
+			// No count: the condition is set only when the kind's state
+			// moves (its first CR failing), not at each CR that follows.
+			c.Message = fmt.Sprintf("the status of CRs could not be written, retried with backoff (a %s Event on each), first %s: %s",
+				reconcile.ReasonStatusWriteFailed, st.First, st.Err)
 		}
 		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 			crd := &apiextensionsv1.CustomResourceDefinition{}

@@ -33,8 +33,8 @@ func TestStatusWriteFailureShown(t *testing.T) {
 	eventually(t, 60*time.Second, func() string {
 		cond := crdCondition(t, c, shelfCRD, operator.ConditionStatusWriteFailing)
 		if cond == nil || cond.Status != apiextensionsv1.ConditionTrue || !strings.Contains(cond.Message, ns+"/s00: ") ||
-			!strings.Contains(cond.Message, "s00 is frozen") {
-			return fmt.Sprintf("CRD condition %s = %+v, want True naming %s/s00 and the policy's reason", operator.ConditionStatusWriteFailing, cond, ns)
+			!strings.Contains(cond.Message, "s00 is frozen") || strings.Contains(cond.Message, "1 CRs") {
+			return fmt.Sprintf("CRD condition %s = %+v, want True naming %s/s00 and the policy's reason, and no count of CRs it is not kept at", operator.ConditionStatusWriteFailing, cond, ns)
 		}
 		return ""
 	})

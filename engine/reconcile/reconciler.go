@@ -80,6 +80,10 @@ type Reconciler struct {
 	// writes when the first CR's fails and when the last failing one is
 	// written (statusfail.go).
 	OnStatusFailing func(context.Context, StatusFailing)
+	// Live reads a CR from the API server, whole managedFields included,
+	// for a status write refused for an entry at a version not served
+	// (staleentries.go); nil: that write is left to fail.
+	Live client.Reader
 
 	written        statusWrites
 	statusFailures statusFailures // statusfail.go

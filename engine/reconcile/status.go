@@ -195,6 +195,10 @@ func (r *run) writeStatus(ctx context.Context) error {
 	}}
 	err := r.r.Client.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(obj),
 		client.FieldOwner(r.r.fieldManager()), client.ForceOwnership)
+	if err != nil && r.repairEntries(ctx, err) { // staleentries.go
+		err = r.r.Client.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(obj),
+			client.FieldOwner(r.r.fieldManager()), client.ForceOwnership)
+	}
 	if err != nil {
 		return fmt.Errorf("%s: status write failed: %w", r.subject(), err)
 	}

@@ -1,0 +1,87 @@
+package reconcile
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/cueop/cueop/engine/migrate"
+)
+
+// ReasonManagedFieldsRepaired is the reason of the Normal Event on a CR
+// whose managedFields entries at versions the kind no longer serves were
+// moved to the version cueop reads it at, for its status to be written.
+const ReasonManagedFieldsRepaired = "ManagedFieldsRepaired"
+
+// unservedVersion is how the API server refuses a write of a CR with a
+// managedFields entry at a version its CRD no longer serves, the version
+// after it.
+const unservedVersion = "request to convert CR to an invalid group/version: "
+
+// repairEntries, when err (a status write) is the API server's refusal of
+// a CR with a managedFields entry at a version not served, moves the
+// CR's entries at versions not served (the one the error names and those
+// the kind does not declare) to the version it is read at
+// (migrate.UnservedFields), read from the API server (Reconciler.Live:
+// the cache keeps only cueop's entry), by a merge patch of the CR with
+// the resourceVersion it was read at; the entries at served versions are
+// left alone. It tells whether that wrote, for the status write to be
+// retried once; a conflict or any other failure changes nothing and
+// leaves the write's error to its backoff.
+func (r *run) repairEntries(ctx context.Context, err error) bool {
+	var status apierrors.APIStatus
+	if r.r.Live == nil || !errors.As(err, &status) {
+		return false
+	}
+	msg := status.Status().Message
+	i := strings.Index(msg, unservedVersion)
+	if i < 0 {
+		return false
+	}
+	named := strings.Fields(msg[i+len(unservedVersion):])
+	gv := r.cr.GroupVersionKind().GroupVersion()
+	served := map[string]bool{}
+	for _, v := range r.kind.Versions {
+		served[schema.GroupVersion{Group: gv.Group, Version: v.Name}.String()] = true
+	}
+	if len(named) > 0 {
+		delete(served, strings.TrimRight(named[0], `".,;`))
+	}
+	cr := &unstructured.Unstructured{}
+	cr.SetGroupVersionKind(r.cr.GroupVersionKind())
+	if gerr := r.r.Live.Get(ctx, client.ObjectKeyFromObject(r.cr), cr); gerr != nil {
+		r.log.Error(gerr, r.subject()+": not read for its managedFields at versions not served")
+		return false
+	}
+	mfs, stale := migrate.UnservedFields(cr.Object, cr.GetManagedFields(), gv.String(), func(v string) bool { return served[v] })
+	if !stale {
+		return false
+	}
+	if len(mfs) == 0 {
+		mfs = []metav1.ManagedFieldsEntry{{}} // an empty list keeps the entries there are
+	}
+	patch, perr := json.Marshal(map[string]any{"metadata": map[string]any{"resourceVersion": cr.GetResourceVersion(), "managedFields": mfs}})
+	if perr != nil {
+		return false
+	}
+	target := cr.DeepCopy()
+	if perr := r.r.Client.Patch(ctx, target, client.RawPatch(types.MergePatchType, patch), client.FieldOwner(r.r.fieldManager())); perr != nil {
+		r.log.Error(perr, r.subject()+": managedFields at versions not served not moved to "+gv.Version)
+		return false
+	}
+	if r.r.Recorder != nil {
+		r.r.Recorder.Event(r.cr, corev1.EventTypeNormal, ReasonManagedFieldsRepaired,
+			fmt.Sprintf("managedFields entries at versions no longer served moved to %s, for the status to be written", gv.Version))
+	}
+	return true
+}
