@@ -32,13 +32,7 @@ func forgetVersion62(src string) string {
 // cueop_template_refused): the last good revision keeps converting (a read
 // at v2 shows the stored minReady) and serving (no Pod replaced).
 func TestReloadRefusesLossyConversion(t *testing.T) {
-	ns := clustertest.Namespace(t)
-	t.Cleanup(func() {
-		_, _ = kubectl(t, "", "delete", "--ignore-not-found", "--wait", "--timeout=60s", "crd/"+redisCRD)
-	})
-	dir := copyTemplates(t)
-	startOperator(t, dir, ns, nil)
-	waitCRD(t)
+	ns, dir := startRedisFleet(t)
 	mustKubectl(t, redisYAML(ns, "one", 2, "6.2")+"  minReady: 1\n", "apply", "-f", "-")
 	eventually(t, 60*time.Second, func() string { return redisReadyAt(t, "v1", ns, "one", 2) })
 	c := newClient(t)

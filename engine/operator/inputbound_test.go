@@ -39,7 +39,9 @@ children: out: {
 func TestReferencedObjectsBounded(t *testing.T) {
 	ns := clustertest.Namespace(t)
 	dir := workertest.Templates(t, map[string]string{"bulk/bulk.cue": bulkKind})
-	t.Cleanup(func() { _, _ = kubectl(t, "", "delete", "crd", "bulks.bulk.test.example", "--ignore-not-found") })
+	t.Cleanup(func() {
+		_, _ = kubectl(t, "", "delete", "crd", "bulks.bulk.test.example", "--ignore-not-found", "--wait", "--timeout=60s")
+	})
 	operatortest.StartObserved(t, clustertest.Config(), operatortest.Options(dir, ns))
 	eventually(t, 60*time.Second, func() string {
 		if _, err := kubectl(t, "", "wait", "--for=condition=Established", "crd/bulks.bulk.test.example", "--timeout=5s"); err != nil {

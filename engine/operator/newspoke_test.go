@@ -20,18 +20,12 @@ import (
 	"github.com/cueop/cueop/localcluster/clustertest"
 )
 
-// TestNewSpokeConvertsBeforeServed: a revision that adds a spoke (v3, a
+// TestNewSpokeConvertsBeforeServed: a revision that adds a spoke (v1beta1, a
 // copy of v2) converts to it before its CRD serves it: at the first CRD
-// event that serves v3, the webhook's converter of RedisCluster converts a
-// stored CR to v3 already, and kubectl reads the CR at v3.
+// event that serves v1beta1, the webhook's converter of RedisCluster converts a
+// stored CR to v1beta1 already, and kubectl reads the CR at v1beta1.
 func TestNewSpokeConvertsBeforeServed(t *testing.T) {
-	ns := clustertest.Namespace(t)
-	t.Cleanup(func() {
-		_, _ = kubectl(t, "", "delete", "--ignore-not-found", "--wait", "--timeout=60s", "crd/"+redisCRD)
-	})
-	dir := copyTemplates(t)
-	startOperator(t, dir, ns, nil)
-	waitCRD(t)
+	ns, dir := startRedisFleet(t)
 	mustKubectl(t, redisYAML(ns, "one", 2, "7.0"), "apply", "-f", "-")
 	eventually(t, 60*time.Second, func() string { return redisReadyAt(t, "v1", ns, "one", 2) })
 	stored, err := getAt(t, "redisclusters.v1.cache.example.com", ns, "one")
@@ -49,27 +43,27 @@ func TestNewSpokeConvertsBeforeServed(t *testing.T) {
 
 	src, err := os.ReadFile(filepath.Join(dir, "rediscluster", "v2.cue"))
 	must(t, err)
-	v3 := strings.Replace(string(src), "versions: v2: {", "versions: v3: {", 1)
-	must(t, os.WriteFile(filepath.Join(dir, "rediscluster", "v3.cue"), []byte(v3), 0o644))
+	spoke := strings.Replace(string(src), "versions: v2: {", "versions: v1beta1: {", 1)
+	must(t, os.WriteFile(filepath.Join(dir, "rediscluster", "v1beta1.cue"), []byte(spoke), 0o644))
 
 	reg := operatortest.SharedConversion().Registry
 	gk := schema.GroupKind{Group: "cache.example.com", Kind: "RedisCluster"}
 	for ev := range w.ResultChan() {
 		crd, ok := ev.Object.(*apiextensionsv1.CustomResourceDefinition)
-		if !ok || !slices.ContainsFunc(crd.Spec.Versions, func(v apiextensionsv1.CustomResourceDefinitionVersion) bool { return v.Name == "v3" && v.Served }) {
+		if !ok || !slices.ContainsFunc(crd.Spec.Versions, func(v apiextensionsv1.CustomResourceDefinitionVersion) bool { return v.Name == "v1beta1" && v.Served }) {
 			continue
 		}
 		conv, ok := reg.Get(gk)
 		if !ok {
-			t.Fatal("the CRD serves v3 and no converter of RedisCluster is set")
+			t.Fatal("the CRD serves v1beta1 and no converter of RedisCluster is set")
 		}
-		if _, err := conv.Convert(stored.DeepCopy(), "v3"); err != nil {
-			t.Fatalf("the CRD serves v3 before its converter does: %v", err)
+		if _, err := conv.Convert(stored.DeepCopy(), "v1beta1"); err != nil {
+			t.Fatalf("the CRD serves v1beta1 before its converter does: %v", err)
 		}
-		eventually(t, 60*time.Second, func() string { return redisReadyAt(t, "v3", ns, "one", 2) })
+		eventually(t, 60*time.Second, func() string { return redisReadyAt(t, "v1beta1", ns, "one", 2) })
 		return
 	}
-	t.Fatal("the CRD never served v3: ", ctx.Err())
+	t.Fatal("the CRD never served v1beta1: ", ctx.Err())
 }
 
 // TestRefusedNewSpokeNeverConverts: a revision that adds a spoke and
@@ -96,11 +90,11 @@ func TestRefusedNewSpokeNeverConverts(t *testing.T) {
 	v2 := filepath.Join(dir, "rediscluster", "v2.cue")
 	src, err := os.ReadFile(v2)
 	must(t, err)
-	v3 := strings.Replace(narrow("size")(string(src)), "versions: v2: {", "versions: v3: {", 1)
+	spoke := strings.Replace(narrow("size")(string(src)), "versions: v2: {", "versions: v1beta1: {", 1)
 	// Each file as it is written makes a revision whose conversions the
 	// check refuses (a bound of 100 on one side, 50 on the other); the
 	// last one's convert, and the guard refuses it.
-	must(t, os.WriteFile(filepath.Join(dir, "rediscluster", "v3.cue"), []byte(v3), 0o644))
+	must(t, os.WriteFile(filepath.Join(dir, "rediscluster", "v1beta1.cue"), []byte(spoke), 0o644))
 	editFile(t, v2, narrow("size"))
 	editFile(t, filepath.Join(dir, "rediscluster", "rediscluster.cue"), narrow("replicas"))
 	set, err := template.Load(dir)
@@ -110,8 +104,8 @@ func TestRefusedNewSpokeNeverConverts(t *testing.T) {
 	if got := a.Logged("conversions served", "revision", rev); len(got) > 0 {
 		t.Errorf("the refused revision %s converted: %v", rev, got)
 	}
-	if _, err := getAt(t, "redisclusters.v3.cache.example.com", ns, "one"); err == nil {
-		t.Error("the CRD serves v3 of the refused revision")
+	if _, err := getAt(t, "redisclusters.v1beta1.cache.example.com", ns, "one"); err == nil {
+		t.Error("the CRD serves v1beta1 of the refused revision")
 	}
 	eventually(t, 60*time.Second, func() string { return redisReadyAt(t, "v2", ns, "one", 2) })
 }

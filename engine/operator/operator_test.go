@@ -50,12 +50,7 @@ func TestRedisClusterLifecycle(t *testing.T) {
 	startOperator(t, copyTemplates(t), ns, nil)
 	c := newClient(t)
 
-	eventually(t, 60*time.Second, func() string {
-		if _, err := kubectl(t, "", "get", "crd", "redisclusters.cache.example.com"); err != nil {
-			return "CRD not installed"
-		}
-		return ""
-	})
+	waitCRD(t) // established: a CRD deleted by the test before and made again serves a moment later
 	mustKubectl(t, redisYAML(ns, "demo", 3, "7.0"), "apply", "-f", "-")
 	eventually(t, 60*time.Second, func() string { return readyStatus(t, c, ns, "demo", 3) })
 	mustKubectl(t, "", "-n", ns, "wait", "--for=condition=Ready", "rediscluster/demo", "--timeout=60s")

@@ -7,8 +7,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/cueop/cueop/localcluster/clustertest"
 )
 
 // TestUnservedEntryRepaired leaves a RedisCluster with a managedFields
@@ -18,13 +16,7 @@ import (
 // (a ManagedFieldsRepaired Event) and is written; a kubectl scale at v2 is
 // then followed by the status.
 func TestUnservedEntryRepaired(t *testing.T) {
-	ns := clustertest.Namespace(t)
-	t.Cleanup(func() {
-		_, _ = kubectl(t, "", "delete", "--ignore-not-found", "--wait", "--timeout=60s", "crd/"+redisCRD)
-	})
-	dir := copyTemplates(t)
-	startOperator(t, dir, ns, nil)
-	waitCRD(t)
+	ns, dir := startRedisFleet(t)
 
 	const v1 = "redisclusters.v1.cache.example.com"
 	mustKubectl(t, redisYAML(ns, "sessions", 2, "7.0"), "apply", "-f", "-")

@@ -31,14 +31,7 @@ const redisCRD = "redisclusters.cache.example.com"
 // (storedVersions ends [v2]) while they stay Ready with the same Pods;
 // then a revision without v1 is taken.
 func TestStorageVersionSwitch(t *testing.T) {
-	ns := clustertest.Namespace(t)
-	// Registered first, run last: after the operator stopped.
-	t.Cleanup(func() {
-		_, _ = kubectl(t, "", "delete", "--ignore-not-found", "--wait", "--timeout=60s", "crd/"+redisCRD)
-	})
-	dir := copyTemplates(t)
-	startOperator(t, dir, ns, nil)
-	waitCRD(t)
+	ns, dir := startRedisFleet(t)
 
 	mustKubectl(t, redisYAML(ns, "one", 2, "7.0")+"  minReady: 1\n", "apply", "-f", "-")
 	mustKubectl(t, redisV2YAML(ns, "two", 3, "7.2", 2), "apply", "-f", "-")
@@ -96,6 +89,22 @@ func swapToVersionsStep(t *testing.T, dir string) {
 	must(t, err)
 	editFile(t, filepath.Join(dir, "rediscluster", "rediscluster.cue"), func(string) string { return string(hub) })
 	must(t, os.Remove(filepath.Join(dir, "rediscluster", "v2.cue")))
+}
+
+// startRedisFleet runs an operator on a copy of the shipped templates
+// (returned, for the test to edit) serving a namespace of its own (ns),
+// and waits for the RedisCluster CRD it installs; the CRD is deleted once
+// the operator stopped.
+func startRedisFleet(t *testing.T) (ns, dir string) {
+	t.Helper()
+	ns = clustertest.Namespace(t)
+	t.Cleanup(func() { // registered first, run last: after the operator stopped
+		_, _ = kubectl(t, "", "delete", "--ignore-not-found", "--wait", "--timeout=60s", "crd/"+redisCRD)
+	})
+	dir = copyTemplates(t)
+	startOperator(t, dir, ns, nil)
+	waitCRD(t)
+	return ns, dir
 }
 
 // getAt reads the object resource (plural.version.group) ns/name with

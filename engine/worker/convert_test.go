@@ -1,6 +1,7 @@
 package worker_test
 
 import (
+	"os"
 	"reflect"
 	"strings"
 	"sync"
@@ -162,5 +163,25 @@ func TestLenientConversionKeepsTheSchemaBounds(t *testing.T) {
 	t.Log(err)
 	if _, killed := p.Stats(); killed != 0 {
 		t.Errorf("workers killed %d, want 0", killed)
+	}
+}
+
+// TestConversionAfterTemplatesDirectoryGone: a converter whose templates
+// directory is gone (a revision superseded, its files removed) still
+// converts in a fresh worker, from the revision's own files.
+func TestConversionAfterTemplatesDirectoryGone(t *testing.T) {
+	dir := workertest.Templates(t, map[string]string{"hostileversions/hostileversions.cue": workertest.HostileVersionsKind})
+	set, err := template.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := newPool(t, worker.Options{})
+	c := converter(t, p, set.Kinds[0], budget.Budget{})
+	if err := os.RemoveAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	got, err := c.Convert(hostileV1("ns", "gone", map[string]any{"count": int64(2), "trigger": "now"}), "v2")
+	if err != nil || got.Object["spec"].(map[string]any)["repeated"] != "xx" {
+		t.Fatalf("conversion with the templates directory gone = %v, %v", got, err)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"strconv"
 	"sync/atomic"
@@ -129,6 +130,9 @@ func (s *server) kind(req *request) (*template.Kind, error) {
 		k, err = template.LoadKindFiles(req.Root, req.Kind, req.Files, opts)
 	} else {
 		k, err = template.LoadKind(req.Root, req.Kind, opts)
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, errNeedFiles // the templates directory is gone: the revision's files compile
+		}
 	}
 	if err != nil {
 		return nil, err
