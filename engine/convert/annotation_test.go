@@ -129,6 +129,27 @@ func TestAnnotationTooLargeRefused(t *testing.T) {
 			t.Errorf("error %q does not say %q", err, want)
 		}
 	}
+
+	// Away from the hub, the object is given without the field, marked:
+	// the reader at v2 has it, a writer at v2 is refused.
+	var partial *convert.IncompleteError
+	if !errors.As(err, &partial) || partial.Converted() == nil {
+		t.Fatalf("convert to v2: %.300v, want an IncompleteError with the object", err)
+	}
+	read := partial.Converted()
+	if _, has := read.Object["spec"].(map[string]any)["b"]; has || read.GetAPIVersion() != "apps.test.example/v2" {
+		t.Errorf("the object read at v2 = %.300v, want it at v2 without spec.b", read.Object)
+	}
+	if got := read.GetAnnotations()[convert.IncompletePrefix+"v1"]; got != "spec.b" {
+		t.Errorf("marker %q, want spec.b", got)
+	}
+	if _, has := read.GetAnnotations()[convert.AnnotationPrefix+"v1"]; has {
+		t.Error("the object read at v2 carries the annotation that does not fit")
+	}
+	_, err = c.Convert(read, "v1")
+	if err == nil || !strings.Contains(err.Error(), "App t/x: conversion v2 to v1: the object was read at v2 without spec.b") || !strings.Contains(err.Error(), "write it at v1") {
+		t.Errorf("a write at v2 of the object read without spec.b: %v, want it refused", err)
+	}
 }
 
 func TestAnnotationCarriesASpokeFieldThroughTheHub(t *testing.T) {
