@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/cueop/cueop/engine/template"
@@ -38,34 +39,59 @@ func (e *IncompleteError) Converted() *unstructured.Unstructured { return e.Obje
 
 func (e *IncompleteError) Unwrap() error { return e.AnnotationTooLargeError }
 
-// maxIncompleteNames bounds the fields the marker names.
-const maxIncompleteNames = 10
-
 // incomplete turns out, converted from the hub from with an annotation too
-// large (tooLarge), into the marked object without it.
+// large (tooLarge), into the marked object without it; nil when even the
+// marker would not fit (the conversion is then refused).
 func incomplete(out *unstructured.Unstructured, subject string, from *template.Version, tooLarge *AnnotationTooLargeError) *IncompleteError {
 	dropAnnotation(out, from.Name)
-	names := tooLarge.Fields
-	if len(names) > maxIncompleteNames {
-		names = append(names[:maxIncompleteNames:maxIncompleteNames], fmt.Sprintf("and %d more", len(tooLarge.Fields)-maxIncompleteNames))
-	}
 	a := out.GetAnnotations()
 	if a == nil {
 		a = map[string]string{}
 	}
-	a[IncompletePrefix+from.Name] = strings.Join(names, ", ")
+	key, value := IncompletePrefix+from.Name, fmt.Sprintf("%d fields", len(tooLarge.Fields))
+	size := len(key) + len(value)
+	for k, v := range a {
+		size += len(k) + len(v)
+	}
+	if size > apivalidation.TotalAnnotationSizeLimitB {
+		return nil
+	}
+	a[key] = value
 	out.SetAnnotations(a)
 	return &IncompleteError{AnnotationTooLargeError: tooLarge, Subject: subject, Object: out}
 }
 
-// refuseIncomplete refuses to convert obj to version to when obj is
-// marked as read without fields of to (IncompletePrefix): storing it would
+// dropMarkers removes every IncompletePrefix annotation of out: an object
+// converted from the hub is never marked but by its own conversion (a
+// marker a user set at the hub means nothing).
+func dropMarkers(out *unstructured.Unstructured) {
+	a := out.GetAnnotations()
+	n := len(a)
+	for k := range a {
+		if strings.HasPrefix(k, IncompletePrefix) {
+			delete(a, k)
+		}
+	}
+	if len(a) != n {
+		if len(a) == 0 {
+			a = nil
+		}
+		out.SetAnnotations(a)
+	}
+}
+
+// refuseIncomplete refuses to convert obj to the hub when it is marked as
+// read without fields (IncompletePrefix, any version): storing it would
 // lose them.
 func (c *Converter) refuseIncomplete(obj *unstructured.Unstructured, from, to *template.Version) error {
-	fields, ok := obj.GetAnnotations()[IncompletePrefix+to.Name]
-	if !ok {
+	if !to.Hub || from.Hub {
 		return nil
 	}
-	return fmt.Errorf("%s: conversion %s to %s: the object was read at %s without %s, which %s cannot hold and which were too large to carry along (annotation %s%s): write it at %s",
-		c.subject(obj), from.Name, to.Name, from.Name, fields, from.Name, IncompletePrefix, to.Name, to.Name)
+	for k := range obj.GetAnnotations() {
+		if strings.HasPrefix(k, IncompletePrefix) {
+			return fmt.Errorf("%s: conversion %s to %s: the object was read at %s without fields %s cannot hold, too large to carry along (annotation %s): write it at %s",
+				c.subject(obj), from.Name, to.Name, from.Name, from.Name, k, strings.TrimPrefix(k, IncompletePrefix))
+		}
+	}
+	return nil
 }

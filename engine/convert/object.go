@@ -24,6 +24,9 @@ func (c *Converter) convert(obj *unstructured.Unstructured, from, to *template.V
 	if err := c.refuseIncomplete(obj, from, to); err != nil { // incomplete.go
 		return nil, nil, err
 	}
+	if from.Hub {
+		dropMarkers(out) // incomplete.go
+	}
 	spec, _, _ := unstructured.NestedMap(obj.Object, "spec")
 	res, keep, err := c.convertSpec(obj, spec, from, to)
 	if err != nil {
@@ -45,7 +48,9 @@ func (c *Converter) convert(obj *unstructured.Unstructured, from, to *template.V
 				if err := c.convertStatus(out, obj, from, to); err != nil {
 					return nil, nil, fmt.Errorf("%s: conversion %s to %s: %w", c.subject(obj), from.Name, to.Name, err)
 				}
-				return nil, nil, incomplete(out, c.subject(obj), from, tooLarge) // incomplete.go
+				if partial := incomplete(out, c.subject(obj), from, tooLarge); partial != nil { // incomplete.go
+					return nil, nil, partial
+				}
 			}
 			return nil, nil, fmt.Errorf("%s: %w", c.subject(obj), err)
 		}

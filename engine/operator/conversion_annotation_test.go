@@ -93,14 +93,14 @@ func TestConversionAnnotationTooLarge(t *testing.T) {
 	// refused: one CR fails no other's reads and watches at v2.
 	read, err := getAt(t, "memos.v2.annot.example.com", ns, "big")
 	must(t, err)
-	if _, has := read.Object["spec"].(map[string]any)["text"]; has || read.GetAnnotations()["cueop.dev/conversion-incomplete.v1"] != "spec.text" {
+	if _, has := read.Object["spec"].(map[string]any)["text"]; has || read.GetAnnotations()["cueop.dev/conversion-incomplete.v1"] != "1 fields" {
 		t.Errorf("big read at v2: spec %.200v, annotations %.200v; want it without spec.text, marked", read.Object["spec"], read.GetAnnotations())
 	}
 	if out := mustKubectl(t, "", "get", "memos.v2.annot.example.com", "-n", ns, "-o", "name"); !strings.Contains(out, "/big") || !strings.Contains(out, "/small") {
 		t.Errorf("list at v2: %s, want every Memo", out)
 	}
 	out, err := kubectl(t, "", "label", "memos.v2.annot.example.com", "-n", ns, "big", "seen=yes")
-	if err == nil || !strings.Contains(out, "without spec.text") || !strings.Contains(out, "write it at v1") {
+	if err == nil || !strings.Contains(out, "read at v2 without fields v2 cannot hold") || !strings.Contains(out, "write it at v1") {
 		t.Errorf("a write of big at v2: %v: %s, want it refused", err, out)
 	}
 	if text, _, _ := unstructured.NestedString(mustGetAt(t, "memos.v1.annot.example.com", ns, "big").Object, "spec", "text"); len(text) != 300<<10+1 {
