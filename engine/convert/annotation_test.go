@@ -129,6 +129,48 @@ func TestAnnotationTooLargeRefused(t *testing.T) {
 			t.Errorf("error %q does not say %q", err, want)
 		}
 	}
+
+	// Away from the hub, the object is given without the field, marked:
+	// the reader at v2 has it, a writer at v2 is refused.
+	var partial *convert.IncompleteError
+	if !errors.As(err, &partial) || partial.Converted() == nil {
+		t.Fatalf("convert to v2: %.300v, want an IncompleteError with the object", err)
+	}
+	read := partial.Converted()
+	if _, has := read.Object["spec"].(map[string]any)["b"]; has || read.GetAPIVersion() != "apps.test.example/v2" {
+		t.Errorf("the object read at v2 = %.300v, want it at v2 without spec.b", read.Object)
+	}
+	if got := read.GetAnnotations()[convert.IncompletePrefix+"v1"]; got != "1 fields" {
+		t.Errorf("marker %q, want 1 fields", got)
+	}
+	if _, has := read.GetAnnotations()[convert.AnnotationPrefix+"v1"]; has {
+		t.Error("the object read at v2 carries the annotation that does not fit")
+	}
+	_, err = c.Convert(read, "v1")
+	if err == nil || !strings.Contains(err.Error(), "App t/x: conversion v2 to v1: the object was read at v2 without fields v2 cannot hold") || !strings.Contains(err.Error(), "write it at v1") {
+		t.Errorf("a write at v2 of the object read without spec.b: %v, want it refused", err)
+	}
+
+	// A marker a user set at the hub means nothing: it is not shown at v2
+	// and refuses nothing.
+	forged := object(t, `{"apiVersion": "apps.test.example/v1", "kind": "App", "metadata": {"name": "f", "namespace": "t", "annotations": {"cueop.dev/conversion-incomplete.v1": "x", "cueop.dev/conversion-incomplete.v2": "x"}}, "spec": {"a": "a"}}`)
+	atV2 := mustConvert(t, c, forged, "v2")
+	for k := range atV2.GetAnnotations() {
+		if strings.HasPrefix(k, convert.IncompletePrefix) {
+			t.Errorf("a forged marker %s shown at v2", k)
+		}
+	}
+	mustConvert(t, c, atV2, "v1")
+
+	// Annotations so near the limit that the marker would not fit: refused
+	// as before, not answered with more than the API server takes.
+	near := in.DeepCopy()
+	near.SetAnnotations(map[string]string{"note": strings.Repeat("n", 256<<10-10)})
+	unstructured.SetNestedField(near.Object, "b", "spec", "b")
+	_, err = c.Convert(near, "v2")
+	if !errors.As(err, &tooLarge) || errors.As(err, &partial) {
+		t.Errorf("convert to v2 with annotations at the limit: %.300v, want an AnnotationTooLargeError with no object", err)
+	}
 }
 
 func TestAnnotationCarriesASpokeFieldThroughTheHub(t *testing.T) {

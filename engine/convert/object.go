@@ -21,6 +21,12 @@ func (c *Converter) convert(obj *unstructured.Unstructured, from, to *template.V
 		dropAnnotation(out, to.Name)
 		return out, nil, nil
 	}
+	if err := c.refuseIncomplete(obj, from, to); err != nil { // incomplete.go
+		return nil, nil, err
+	}
+	if from.Hub {
+		dropMarkers(out) // incomplete.go
+	}
 	spec, _, _ := unstructured.NestedMap(obj.Object, "spec")
 	res, keep, err := c.convertSpec(obj, spec, from, to)
 	if err != nil {
@@ -38,6 +44,14 @@ func (c *Converter) convert(obj *unstructured.Unstructured, from, to *template.V
 		}
 		setAnnotation(out, from.Name, string(b))
 		if err := checkAnnotationSize(out, res.carried, from, to); err != nil { // annotationsize.go
+			if tooLarge, ok := err.(*AnnotationTooLargeError); ok && from.Hub {
+				if err := c.convertStatus(out, obj, from, to); err != nil {
+					return nil, nil, fmt.Errorf("%s: conversion %s to %s: %w", c.subject(obj), from.Name, to.Name, err)
+				}
+				if partial := incomplete(out, c.subject(obj), from, tooLarge); partial != nil { // incomplete.go
+					return nil, nil, partial
+				}
+			}
 			return nil, nil, fmt.Errorf("%s: %w", c.subject(obj), err)
 		}
 	}

@@ -162,6 +162,16 @@ func (h *Handler) convertAll(ctx context.Context, req *apiextensionsv1.Conversio
 	return out, kind, nil
 }
 
+// PartialConversion is a conversion error that comes with an object to
+// answer with (engine/convert's IncompleteError): the object converted
+// without what could not be carried, marked so that a write of it is
+// refused. Answering it keeps one CR from failing every read and watch at
+// the target version, as a failed object fails its whole review.
+type PartialConversion interface {
+	error
+	Converted() *unstructured.Unstructured
+}
+
 // convert converts one object, given and returned as JSON, to version to.
 // kind is the object's Kind.group when a converter of the Registry took it.
 func (h *Handler) convert(ctx context.Context, raw []byte, to schema.GroupVersion) (_ []byte, kind string, _ error) {
@@ -184,6 +194,10 @@ func (h *Handler) convert(ctx context.Context, raw []byte, to schema.GroupVersio
 	conv, err := convertWith(ctx, c, obj, to.Version) // context.go
 	if h.Report != nil {
 		h.Report(obj, to.Version, err)
+	}
+	var partial PartialConversion
+	if errors.As(err, &partial) && partial.Converted() != nil {
+		conv, err = partial.Converted(), nil // reported on the CR; its readers are not failed
 	}
 	if err != nil {
 		return nil, kind, fmt.Errorf("%s: conversion from %s to %s: %w", subject(obj), gvk.Version, to.Version, err)

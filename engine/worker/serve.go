@@ -242,7 +242,12 @@ func errorResponse(err error) *response {
 	}
 	var tooLarge *convert.AnnotationTooLargeError
 	if errors.As(err, &tooLarge) {
-		return &response{Err: &wireError{Messages: []string{err.Error()}, TooLarge: tooLarge}}
+		we := &wireError{Messages: []string{err.Error()}, TooLarge: tooLarge}
+		var partial *convert.IncompleteError
+		if errors.As(err, &partial) && partial.Object != nil {
+			we.Converted = partial.Object.Object
+		}
+		return &response{Err: we}
 	}
 	return &response{Err: &wireError{Messages: []string{err.Error()}}, Abandoned: isExceeded(err)}
 }

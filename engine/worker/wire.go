@@ -127,6 +127,9 @@ type wireError struct {
 	// TooLarge is a conversion refused for the size of its annotation,
 	// which the operator reports on the CR (errors.As finds it).
 	TooLarge *convert.AnnotationTooLargeError `json:"tooLarge,omitempty"`
+	// Converted is the object of a conversion answered without the fields
+	// TooLarge names (convert.IncompleteError).
+	Converted map[string]any `json:"converted,omitempty"`
 }
 
 func (e *wireError) err() error {
@@ -134,6 +137,9 @@ func (e *wireError) err() error {
 		return &render.Error{Reason: e.Reason, Messages: e.Messages}
 	}
 	msg := firstOr(e.Messages, "worker error")
+	if e.TooLarge != nil && e.Converted != nil {
+		return &messageError{msg: msg, cause: &convert.IncompleteError{AnnotationTooLargeError: e.TooLarge, Subject: subjectOf(e.Converted), Object: &unstructured.Unstructured{Object: e.Converted}}}
+	}
 	if e.TooLarge != nil {
 		return &messageError{msg: msg, cause: e.TooLarge}
 	}
@@ -210,4 +216,9 @@ func unstructureds(in map[string]map[string]any) map[string]*unstructured.Unstru
 		out[id] = &unstructured.Unstructured{Object: o}
 	}
 	return out
+}
+
+// subjectOf names an object given as data: Kind ns/name.
+func subjectOf(obj map[string]any) string {
+	return subject(&unstructured.Unstructured{Object: obj})
 }

@@ -1,0 +1,97 @@
+package convert
+
+import (
+	"fmt"
+	"strings"
+
+	apivalidation "k8s.io/apimachinery/pkg/api/validation"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/cueop/cueop/engine/template"
+)
+
+// IncompletePrefix, followed by a version, marks an object converted from
+// that version (the hub) without the fields the target cannot hold, as
+// their annotation would not fit (AnnotationTooLargeError). Its value
+// names the fields. A conversion of a marked object back to that version
+// is refused: it would store the object without them.
+const IncompletePrefix = "cueop.dev/conversion-incomplete."
+
+// IncompleteError is a conversion away from the hub whose annotation would
+// not fit: Converted is the object without the fields, marked
+// (IncompletePrefix), which a reader may have; a writer at its version is
+// refused. The webhook answers with Converted and reports the error on
+// the CR, so that one CR does not fail the reads and watches of every
+// other at that version.
+type IncompleteError struct {
+	*AnnotationTooLargeError
+	// Subject names the object: Kind ns/name.
+	Subject string
+	Object  *unstructured.Unstructured
+}
+
+func (e *IncompleteError) Error() string {
+	return e.Subject + ": " + e.AnnotationTooLargeError.Error()
+}
+
+// Converted is the object to answer with.
+func (e *IncompleteError) Converted() *unstructured.Unstructured { return e.Object }
+
+func (e *IncompleteError) Unwrap() error { return e.AnnotationTooLargeError }
+
+// incomplete turns out, converted from the hub from with an annotation too
+// large (tooLarge), into the marked object without it; nil when even the
+// marker would not fit (the conversion is then refused).
+func incomplete(out *unstructured.Unstructured, subject string, from *template.Version, tooLarge *AnnotationTooLargeError) *IncompleteError {
+	dropAnnotation(out, from.Name)
+	a := out.GetAnnotations()
+	if a == nil {
+		a = map[string]string{}
+	}
+	key, value := IncompletePrefix+from.Name, fmt.Sprintf("%d fields", len(tooLarge.Fields))
+	size := len(key) + len(value)
+	for k, v := range a {
+		size += len(k) + len(v)
+	}
+	if size > apivalidation.TotalAnnotationSizeLimitB {
+		return nil
+	}
+	a[key] = value
+	out.SetAnnotations(a)
+	return &IncompleteError{AnnotationTooLargeError: tooLarge, Subject: subject, Object: out}
+}
+
+// dropMarkers removes every IncompletePrefix annotation of out: an object
+// converted from the hub is never marked but by its own conversion (a
+// marker a user set at the hub means nothing).
+func dropMarkers(out *unstructured.Unstructured) {
+	a := out.GetAnnotations()
+	n := len(a)
+	for k := range a {
+		if strings.HasPrefix(k, IncompletePrefix) {
+			delete(a, k)
+		}
+	}
+	if len(a) != n {
+		if len(a) == 0 {
+			a = nil
+		}
+		out.SetAnnotations(a)
+	}
+}
+
+// refuseIncomplete refuses to convert obj to the hub when it is marked as
+// read without fields (IncompletePrefix, any version): storing it would
+// lose them.
+func (c *Converter) refuseIncomplete(obj *unstructured.Unstructured, from, to *template.Version) error {
+	if !to.Hub || from.Hub {
+		return nil
+	}
+	for k := range obj.GetAnnotations() {
+		if strings.HasPrefix(k, IncompletePrefix) {
+			return fmt.Errorf("%s: conversion %s to %s: the object was read at %s without fields %s cannot hold, too large to carry along (annotation %s): write it at %s",
+				c.subject(obj), from.Name, to.Name, from.Name, from.Name, k, strings.TrimPrefix(k, IncompletePrefix))
+		}
+	}
+	return nil
+}
