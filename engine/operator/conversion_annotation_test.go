@@ -46,18 +46,11 @@ versions: v2: {
 
 const wideCRD = "memos.annot.example.com"
 
-// TestConversionAnnotationTooLarge: a Memo whose text (a field v2 cannot
-// hold) is 300 KiB does not convert to v2: a read of it at v2 fails naming
-// the Memo, the field and the 256 KiB limit (the API server takes a
-// review's objects all or none, so a list at v2 holding it fails, naming
-// it, too), while another Memo reads at v2; the Memo gets the condition
-// Convertible False, reason AnnotationTooLarge, and a Warning Event of
-// that reason. Its text shortened, it reads at v2 again and the condition
-// is removed. A Memo with a title (a field both versions hold) and a text
-// of 150 KiB each converts: the annotation carries the text alone, not the
-// whole spec.
-func TestConversionAnnotationTooLarge(t *testing.T) {
-	ns := clustertest.Namespace(t)
+// startMemos runs an operator serving ns with the Memo kind (v1 stored, v2
+// without its text) and its own conversion endpoint, until the test ends;
+// the CRD is deleted after the operator stopped.
+func startMemos(t *testing.T, ns string) {
+	t.Helper()
 	dir := kindsDir(t, map[string]string{"memo": wideTemplate})
 	t.Cleanup(func() {
 		_, _ = kubectl(t, "", "delete", "--ignore-not-found", "--wait", "--timeout=60s", "crd/"+wideCRD)
@@ -68,6 +61,20 @@ func TestConversionAnnotationTooLarge(t *testing.T) {
 	opts.Conversion = conv
 	operatortest.StartObserved(t, clustertest.Config(), opts)
 	waitEstablished(t, wideCRD)
+}
+
+// TestConversionAnnotationTooLarge: a Memo whose text (a field v2 cannot
+// hold) is 300 KiB does not convert whole to v2: it reads and lists at v2
+// without the text, marked, and a write of it at v2 is refused (its text
+// kept at v1), while another Memo reads at v2; the Memo gets the condition
+// Convertible False, reason AnnotationTooLarge, and a Warning Event of
+// that reason. Its text shortened, it reads at v2 again and the condition
+// is removed. A Memo with a title (a field both versions hold) and a text
+// of 150 KiB each converts: the annotation carries the text alone, not the
+// whole spec.
+func TestConversionAnnotationTooLarge(t *testing.T) {
+	ns := clustertest.Namespace(t)
+	startMemos(t, ns)
 
 	memo := func(name string, title, text int) string {
 		return "apiVersion: annot.example.com/v1\nkind: Memo\nmetadata: {name: " + name + ", namespace: " + ns + "}\nspec: {size: 1, title: t" +
@@ -145,16 +152,7 @@ func mustGetAt(t *testing.T, resource, ns, name string) *unstructured.Unstructur
 // event at all, as the API server's watch cache of v2 failed on it).
 func TestUnconvertibleCRStallsNoOtherWatch(t *testing.T) {
 	ns, other := clustertest.Namespace(t), clustertest.Namespace(t)
-	dir := kindsDir(t, map[string]string{"memo": wideTemplate})
-	t.Cleanup(func() {
-		_, _ = kubectl(t, "", "delete", "--ignore-not-found", "--wait", "--timeout=60s", "crd/"+wideCRD)
-	})
-	conv, err := operator.LocalConversion()
-	must(t, err)
-	opts := operatortest.Options(dir, ns)
-	opts.Conversion = conv
-	operatortest.StartObserved(t, clustertest.Config(), opts)
-	waitEstablished(t, wideCRD)
+	startMemos(t, ns)
 	memo := func(ns, name string, text int) string {
 		return "apiVersion: annot.example.com/v1\nkind: Memo\nmetadata: {name: " + name + ", namespace: " + ns + "}\nspec: {size: 1, text: x" + strings.Repeat("x", text) + "}\n"
 	}
