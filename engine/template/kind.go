@@ -50,6 +50,8 @@ type Kind struct {
 	Dir string
 	// Revision is a short content hash of the files the kind is built from.
 	Revision string
+	// Source is where those files came from.
+	Source Source
 	// Files are those files' bytes (the module file and every file read
 	// below the kind's package directories), by slash path relative to the
 	// root: what a render worker compiles the kind from once the directory
@@ -91,4 +93,18 @@ type Kind struct {
 	// declared under versions, by name (versions.go). A kind with one
 	// version has only the hub.
 	Versions []Version
+}
+
+// Source is where a kind's files came from: a templates directory, or a
+// CUE module fetched from a registry.
+type Source struct {
+	// Ref is the templates directory (absolute), or the module reference
+	// as given (oci://host/path@version).
+	Ref string
+	// Module and Version are the module path and the version fetched, for
+	// a registry source.
+	Module, Version string
+	// Digest is the manifest digest of the module version fetched
+	// (sha256:...); empty for a directory.
+	Digest string
 }

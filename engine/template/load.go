@@ -107,6 +107,7 @@ func LoadWith(dir string, opts LoadOptions) (*Set, error) {
 			continue
 		}
 		if k != nil {
+			k.Source = Source{Ref: root}
 			set.Kinds = append(set.Kinds, k)
 		}
 	}
