@@ -28,6 +28,7 @@ import (
 
 	"github.com/cueop/cueop/engine/apply"
 	"github.com/cueop/cueop/engine/budget"
+	"github.com/cueop/cueop/engine/identity"
 	"github.com/cueop/cueop/engine/kschema"
 	"github.com/cueop/cueop/engine/render"
 	"github.com/cueop/cueop/engine/shard"
@@ -84,6 +85,11 @@ type Options struct {
 	// versions and points their CRDs at it (conversion.go); nil is
 	// LocalConversion, for an API server on this machine (tests, dev).
 	Conversion *Conversion
+	// Identities, when set, makes every kind act as its own ServiceAccount
+	// (identities.go): each request for a kind's children and references
+	// is made as it, by impersonation. nil is the shared identity: every
+	// kind acts as the operator itself.
+	Identities *identity.Config
 }
 
 // Operator serves every kind of a templates directory.
