@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/cueop/cueop/engine/golden"
+	"github.com/cueop/cueop/engine/operator"
 	"github.com/cueop/cueop/engine/render"
 	"github.com/cueop/cueop/engine/template"
 )
@@ -137,6 +138,7 @@ func buildManifests(g *globals, f manifestsFlags) (*manifestSet, error) {
 	if err != nil {
 		return nil, err
 	}
+	m.files[templateCRDPath] = operator.TemplateCRD() // manifests_templates.go
 	if m.files[templatesPath], err = templatesConfigMapYAML(files); err != nil {
 		return nil, err
 	}
@@ -359,6 +361,7 @@ func managerRole(set *template.Set, children, readable render.KindSet, retain []
 	rules = append(rules, rulesFor(childResources(children), childVerbs...)...)
 	rules = append(rules, rulesFor(readOnlyResources(readable, children), "get", "list", "watch")...)
 	rules = append(rules, gateRules(children)...)
+	rules = append(rules, templateRules()...) // manifests_templates.go
 	return map[string]any{
 		"apiVersion": "rbac.authorization.k8s.io/v1",
 		"kind":       "ClusterRole",
