@@ -105,7 +105,7 @@ func forbidden(t *testing.T, c client.Client, kind, ns, name string, parts ...st
 	if ready := conditionOf(cr, "Ready"); ready["reason"] != "Forbidden" {
 		return fmt.Sprintf("Ready = %v", ready)
 	}
-	return stalled(t, c, ns, name, "Forbidden", parts...)
+	return stalledCR(cr, "Forbidden", parts...)
 }
 
 func uidOf(t *testing.T, c client.Client, kind, ns, name string) types.UID {
@@ -203,7 +203,8 @@ func TestNamespaceNotBound(t *testing.T) {
 	mustKubectl(t, fbCR("Widget", a, "w", "")+"---\n"+fbCR("Widget", b, "w", ""), "apply", "-f", "-")
 	eventually(t, 90*time.Second, func() string { return crConverged(t, c, fbGroup+"/v1", "Widget", a, "w") })
 	eventually(t, 60*time.Second, func() string {
-		return stalled(t, c, b, "w", "NamespaceNotBound", "namespace "+b, "bound in namespaces "+a+" only")
+		cr := getObj(t, c, fbGroup+"/v1", "Widget", b, "w")
+		return stalledCR(cr, "NamespaceNotBound", "namespace "+b, "bound in namespaces "+a+" only")
 	})
 	err := c.Get(context.Background(), client.ObjectKey{Namespace: b, Name: "w"}, objOf("v1", "ServiceAccount"))
 	if !apierrors.IsNotFound(err) {
