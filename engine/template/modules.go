@@ -153,3 +153,8 @@ func (k *Kind) withModule(dir string, err error) (*Kind, error) {
 	}
 	return k.inModule(dir, k.Source), nil
 }
+
+// PackageDirs lists, as ./relative paths, the directories of the module
+// root that hold CUE files, as LoadWith loads them (cue.mod, hidden and _
+// directories left out).
+func PackageDirs(root string) ([]string, error) { return packageDirs(root) }
