@@ -36,7 +36,9 @@ func Start(t testing.TB) *Registry {
 func (r *Registry) Host() string { return strings.TrimPrefix(r.srv.URL, "http://") }
 
 // Ref is the reference oci://<host>/<module>@<query>.
-func (r *Registry) Ref(mod, query string) string { return "oci://" + r.Host() + "/" + mod + "@" + query }
+func (r *Registry) Ref(mod, query string) string {
+	return "oci://" + r.Host() + "/" + mod + "@" + query
+}
 
 // Stop stops the registry: every later request fails.
 func (r *Registry) Stop() {
