@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"time"
@@ -27,7 +28,7 @@ type Options struct {
 	// means DefaultPollInterval.
 	PollInterval time.Duration
 	// RegistryConfig is a docker config.json holding the registries'
-	// credentials; empty means anonymous.
+	// credentials; empty, or a file that is not there, means anonymous.
 	RegistryConfig string
 	// Limits bound each module's files as a template load bounds a
 	// directory's.
@@ -56,10 +57,14 @@ func New(opts Options) (*Source, error) {
 	var auth []byte
 	if opts.RegistryConfig != "" {
 		data, err := os.ReadFile(opts.RegistryConfig)
-		if err != nil {
+		switch {
+		case errors.Is(err, fs.ErrNotExist): // an optional Secret not created: anonymous
+			opts.Log.Info("registry config not there: asking the registries anonymously", "path", opts.RegistryConfig)
+		case err != nil:
 			return nil, fmt.Errorf("registry config: %w", err)
+		default:
+			auth = data
 		}
-		auth = data
 	}
 	s := &Source{opts: opts, c: &cache{dir: opts.CacheDir, limits: opts.Limits}, remotes: map[string]*remote{}}
 	for _, r := range opts.Refs {
