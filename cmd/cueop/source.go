@@ -37,8 +37,8 @@ func defaultModuleCache() string {
 	return filepath.Join(dir, "cueop", "modules")
 }
 
-// templatesValue is --templates: a directory, or module references; given
-// again, the values add up (comma-separated).
+// templatesValue is --templates: a directory, or module references; module
+// references given again add up (comma-separated), a directory replaces.
 type templatesValue struct {
 	s   *string
 	set bool
@@ -47,7 +47,7 @@ type templatesValue struct {
 func (v *templatesValue) String() string { return *v.s }
 func (v *templatesValue) Type() string   { return "string" }
 func (v *templatesValue) Set(s string) error {
-	if v.set {
+	if v.set && source.IsRefs(*v.s) && source.IsRefs(s) {
 		s = *v.s + "," + s
 	}
 	*v.s, v.set = s, true
