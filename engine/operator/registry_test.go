@@ -2,8 +2,6 @@ package operator_test
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -24,14 +22,7 @@ var registryLimits = template.Limits{MaxFileSize: 64 << 10, MaxTotalSize: 256 <<
 // module example.com/redis@v1 at version.
 func publishRedis(t *testing.T, reg *sourcetest.Registry, version string, edit func(string) string) {
 	t.Helper()
-	files := map[string]string{"cue.mod/module.cue": sourcetest.ModuleFile("example.com/redis@v1", nil)}
-	for _, name := range []string{"rediscluster.cue", "v2.cue", "redis.conf"} {
-		data, err := os.ReadFile(filepath.Join("../../templates/rediscluster", name))
-		if err != nil {
-			t.Fatal(err)
-		}
-		files["rediscluster/"+name] = string(data)
-	}
+	files := sourcetest.RedisModule(t, "../..", "example.com/redis@v1")
 	files["rediscluster/rediscluster.cue"] = edit(files["rediscluster/rediscluster.cue"])
 	reg.Publish(t, "example.com/redis@v1", version, files)
 }

@@ -86,3 +86,23 @@ func ModuleFile(mod string, deps map[string]string) string {
 	}
 	return b.String()
 }
+
+// RedisModule is the project's RedisCluster template (templates/ at
+// repo, relative to the test) as the files of module mod.
+func RedisModule(t testing.TB, repo, mod string) map[string]string {
+	t.Helper()
+	files := map[string]string{"cue.mod/module.cue": ModuleFile(mod, nil)}
+	dir := filepath.Join(repo, "templates", "rediscluster")
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		data, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		files["rediscluster/"+e.Name()] = string(data)
+	}
+	return files
+}
