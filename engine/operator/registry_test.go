@@ -81,7 +81,9 @@ func TestRegistryTemplates(t *testing.T) {
 
 	publishRedis(t, reg, "v1.2.0", func(s string) string { return addPodLabel("cache")(s) + "\nchildren: broken: {\n" })
 	poll(t, s, true)
-	eventually(t, 60*time.Second, func() string { return crdEvent(t, c, "TemplateError", "rediscluster.cue:") })
+	eventually(t, 60*time.Second, func() string {
+		return crdEventOn(t, "redisclusters.cache.example.com", "TemplateError", "example.com/redis@v1.2.0", "rediscluster.cue:")
+	})
 	mustKubectl(t, "", "-n", ns, "scale", "rediscluster/reg", "--replicas=3")
 	eventually(t, 60*time.Second, func() string { return podsLabelled(t, c, ns, "reg", "tier", "cache", 3) })
 

@@ -71,7 +71,7 @@ func loadModules(root string, mods []ModuleDir, opts LoadOptions) (*Set, error) 
 			continue
 		}
 		for name, err := range sub.Broken {
-			set.Broken[m.Dir+"/"+name] = err
+			set.Broken[m.Dir+"/"+name] = fmt.Errorf("module %s: %w", m.Source.Describe(), err)
 		}
 		for _, k := range sub.Kinds {
 			set.Kinds = append(set.Kinds, k.inModule(m.Dir, m.Source))
