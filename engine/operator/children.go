@@ -233,7 +233,7 @@ func (b *bundle) startWatch(ctx context.Context, gvk schema.GroupVersionKind, kw
 	}
 	// A watch the API server refuses (RBAC) never syncs: fail the reconcile
 	// (retried with backoff) rather than wait for good.
-	if err := o.listRefused(ctx, m.Resource); err != nil { // forbidden.go
+	if err := b.listRefused(ctx, m.Resource); err != nil { // forbidden.go
 		return nil, fmt.Errorf("watch %s children: %w", m.Resource.GroupResource(), err)
 	}
 	sctx, cancel := context.WithTimeout(ctx, timeout)

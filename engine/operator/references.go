@@ -173,7 +173,7 @@ func (b *bundle) startReadWatch(ctx context.Context, gvk schema.GroupVersionKind
 	}
 	obj := &metav1.PartialObjectMetadata{}
 	obj.SetGroupVersionKind(gvk)
-	if err := o.listRefused(ctx, m.Resource); err != nil { // forbidden.go
+	if err := b.listRefused(ctx, m.Resource); err != nil { // forbidden.go
 		return fmt.Errorf("watch referenced %s: %w", m.Resource.GroupResource(), err)
 	}
 	sctx, cancel := context.WithTimeout(ctx, syncTimeout)
