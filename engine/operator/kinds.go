@@ -47,6 +47,7 @@ func (o *Operator) reload(ctx context.Context) error {
 func (o *Operator) reloadSet(ctx context.Context, set *template.Set, err error) error {
 	if set == nil {
 		o.loadFailed(ctx, err, nil)
+		o.reportLoadFailed(ctx, err) // templatestatus.go
 		return err
 	}
 	if err != nil {
@@ -54,12 +55,12 @@ func (o *Operator) reloadSet(ctx context.Context, set *template.Set, err error) 
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	seen, unserved := map[string]bool{}, map[string]bool{}
+	seen, unserved, failed := map[string]bool{}, map[string]bool{}, map[string]error{}
 	var errs []error
 	for _, k := range set.Kinds {
 		seen[k.Name] = true
 		if err := o.serve(ctx, k); err != nil {
-			errs = append(errs, err)
+			errs, failed[k.Name] = append(errs, err), err
 			if retriable(err) {
 				unserved[k.Name] = true
 			}
@@ -78,6 +79,7 @@ func (o *Operator) reloadSet(ctx context.Context, set *template.Set, err error) 
 			o.releaseOrdered(ctx, kc) // ordered.go: after its reconciles, which would set it again
 		}
 	}
+	o.reportTemplates(ctx, set, failed) // templatestatus.go
 	return errors.Join(append(errs, err)...)
 }
 

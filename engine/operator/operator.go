@@ -127,6 +127,8 @@ type Operator struct {
 	pool *worker.Pool     // nil in process
 
 	conv *conversions // conversion.go; nil without Options.Conversion
+
+	templates *templateWriter // templatewriter.go; nil before the first reload
 }
 
 // New builds an operator on cfg. Run starts it.
