@@ -39,3 +39,14 @@ func (b *bundle) may(ctx context.Context, verb string, gr schema.GroupResource, 
 	}
 	return review.Status.Allowed, true
 }
+
+// notItsKind tells, for the list of an allowed kind's children that an
+// identity's discovery (discoverChildren) was refused, that the kind is
+// none of the identity's: its role lists its own child kinds only, and one
+// refused list must not keep the identity from watching the kinds it does
+// write. Such a kind is watched once a template renders it, and is then
+// Forbidden (reconcile.ReasonForbidden). The operator's own identity still
+// stops on the refusal.
+func (b *bundle) notItsKind(err error) bool {
+	return b.sa != nil && apierrors.IsForbidden(err)
+}
