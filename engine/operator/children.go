@@ -125,6 +125,9 @@ func (b *bundle) discoverChildren(ctx context.Context, timeout time.Duration) er
 		g.Go(func() error {
 			list, err := b.meta.Resource(m.Resource).Namespace(o.opts.Namespace).List(gctx,
 				metav1.ListOptions{LabelSelector: selector.String(), Limit: 1})
+			if b.notItsKind(err) { // ownedrefused.go
+				return nil
+			}
 			if err != nil {
 				return fmt.Errorf("list the %s managed by cueop: %w", m.Resource.Resource, err)
 			}

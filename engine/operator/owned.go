@@ -61,6 +61,9 @@ func (b *bundle) ownedLive(ctx context.Context, ns string, uid types.UID) ([]*un
 			m = fresh
 			items, err = listMetadata(ctx, b.meta, m.Resource, ns)
 		}
+		if b.cannotHaveWritten(ctx, m.Resource.GroupResource(), ns, err) { // ownedrefused.go
+			continue
+		}
 		if err != nil {
 			return nil, fmt.Errorf("list %s%s: %w", m.Resource.GroupResource(), b.as(), err)
 		}
