@@ -165,6 +165,7 @@ func devOperator(g *globals, f *devFlags, cluster *localcluster.Cluster) (*opera
 		Budget: opts.Budget, Workers: workers, InProcess: inProcess,
 		TemplateLimits:     g.limits.limits(),
 		RolloutMaxInFlight: f.maxInFlight,
+		TemplatesAccepted:  g.source.accepted,
 		Manager:            ctrl.Options{Metrics: metricsserver.Options{BindAddress: f.metricsAddr}, HealthProbeBindAddress: "0", Logger: f.log},
 	})
 }

@@ -114,6 +114,7 @@ func operatorOptions(g *globals, f *runFlags) (*rest.Config, operator.Options, e
 		TemplateLimits: g.limits.limits(), Workers: workers, InProcess: inProcess,
 		MaxConcurrent: f.maxConcurrent, Namespace: f.namespace, RolloutMaxInFlight: f.rolloutMaxInFlight, Conversion: conv,
 		StorageMigrationPageSize: f.migrationPageSize, Identities: ids,
+		TemplatesAccepted: g.source.accepted,
 		Manager: ctrl.Options{
 			Metrics:                metricsserver.Options{BindAddress: f.metricsAddr},
 			HealthProbeBindAddress: f.probeAddr,

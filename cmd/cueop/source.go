@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/cueop/cueop/engine/source"
+	"github.com/cueop/cueop/engine/template"
 )
 
 // sourceFlags say where --templates module references are fetched to and
@@ -21,6 +22,9 @@ type sourceFlags struct {
 	cache          string
 	pollInterval   time.Duration
 	registryConfig string
+	// accepted is told what the operator accepted (Source.Accept); nil
+	// when --templates is a directory.
+	accepted func([]template.Source)
 }
 
 func (f *sourceFlags) register(fl *pflag.FlagSet) {
@@ -75,7 +79,7 @@ func (g *globals) openSource(cmd *cobra.Command, _ []string) error {
 	if err := s.Start(context.Background()); err != nil {
 		return fmt.Errorf("--templates: %w", err)
 	}
-	g.templates = s.Dir()
+	g.templates, g.source.accepted = s.Dir(), s.Accept
 	switch cmd.Name() {
 	case "run", "dev":
 		go s.Run(context.Background())

@@ -80,7 +80,9 @@ func (o *Operator) reloadSet(ctx context.Context, set *template.Set, err error) 
 		}
 	}
 	o.reportTemplates(ctx, set, failed) // templatestatus.go
-	return errors.Join(append(errs, err)...)
+	err = errors.Join(append(errs, err)...)
+	o.accepted(set, err) // accepted.go
+	return err
 }
 
 // serve starts or updates the controller of k. The caller holds o.mu.

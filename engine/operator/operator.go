@@ -57,6 +57,9 @@ type Options struct {
 	// TemplateLimits bound the files a template load reads; the zero value
 	// is the defaults.
 	TemplateLimits template.Limits
+	// TemplatesAccepted, when set, is told the sources of a load whose
+	// every kind serves (accepted.go); a module source records them.
+	TemplatesAccepted func([]template.Source)
 	// MaxConcurrent is the number of CRs of one kind reconciled at once.
 	MaxConcurrent int
 	// RolloutMaxInFlight bounds the CRs of a kind moving to a new template

@@ -43,9 +43,10 @@ func openRedisSource(t *testing.T, ref, cache string) *source.Source {
 	return s
 }
 
-func registryOptions(dir, ns string) operator.Options {
-	opts := operatortest.Options(dir, ns)
+func registryOptions(s *source.Source, ns string) operator.Options {
+	opts := operatortest.Options(s.Dir(), ns)
 	opts.TemplateLimits = registryLimits
+	opts.TemplatesAccepted = s.Accept
 	return opts
 }
 
@@ -61,7 +62,8 @@ func poll(t *testing.T, s *source.Source, wantChanged bool) {
 // from a real OCI registry, following @v1: a new version rolls out, a
 // broken one is refused while the last good serves, a module over the
 // limits is refused at fetch, the registry going away changes nothing that
-// runs, and a restart with the registry gone serves the recorded digest.
+// runs, and a restart with the registry gone serves the last digest the
+// operator accepted, not the broken one fetched after it.
 func TestRegistryTemplates(t *testing.T) {
 	ns := clustertest.Namespace(t)
 	reg := sourcetest.Start(t)
@@ -69,7 +71,7 @@ func TestRegistryTemplates(t *testing.T) {
 	cache := t.TempDir()
 	ref := reg.Ref("example.com/redis", "v1")
 	s := openRedisSource(t, ref, cache)
-	_, stop := operatortest.StartObserved(t, clustertest.Config(), registryOptions(s.Dir(), ns))
+	_, stop := operatortest.StartObserved(t, clustertest.Config(), registryOptions(s, ns))
 	c := newClient(t)
 	waitCRD(t)
 	mustKubectl(t, redisYAML(ns, "reg", 2, "7.0"), "apply", "-f", "-")
@@ -96,6 +98,11 @@ func TestRegistryTemplates(t *testing.T) {
 	if _, err := s.Poll(context.Background()); err == nil || !strings.Contains(err.Error(), "module example.com/redis@v1.4.0") {
 		t.Errorf("Poll of an oversized module = %v, want it refused naming example.com/redis@v1.4.0", err)
 	}
+	publishRedis(t, reg, "v1.5.0", func(s string) string { return addPodLabel("db")(s) + "\nchildren: broken: {\n" })
+	poll(t, s, true)
+	eventually(t, 60*time.Second, func() string {
+		return crdEventOn(t, "redisclusters.cache.example.com", "TemplateError", "example.com/redis@v1.5.0", "rediscluster.cue:")
+	})
 
 	reg.Stop()
 	if _, err := s.Poll(context.Background()); err == nil {
@@ -107,9 +114,9 @@ func TestRegistryTemplates(t *testing.T) {
 	stop()
 	again := openRedisSource(t, ref, cache)
 	if got := again.Serving()[0]; got.Digest != serving.Digest || got.Version != "v1.3.0" {
-		t.Errorf("restart serves %s %s, want the recorded %s v1.3.0", got.Version, got.Digest, serving.Digest)
+		t.Errorf("restart serves %s %s, want the accepted %s v1.3.0", got.Version, got.Digest, serving.Digest)
 	}
-	operatortest.StartObserved(t, clustertest.Config(), registryOptions(again.Dir(), ns))
+	operatortest.StartObserved(t, clustertest.Config(), registryOptions(again, ns))
 	mustKubectl(t, "", "-n", ns, "scale", "rediscluster/reg", "--replicas=3")
 	eventually(t, 60*time.Second, func() string {
 		if why := podsLabelled(t, c, ns, "reg", "tier", "db", 3); why != "" {

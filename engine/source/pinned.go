@@ -18,10 +18,22 @@ type Resolved struct {
 	Deps    []Dep  `json:"deps,omitempty"`
 }
 
-// pinned is the file recording, by reference, what it resolved to last:
-// what a restart serves first.
+// pinned is the file recording, by reference, what it resolved to last
+// and what the operator last accepted (accept.go): a restart serves the
+// accepted one first, the last resolved when none was accepted.
 type pinned struct {
-	Refs map[string]Resolved `json:"refs"`
+	Refs     map[string]Resolved `json:"refs"`
+	Accepted map[string]Resolved `json:"accepted,omitempty"`
+}
+
+// restart is what a restart serves of ref: the accepted record, else the
+// last resolved.
+func (p pinned) restart(ref string) (Resolved, bool) {
+	if r, ok := p.Accepted[ref]; ok {
+		return r, true
+	}
+	r, ok := p.Refs[ref]
+	return r, ok
 }
 
 const pinnedFile = "pinned.json"
@@ -40,6 +52,9 @@ func readPinned(dir string) (pinned, error) {
 	}
 	if p.Refs == nil {
 		p.Refs = map[string]Resolved{}
+	}
+	if p.Accepted == nil {
+		p.Accepted = map[string]Resolved{}
 	}
 	return p, nil
 }

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"cuelang.org/go/mod/module"
@@ -42,7 +43,11 @@ type Source struct {
 	opts    Options
 	c       *cache
 	remotes map[string]*remote
-	serving []Resolved
+
+	polling  sync.Mutex          // held by Poll: one poll at a time
+	mu       sync.Mutex          // guards serving, accepted and pinned.json
+	serving  []Resolved
+	accepted map[string]Resolved // by reference, what the operator accepted (accept.go)
 }
 
 // New makes a Source; Start lays out the first modules.
@@ -84,7 +89,11 @@ func New(opts Options) (*Source, error) {
 func (s *Source) Dir() string { return s.c.templatesDir() }
 
 // Serving is what each reference resolved to, as laid out in Dir.
-func (s *Source) Serving() []Resolved { return append([]Resolved(nil), s.serving...) }
+func (s *Source) Serving() []Resolved {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Resolved(nil), s.serving...)
+}
 
 // Start lays out the first modules: the recorded digest of each reference
 // whose files are cached (no registry asked), the registry's answer for
@@ -94,10 +103,13 @@ func (s *Source) Start(ctx context.Context) error {
 	if err != nil {
 		s.opts.Log.Error(err, "module cache: recorded digests unreadable, resolving anew")
 	}
+	s.mu.Lock()
+	s.accepted = p.Accepted
+	s.mu.Unlock()
 	rs := make([]Resolved, len(s.opts.Refs))
 	var errs []error
 	for i, ref := range s.opts.Refs {
-		if rec, ok := p.Refs[ref.Raw]; ok && s.c.cached(rec) && (!ref.Pinned() || rec.Digest == ref.Digest) {
+		if rec, ok := p.restart(ref.Raw); ok && s.c.cached(rec) && (!ref.Pinned() || rec.Digest == ref.Digest) {
 			rs[i] = rec
 			continue
 		}
@@ -115,13 +127,16 @@ func (s *Source) Start(ctx context.Context) error {
 // Poll follows the moving references once; when one moved it lays out the
 // new modules. An error leaves what serves as it is.
 func (s *Source) Poll(ctx context.Context) (changed bool, err error) {
-	rs := append([]Resolved(nil), s.serving...)
+	s.polling.Lock() // one poll at a time: a second waits, then finds nothing new
+	defer s.polling.Unlock()
+	rs := s.Serving()
+	have := s.Serving()
 	var errs []error
 	for i, ref := range s.opts.Refs {
 		if ref.Pinned() {
 			continue
 		}
-		r, err := s.resolve(ctx, ref, &s.serving[i])
+		r, err := s.resolve(ctx, ref, &have[i])
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -158,12 +173,10 @@ func (s *Source) commit(rs []Resolved) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("module cache %s: %w", s.opts.CacheDir, err)
 	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	s.serving = rs
-	p := pinned{Refs: map[string]Resolved{}}
-	for _, r := range rs {
-		p.Refs[r.Ref] = r
-	}
-	if err := p.write(s.opts.CacheDir); err != nil {
+	if err := s.record().write(s.opts.CacheDir); err != nil {
 		return changed, fmt.Errorf("module cache %s: %w", s.opts.CacheDir, err)
 	}
 	return changed, nil
