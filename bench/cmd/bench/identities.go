@@ -8,8 +8,9 @@ package main
 // (idreport.go). For each N of BENCH_ID_POINTS (default 300,3000), CRs of
 // the four kinds of ./templates taking turns (Blog, RedisCluster,
 // StaticSite, WebApp; idkinds.go), 100 in each namespace (BENCH_ID_PER_NAMESPACE),
-// converged once per mode, the two modes alternating (identity first at the
-// first point, shared first at the next, ...): one cueop process serving
+// converged BENCH_ID_RUNS times (default 1) per mode, the two modes
+// alternating (identity first in the first pair of runs, shared first in
+// the next, ...): one cueop process serving
 // every namespace, all N created at once, until all are Ready, then
 // settled; its requests and peak RSS (render workers included). Between
 // runs the operator stops and the run's namespaces are deleted. The kinds'
@@ -57,6 +58,9 @@ func loadIDConfig() idConfig {
 		ic.Points = append(ic.Points, n)
 	}
 	ic.PerNamespace = envInt("BENCH_ID_PER_NAMESPACE", 100)
+	if ic.Runs = envInt("BENCH_ID_RUNS", 1); ic.Runs < 1 {
+		fatalf("BENCH_ID_RUNS must be at least 1")
+	}
 	ic.Warmup = envInt("BENCH_ID_WARMUP", 40)
 	ic.Namespace = identity.DefaultNamespace
 	if v := os.Getenv("BENCH_ID_NAMESPACE"); v != "" {
@@ -115,26 +119,39 @@ func (d *driver) identities(ctx context.Context, ic idConfig) (*idReport, error)
 			return nil, fmt.Errorf("warm-up: %w", err)
 		}
 	}
-	for i, n := range ic.Points {
-		order := idModes
-		if i%2 == 1 {
-			order = []string{idModes[1], idModes[0]}
-		}
-		for _, mode := range order {
-			res, err := d.idRun(ctx, ic, tmpl, mode, n, fmt.Sprintf("identities-%s-%d", mode, n))
-			if ctx.Err() != nil {
-				return nil, ctx.Err()
+	pair := 0
+	for _, n := range ic.Points {
+		for run := range ic.Runs {
+			if err := d.idPair(ctx, ic, rep, tmpl, n, run, pair); err != nil {
+				return nil, err
 			}
-			if err != nil {
-				res.Err = err.Error()
-				d.logf("%s at %d: %v", mode, n, err)
-			}
-			rep.runs = append(rep.runs, res)
-			d.idPartial(rep)
+			pair++
 		}
 	}
 	rep.elapsed, rep.loadEnd = time.Since(d.start), loadavg()
 	return rep, nil
+}
+
+// idPair runs both modes at n, identity first on even pairs, shared first
+// on odd ones.
+func (d *driver) idPair(ctx context.Context, ic idConfig, rep *idReport, tmpl string, n, run, pair int) error {
+	order := idModes
+	if pair%2 == 1 {
+		order = []string{idModes[1], idModes[0]}
+	}
+	for _, mode := range order {
+		res, err := d.idRun(ctx, ic, tmpl, mode, n, fmt.Sprintf("identities-%s-%d-run%d", mode, n, run+1))
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if err != nil {
+			res.Err = err.Error()
+			d.logf("%s at %d: %v", mode, n, err)
+		}
+		rep.runs = append(rep.runs, res)
+		d.idPartial(rep)
+	}
+	return nil
 }
 
 // idPartial writes the section as measured so far into the document (or

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 )
@@ -56,20 +57,21 @@ func (r *idReport) markdown() string {
 
 // ratios is the table of identity/shared at each point.
 func (r *idReport) ratios(p func(string, ...any)) {
-	p("\nTarget: identity within 5%% of shared on time and memory (ratio identity/shared ≤ %.2f).\n\n", idTarget)
+	p("\nTarget: identity within 5%% of shared on time and memory (ratio identity/shared ≤ %.2f; medians of the %d runs of each mode at each point).\n\n", idTarget, r.cfg.Runs)
 	p("| CRs | time identity/shared | peak RSS identity/shared | requests identity/shared | target |\n|---|---|---|---|---|\n")
 	for _, n := range r.cfg.Points {
-		id, sh := r.run("identity", n), r.run("shared", n)
-		if id == nil || sh == nil {
+		id, sh := r.of("identity", n), r.of("shared", n)
+		if len(id) == 0 || len(sh) == 0 {
 			continue
 		}
-		if id.Err != "" || sh.Err != "" {
+		if failed(id) || failed(sh) {
 			p("| %d | – | – | – | not measured (a run did not converge) |\n", n)
 			continue
 		}
-		t := id.AllReady.Seconds() / sh.AllReady.Seconds()
-		m := float64(id.PeakRSS) / float64(sh.PeakRSS)
-		q := float64(id.Counts.total()) / float64(sh.Counts.total())
+		ratio := func(f func(idResult) float64) float64 { return medianOf(id, f) / medianOf(sh, f) }
+		t := ratio(func(r idResult) float64 { return r.AllReady.Seconds() })
+		m := ratio(func(r idResult) float64 { return float64(r.PeakRSS) })
+		q := ratio(func(r idResult) float64 { return float64(r.Counts.total()) })
 		verdict := "met"
 		if t > idTarget || m > idTarget {
 			verdict = "**missed**"
@@ -78,11 +80,26 @@ func (r *idReport) ratios(p func(string, ...any)) {
 	}
 }
 
-func (r *idReport) run(mode string, n int) *idResult {
-	for i := range r.runs {
-		if r.runs[i].Mode == mode && r.runs[i].N == n {
-			return &r.runs[i]
+// of are the runs of mode at n.
+func (r *idReport) of(mode string, n int) []idResult {
+	var out []idResult
+	for _, res := range r.runs {
+		if res.Mode == mode && res.N == n {
+			out = append(out, res)
 		}
 	}
-	return nil
+	return out
+}
+
+func failed(runs []idResult) bool {
+	return slices.ContainsFunc(runs, func(r idResult) bool { return r.Err != "" })
+}
+
+// medianOf is the median of f over runs.
+func medianOf(runs []idResult, f func(idResult) float64) float64 {
+	xs := make([]float64, len(runs))
+	for i, r := range runs {
+		xs[i] = f(r)
+	}
+	return median(xs)
 }
