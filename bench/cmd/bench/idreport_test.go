@@ -14,7 +14,7 @@ func TestIDReportRatios(t *testing.T) {
 		return idResult{Mode: mode, N: n, AllReady: time.Duration(secs * float64(time.Second)), PeakRSS: rss << 20,
 			Counts: opStatsDelta{Reads: 10, Watches: 10, Writes: int64(n)}, Err: err}
 	}
-	rep := &idReport{cfg: idConfig{Points: []int{300, 3000, 30}, Runs: 1}, runs: []idResult{
+	rep := &idReport{cfg: idConfig{config: config{Runs: 1}, Points: []int{300, 3000, 30}}, runs: []idResult{
 		run("identity", 300, 10.4, 104, ""), run("shared", 300, 10, 100, ""),
 		run("shared", 3000, 100, 200, ""), run("identity", 3000, 120, 200, ""),
 		run("identity", 30, 1, 1, ""), run("shared", 30, 0, 0, "3 of 30 CRs Ready"),
