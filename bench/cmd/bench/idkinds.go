@@ -60,6 +60,8 @@ var idKinds = []idKind{
 			rule("", childVerbs, "persistentvolumeclaims", "services"), rule("", readVerbs, "configmaps"),
 			rule("batch", childVerbs, "jobs"), rule("apps", childVerbs, "deployments"),
 			rule("networking.k8s.io", childVerbs, "ingresses"),
+			// The binding mode of the posts claim's StorageClass.
+			rule("storage.k8s.io", readVerbs, "storageclasses"),
 		},
 	},
 	{
