@@ -32,7 +32,7 @@ run: k8s-bins build ## Run cueop on an embedded local control plane with the sam
 	$(BIN) dev --templates ./templates --samples ./config/samples
 
 .PHONY: crds
-crds: ## Regenerate crds/, config/rbac/role.yaml and config/manager's generated files from the templates.
+crds: ## Regenerate crds/, config/rbac/role.yaml, config/rbac/kinds.yaml and config/manager's generated files from the templates.
 	$(GO) run ./cmd/cueop manifests --out-dir .
 
 .PHONY: fmt

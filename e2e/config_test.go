@@ -40,8 +40,11 @@ func TestKustomizeBuilds(t *testing.T) {
 		"Deployment/cueop-system/cueop-controller",
 	}
 	for _, k := range loadTemplates(t).Kinds {
-		want = append(want, "CustomResourceDefinition//"+k.Resource.Plural+"."+k.Resource.Group)
+		crd := k.Resource.Plural + "." + k.Resource.Group
+		want = append(want, "CustomResourceDefinition//"+crd, "ServiceAccount/cueop-system/cueop-"+crd,
+			"ClusterRole//cueop-"+crd, "ClusterRoleBinding//cueop-"+crd)
 	}
+	want = append(want, "Role/cueop-system/cueop-impersonate", "RoleBinding/cueop-system/cueop-impersonate")
 	sort.Strings(got)
 	sort.Strings(want)
 	if !slices.Equal(got, want) {
@@ -90,19 +93,25 @@ func checkDeployment(t *testing.T, objs []*unstructured.Unstructured) {
 // the generated RBAC grants.
 func allowedKinds(t *testing.T, objs []*unstructured.Unstructured) render.KindSet {
 	t.Helper()
+	set, err := render.ParseKindSet(deploymentEnv(t, objs, "CUEOP_ALLOWED_KINDS"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return set
+}
+
+// deploymentEnv is the value of the Deployment's variable name.
+func deploymentEnv(t *testing.T, objs []*unstructured.Unstructured, name string) string {
+	t.Helper()
 	var d appsv1.Deployment
 	typed(t, find(t, objs, "Deployment", "cueop-controller"), &d)
 	for _, e := range d.Spec.Template.Spec.Containers[0].Env {
-		if e.Name == "CUEOP_ALLOWED_KINDS" {
-			set, err := render.ParseKindSet(e.Value)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return set
+		if e.Name == name {
+			return e.Value
 		}
 	}
-	t.Fatal("the Deployment sets no CUEOP_ALLOWED_KINDS")
-	return nil
+	t.Fatalf("the Deployment sets no %s", name)
+	return ""
 }
 
 // TestServerDryRun applies config/default with --dry-run=server. A dry run

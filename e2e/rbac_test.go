@@ -18,6 +18,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/cueop/cueop/engine/golden"
+	"github.com/cueop/cueop/engine/identity"
 	"github.com/cueop/cueop/engine/operator"
 	"github.com/cueop/cueop/engine/operator/operatortest"
 	"github.com/cueop/cueop/localcluster/clustertest"
@@ -51,15 +52,19 @@ func applyRBAC(t *testing.T, objs []*unstructured.Unstructured) {
 }
 
 // TestGeneratedRBACIsSufficient runs the operator as its ServiceAccount,
-// with only the generated RBAC, and requires every sample to become Ready:
-// the role lets it read its CRs, write their status, manage every child
-// kind, record events and hold the leader election lease.
+// with only the generated RBAC and each kind acting as its own
+// ServiceAccount (Options.Identities as the Deployment sets them), and
+// requires every sample to become Ready: the operator's role lets it read
+// its CRs, write their status, record events, hold the leader election
+// lease and impersonate the kinds' ServiceAccounts, whose roles let each
+// manage its own child kinds.
 func TestGeneratedRBACIsSufficient(t *testing.T) {
 	objs := buildDefault(t)
 	applyRBAC(t, objs)
 	ns := clustertest.Namespace(t)
 	operatortest.Start(t, asServiceAccount(), operator.Options{
 		Templates: templatesDir, InstallCRDs: false, Namespace: ns, AllowedKinds: allowedKinds(t, objs),
+		Identities: identities(t, objs),
 		Manager: ctrl.Options{
 			LeaderElection: true, LeaderElectionNamespace: systemNS, LeaderElectionID: "cueop-leader-e2e",
 			Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
@@ -110,7 +115,7 @@ func TestAllowedKindBeyondRBACFailsClearly(t *testing.T) {
 	allowed := allowedKinds(t, objs)
 	allowed[schema.GroupKind{Kind: "Secret"}] = true
 	opts := operatortest.Options(templatesDir, ns)
-	opts.InstallCRDs, opts.AllowedKinds = false, allowed
+	opts.InstallCRDs, opts.AllowedKinds, opts.Identities = false, allowed, identities(t, objs)
 	op, err := operator.New(asServiceAccount(), opts)
 	must(t, err)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -133,6 +138,16 @@ func waitReady(t *testing.T, ns, ref string) {
 		conds, _ := kubectl(t, "", "-n", ns, "get", ref, "-o", "jsonpath={.status.conditions}")
 		t.Fatalf("%s not Ready: %v; conditions: %s", ref, err, conds)
 	}
+}
+
+// identities is the mapping of kinds to ServiceAccounts the generated
+// Deployment gives `cueop run`.
+func identities(t *testing.T, objs []*unstructured.Unstructured) *identity.Config {
+	t.Helper()
+	c := &identity.Config{Namespace: deploymentEnv(t, objs, "CUEOP_IDENTITY_NAMESPACE")}
+	must(t, c.ParseServiceAccounts(strings.Fields(deploymentEnv(t, objs, "CUEOP_SERVICE_ACCOUNTS"))))
+	must(t, c.ParseNamespaces(strings.Fields(deploymentEnv(t, objs, "CUEOP_BIND_NAMESPACES"))))
+	return c
 }
 
 // asServiceAccount is the cluster's admin config impersonating the
@@ -166,8 +181,9 @@ func readSamples(t *testing.T, ns string) []*unstructured.Unstructured {
 }
 
 // TestServiceAccountIsLeastPrivilege asks the API server what the
-// controller's ServiceAccount may do: what the operator needs, and not
-// Secrets, RBAC, impersonation or kinds the templates do not create.
+// controller's ServiceAccount may do: what the operator needs itself, the
+// impersonation of exactly the kinds' ServiceAccounts, and not children
+// (the kinds' own), Secrets, RBAC or other impersonation.
 func TestServiceAccountIsLeastPrivilege(t *testing.T) {
 	applyRBAC(t, buildDefault(t))
 	ns := clustertest.Namespace(t)
@@ -177,8 +193,11 @@ func TestServiceAccountIsLeastPrivilege(t *testing.T) {
 		args []string
 		want string
 	}{
-		{inNS("create", "pods"), "yes"},
-		{inNS("delete", "deployments.apps"), "yes"},
+		{inNS("create", "pods"), "no"},
+		{inNS("delete", "deployments.apps"), "no"},
+		{[]string{"impersonate", "serviceaccounts/cueop-redisclusters.cache.example.com", "-n", systemNS}, "yes"},
+		{[]string{"impersonate", "serviceaccounts/cueop-controller", "-n", systemNS}, "no"},
+		{inNS("impersonate", "serviceaccounts/cueop-redisclusters.cache.example.com"), "no"},
 		{inNS("patch", "redisclusters.cache.example.com", "--subresource=status"), "yes"},
 		{[]string{"create", "leases.coordination.k8s.io", "-n", systemNS}, "yes"},
 		{inNS("create", "leases.coordination.k8s.io"), "no"},
@@ -191,8 +210,8 @@ func TestServiceAccountIsLeastPrivilege(t *testing.T) {
 		{cluster("impersonate", "users"), "no"},
 		{inNS("create", "pods", "--subresource=exec"), "no"},
 		{inNS("create", "serviceaccounts"), "no"},
-		{inNS("create", "persistentvolumeclaims"), "yes"}, // the Blog's posts
-		{inNS("create", "statefulsets.apps"), "no"},       // allowed, but no template creates one
+		{inNS("create", "persistentvolumeclaims"), "no"}, // the Blog's own
+		{inNS("create", "statefulsets.apps"), "no"},      // allowed, but no template creates one
 		{inNS("create", "redisclusters.cache.example.com"), "no"},
 		{inNS("patch", "redisclusters.cache.example.com"), "yes"}, // it has two versions: its storage migration moves managedFields entries
 		{inNS("patch", "blogs.blog.example.com"), "yes"},          // it retains its claim: a finalizer
@@ -206,16 +225,60 @@ func TestServiceAccountIsLeastPrivilege(t *testing.T) {
 	}
 }
 
-// TestRoleResourcesAreServed checks every resource the generated role names
+// TestKindServiceAccountsAreLeastPrivilege asks the API server what each
+// kind's ServiceAccount may do: its own child kinds and references, not
+// another kind's child kinds its templates never render, not its CRs.
+func TestKindServiceAccountsAreLeastPrivilege(t *testing.T) {
+	applyRBAC(t, buildDefault(t))
+	ns := clustertest.Namespace(t)
+	const redis, blog = "cueop-redisclusters.cache.example.com", "cueop-blogs.blog.example.com"
+	for _, c := range []struct {
+		sa   string
+		args []string
+		want string
+	}{
+		{redis, []string{"create", "pods"}, "yes"},
+		{redis, []string{"delete", "services"}, "yes"},
+		{redis, []string{"update", "redisclusters.cache.example.com", "--subresource=finalizers"}, "yes"},
+		{redis, []string{"create", "persistentvolumeclaims"}, "no"}, // the Blog's
+		{redis, []string{"create", "deployments.apps"}, "no"},
+		{redis, []string{"patch", "redisclusters.cache.example.com", "--subresource=status"}, "no"}, // the operator's
+		{redis, []string{"get", "secrets"}, "no"},
+		{blog, []string{"create", "persistentvolumeclaims"}, "yes"},
+		{blog, []string{"create", "jobs.batch"}, "yes"},
+		{blog, []string{"watch", "configmaps"}, "yes"}, // its settings
+		{blog, []string{"create", "configmaps"}, "no"}, // read, never written
+		{blog, []string{"create", "pods"}, "no"},       // the RedisCluster's
+		{blog, []string{"get", "storageclasses.storage.k8s.io", "--all-namespaces"}, "yes"},
+		{blog, []string{"list", "storageclasses.storage.k8s.io", "--all-namespaces"}, "no"},
+	} {
+		args := append([]string{"auth", "can-i", "--as=system:serviceaccount:" + systemNS + ":" + c.sa}, c.args...)
+		if !slices.Contains(c.args, "--all-namespaces") {
+			args = append(args, "-n", ns)
+		}
+		out, _ := kubectl(t, "", args...)
+		if got := strings.TrimSpace(out); got != c.want {
+			t.Errorf("kubectl %s: %q, want %q", strings.Join(args, " "), got, c.want)
+		}
+	}
+}
+
+// TestRoleResourcesAreServed checks every resource the generated roles name
 // against the API server's discovery: a plural spelt wrong would grant
 // nothing.
 func TestRoleResourcesAreServed(t *testing.T) {
 	objs := buildDefault(t)
 	applyRBAC(t, objs)
 	served := strings.Fields(mustKubectl(t, "", "api-resources", "-o", "name"))
-	var role rbacv1.ClusterRole
-	typed(t, find(t, objs, "ClusterRole", "cueop-manager"), &role)
-	for _, r := range role.Rules {
+	var rules []rbacv1.PolicyRule
+	for _, o := range objs {
+		if o.GetKind() == "ClusterRole" || o.GetKind() == "Role" {
+			var role rbacv1.ClusterRole // a Role's rules read the same
+			typed(t, o, &role)
+			rules = append(rules, role.Rules...)
+		}
+	}
+	for _, r := range rules {
 		for _, g := range r.APIGroups {
 			for _, res := range r.Resources {
 				name := strings.SplitN(res, "/", 2)[0]

@@ -73,9 +73,11 @@ func TestRenderReferenced(t *testing.T) {
 	}
 }
 
+// TestRoleGrantsReadOnlyReadableKinds: the shared identity's one role
+// reads every readable kind and writes none that is only readable.
 func TestRoleGrantsReadOnlyReadableKinds(t *testing.T) {
 	out := t.TempDir()
-	if msg, err := run(t, "--templates", "../../templates", "--readable-kinds", "ConfigMap,Secret", "manifests", "--out-dir", out,
+	if msg, err := run(t, "--templates", "../../templates", "--readable-kinds", "ConfigMap,Secret", "manifests", "--shared-identity", "--out-dir", out,
 		"--testdata", "../../testdata", "--samples", "../../config/samples"); err != nil {
 		t.Fatalf("manifests: %v\n%s", err, msg)
 	}

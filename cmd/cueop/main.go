@@ -24,6 +24,7 @@ type globals struct {
 	dataKinds string
 	budget    budgetFlags
 	limits    limitFlags
+	source    sourceFlags // source.go
 }
 
 func main() {
@@ -45,7 +46,9 @@ func newRoot() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.PersistentFlags().StringVar(&g.templates, "templates", "./templates", "templates directory (a CUE module)")
+	g.templates = "./templates"
+	root.PersistentFlags().Var(&templatesValue{s: &g.templates}, "templates", "templates directory (a CUE module), or CUE module references oci://host/module@v1.2.0 (@v1 follows the newest v1, @v1.2.0@sha256:... pins a digest; comma-separated, repeated, or @file)")
+	root.PersistentPreRunE = g.openSource // source.go
 	root.PersistentFlags().StringVar(&g.allowedKinds, "allowed-kinds", render.DefaultAllowedKinds,
 		"comma-separated child kinds templates may create (Kind or Kind.group)")
 	root.PersistentFlags().StringVar(&g.readableKinds, "readable-kinds", render.DefaultReadableKinds,
@@ -54,6 +57,7 @@ func newRoot() *cobra.Command {
 		"comma-separated kinds that hold data (Kind or Kind.group): such a child is released, not deleted, when pruned or when its CR is deleted, unless its policy says prune: always / onDelete: delete")
 	g.budget.register(root.PersistentFlags())
 	g.limits.register(root.PersistentFlags())
+	g.source.register(root.PersistentFlags())
 	root.AddCommand(newRender(g), newCRD(g), newVet(g), newTest(g), newVersion())
 	root.AddCommand(newManifests(g), newDiff(g), newWorker())
 	addServeCommands(root, g)

@@ -20,9 +20,10 @@ type runFlags struct {
 	maxConcurrent, burst, rolloutMaxInFlight                       int
 	qps                                                            float32
 	migrationPageSize                                              int64
-	shard                                                          shardFlags   // run_shard.go
-	workers                                                        workerFlags  // worker.go
-	webhook                                                        webhookFlags // webhook.go
+	shard                                                          shardFlags    // run_shard.go
+	workers                                                        workerFlags   // worker.go
+	webhook                                                        webhookFlags  // webhook.go
+	identity                                                       identityFlags // identity.go
 }
 
 func newRun(g *globals, zapOpts *zap.Options) *cobra.Command {
@@ -33,6 +34,7 @@ func newRun(g *globals, zapOpts *zap.Options) *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			allowedKindsFromEnv(cmd, g) // $CUEOP_ALLOWED_KINDS is the default of --allowed-kinds
+			f.identity.fromEnv(cmd)     // identity.go
 			ctrl.SetLogger(zap.New(zap.UseFlagOptions(zapOpts)))
 			operator.TuneGC() // GOGC=50 unless $GOGC is set (engine/operator/gc.go)
 			if f.shard.shards != 1 {
@@ -61,6 +63,7 @@ func newRun(g *globals, zapOpts *zap.Options) *cobra.Command {
 	addShardFlags(cmd, &f.shard)
 	f.workers.register(fl)
 	f.webhook.register(fl)
+	f.identity.register(fl, runIdentityNamespace())
 	return cmd
 }
 
@@ -102,11 +105,15 @@ func operatorOptions(g *globals, f *runFlags) (*rest.Config, operator.Options, e
 	if err != nil {
 		return nil, operator.Options{}, err
 	}
+	ids, err := f.identity.config() // identity.go; nil: the shared identity
+	if err != nil {
+		return nil, operator.Options{}, err
+	}
 	return cfg, operator.Options{
 		Templates: g.templates, InstallCRDs: f.installCRDs, AllowedKinds: opts.AllowedKinds, ReadableKinds: opts.ReadableKinds, DataKinds: opts.DataKinds, Budget: opts.Budget,
 		TemplateLimits: g.limits.limits(), Workers: workers, InProcess: inProcess,
 		MaxConcurrent: f.maxConcurrent, Namespace: f.namespace, RolloutMaxInFlight: f.rolloutMaxInFlight, Conversion: conv,
-		StorageMigrationPageSize: f.migrationPageSize,
+		StorageMigrationPageSize: f.migrationPageSize, Identities: ids,
 		Manager: ctrl.Options{
 			Metrics:                metricsserver.Options{BindAddress: f.metricsAddr},
 			HealthProbeBindAddress: f.probeAddr,

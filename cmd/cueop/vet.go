@@ -12,14 +12,16 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 
 	"github.com/cueop/cueop/engine/golden"
+	"github.com/cueop/cueop/engine/identity"
 	"github.com/cueop/cueop/engine/kschema"
 	"github.com/cueop/cueop/engine/render"
 	"github.com/cueop/cueop/engine/template"
 )
 
 func newVet(g *globals) *cobra.Command {
-	var dir, crdsDir string
+	var dir, crdsDir, samples string
 	var allow []string
+	var idf identityFlags
 	cmd := &cobra.Command{
 		Use:   "vet",
 		Short: "Check every kind: contract, CRD, golden cases, children against the Kubernetes schemas",
@@ -47,18 +49,25 @@ func newVet(g *globals) *cobra.Command {
 				vetConversions(cmd.OutOrStdout(), set, crds, dir)); err != nil {
 				return err
 			}
+			ids, err := vetIdentities(set, dir, samples, opts, idf) // vetidentity.go
+			if err != nil {
+				return err
+			}
 			for _, k := range set.Kinds {
 				fmt.Fprintf(cmd.OutOrStdout(), "ok   %s (%s, revision %s)\n", k.Name, k.Resource.GroupVersionKind(), k.Revision)
 				if err := explainKind(cmd.OutOrStdout(), k); err != nil {
 					return err
 				}
 				explainReads(cmd.OutOrStdout(), k)
+				fmt.Fprintf(cmd.OutOrStdout(), "     identity     %s\n", ids[k.Name])
 			}
 			return nil
 		},
 	}
 	cmd.Flags().StringVar(&dir, "testdata", "./testdata", "directory of the golden cases")
 	cmd.Flags().StringVar(&crdsDir, "crds", "./crds", "directory of the committed CRDs, which a schema change must not break")
+	cmd.Flags().StringVar(&samples, "samples", "./config/samples", "directory of the sample CRs, rendered with the golden cases for the kinds' rights")
+	idf.register(cmd.Flags(), identity.DefaultNamespace)
 	allowBreakingFlag(cmd, &allow)
 	return cmd
 }

@@ -6,8 +6,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/cueop/cueop/engine/render"
 )
 
 // TestVetWarnsWhereGateNeverOpens: a readyWhen that reads a field no Pod
@@ -43,18 +41,5 @@ readyWhen: {
 		if !strings.Contains(out, want) {
 			t.Errorf("vet output lacks %q:\n%s", want, out)
 		}
-	}
-}
-
-// TestGateRulesGrantStorageClasses: the operator's role may get
-// StorageClasses exactly when a template renders PersistentVolumeClaims (a
-// wave gate reads a Pending claim's class).
-func TestGateRulesGrantStorageClasses(t *testing.T) {
-	if r := gateRules(render.MustKindSet("ConfigMap")); r != nil {
-		t.Errorf("rules without claims: %v", r)
-	}
-	r := gateRules(render.MustKindSet("ConfigMap,PersistentVolumeClaim"))
-	if len(r) != 1 || r[0].APIGroups[0] != "storage.k8s.io" || r[0].Resources[0] != "storageclasses" || strings.Join(r[0].Verbs, ",") != "get" {
-		t.Errorf("rules with claims: %v, want get on storage.k8s.io storageclasses", r)
 	}
 }

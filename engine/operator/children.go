@@ -237,6 +237,9 @@ func (o *Operator) startWatch(ctx context.Context, gvk schema.GroupVersionKind, 
 	}
 	// A watch the API server refuses (RBAC) never syncs: fail the reconcile
 	// (retried with backoff) rather than wait for good.
+	if err := o.listRefused(ctx, m.Resource); err != nil { // forbidden.go
+		return nil, fmt.Errorf("watch %s children: %w", m.Resource.GroupResource(), err)
+	}
 	sctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	if _, err := o.mgr.GetCache().GetInformer(sctx, obj); err != nil {

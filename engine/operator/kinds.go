@@ -153,6 +153,7 @@ func (o *Operator) start(ctx context.Context, k *template.Kind) error {
 	rec.BindingModes = o.bindingModes.Mode                                            // storageclasses.go
 	rec.OnStatusFailing = o.statusFailing(k.Resource.Plural + "." + k.Resource.Group) // statusfailing.go
 	rec.Live = o.mgr.GetAPIReader()                                                   // reconcile/staleentries.go
+	rec.Bound = o.boundIn(k)                                                          // forbidden.go
 	c, err := controller.NewUnmanaged("cueop-"+k.Name, controller.Options{
 		Reconciler: rec, MaxConcurrentReconciles: o.opts.MaxConcurrent,
 		SkipNameValidation: ptr.To(true), Logger: o.log.WithValues("kind", k.Resource.Kind),

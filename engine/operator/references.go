@@ -169,6 +169,9 @@ func (o *Operator) startReadWatch(ctx context.Context, gvk schema.GroupVersionKi
 	}
 	obj := &metav1.PartialObjectMetadata{}
 	obj.SetGroupVersionKind(gvk)
+	if err := o.listRefused(ctx, m.Resource); err != nil { // forbidden.go
+		return fmt.Errorf("watch referenced %s: %w", m.Resource.GroupResource(), err)
+	}
 	sctx, cancel := context.WithTimeout(ctx, syncTimeout)
 	defer cancel()
 	if _, err := o.reads.cache.GetInformer(sctx, obj); err != nil {

@@ -24,7 +24,12 @@ import (
 // stalled says why the CR is not Stalled with reason and a message holding
 // every part, or "".
 func stalled(t *testing.T, c client.Client, ns, name, reason string, parts ...string) string {
-	cr := getCR(t, c, ns, name)
+	return stalledCR(getCR(t, c, ns, name), reason, parts...)
+}
+
+// stalledCR says why cr is not Stalled with reason and a message holding
+// every part, or "".
+func stalledCR(cr *unstructured.Unstructured, reason string, parts ...string) string {
 	cond := conditionOf(cr, "Stalled")
 	if cond == nil || cond["status"] != "True" || cond["reason"] != reason {
 		return fmt.Sprintf("Stalled = %v", cond)

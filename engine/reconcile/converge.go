@@ -33,6 +33,7 @@ func (r *run) applyAll(ctx context.Context) error {
 			continue // a later wave (waves.go), or created above
 		}
 		action, err := r.r.Applier.Apply(ctx, c.Object, live)
+		err = deny("apply "+objectText(c.Object), err) // forbidden.go
 		if err == nil {
 			action, err = r.dropReleasedMark(ctx, c, live, action)
 		}
@@ -81,7 +82,7 @@ func (r *run) recreate(ctx context.Context, immutable []refusal) error {
 		return nil
 	}
 	live := r.live(c)
-	if err := r.r.Applier.Replace(ctx, live, c.Policy.Cascade == render.CascadeOrphan); err != nil {
+	if err := deny("delete "+objectText(live), r.r.Applier.Replace(ctx, live, c.Policy.Cascade == render.CascadeOrphan)); err != nil {
 		r.r.applied(r.kind.Resource.Kind, "", err)
 		return err
 	}
@@ -107,7 +108,11 @@ func (r *run) othersReady(ctx context.Context, id string) bool {
 // succeeded.
 func (r *run) prune(ctx context.Context) error {
 	var errs []error
-	for _, o := range pruneVictims(r.result_.Children, r.owned) {
+	victims, err := r.confirmed(ctx, pruneVictims(r.result_.Children, r.owned)) // forbidden.go
+	if err != nil {
+		return err
+	}
+	for _, o := range victims {
 		action, err := r.pruneOne(ctx, o)
 		r.r.applied(r.kind.Resource.Kind, action, err)
 		if err != nil {

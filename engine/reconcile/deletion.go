@@ -46,16 +46,18 @@ func (r *Reconciler) finalize(ctx context.Context, cr *unstructured.Unstructured
 	}
 	run := &run{r: r, kind: r.Kind(), cr: cr, log: log.FromContext(ctx)}
 	left, err := run.liveChildren(ctx)
-	if err != nil {
-		return ctrl.Result{}, err
+	if err == nil {
+		left, err = run.releaseRetained(ctx, left)
 	}
-	if left, err = run.releaseRetained(ctx, left); err != nil {
-		return ctrl.Result{}, err
+	if err != nil {
+		return run.refusedDeletion(ctx, err) // forbidden.go
 	}
 	if len(left) > 0 && slices.Contains(fins, FinalizerOrdered) {
-		if err := errors.Join(run.deleteWave(ctx, left), run.writeStatus(ctx)); err != nil { // ordered.go
+		err := run.forbidden(run.deleteWave(ctx, left)) // ordered.go
+		if err := errors.Join(err, run.writeStatus(ctx)); err != nil {
 			return ctrl.Result{}, err
 		}
+		run.stallEvent()
 		return ctrl.Result{RequeueAfter: deletionRecheck}, nil
 	}
 	return ctrl.Result{}, r.setFinalizers(ctx, cr, noFinalizers)
@@ -69,7 +71,8 @@ func (r *run) liveChildren(ctx context.Context) ([]*unstructured.Unstructured, e
 	}
 	objs, err := r.r.Owned(ctx, r.cr.GetNamespace(), r.cr.GetUID())
 	if err != nil {
-		return nil, fmt.Errorf("%s: list its children: %w", r.subject(), err)
+		what := "list the children of " + r.subject() + " in namespace " + r.cr.GetNamespace()
+		return nil, fmt.Errorf("%s: list its children: %w", r.subject(), deny(what, err)) // forbidden.go
 	}
 	seen := map[types.UID]bool{}
 	return slices.DeleteFunc(objs, func(o *unstructured.Unstructured) bool {
@@ -89,7 +92,7 @@ func (r *run) releaseRetained(ctx context.Context, left []*unstructured.Unstruct
 			rest = append(rest, o)
 			continue
 		}
-		err := r.release(ctx, o)
+		err := deny("release "+objectText(o), r.release(ctx, o)) // forbidden.go
 		r.r.applied(r.r.Kind().Resource.Kind, apply.Released, err)
 		if err != nil {
 			errs = append(errs, err)

@@ -37,10 +37,16 @@ func (r *run) emitEvents() {
 		names := r.actions[apply.Action(a)]
 		rec.Event(r.cr, corev1.EventTypeNormal, eventReason(a), fmt.Sprintf("%s %s", a, strings.Join(names, ", ")))
 	}
-	if r.stalled != nil && stallChanged(r.cr, r.stalled) {
-		rec.Event(r.cr, corev1.EventTypeWarning, r.stalled.reason, r.stalled.message)
-	}
+	r.stallEvent()
 	r.warnUnrendered() // unrendered.go
+}
+
+// stallEvent emits a Warning for the CR's stall, unless the CR already
+// shows this very stall.
+func (r *run) stallEvent() {
+	if r.r.Recorder != nil && r.stalled != nil && stallChanged(r.cr, r.stalled) {
+		r.r.Recorder.Event(r.cr, corev1.EventTypeWarning, r.stalled.reason, r.stalled.message)
+	}
 }
 
 func eventReason(action string) string {

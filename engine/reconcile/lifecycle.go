@@ -72,7 +72,7 @@ func (r *run) stallImmutable(refused []refusal) bool {
 // default: a data kind is released).
 func (r *run) pruneOne(ctx context.Context, o *unstructured.Unstructured) (apply.Action, error) {
 	if r.r.Options.LivePolicy(o).Prune == render.PruneNever {
-		return apply.Released, r.release(ctx, o)
+		return apply.Released, deny("release "+objectText(o), r.release(ctx, o)) // forbidden.go
 	}
-	return apply.Pruned, r.r.Applier.Prune(ctx, o)
+	return apply.Pruned, deny("delete "+objectText(o), r.r.Applier.Prune(ctx, o))
 }

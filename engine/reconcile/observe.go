@@ -26,7 +26,8 @@ func (r *run) observe(ctx context.Context, keep map[string]bool) error {
 	for _, gvk := range r.r.ChildKinds() {
 		items, partial, err := r.r.listChildren(ctx, gvk, r.cr.GetNamespace(), uid, keep)
 		if err != nil {
-			return fmt.Errorf("%s: list %s children: %w", r.subject(), gvk.Kind, err)
+			what := fmt.Sprintf("list %s in namespace %s", gvk.Kind, r.cr.GetNamespace())
+			return fmt.Errorf("%s: list %s children: %w", r.subject(), gvk.Kind, deny(what, err)) // forbidden.go
 		}
 		objs = append(objs, items...)
 		r.partialView = r.partialView || partial

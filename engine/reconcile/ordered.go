@@ -33,7 +33,7 @@ func (r *run) deleteWave(ctx context.Context, left []*unstructured.Unstructured)
 		if render.WaveOf(o) != top || o.GetDeletionTimestamp() != nil {
 			continue
 		}
-		err := r.r.Applier.Delete(ctx, o, metav1.DeletePropagationForeground)
+		err := deny("delete "+objectText(o), r.r.Applier.Delete(ctx, o, metav1.DeletePropagationForeground)) // forbidden.go
 		r.r.applied(r.kind.Resource.Kind, apply.Pruned, err)
 		if err != nil {
 			errs = append(errs, err)

@@ -156,16 +156,16 @@ func (r *run) create(ctx context.Context, c render.Child) (apply.Action, *claime
 	if !r.r.conflicts.had(client.ObjectKeyFromObject(r.cr), c.ID) {
 		action, err := a.Apply(ctx, c.Object, nil)
 		if !apply.IsExists(err) {
-			return action, nil, err
+			return action, nil, deny("create "+objectText(c.Object), err) // forbidden.go
 		}
 	}
 	obj, err := a.Get(ctx, c.Object)
 	if err != nil {
-		return "", nil, err
+		return "", nil, deny("get "+objectText(c.Object), err)
 	}
 	if obj == nil { // gone meanwhile
 		action, err := a.Apply(ctx, c.Object, nil)
-		return action, nil, err
+		return action, nil, deny("create "+objectText(c.Object), err)
 	}
 	return "", &claimed{child: c, obj: obj, Claim: ClaimOf(r.cr, c, obj)}, nil
 }
@@ -176,6 +176,7 @@ func (r *run) claimAll(ctx context.Context, claims []claimed) []error {
 	var failed []error
 	for _, cl := range claims {
 		action, err := r.r.Applier.Apply(ctx, cl.child.Object, cl.obj)
+		err = deny("apply "+objectText(cl.child.Object), err) // forbidden.go
 		if err == nil && cl.Adopt {
 			action = Adopted
 		}
@@ -202,7 +203,7 @@ func (r *run) dropReleasedMark(ctx context.Context, c render.Child, live *unstru
 	if action == apply.Unchanged {
 		action = apply.Updated
 	}
-	return action, r.r.Applier.RemoveAnnotations(ctx, live, AnnotationReleasedFrom)
+	return action, deny("patch "+objectText(live), r.r.Applier.RemoveAnnotations(ctx, live, AnnotationReleasedFrom))
 }
 
 // conflictMemo remembers, per CR, the children found in conflict by its last

@@ -84,6 +84,9 @@ type Reconciler struct {
 	// for a status write refused for an entry at a version not served
 	// (staleentries.go); nil: that write is left to fail.
 	Live client.Reader
+	// Bound, when set, says why the kind may not act in a namespace, nil
+	// when it may (forbidden.go: ReasonNamespaceNotBound).
+	Bound func(namespace string) error
 
 	written        statusWrites
 	statusFailures statusFailures // statusfail.go
@@ -152,7 +155,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, nil // waits for its turn (Rollout.OnWake), left as it is
 	}
 	run := &run{r: r, kind: k, cr: cr, log: log.FromContext(ctx)}
-	err := run.converge(ctx)
+	// A denial stalls the CR, and is no error (forbidden.go).
+	err := run.forbidden(run.converge(ctx))
 	run.unfinished(err) // pending.go
 	serr := run.writeStatus(ctx)
 	run.statusFailed = serr != nil
@@ -220,6 +224,9 @@ type stall struct {
 }
 
 func (r *run) converge(ctx context.Context) error {
+	if r.stalled = r.notBound(); r.stalled != nil { // forbidden.go
+		return nil
+	}
 	if r.stalled = budgetStall(r.cr, r.kind); r.stalled != nil {
 		return nil
 	}
@@ -329,7 +336,7 @@ func (r *run) watchKinds(ctx context.Context) error {
 			continue
 		}
 		done = append(done, gvk)
-		if err := r.r.WatchKind(ctx, gvk); err != nil {
+		if err := deny("watch "+gvk.Kind+" children", r.r.WatchKind(ctx, gvk)); err != nil { // forbidden.go
 			r.waiting = "watch failed, retrying: " + err.Error()
 			return fmt.Errorf("%s: %w", r.subject(), err)
 		}
@@ -351,6 +358,9 @@ func (r *run) converged() bool {
 func (r *run) result(err error) ctrl.Result {
 	if err == nil && r.stalled != nil && r.stalled.reason == ReasonChildConflict {
 		return ctrl.Result{RequeueAfter: conflictRecheck} // ownership.go
+	}
+	if err == nil && r.stalled != nil && r.stalled.reason == ReasonForbidden {
+		return ctrl.Result{RequeueAfter: forbiddenRecheck} // forbidden.go
 	}
 	return ctrl.Result{}
 }

@@ -51,7 +51,7 @@ func (r *run) loadReferenced(ctx context.Context) func(render.Inputs) (render.In
 			for i, o := range ref.Objects {
 				got, err := r.r.Load(ctx, o)
 				if err != nil {
-					return in, fmt.Errorf("references.%s: read %s %s/%s: %w", id, o.GetKind(), o.GetNamespace(), o.GetName(), err)
+					return in, fmt.Errorf("references.%s: read %s %s/%s: %w", id, o.GetKind(), o.GetNamespace(), o.GetName(), deny("get "+objectText(o), err))
 				}
 				if read += render.ValueBytes(got.Object); max > 0 && read > max {
 					return in, referencedTooLarge(id, o, read, max)
@@ -125,7 +125,8 @@ func ReadReferences(ctx context.Context, refs []render.Reference, namespace stri
 		if !done {
 			var err error
 			if items, err = read(ctx, gvk, namespace); err != nil {
-				return nil, "", fmt.Errorf("read %s: %w", ref, err)
+				what := fmt.Sprintf("list %s in namespace %s", gvk.Kind, namespace)
+				return nil, "", fmt.Errorf("read %s: %w", ref, deny(what, err)) // forbidden.go
 			}
 			read1[gvk] = items
 		}

@@ -139,6 +139,9 @@ func (r *run) conditions(conds []metav1.Condition) []metav1.Condition {
 
 // stallHint tells what gets a stalled CR moving again.
 func stallHint(reason string) string {
+	if h := forbiddenHint(reason); h != "" { // forbidden.go
+		return h
+	}
 	if reason == ReasonApplyRejected {
 		return "the API server refused a child; retried with backoff, at once on a change of spec or template"
 	}

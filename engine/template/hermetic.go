@@ -1,22 +1,21 @@
 package template
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io/fs"
 	"path/filepath"
-	"sort"
 	"strings"
 
 	"cuelang.org/go/cue/load"
 	"cuelang.org/go/mod/modfile"
-	"cuelang.org/go/mod/module"
 )
 
 // Loading is hermetic: the templates directory is all a template can read.
-// No module registry is asked (so no network and no module cache), and a
-// module that declares dependencies is refused before anything is loaded.
+// No module registry is asked (so no network and no module cache): a
+// module's dependencies load from the directory itself (vendored.go), and
+// a module that declares one not there is refused before anything is
+// loaded.
 
 // loadConfig is the loader's configuration for a templates directory read
 // through snap.
@@ -26,7 +25,7 @@ func loadConfig(snap *snapshot) *load.Config {
 		Dir:        "/",
 		ModuleRoot: "/",
 		FromFSPath: snap.fromFS,
-		Registry:   noRegistry{},
+		Registry:   vendored{snap},
 		Env:        []string{"CUE_REGISTRY=none"},
 	}
 }
@@ -43,13 +42,11 @@ func checkModule(snap *snapshot) error {
 	if err != nil {
 		return err
 	}
-	if len(mf.Deps) > 0 {
-		deps := make([]string, 0, len(mf.Deps))
-		for p := range mf.Deps {
-			deps = append(deps, p)
-		}
-		sort.Strings(deps)
-		return fmt.Errorf("%s: deps %s refused: templates are loaded hermetically, without a module registry; copy what they need into the templates directory", name, strings.Join(deps, ", "))
+	if deps := missingDeps(snap, mf); len(deps) > 0 {
+		return fmt.Errorf("%s: deps %s refused: templates are loaded hermetically, without a module registry; copy what they need into the templates directory, or load the module from a registry (--templates oci://...), which lays them out in %s", name, strings.Join(deps, ", "), DepsDir)
+	}
+	if err := readDepModules(snap); err != nil {
+		return err
 	}
 	if _, err := snap.Stat("cue.mod/local-module.cue"); err == nil {
 		return fmt.Errorf("%s: refused: templates are loaded hermetically, without module replacements", filepath.Join(snap.root, "cue.mod", "local-module.cue"))
@@ -57,19 +54,4 @@ func checkModule(snap *snapshot) error {
 		return err
 	}
 	return nil
-}
-
-// noRegistry is the loader's registry: it has no module at all.
-type noRegistry struct{}
-
-func (noRegistry) ModFile(_ context.Context, mv module.Version) (*modfile.File, error) {
-	return nil, fmt.Errorf("module %s: %w", mv, errNoRegistry)
-}
-
-func (noRegistry) Fetch(_ context.Context, mv module.Version) (module.SourceLoc, error) {
-	return module.SourceLoc{}, fmt.Errorf("module %s: %w", mv, errNoRegistry)
-}
-
-func (noRegistry) ModuleVersions(_ context.Context, mpath string) ([]string, error) {
-	return nil, fmt.Errorf("module %s: %w", mpath, errNoRegistry)
 }

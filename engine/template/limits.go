@@ -216,7 +216,7 @@ func (s *snapshot) checkTotal(dirs []string) error {
 	defer s.mu.Unlock()
 	var n int64
 	for name, data := range s.files {
-		if name == moduleFile || under(name, dirs) {
+		if moduleLevel(name) || under(name, dirs) {
 			n += int64(len(data))
 		}
 	}

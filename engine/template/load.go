@@ -75,6 +75,12 @@ func LoadWith(dir string, opts LoadOptions) (*Set, error) {
 	if err != nil {
 		return nil, fmt.Errorf("templates %s: %w", dir, err)
 	}
+	if mods, ok, err := readModules(root, opts.Limits); ok || err != nil {
+		if err != nil {
+			return nil, err
+		}
+		return loadModules(root, mods, opts) // modules.go
+	}
 	snap, err := openSnapshot(root)
 	if err != nil {
 		return nil, fmt.Errorf("templates %s: %w", dir, err)
@@ -206,8 +212,8 @@ func compile(ctx *cue.Context, snap *snapshot, inst *build.Instance) (*Kind, err
 	if refused := append(snap.refusedUnder(dirs), snap.refusedAbove(name)...); len(refused) > 0 {
 		return nil, fmt.Errorf("package %s: %w", name, errors.Join(refused...))
 	}
-	if inst.Err != nil {
-		return nil, fmt.Errorf("package %s: %w", name, Positioned(inst.Err))
+	if inst.Err != nil { // a refused file of a dependency may be why (vendored.go)
+		return nil, fmt.Errorf("package %s: %w", name, errors.Join(append(snap.refusedUnder([]string{DepsDir}), Positioned(inst.Err))...))
 	}
 	if err := checkHermetic(inst, map[*build.Instance]bool{}); err != nil {
 		return nil, fmt.Errorf("package %s: %w", name, err)

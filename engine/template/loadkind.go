@@ -19,6 +19,10 @@ import (
 // package compiled within opts.Budget as LoadWith does. A helper package
 // (no resource) is nil, nil.
 func LoadKind(root, name string, opts LoadOptions) (*Kind, error) {
+	if dir, pkg, ok := moduleOf(name, onDisk(root)); ok {
+		k, err := LoadKind(filepath.Join(root, dir), pkg, opts)
+		return k.withModule(dir, err)
+	}
 	snap, err := openSnapshot(filepath.Clean(root))
 	if err != nil {
 		return nil, fmt.Errorf("templates %s: %w", root, err)
@@ -31,6 +35,10 @@ func LoadKind(root, name string, opts LoadOptions) (*Kind, error) {
 // those files are, whatever was written to root since. Positions name
 // root's files.
 func LoadKindFiles(root, name string, files map[string][]byte, opts LoadOptions) (*Kind, error) {
+	if dir, pkg, ok := moduleOf(name, inFiles(files)); ok {
+		k, err := LoadKindFiles(filepath.Join(root, dir), pkg, filesOf(files, dir), opts)
+		return k.withModule(dir, err)
+	}
 	tmp, err := os.MkdirTemp("", "cueop-revision-")
 	if err != nil {
 		return nil, fmt.Errorf("templates %s: %w", root, err)

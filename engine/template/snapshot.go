@@ -264,7 +264,7 @@ func (s *snapshot) revision(dirs []string) string {
 	defer s.mu.Unlock()
 	var names []string
 	for name := range s.files {
-		if name == moduleFile || under(name, dirs) {
+		if moduleLevel(name) || under(name, dirs) {
 			names = append(names, name)
 		}
 	}
@@ -284,7 +284,7 @@ func (s *snapshot) filesUnder(dirs []string) map[string][]byte {
 	defer s.mu.Unlock()
 	files := map[string][]byte{}
 	for name, data := range s.files {
-		if name == moduleFile || under(name, dirs) {
+		if moduleLevel(name) || under(name, dirs) {
 			files[name] = data
 		}
 	}

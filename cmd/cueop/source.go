@@ -1,0 +1,88 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/cueop/cueop/engine/source"
+)
+
+// sourceFlags say where --templates module references are fetched to and
+// how they are followed.
+type sourceFlags struct {
+	cache          string
+	pollInterval   time.Duration
+	registryConfig string
+}
+
+func (f *sourceFlags) register(fl *pflag.FlagSet) {
+	fl.StringVar(&f.cache, "module-cache", defaultModuleCache(), "directory of the template modules fetched from a registry (--templates oci://...), by digest, and of the digests recorded for a restart")
+	fl.DurationVar(&f.pollInterval, "registry-poll-interval", source.DefaultPollInterval, "how often a module reference that moves (a tag, @v1) is asked for")
+	fl.StringVar(&f.registryConfig, "registry-config", "", "docker config.json holding the registry credentials (default: anonymous)")
+}
+
+func defaultModuleCache() string {
+	dir, err := os.UserCacheDir()
+	if err != nil {
+		return ".cueop/modules"
+	}
+	return filepath.Join(dir, "cueop", "modules")
+}
+
+// templatesValue is --templates: a directory, or module references; module
+// references given again add up (comma-separated), a directory replaces.
+type templatesValue struct {
+	s   *string
+	set bool
+}
+
+func (v *templatesValue) String() string { return *v.s }
+func (v *templatesValue) Type() string   { return "string" }
+func (v *templatesValue) Set(s string) error {
+	if v.set && source.IsRefs(*v.s) && source.IsRefs(s) {
+		s = *v.s + "," + s
+	}
+	*v.s, v.set = s, true
+	return nil
+}
+
+// openSource, when --templates names modules, fetches them (or takes the
+// recorded digests) into the module cache and points the command at the
+// layout: run and dev then follow the moving references in the background;
+// the other commands ask the registry once.
+func (g *globals) openSource(cmd *cobra.Command, _ []string) error {
+	if !source.IsRefs(g.templates) {
+		return nil
+	}
+	refs, err := source.ParseRefs(g.templates)
+	if err != nil {
+		return err
+	}
+	log := logr.FromSlogHandler(slog.NewTextHandler(os.Stderr, nil))
+	s, err := source.New(source.Options{Refs: refs, CacheDir: g.source.cache, PollInterval: g.source.pollInterval,
+		RegistryConfig: g.source.registryConfig, Limits: g.limits.limits(), Log: log})
+	if err != nil {
+		return err
+	}
+	if err := s.Start(context.Background()); err != nil {
+		return fmt.Errorf("--templates: %w", err)
+	}
+	g.templates = s.Dir()
+	switch cmd.Name() {
+	case "run", "dev":
+		go s.Run(context.Background())
+	default:
+		if _, err := s.Poll(context.Background()); err != nil {
+			log.Error(err, "template modules: serving the recorded digests")
+		}
+	}
+	return nil
+}

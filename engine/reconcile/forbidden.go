@@ -1,0 +1,205 @@
+package reconcile
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+)
+
+// Forbidden is a refusal, never a deletion. When the API server's
+// authorization refuses a request for a CR's children or references (an
+// apply, create, patch, release or delete of a child, a list of a child
+// kind or of the CR's children, a read of a referenced object), the CR
+// stalls with ReasonForbidden, naming each request refused and the user the
+// API server named; what was refused is never taken for absent: a refused
+// read renders nothing, and a CR whose children cannot be listed from the
+// API server prunes and deletes nothing. The other children of the CR are
+// applied all the same, and the CR is looked at again every
+// forbiddenRecheck, so that it converges once the role is fixed.
+
+// ReasonForbidden stalls a CR a request for whose children or references
+// the API server refused as forbidden (RBAC).
+const ReasonForbidden = "Forbidden"
+
+// ReasonNamespaceNotBound stalls a CR of a kind the administrator binds in
+// other namespaces only (Reconciler.Bound): it renders, applies and prunes
+// nothing.
+const ReasonNamespaceNotBound = "NamespaceNotBound"
+
+// forbiddenRecheck is how often a Forbidden CR is reconciled again: a
+// role's change brings no event, and the failure backoff (up to minutes)
+// would leave a CR whose role was fixed waiting long.
+const forbiddenRecheck = 15 * time.Second
+
+// authzDenied matches the API server's authorization refusal:
+// `User "<user>" cannot <verb> resource "<resource>" in API group "<group>"`.
+var authzDenied = regexp.MustCompile(`User "([^"]*)" cannot (\S+) resource "([^"]*)"(?: in API group "([^"]*)")?`)
+
+// denial is a request for a CR's children or references the API server's
+// authorization refused.
+type denial struct {
+	what string // the request: "create ConfigMap ns/name", "list Secret in namespace ns"
+	line string // what, the user, the verb and the resource
+	err  error
+}
+
+func (d *denial) Error() string { return d.line }
+func (d *denial) Unwrap() error { return d.err }
+
+// deny is err, when it is the API server's authorization refusing the
+// request what, as a denial; any other error (nil too) as it is. A
+// Forbidden that names no user (an admission plugin's, a namespace being
+// terminated) is not a denial.
+func deny(what string, err error) error {
+	if err == nil || !apierrors.IsForbidden(err) {
+		return err
+	}
+	var st apierrors.APIStatus
+	if !errors.As(err, &st) {
+		return err
+	}
+	m := authzDenied.FindStringSubmatch(st.Status().Message)
+	if m == nil {
+		return err
+	}
+	resource := m[3]
+	if m[4] != "" {
+		resource += "." + m[4]
+	}
+	return &denial{what: what, err: err,
+		line: fmt.Sprintf("%s: forbidden for %s (verb %s, resource %s)", what, m[1], m[2], resource)}
+}
+
+// objectText is "Kind namespace/name", as denials name a child.
+func objectText(o *unstructured.Unstructured) string {
+	return fmt.Sprintf("%s %s/%s", o.GetKind(), o.GetNamespace(), o.GetName())
+}
+
+// forbidden stalls the CR with ReasonForbidden when err holds denials, and
+// returns err without them (nil when it held nothing else): a denial is
+// not retried with backoff but every forbiddenRecheck (result). A view of
+// the children that failed only for denials is no observe failure: the CR
+// is stalled, not in progress.
+func (r *run) forbidden(err error) error {
+	lines, rest := splitDenials(err)
+	if len(lines) == 0 {
+		return err
+	}
+	r.stalled = &stall{reason: ReasonForbidden, message: strings.Join(lines, "\n")}
+	if r.observeFailed != nil {
+		if l, other := splitDenials(r.observeFailed); len(l) > 0 && other == nil {
+			r.observeFailed = nil
+		}
+	}
+	r.deleting = ""
+	return rest
+}
+
+// splitDenials are the lines of the denials err holds, once each in order,
+// and err without them: a wrapper of nothing but denials goes with them.
+func splitDenials(err error) ([]string, error) {
+	var d *denial
+	switch u := err.(type) {
+	case nil:
+		return nil, nil
+	case interface{ Unwrap() []error }:
+		var lines []string
+		var rest []error
+		for _, e := range u.Unwrap() {
+			l, r := splitDenials(e)
+			lines = appendNew(lines, l...)
+			if r != nil {
+				rest = append(rest, r)
+			}
+		}
+		if len(lines) == 0 {
+			return nil, err
+		}
+		return lines, errors.Join(rest...)
+	case interface{ Unwrap() error }:
+		if errors.As(err, &d) && d == err {
+			return []string{d.line}, nil
+		}
+		lines, r := splitDenials(u.Unwrap())
+		if r != nil {
+			return lines, err
+		}
+		return lines, nil
+	}
+	return nil, err
+}
+
+func appendNew(lines []string, more ...string) []string {
+	for _, l := range more {
+		if !slices.Contains(lines, l) {
+			lines = append(lines, l)
+		}
+	}
+	return lines
+}
+
+// notBound stalls the CR when its kind is not bound in its namespace
+// (Reconciler.Bound).
+func (r *run) notBound() *stall {
+	if r.r.Bound == nil {
+		return nil
+	}
+	if err := r.r.Bound(r.cr.GetNamespace()); err != nil {
+		return &stall{reason: ReasonNamespaceNotBound, message: fmt.Sprintf("%s: %v; nothing is rendered, applied or pruned", r.subject(), err)}
+	}
+	return nil
+}
+
+// forbiddenHint is the Reconciling message of a CR stalled for a reason
+// of this file, "" for another reason.
+func forbiddenHint(reason string) string {
+	switch reason {
+	case ReasonForbidden:
+		return fmt.Sprintf("the API server refused a request of the kind's identity: nothing was deleted; checked again every %s, at once on a change of spec or template", forbiddenRecheck)
+	case ReasonNamespaceNotBound:
+		return "the kind's identity is not bound in this namespace: nothing is done until the administrator binds it here"
+	}
+	return ""
+}
+
+// confirmed are the victims of a prune that the API server lists as the
+// CR's children now (Reconciler.Owned): the cache's view decides nothing
+// is deleted on its own. A list refused (a denial) or failed prunes
+// nothing. Without Owned (tests) the victims are the cache's.
+func (r *run) confirmed(ctx context.Context, victims []*unstructured.Unstructured) ([]*unstructured.Unstructured, error) {
+	if len(victims) == 0 || r.r.Owned == nil {
+		return victims, nil
+	}
+	live, err := r.liveChildren(ctx) // deletion.go
+	if err != nil {
+		return nil, err
+	}
+	there := map[types.UID]bool{}
+	for _, o := range live {
+		there[o.GetUID()] = o.GetDeletionTimestamp() == nil
+	}
+	return slices.DeleteFunc(victims, func(o *unstructured.Unstructured) bool { return !there[o.GetUID()] }), nil
+}
+
+// refusedDeletion ends the reconcile of a CR being deleted whose children
+// could not be listed or released: a denial stalls it (written in its
+// status, with an Event), and it is looked at again every
+// forbiddenRecheck; its finalizers stay either way.
+func (r *run) refusedDeletion(ctx context.Context, err error) (ctrl.Result, error) {
+	rest := r.forbidden(err)
+	if r.stalled == nil {
+		return ctrl.Result{}, err
+	}
+	serr := r.writeStatus(ctx)
+	r.stallEvent()
+	return ctrl.Result{RequeueAfter: forbiddenRecheck}, errors.Join(rest, serr)
+}

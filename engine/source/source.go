@@ -1,0 +1,219 @@
+package source
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"time"
+
+	"cuelang.org/go/mod/module"
+	"github.com/go-logr/logr"
+
+	"github.com/cueop/cueop/engine/template"
+)
+
+// DefaultPollInterval is how often a moving reference is asked for.
+const DefaultPollInterval = time.Minute
+
+// Options configure a Source.
+type Options struct {
+	// Refs are the modules to serve.
+	Refs []Ref
+	// CacheDir is the module cache (cache.go).
+	CacheDir string
+	// PollInterval is how often the moving references are followed; 0
+	// means DefaultPollInterval.
+	PollInterval time.Duration
+	// RegistryConfig is a docker config.json holding the registries'
+	// credentials; empty, or a file that is not there, means anonymous.
+	RegistryConfig string
+	// Limits bound each module's files as a template load bounds a
+	// directory's.
+	Limits template.Limits
+	// Log receives the poll errors.
+	Log logr.Logger
+}
+
+// Source serves the modules of Options.Refs in Dir.
+type Source struct {
+	opts    Options
+	c       *cache
+	remotes map[string]*remote
+	serving []Resolved
+}
+
+// New makes a Source; Start lays out the first modules.
+func New(opts Options) (*Source, error) {
+	if opts.PollInterval <= 0 {
+		opts.PollInterval = DefaultPollInterval
+	}
+	opts.Limits = opts.Limits.WithDefaults()
+	if err := os.MkdirAll(filepath.Join(opts.CacheDir, "modules"), 0o755); err != nil {
+		return nil, fmt.Errorf("module cache: %w", err)
+	}
+	var auth []byte
+	if opts.RegistryConfig != "" {
+		data, err := os.ReadFile(opts.RegistryConfig)
+		switch {
+		case errors.Is(err, fs.ErrNotExist): // an optional Secret not created: anonymous
+			opts.Log.Info("registry config not there: asking the registries anonymously", "path", opts.RegistryConfig)
+		case err != nil:
+			return nil, fmt.Errorf("registry config: %w", err)
+		default:
+			auth = data
+		}
+	}
+	s := &Source{opts: opts, c: &cache{dir: opts.CacheDir, limits: opts.Limits}, remotes: map[string]*remote{}}
+	for _, r := range opts.Refs {
+		if s.remotes[r.Registry] != nil {
+			continue
+		}
+		rem, err := newRemote(r.Registry, auth, opts.CacheDir)
+		if err != nil {
+			return nil, err
+		}
+		s.remotes[r.Registry] = rem
+	}
+	return s, nil
+}
+
+// Dir is the templates directory to load and watch.
+func (s *Source) Dir() string { return s.c.templatesDir() }
+
+// Serving is what each reference resolved to, as laid out in Dir.
+func (s *Source) Serving() []Resolved { return append([]Resolved(nil), s.serving...) }
+
+// Start lays out the first modules: the recorded digest of each reference
+// whose files are cached (no registry asked), the registry's answer for
+// the others.
+func (s *Source) Start(ctx context.Context) error {
+	p, err := readPinned(s.opts.CacheDir)
+	if err != nil {
+		s.opts.Log.Error(err, "module cache: recorded digests unreadable, resolving anew")
+	}
+	rs := make([]Resolved, len(s.opts.Refs))
+	var errs []error
+	for i, ref := range s.opts.Refs {
+		if rec, ok := p.Refs[ref.Raw]; ok && s.c.cached(rec) && (!ref.Pinned() || rec.Digest == ref.Digest) {
+			rs[i] = rec
+			continue
+		}
+		if rs[i], err = s.resolve(ctx, ref, nil); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	_, err = s.commit(rs)
+	return err
+}
+
+// Poll follows the moving references once; when one moved it lays out the
+// new modules. An error leaves what serves as it is.
+func (s *Source) Poll(ctx context.Context) (changed bool, err error) {
+	rs := append([]Resolved(nil), s.serving...)
+	var errs []error
+	for i, ref := range s.opts.Refs {
+		if ref.Pinned() {
+			continue
+		}
+		r, err := s.resolve(ctx, ref, &s.serving[i])
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		rs[i] = r
+	}
+	if err := errors.Join(errs...); err != nil {
+		return false, err
+	}
+	return s.commit(rs)
+}
+
+// Run polls now and at every interval until ctx is done, logging errors.
+func (s *Source) Run(ctx context.Context) {
+	t := time.NewTicker(s.opts.PollInterval)
+	defer t.Stop()
+	for {
+		if changed, err := s.Poll(ctx); err != nil {
+			s.opts.Log.Error(err, "template modules: poll failed; what serves is unchanged")
+		} else if changed {
+			s.opts.Log.Info("template modules: new version laid out", "serving", s.Serving())
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// commit lays out rs and records them.
+func (s *Source) commit(rs []Resolved) (bool, error) {
+	changed, err := s.c.layout(s.opts.Refs, rs)
+	if err != nil {
+		return false, fmt.Errorf("module cache %s: %w", s.opts.CacheDir, err)
+	}
+	s.serving = rs
+	p := pinned{Refs: map[string]Resolved{}}
+	for _, r := range rs {
+		p.Refs[r.Ref] = r
+	}
+	if err := p.write(s.opts.CacheDir); err != nil {
+		return changed, fmt.Errorf("module cache %s: %w", s.opts.CacheDir, err)
+	}
+	return changed, nil
+}
+
+// resolve asks the registry what ref names now; when it is still have's
+// digest, have is the answer.
+func (s *Source) resolve(ctx context.Context, ref Ref, have *Resolved) (Resolved, error) {
+	rem := s.remotes[ref.Registry]
+	vers := ref.Query
+	if !ref.Exact() {
+		v, err := rem.latest(ctx, ref.Module, ref.Query)
+		if err != nil {
+			return Resolved{}, err
+		}
+		vers = v
+	}
+	mv, err := module.NewVersion(ref.Module, vers)
+	if err != nil {
+		return Resolved{}, fmt.Errorf("module reference %s: %w", ref.Raw, err)
+	}
+	digest, err := s.fetch(ctx, rem, mv, ref.Digest)
+	if err != nil {
+		return Resolved{}, err
+	}
+	if have != nil && have.Digest == digest && have.Version == vers {
+		return *have, nil
+	}
+	deps, err := resolveDeps(ctx, s.c.moduleDir(digest), func(ctx context.Context, mv module.Version) (string, error) {
+		return s.fetch(ctx, rem, mv, "")
+	}, s.c)
+	if err != nil {
+		return Resolved{}, fmt.Errorf("module %s: dependencies: %w", describe(mv, digest), err)
+	}
+	return Resolved{Ref: ref.Raw, Module: mv.Path(), Version: vers, Digest: digest, Deps: deps}, nil
+}
+
+// fetch reads mv's manifest and, unless its digest is cached, downloads
+// and extracts it; it answers the digest.
+func (s *Source) fetch(ctx context.Context, rem *remote, mv module.Version, digest string) (string, error) {
+	f, err := rem.manifest(ctx, mv, digest)
+	if err != nil {
+		return "", err
+	}
+	if s.c.has(f.digest) {
+		return f.digest, nil
+	}
+	data, err := f.archive(ctx, s.c.maxModule())
+	if err != nil {
+		return "", err
+	}
+	return f.digest, s.c.extract(mv, f.digest, data)
+}

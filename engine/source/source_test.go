@@ -1,0 +1,144 @@
+package source_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"cuelang.org/go/cue"
+
+	"github.com/cueop/cueop/engine/source"
+	"github.com/cueop/cueop/engine/source/sourcetest"
+	"github.com/cueop/cueop/engine/template"
+)
+
+const appKind = `package web
+import "example.com/lib"
+resource: {group: "apps.test.example", version: "v1", kind: "App"}
+#Spec: {replicas: *1 | int}
+parent: spec: #Spec
+children: cm: {apiVersion: "v1", kind: "ConfigMap", metadata: name: "x", data: d: lib.greeting + " %s"}
+`
+
+func publishApp(t *testing.T, reg *sourcetest.Registry, version string) {
+	t.Helper()
+	reg.Publish(t, "example.com/app@v1", version, map[string]string{
+		"cue.mod/module.cue": sourcetest.ModuleFile("example.com/app@v1", map[string]string{"example.com/lib@v0": "v0.1.0"}),
+		"web/web.cue":        strings.Replace(appKind, "%s", version, 1),
+	})
+}
+
+func publishLib(t *testing.T, reg *sourcetest.Registry) {
+	reg.Publish(t, "example.com/lib@v0", "v0.1.0", map[string]string{
+		"cue.mod/module.cue": sourcetest.ModuleFile("example.com/lib@v0", nil),
+		"lib.cue":            "package lib\ngreeting: \"hello\"\n",
+	})
+}
+
+func open(t *testing.T, ref, cache string, limits template.Limits) *source.Source {
+	t.Helper()
+	refs, err := source.ParseRefs(ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := source.New(source.Options{Refs: refs, CacheDir: cache, Limits: limits})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func greeting(t *testing.T, dir string) string {
+	t.Helper()
+	set, err := template.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(set.Kinds) != 1 || set.Kinds[0].Name != "app/web" {
+		t.Fatalf("kinds = %v, want app/web", set.Kinds)
+	}
+	got, _ := set.Kinds[0].Value.LookupPath(cue.ParsePath("children.cm.data.d")).String()
+	return got
+}
+
+// TestSourceFollowsAndPins: a module and its dependency come from a real
+// registry into the cache and load hermetically; a moved query is
+// followed; a restart with the registry gone serves the recorded digest.
+func TestSourceFollowsAndPins(t *testing.T) {
+	ctx := context.Background()
+	reg := sourcetest.Start(t)
+	publishLib(t, reg)
+	publishApp(t, reg, "v1.0.0")
+	cache := t.TempDir()
+	s := open(t, reg.Ref("example.com/app", "v1"), cache, template.Limits{})
+	if err := s.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := greeting(t, s.Dir()); got != "hello v1.0.0" {
+		t.Errorf("served %q, want hello v1.0.0", got)
+	}
+	first := s.Serving()[0]
+	if !strings.HasPrefix(first.Digest, "sha256:") || len(first.Deps) != 1 || first.Deps[0].Module != "example.com/lib@v0" {
+		t.Errorf("resolved %+v", first)
+	}
+	if changed, err := s.Poll(ctx); changed || err != nil {
+		t.Errorf("Poll with nothing new = %v, %v", changed, err)
+	}
+	publishApp(t, reg, "v1.1.0")
+	if changed, err := s.Poll(ctx); !changed || err != nil {
+		t.Fatalf("Poll after v1.1.0 = %v, %v", changed, err)
+	}
+	if got := greeting(t, s.Dir()); got != "hello v1.1.0" {
+		t.Errorf("served %q, want hello v1.1.0", got)
+	}
+	reg.Stop()
+	if _, err := s.Poll(ctx); err == nil {
+		t.Error("Poll with the registry gone: no error")
+	}
+	again := open(t, reg.Ref("example.com/app", "v1"), cache, template.Limits{})
+	if err := again.Start(ctx); err != nil {
+		t.Fatalf("restart with the registry gone: %v", err)
+	}
+	if got := greeting(t, again.Dir()); got != "hello v1.1.0" {
+		t.Errorf("restart served %q, want the recorded hello v1.1.0", got)
+	}
+}
+
+// TestSourceRefusesOversized: a module with a file over the file limit is
+// refused at fetch, naming the module, version and file.
+func TestSourceRefusesOversized(t *testing.T) {
+	reg := sourcetest.Start(t)
+	reg.Publish(t, "example.com/big@v0", "v0.1.0", map[string]string{
+		"cue.mod/module.cue": sourcetest.ModuleFile("example.com/big@v0", nil),
+		"web/web.cue":        "package web\n_pad: \"" + strings.Repeat("x", 4096) + "\"\n",
+	})
+	s := open(t, reg.Ref("example.com/big", "v0.1.0"), t.TempDir(), template.Limits{MaxFileSize: 1024})
+	err := s.Start(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "module example.com/big@v0.1.0 (sha256:") || !strings.Contains(err.Error(), "web/web.cue") {
+		t.Errorf("Start = %v, want the module refused naming its version and file", err)
+	}
+}
+
+func TestParseRefs(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"oci://127.0.0.1:5000/example.com/redis@v1.2.0", "127.0.0.1:5000 example.com/redis v1.2.0  redis"},
+		{"oci://r.test/team/example.com/x/redis@v1", "r.test/team example.com/x/redis v1  redis"},
+		{"oci://r.test/example.com/redis@v1.2.0@sha256:" + strings.Repeat("a", 64), "r.test example.com/redis v1.2.0 sha256:" + strings.Repeat("a", 64) + " redis"},
+	} {
+		refs, err := source.ParseRefs(tc.in)
+		if err != nil {
+			t.Errorf("%s: %v", tc.in, err)
+			continue
+		}
+		r := refs[0]
+		if got := strings.Join([]string{r.Registry, r.Module, r.Query, r.Digest, r.Dir()}, " "); got != tc.want {
+			t.Errorf("%s = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+	for _, bad := range []string{"oci://r.test/example.com/redis", "oci://r.test/redis@v1", "oci://r.test/example.com/redis@v1@sha256:aa",
+		"oci://r.test/a.com/redis@v1,oci://r.test/b.com/redis@v1"} {
+		if _, err := source.ParseRefs(bad); err == nil {
+			t.Errorf("%s: no error", bad)
+		}
+	}
+}
