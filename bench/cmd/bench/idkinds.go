@@ -2,8 +2,9 @@ package main
 
 // The four kinds of ./templates as `bench identities` creates them: each
 // one's CRs (the specs of config/samples, one replica each), the
-// ConfigMaps the Blog and the WebApp reference, and the rights of each
-// kind's ServiceAccount: its children and its references, nothing more.
+// ConfigMaps the Blog and the WebApp reference, and the kinds each renders
+// and references, of which engine/rbacgen makes the rights of its
+// ServiceAccount.
 
 import (
 	"context"
@@ -12,14 +13,16 @@ import (
 	"path/filepath"
 
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/cueop/cueop/bench/harness"
 	"github.com/cueop/cueop/engine/identity"
+	"github.com/cueop/cueop/engine/rbacgen"
+	"github.com/cueop/cueop/engine/render"
 	"github.com/cueop/cueop/engine/template"
 )
 
@@ -28,18 +31,11 @@ type idKind struct {
 	gvr  schema.GroupVersionResource
 	kind string
 	spec func(name string) map[string]any
-	// rules are the rights of the kind's ServiceAccount.
-	rules []rbacv1.PolicyRule
-}
-
-// childVerbs are what a kind does with its children.
-var childVerbs = []string{"get", "list", "watch", "create", "patch", "update", "delete"}
-
-// readVerbs are what a kind does with its references.
-var readVerbs = []string{"get", "list", "watch"}
-
-func rule(group string, verbs []string, resources ...string) rbacv1.PolicyRule {
-	return rbacv1.PolicyRule{APIGroups: []string{group}, Resources: resources, Verbs: verbs}
+	// children and references are the kinds its template renders and
+	// reads (for the CRs spec makes): engine/rbacgen makes the rights of
+	// its ServiceAccount of them, as `cueop manifests` does of what the
+	// golden cases and samples render.
+	children, references render.KindSet
 }
 
 // The settings ConfigMaps the Blog and the WebApp reference, in every
@@ -56,25 +52,20 @@ var idKinds = []idKind{
 		spec: func(name string) map[string]any {
 			return map[string]any{"ingressHost": name + ".example.com", "settings": map[string]any{"name": blogSettings}}
 		},
-		rules: []rbacv1.PolicyRule{
-			rule("", childVerbs, "persistentvolumeclaims", "services"), rule("", readVerbs, "configmaps"),
-			rule("batch", childVerbs, "jobs"), rule("apps", childVerbs, "deployments"),
-			rule("networking.k8s.io", childVerbs, "ingresses"),
-			// The binding mode of the posts claim's StorageClass.
-			rule("storage.k8s.io", readVerbs, "storageclasses"),
-		},
+		children:   render.MustKindSet("PersistentVolumeClaim,Service,Job.batch,Deployment.apps,Ingress.networking.k8s.io"),
+		references: render.MustKindSet("ConfigMap"),
 	},
 	{
 		gvr: crGVR, kind: "RedisCluster",
-		spec:  func(string) map[string]any { return map[string]any{"replicas": int64(1), "version": "7.0"} },
-		rules: []rbacv1.PolicyRule{rule("", childVerbs, "configmaps", "services", "pods")},
+		spec:     func(string) map[string]any { return map[string]any{"replicas": int64(1), "version": "7.0"} },
+		children: render.MustKindSet("ConfigMap,Service,Pod"),
 	},
 	{
 		gvr: schema.GroupVersionResource{Group: "web.example.com", Version: "v1", Resource: "staticsites"}, kind: "StaticSite",
 		spec: func(name string) map[string]any {
 			return map[string]any{"replicas": int64(1), "pages": map[string]any{"index.html": "<h1>" + name + "</h1>\n"}}
 		},
-		rules: []rbacv1.PolicyRule{rule("", childVerbs, "configmaps", "services"), rule("apps", childVerbs, "deployments")},
+		children: render.MustKindSet("ConfigMap,Service,Deployment.apps"),
 	},
 	{
 		gvr: schema.GroupVersionResource{Group: "apps.example.com", Version: "v1", Resource: "webapps"}, kind: "WebApp",
@@ -82,10 +73,8 @@ var idKinds = []idKind{
 			return map[string]any{"replicas": int64(1), "settingsFrom": map[string]any{"name": webappSettings},
 				"files": map[string]any{"app.conf": "listen 80\n"}}
 		},
-		rules: []rbacv1.PolicyRule{
-			rule("", childVerbs, "configmaps", "services"), rule("batch", childVerbs, "jobs"),
-			rule("apps", childVerbs, "deployments"), rule("policy", childVerbs, "poddisruptionbudgets"),
-		},
+		children:   render.MustKindSet("ConfigMap,Service,Job.batch,Deployment.apps,PodDisruptionBudget.policy"),
+		references: render.MustKindSet("ConfigMap"),
 	},
 }
 
@@ -135,31 +124,33 @@ func (d *driver) installAllCRDs(ctx context.Context, tmpl string) (*template.Set
 	return set, d.installCRD(ctx, tmpl)
 }
 
-// installIdentities creates each kind's ServiceAccount in ns and a
-// ClusterRole and ClusterRoleBinding of its rights, named as
-// identity.Config names them by default.
+// installIdentities creates, in namespace ns, each kind's ServiceAccount
+// and its ClusterRole and ClusterRoleBinding, as engine/rbacgen writes them
+// for `cueop manifests` (and the Role that lets a ServiceAccount
+// cueop-bench impersonate them, unused: the operator process is admin).
 func (d *driver) installIdentities(ctx context.Context, set *template.Set, ns string) error {
 	_, err := d.cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
 	if err != nil && !apierrors.IsAlreadyExists(err) {
 		return err
 	}
 	cfg := identityConfig(ns)
+	ids := make([]rbacgen.Identity, 0, len(idKinds))
 	for _, k := range idKinds {
 		tk := set.Lookup(k.gvr.Group, k.kind)
-		sa := cfg.For(schema.GroupKind{Group: k.gvr.Group, Kind: k.kind}, tk.Resource.Plural+"."+tk.Resource.Group)
-		meta := metav1.ObjectMeta{Name: sa.Name}
-		if _, err := d.cs.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: sa.Name, Namespace: ns}}, metav1.CreateOptions{}); err != nil {
-			return fmt.Errorf("ServiceAccount %s: %w", sa, err)
+		ids = append(ids, rbacgen.For(rbacgen.Kind{GroupKind: schema.GroupKind{Group: k.gvr.Group, Kind: k.kind},
+			Plural: tk.Resource.Plural, Children: k.children, References: k.references}, cfg))
+	}
+	c, err := client.New(d.rest, client.Options{})
+	if err != nil {
+		return err
+	}
+	for _, obj := range rbacgen.Objects(ids, identity.ServiceAccount{Namespace: ns, Name: "cueop-bench"}) {
+		if err := c.Create(ctx, obj); err != nil {
+			return fmt.Errorf("%T %s: %w", obj, client.ObjectKeyFromObject(obj), err)
 		}
-		if _, err := d.cs.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{ObjectMeta: meta, Rules: k.rules}, metav1.CreateOptions{}); err != nil {
-			return fmt.Errorf("ClusterRole %s: %w", sa.Name, err)
-		}
-		crb := &rbacv1.ClusterRoleBinding{ObjectMeta: meta,
-			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: sa.Name},
-			Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: sa.Name}}}
-		if _, err := d.cs.RbacV1().ClusterRoleBindings().Create(ctx, crb, metav1.CreateOptions{}); err != nil {
-			return fmt.Errorf("ClusterRoleBinding %s: %w", sa.Name, err)
-		}
+	}
+	for _, id := range ids {
+		d.logf("identity: %s", id)
 	}
 	return nil
 }
