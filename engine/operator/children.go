@@ -13,8 +13,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/metadata"
-	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/source"
@@ -35,9 +33,6 @@ import (
 // process, so that prune still sees the children of a kind a template
 // stopped rendering.
 type childWatch struct {
-	served map[schema.GroupKind]*meta.RESTMapping // allowed kinds the API server serves, at their preferred version
-	meta   metadata.Interface
-
 	controllerWatches // mu guards watches too
 	watches           map[schema.GroupVersionKind]*kindWatch
 }
@@ -57,13 +52,8 @@ type watchAttempt struct {
 }
 
 // resolveChildKinds resolves the allow-listed kinds the API server serves.
-func (o *Operator) resolveChildKinds(cfg *rest.Config) error {
-	mc, err := metadata.NewForConfig(cfg)
-	if err != nil {
-		return err
-	}
-	o.children = childWatch{served: map[schema.GroupKind]*meta.RESTMapping{}, meta: mc,
-		watches: map[schema.GroupVersionKind]*kindWatch{}, controllerWatches: newControllerWatches(o.childSource)}
+func (o *Operator) resolveChildKinds() error {
+	o.served = map[schema.GroupKind]*meta.RESTMapping{}
 	for gk := range o.opts.AllowedKinds {
 		m, err := o.resolveChildKind(gk, "")
 		if errors.Is(err, errNotServed) {
@@ -73,7 +63,7 @@ func (o *Operator) resolveChildKinds(cfg *rest.Config) error {
 		if err != nil {
 			return err
 		}
-		o.children.served[gk] = m
+		o.served[gk] = m
 	}
 	return nil
 }
@@ -113,23 +103,28 @@ func (o *Operator) resolveChildKind(gk schema.GroupKind, version string) (*meta.
 }
 
 // discoverChildren watches every served allowed kind that has children
-// managed by cueop (one list request per kind, at most one object long).
-func (o *Operator) discoverChildren(ctx context.Context) error {
-	gks := make([]schema.GroupKind, 0, len(o.children.served))
-	for gk := range o.children.served {
+// managed by cueop (one list request per kind, at most one object long),
+// waiting timeout at most for each to sync.
+func (b *bundle) discoverChildren(ctx context.Context, timeout time.Duration) error {
+	o := b.o
+	gks := make([]schema.GroupKind, 0, len(o.served))
+	for gk := range o.served {
 		gks = append(gks, gk)
 	}
 	sort.Slice(gks, func(i, j int) bool { return gks[i].String() < gks[j].String() })
-	selector := labels.SelectorFromSet(labels.Set{render.LabelManagedBy: render.ManagedByValue}).String()
+	selector := labels.SelectorFromSet(labels.Set{render.LabelManagedBy: render.ManagedByValue})
+	if b.sa != nil {
+		selector = labels.SelectorFromSet(o.identitySelector(*b.sa))
+	}
 	// Each kind's list and informer sync at once: at thousands of CRs each
 	// in-use kind's initial list takes seconds, and a restarted process
 	// serves nothing before the last one synced.
 	g, gctx := errgroup.WithContext(ctx)
 	for _, gk := range gks {
-		m := o.children.served[gk]
+		m := o.served[gk]
 		g.Go(func() error {
-			list, err := o.children.meta.Resource(m.Resource).Namespace(o.opts.Namespace).List(gctx,
-				metav1.ListOptions{LabelSelector: selector, Limit: 1})
+			list, err := b.meta.Resource(m.Resource).Namespace(o.opts.Namespace).List(gctx,
+				metav1.ListOptions{LabelSelector: selector.String(), Limit: 1})
 			if err != nil {
 				return fmt.Errorf("list the %s managed by cueop: %w", m.Resource.Resource, err)
 			}
@@ -138,20 +133,20 @@ func (o *Operator) discoverChildren(ctx context.Context) error {
 			}
 			slow := time.AfterFunc(syncTimeout, func() {
 				o.log.Info("the informer of a kind in use has not synced yet (a large list, or a watch the API server refuses: RBAC, a broken conversion); nothing is served until it has",
-					"kind", gk.String(), "waited", syncTimeout.String(), "gives up after", discoverTimeout.String())
+					"kind", gk.String(), "waited", syncTimeout.String(), "gives up after", timeout.String())
 			})
 			defer slow.Stop()
-			return o.watchKindWithin(gctx, o.appliedVersion(m, list.Items[0].ManagedFields), discoverTimeout)
+			return b.watchKindWithin(gctx, o.appliedVersion(m, list.Items[0].ManagedFields), discoverTimeout)
 		})
 	}
 	return g.Wait()
 }
 
 // watchedKinds are the child kinds watched now.
-func (o *Operator) watchedKinds() []schema.GroupVersionKind {
-	o.children.mu.Lock()
-	defer o.children.mu.Unlock()
-	return slices.Clone(o.children.kinds)
+func (b *bundle) watchedKinds() []schema.GroupVersionKind {
+	b.children.mu.Lock()
+	defer b.children.mu.Unlock()
+	return slices.Clone(b.children.kinds)
 }
 
 // appliedVersion is the kind of m at the version cueop last applied a
@@ -178,14 +173,14 @@ func (o *Operator) appliedVersion(m *meta.RESTMapping, fields []metav1.ManagedFi
 // watches them, before it returns. The wait for the informer to sync holds
 // no lock: a kind whose watch cannot sync (RBAC, a broken conversion)
 // delays only the reconciles that render it, and those share one wait.
-func (o *Operator) watchKind(ctx context.Context, gvk schema.GroupVersionKind) error {
-	return o.watchKindWithin(ctx, gvk, syncTimeout)
+func (b *bundle) watchKind(ctx context.Context, gvk schema.GroupVersionKind) error {
+	return b.watchKindWithin(ctx, gvk, syncTimeout)
 }
 
 // watchKindWithin is watchKind waiting at most timeout for the informer to
 // sync (the first caller's timeout, for callers that share its wait).
-func (o *Operator) watchKindWithin(ctx context.Context, gvk schema.GroupVersionKind, timeout time.Duration) error {
-	w := &o.children
+func (b *bundle) watchKindWithin(ctx context.Context, gvk schema.GroupVersionKind, timeout time.Duration) error {
+	w := &b.children
 	w.mu.Lock()
 	kw := w.watches[gvk]
 	if kw == nil {
@@ -209,11 +204,11 @@ func (o *Operator) watchKindWithin(ctx context.Context, gvk schema.GroupVersionK
 	kw.syncing = a
 	w.mu.Unlock()
 
-	m, err := o.startWatch(ctx, gvk, kw, timeout)
+	m, err := b.startWatch(ctx, gvk, kw, timeout)
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if err == nil {
-		err = o.addWatch(kw, m)
+		err = b.addWatch(kw, m)
 	}
 	kw.syncing, a.err = nil, err
 	close(a.done)
@@ -223,46 +218,49 @@ func (o *Operator) watchKindWithin(ctx context.Context, gvk schema.GroupVersionK
 // startWatch creates the informer of gvk's children, indexed by owner, and
 // waits (timeout at most) for it to sync. Only the caller that set
 // kw.syncing runs it.
-func (o *Operator) startWatch(ctx context.Context, gvk schema.GroupVersionKind, kw *kindWatch, timeout time.Duration) (*meta.RESTMapping, error) {
+func (b *bundle) startWatch(ctx context.Context, gvk schema.GroupVersionKind, kw *kindWatch, timeout time.Duration) (*meta.RESTMapping, error) {
+	o := b.o
 	m, err := o.resolveChildKind(gvk.GroupKind(), gvk.Version)
 	if err != nil {
 		return nil, err
 	}
 	obj := o.childObject(m.GroupVersionKind)
 	if !kw.indexed {
-		if err := o.mgr.GetFieldIndexer().IndexField(ctx, obj, reconcile.IndexOwnerUID, reconcile.OwnerUIDIndex); err != nil {
+		if err := b.cache.IndexField(ctx, obj, reconcile.IndexOwnerUID, reconcile.OwnerUIDIndex); err != nil {
 			return nil, fmt.Errorf("index %s children: %w", gvk, err)
 		}
 		kw.indexed = true
 	}
 	// A watch the API server refuses (RBAC) never syncs: fail the reconcile
 	// (retried with backoff) rather than wait for good.
-	if err := o.listRefused(ctx, m.Resource); err != nil { // forbidden.go
+	if err := b.listRefused(ctx, m.Resource); err != nil { // forbidden.go
 		return nil, fmt.Errorf("watch %s children: %w", m.Resource.GroupResource(), err)
 	}
 	sctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	if _, err := o.mgr.GetCache().GetInformer(sctx, obj); err != nil {
-		return nil, fmt.Errorf("watch %s children (list and watch permitted?): %w", m.Resource.GroupResource(), err)
+	if _, err := b.cache.GetInformer(sctx, obj); err != nil {
+		return nil, fmt.Errorf("watch %s children%s (list and watch permitted?): %w", m.Resource.GroupResource(), b.as(), b.refused.explain(m.Resource.GroupResource(), err))
 	}
+	b.refused.synced(m.Resource.GroupResource())
 	return m, nil
 }
 
 // addWatch makes every running controller watch the synced children of m's
 // kind, and later ones too. The caller holds the lock.
-func (o *Operator) addWatch(kw *kindWatch, m *meta.RESTMapping) error {
-	if err := o.children.addKind(m.GroupVersionKind); err != nil {
+func (b *bundle) addWatch(kw *kindWatch, m *meta.RESTMapping) error {
+	if err := b.children.addKind(m.GroupVersionKind); err != nil {
 		return fmt.Errorf("watch %s children: %w", m.GroupVersionKind, err)
 	}
 	kw.watched = true
-	o.log.Info("watching children", "kind", m.GroupVersionKind.GroupKind().String(), "version", m.GroupVersionKind.Version)
+	b.o.log.Info("watching children"+b.as(), "kind", m.GroupVersionKind.GroupKind().String(), "version", m.GroupVersionKind.Version)
 	return nil
 }
 
 // childSource enqueues kc's CR that controls a changed child of kind gvk,
 // marking it drifted first when the child was deleted or edited by hand.
-func (o *Operator) childSource(kc *kindController, gvk schema.GroupVersionKind) source.Source {
+func (b *bundle) childSource(kc *kindController, gvk schema.GroupVersionKind) source.Source {
+	o := b.o
 	parent := parentObject(kc.rec.Kind().Resource.GroupVersionKind())
 	owner := handler.EnqueueRequestForOwner(o.mgr.GetScheme(), o.mgr.GetRESTMapper(), parent, handler.OnlyControllerOwner())
-	return source.Kind[client.Object](o.mgr.GetCache(), o.childObject(gvk), driftHandler(kc, owner)) // drift.go
+	return source.Kind[client.Object](b.cache, o.childObject(gvk), driftHandler(kc, owner)) // drift.go
 }

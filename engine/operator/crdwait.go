@@ -83,9 +83,11 @@ func (o *Operator) startWhenServed(ctx, wctx context.Context, k *template.Kind) 
 	delete(o.waiting, k.Name)
 	o.pointLive(ctx, k.Resource.Plural+"."+k.Resource.Group) // cabundle.go
 	o.migrateStorage(ctx, k)                                 // migrate.go
-	if err := o.start(ctx, k); err != nil {
+	err := o.start(ctx, k)
+	if err != nil {
 		o.log.Error(err, "kind not served", "kind", k.Resource.Kind)
 	}
+	o.reportKind(ctx, k, err) // templatestatus.go
 }
 
 // mapped tells whether the API server serves k's kind at its version.

@@ -14,12 +14,12 @@ import (
 
 // listRefused is the API server's refusal, by its authorization, of a list
 // of resource in the namespaces the operator serves (one object at most,
-// metadata only); nil when the list is answered or fails otherwise. A
+// metadata only, as b's identity); nil when the list is answered or fails otherwise. A
 // watch so refused never syncs, and its informer would only retry: the
 // refusal itself is what the reconcile that needs the watch reports
 // (reconcile.ReasonForbidden), and no informer is started.
-func (o *Operator) listRefused(ctx context.Context, resource schema.GroupVersionResource) error {
-	_, err := o.children.meta.Resource(resource).Namespace(o.opts.Namespace).List(ctx, metav1.ListOptions{Limit: 1})
+func (b *bundle) listRefused(ctx context.Context, resource schema.GroupVersionResource) error {
+	_, err := b.meta.Resource(resource).Namespace(b.o.opts.Namespace).List(ctx, metav1.ListOptions{Limit: 1})
 	if apierrors.IsForbidden(err) {
 		return err
 	}

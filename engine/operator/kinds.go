@@ -30,6 +30,7 @@ type kindController struct {
 	stopped chan struct{} // closed when the controller's workers have returned
 	resync  chan event.GenericEvent
 	crdName string
+	b       *bundle // the identity it reads and writes children and references as (identities.go)
 }
 
 // reload loads the templates and brings the controllers in line: a changed
@@ -46,6 +47,7 @@ func (o *Operator) reload(ctx context.Context) error {
 func (o *Operator) reloadSet(ctx context.Context, set *template.Set, err error) error {
 	if set == nil {
 		o.loadFailed(ctx, err, nil)
+		o.reportLoadFailed(ctx, err) // templatestatus.go
 		return err
 	}
 	if err != nil {
@@ -53,12 +55,12 @@ func (o *Operator) reloadSet(ctx context.Context, set *template.Set, err error) 
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	seen, unserved := map[string]bool{}, map[string]bool{}
+	seen, unserved, failed := map[string]bool{}, map[string]bool{}, map[string]error{}
 	var errs []error
 	for _, k := range set.Kinds {
 		seen[k.Name] = true
 		if err := o.serve(ctx, k); err != nil {
-			errs = append(errs, err)
+			errs, failed[k.Name] = append(errs, err), err
 			if retriable(err) {
 				unserved[k.Name] = true
 			}
@@ -77,6 +79,7 @@ func (o *Operator) reloadSet(ctx context.Context, set *template.Set, err error) 
 			o.releaseOrdered(ctx, kc) // ordered.go: after its reconciles, which would set it again
 		}
 	}
+	o.reportTemplates(ctx, set, failed) // templatestatus.go
 	return errors.Join(append(errs, err)...)
 }
 
@@ -141,16 +144,20 @@ func (o *Operator) serve(ctx context.Context, k *template.Kind) error {
 }
 
 func (o *Operator) start(ctx context.Context, k *template.Kind) error {
+	b, err := o.bundleFor(ctx, k) // identities.go
+	if err != nil {
+		return err
+	}
 	rec := reconcile.NewReconciler(k)
-	rec.Parents, rec.Children, rec.Client, rec.Scheme = o.parents, o.mgr.GetCache(), o.mgr.GetClient(), o.mgr.GetScheme()
-	rec.ChildKinds, rec.WatchKind, rec.Owned = o.watchedKinds, o.watchKind, o.ownedLive
-	rec.Applier, rec.Recorder, rec.Observer = o.applier, o.recorder, o.metrics
+	rec.Parents, rec.Children, rec.Client, rec.Scheme = o.parents, b.cache, o.mgr.GetClient(), o.mgr.GetScheme()
+	rec.ChildKinds, rec.WatchKind, rec.Owned = b.watchedKinds, b.watchKind, b.ownedLive
+	rec.Applier, rec.Recorder, rec.Observer = b.applier, o.recorder, o.metrics
 	rec.Options.AllowedKinds, rec.Options.Scope = o.opts.AllowedKinds, o.scope
 	rec.Options.Budget = o.opts.Budget
 	rec.Evaluator = o.eval
 	rec.Options.ReadableKinds, rec.Options.DataKinds = o.opts.ReadableKinds, o.opts.DataKinds
-	rec.ChildLabels = childLabels(o.opts.Shard)
-	rec.BindingModes = o.bindingModes.Mode                                            // storageclasses.go
+	rec.ChildLabels = b.childLabels()
+	rec.BindingModes = b.modes.Mode                                                   // storageclasses.go
 	rec.OnStatusFailing = o.statusFailing(k.Resource.Plural + "." + k.Resource.Group) // statusfailing.go
 	rec.Live = o.mgr.GetAPIReader()                                                   // reconcile/staleentries.go
 	rec.Bound = o.boundIn(k)                                                          // forbidden.go
@@ -160,14 +167,16 @@ func (o *Operator) start(ctx context.Context, k *template.Kind) error {
 		RateLimiter: rateLimiter(),
 	})
 	if err != nil {
+		o.releaseBundle(b, nil)
 		return fmt.Errorf("kind %s: controller: %w", k.Name, err)
 	}
-	kc := &kindController{rec: rec, ctrl: c, resync: make(chan event.GenericEvent), crdName: k.Resource.Plural + "." + k.Resource.Group}
+	kc := &kindController{rec: rec, ctrl: c, resync: make(chan event.GenericEvent), crdName: k.Resource.Plural + "." + k.Resource.Group, b: b}
 	if o.waitMapped(ctx, k.Resource.GroupVersionKind()) && !o.opts.InstallCRDs { // mapper.go
 		o.pointLive(ctx, kc.crdName) // a CRD applied after cueop started
 	}
 	o.pace(ctx, kc, k)
 	if err := o.watch(c, k, kc); err != nil {
+		o.releaseBundle(b, nil)
 		return fmt.Errorf("kind %s: %w", k.Name, err)
 	}
 	cctx, cancel := context.WithCancel(ctx)
@@ -212,10 +221,10 @@ func (o *Operator) watch(c controller.Controller, k *template.Kind, kc *kindCont
 			return err
 		}
 	}
-	if err := o.serveReferences(kc); err != nil { // references.go
+	if err := kc.b.serveReferences(kc); err != nil { // references.go
 		return err
 	}
-	return o.children.addController(kc)
+	return kc.b.children.addController(kc)
 }
 
 // pace sets up the rollout of new revisions of k's kind: paced by
@@ -273,8 +282,9 @@ func (o *Operator) stopController(ctx context.Context, name string) {
 	kc := o.kinds[name]
 	kc.cancel()
 	delete(o.kinds, name)
-	o.children.removeController(kc)
-	o.reads.removeController(kc)
+	kc.b.children.removeController(kc)
+	kc.b.reads.removeController(kc)
+	o.releaseBundle(kc.b, kc.stopped) // identities.go
 	k := kc.rec.Kind()
 	parent := parentObject(k.Resource.GroupVersionKind())
 	if err := o.parents.RemoveInformer(ctx, parent); err != nil {

@@ -102,9 +102,9 @@ type Operator struct {
 	metrics  *Metrics
 	log      logr.Logger
 
-	children     childWatch
-	reads        readWatch     // references.go
-	bindingModes *bindingModes // storageclasses.go
+	served  map[schema.GroupKind]*meta.RESTMapping // allowed kinds the API server serves, at their preferred version (children.go)
+	shared  *bundle                                // the operator's own identity's children and references (identities.go)
+	bundles map[identity.ServiceAccount]*bundle    // the kinds' own, with Options.Identities; guarded by mu
 
 	mu    sync.Mutex
 	kinds map[string]*kindController // by kind name
@@ -127,6 +127,8 @@ type Operator struct {
 	pool *worker.Pool     // nil in process
 
 	conv *conversions // conversion.go; nil without Options.Conversion
+
+	templates *templateWriter // templatewriter.go; nil before the first reload
 }
 
 // New builds an operator on cfg. Run starts it.
@@ -170,7 +172,6 @@ func New(cfg *rest.Config, opts Options) (*Operator, error) {
 		kinds:    map[string]*kindController{},
 		refused:  map[string]bool{},
 	}
-	o.bindingModes = newBindingModes(mgr.GetAPIReader())
 	if c := opts.Conversion; c != nil {
 		o.conv = newConversions(c, opts.Budget, o.log.WithName("conversion"), mgr.GetAPIReader())
 		if !c.NoServe {
@@ -182,10 +183,10 @@ func New(cfg *rest.Config, opts Options) (*Operator, error) {
 	if err := o.startWorkers(); err != nil {
 		return nil, err
 	}
-	if err := o.resolveChildKinds(cfg); err != nil {
+	if err := o.resolveChildKinds(); err != nil {
 		return nil, err
 	}
-	if err := o.newReadCache(cfg); err != nil {
+	if o.shared, err = o.newSharedBundle(cfg); err != nil {
 		return nil, err
 	}
 	return o, errors.Join(mgr.Add(parents), mgr.Add(o))
@@ -412,7 +413,7 @@ func (o *Operator) Start(ctx context.Context) error {
 	// The children's informers sync while the templates compile, and the
 	// CRs' informers list meanwhile once they have (warmparents.go).
 	discovered := make(chan error, 1)
-	go func() { discovered <- o.discoverChildren(ctx) }()
+	go func() { discovered <- o.discoverShared(ctx) }() // identities.go
 	first, err := pre.result(ctx)
 	if err != nil {
 		<-discovered

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/metadata"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
 	"github.com/cueop/cueop/engine/render"
@@ -33,8 +34,11 @@ import (
 // finds is not served, one served at another version is listed there.
 // The data kinds are listed even when no longer allowed (the allowed
 // kinds narrowed since a claim was created): a retained claim is
-// released, never left to the garbage collector.
-func (o *Operator) ownedLive(ctx context.Context, ns string, uid types.UID) ([]*unstructured.Unstructured, error) {
+// released, never left to the garbage collector. The lists are made as
+// b's identity: a list it may not make is an error (Forbidden), never an
+// absence.
+func (b *bundle) ownedLive(ctx context.Context, ns string, uid types.UID) ([]*unstructured.Unstructured, error) {
+	o := b.o
 	var out []*unstructured.Unstructured
 	for _, gk := range o.ownedKinds() {
 		m, err := o.resolveOwnedKind(gk)
@@ -44,7 +48,7 @@ func (o *Operator) ownedLive(ctx context.Context, ns string, uid types.UID) ([]*
 		if err != nil {
 			return nil, err
 		}
-		items, err := o.listMetadata(ctx, m.Resource, ns)
+		items, err := listMetadata(ctx, b.meta, m.Resource, ns)
 		if apierrors.IsNotFound(err) {
 			// The mapping may be stale (ownedfresh.go): ask discovery.
 			fresh, ferr := o.freshMapping(gk)
@@ -55,10 +59,10 @@ func (o *Operator) ownedLive(ctx context.Context, ns string, uid types.UID) ([]*
 				return nil, fmt.Errorf("list %s: %w; %w", m.Resource.GroupResource(), err, ferr)
 			}
 			m = fresh
-			items, err = o.listMetadata(ctx, m.Resource, ns)
+			items, err = listMetadata(ctx, b.meta, m.Resource, ns)
 		}
 		if err != nil {
-			return nil, fmt.Errorf("list %s: %w", m.Resource.GroupResource(), err)
+			return nil, fmt.Errorf("list %s%s: %w", m.Resource.GroupResource(), b.as(), err)
 		}
 		for i := range items {
 			if controlledByUID(&items[i], uid) {
@@ -123,13 +127,13 @@ func (o *Operator) allowedKinds() []schema.GroupKind {
 // listPage is the page size of ownedLive's lists.
 const listPage = 500
 
-// listMetadata lists the metadata of every object of resource in ns
-// (every namespace when ns is empty), page by page.
-func (o *Operator) listMetadata(ctx context.Context, resource schema.GroupVersionResource, ns string) ([]metav1.PartialObjectMetadata, error) {
+// listMetadata lists with mc the metadata of every object of resource in
+// ns (every namespace when ns is empty), page by page.
+func listMetadata(ctx context.Context, mc metadata.Interface, resource schema.GroupVersionResource, ns string) ([]metav1.PartialObjectMetadata, error) {
 	var out []metav1.PartialObjectMetadata
 	opts := metav1.ListOptions{Limit: listPage}
 	for {
-		list, err := o.children.meta.Resource(resource).Namespace(ns).List(ctx, opts)
+		list, err := mc.Resource(resource).Namespace(ns).List(ctx, opts)
 		if err != nil {
 			return nil, err
 		}

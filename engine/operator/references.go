@@ -3,6 +3,7 @@ package operator
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"slices"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -10,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -17,7 +19,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/cueop/cueop/engine/reconcile"
-	"github.com/cueop/cueop/engine/render"
 )
 
 // readWatch is the state of the kinds templates reference. A readable kind
@@ -40,21 +41,23 @@ type readWatch struct {
 }
 
 // newReadCache creates the cache of referenced objects' metadata, in the
-// operator's namespace (or every namespace), their managedFields dropped.
-func (o *Operator) newReadCache(cfg *rest.Config) error {
-	if o.opts.ReadableKinds == nil {
-		o.opts.ReadableKinds = render.MustKindSet(render.DefaultReadableKinds)
-	}
-	c, err := cache.New(cfg, cache.Options{Scheme: o.mgr.GetScheme(), Mapper: o.mgr.GetRESTMapper(),
-		DefaultNamespaces: namespaces(o.opts.Namespace), DefaultTransform: dropManagedFields})
+// operator's namespace (or every namespace), their managedFields dropped,
+// on cfg and hc (the identity that reads them), with onError its watch
+// error handler (nil: client-go's).
+func (o *Operator) newReadCache(cfg *rest.Config, hc *http.Client, onError toolscache.WatchErrorHandlerWithContext) (cache.Cache, error) {
+	c, err := cache.New(cfg, cache.Options{HTTPClient: hc, Scheme: o.mgr.GetScheme(), Mapper: o.mgr.GetRESTMapper(),
+		DefaultNamespaces: namespaces(o.opts.Namespace), DefaultTransform: dropManagedFields, DefaultWatchErrorHandler: onError})
 	if err != nil {
-		return fmt.Errorf("references cache: %w", err)
+		return nil, fmt.Errorf("references cache: %w", err)
 	}
-	o.reads = readWatch{cache: c, objects: newObjectLRU(referencedObjectsBytes), syncing: map[schema.GroupVersionKind]*watchAttempt{}, controllerWatches: newControllerWatches(o.readSource)}
-	if err := o.checkReadableKinds(); err != nil {
-		return err
-	}
-	return o.mgr.Add(c)
+	return c, nil
+}
+
+// newReadWatch is the state of the referenced kinds read through c, each
+// identity's own (its objects too: one identity's reads never serve
+// another's).
+func newReadWatch(c cache.Cache, src func(*kindController, schema.GroupVersionKind) source.Source) readWatch {
+	return readWatch{cache: c, objects: newObjectLRU(referencedObjectsBytes), syncing: map[schema.GroupVersionKind]*watchAttempt{}, controllerWatches: newControllerWatches(src)}
 }
 
 // checkReadableKinds refuses a cluster-scoped readable kind: references
@@ -83,13 +86,13 @@ func dropManagedFields(obj any) (any, error) {
 // readReferenced is the reconcilers' reconcile.ReadFunc: the objects of a
 // readable kind in namespace, by their metadata, from the watched cache
 // (loadReferenced reads one whole).
-func (o *Operator) readReferenced(ctx context.Context, gvk schema.GroupVersionKind, namespace string) ([]*unstructured.Unstructured, error) {
-	if err := o.watchReadable(ctx, gvk); err != nil {
+func (b *bundle) readReferenced(ctx context.Context, gvk schema.GroupVersionKind, namespace string) ([]*unstructured.Unstructured, error) {
+	if err := b.watchReadable(ctx, gvk); err != nil {
 		return nil, err
 	}
 	list := &metav1.PartialObjectMetadataList{}
 	list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
-	if err := o.reads.cache.List(ctx, list, client.InNamespace(namespace), client.UnsafeDisableDeepCopy); err != nil {
+	if err := b.reads.cache.List(ctx, list, client.InNamespace(namespace), client.UnsafeDisableDeepCopy); err != nil {
 		return nil, err
 	}
 	out := make([]*unstructured.Unstructured, len(list.Items))
@@ -119,8 +122,8 @@ func metadataObject(gvk schema.GroupVersionKind, m *metav1.PartialObjectMetadata
 // watchReadable watches the objects of kind gvk, unless it already does:
 // the informer is synced and every running controller maps its events to
 // the CRs that reference them before it returns.
-func (o *Operator) watchReadable(ctx context.Context, gvk schema.GroupVersionKind) error {
-	w := &o.reads
+func (b *bundle) watchReadable(ctx context.Context, gvk schema.GroupVersionKind) error {
+	w := &b.reads
 	w.mu.Lock()
 	if slices.Contains(w.kinds, gvk) {
 		w.mu.Unlock()
@@ -139,14 +142,14 @@ func (o *Operator) watchReadable(ctx context.Context, gvk schema.GroupVersionKin
 	w.syncing[gvk] = a
 	w.mu.Unlock()
 
-	err := o.startReadWatch(ctx, gvk)
+	err := b.startReadWatch(ctx, gvk)
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if err == nil {
 		err = w.addKind(gvk)
 	}
 	if err == nil {
-		o.log.Info("watching referenced objects", "kind", gvk.GroupKind().String(), "version", gvk.Version)
+		b.o.log.Info("watching referenced objects"+b.as(), "kind", gvk.GroupKind().String(), "version", gvk.Version)
 	}
 	delete(w.syncing, gvk)
 	a.err = err
@@ -156,7 +159,8 @@ func (o *Operator) watchReadable(ctx context.Context, gvk schema.GroupVersionKin
 
 // startReadWatch checks gvk against the readable kinds and starts its
 // informer, waiting syncTimeout at most for it to sync.
-func (o *Operator) startReadWatch(ctx context.Context, gvk schema.GroupVersionKind) error {
+func (b *bundle) startReadWatch(ctx context.Context, gvk schema.GroupVersionKind) error {
+	o := b.o
 	if !o.opts.ReadableKinds[gvk.GroupKind()] {
 		return fmt.Errorf("kind %s is not in the readable kinds (%s)", gvk.GroupKind(), o.opts.ReadableKinds)
 	}
@@ -169,21 +173,22 @@ func (o *Operator) startReadWatch(ctx context.Context, gvk schema.GroupVersionKi
 	}
 	obj := &metav1.PartialObjectMetadata{}
 	obj.SetGroupVersionKind(gvk)
-	if err := o.listRefused(ctx, m.Resource); err != nil { // forbidden.go
+	if err := b.listRefused(ctx, m.Resource); err != nil { // forbidden.go
 		return fmt.Errorf("watch referenced %s: %w", m.Resource.GroupResource(), err)
 	}
 	sctx, cancel := context.WithTimeout(ctx, syncTimeout)
 	defer cancel()
-	if _, err := o.reads.cache.GetInformer(sctx, obj); err != nil {
-		return fmt.Errorf("watch referenced %s (get, list and watch permitted?): %w", m.Resource.GroupResource(), err)
+	if _, err := b.reads.cache.GetInformer(sctx, obj); err != nil {
+		return fmt.Errorf("watch referenced %s%s (get, list and watch permitted?): %w", m.Resource.GroupResource(), b.as(), b.refused.explain(m.Resource.GroupResource(), err))
 	}
+	b.refused.synced(m.Resource.GroupResource())
 	return nil
 }
 
 // readSource enqueues the CRs of kc's kind that reference a changed object
 // of kind gvk (on an update, as it was and as it is: a selector that
 // matched it before matters too).
-func (o *Operator) readSource(kc *kindController, gvk schema.GroupVersionKind) source.Source {
+func (b *bundle) readSource(kc *kindController, gvk schema.GroupVersionKind) source.Source {
 	obj := &metav1.PartialObjectMetadata{}
 	obj.SetGroupVersionKind(gvk)
 	refs := kc.rec.Refs
@@ -198,11 +203,12 @@ func (o *Operator) readSource(kc *kindController, gvk schema.GroupVersionKind) s
 		}
 		return reqs
 	})
-	return source.Kind[client.Object](o.reads.cache, obj, toCRs)
+	return source.Kind[client.Object](b.reads.cache, obj, toCRs)
 }
 
-// serveReferences wires kc's reconciler to the references cache.
-func (o *Operator) serveReferences(kc *kindController) error {
-	kc.rec.Read, kc.rec.Load, kc.rec.Refs = o.readReferenced, o.loadReferenced, reconcile.NewRefIndex()
-	return o.reads.addController(kc)
+// serveReferences wires kc's reconciler to the references cache of its
+// identity.
+func (b *bundle) serveReferences(kc *kindController) error {
+	kc.rec.Read, kc.rec.Load, kc.rec.Refs = b.readReferenced, b.loadReferenced, reconcile.NewRefIndex()
+	return b.reads.addController(kc)
 }

@@ -89,16 +89,16 @@ func (c *objectLRU) bytes() int {
 // loadReferenced is the reconcilers' reconcile.LoadFunc: the object meta
 // (listed by its metadata) read whole, from the objects last read or
 // with one GET.
-func (o *Operator) loadReferenced(ctx context.Context, meta *unstructured.Unstructured) (*unstructured.Unstructured, error) {
-	if obj := o.reads.objects.get(meta); obj != nil {
+func (b *bundle) loadReferenced(ctx context.Context, meta *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	if obj := b.reads.objects.get(meta); obj != nil {
 		return obj, nil
 	}
 	obj := &unstructured.Unstructured{}
 	obj.SetGroupVersionKind(meta.GroupVersionKind())
-	if err := o.mgr.GetAPIReader().Get(ctx, client.ObjectKeyFromObject(meta), obj); err != nil {
+	if err := b.reader.Get(ctx, client.ObjectKeyFromObject(meta), obj); err != nil {
 		return nil, err
 	}
 	obj.SetManagedFields(nil)
-	o.reads.objects.add(obj)
+	b.reads.objects.add(obj)
 	return obj, nil
 }

@@ -1,0 +1,261 @@
+package operator
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"maps"
+	"net/http"
+
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/cueop/cueop/engine/apply"
+	"github.com/cueop/cueop/engine/identity"
+	"github.com/cueop/cueop/engine/render"
+	"github.com/cueop/cueop/engine/template"
+)
+
+// LabelIdentity names, on every child of a kind that acts as its own
+// ServiceAccount (Options.Identities), that ServiceAccount: the children
+// cache of the identity selects it, so that each child is cached once, by
+// the identity that wrote it.
+const LabelIdentity = "cueop.dev/identity"
+
+// bundle is what a kind reads and writes its children and references
+// with, as one identity: the operator's own (shared mode, the manager's
+// cache and clients) or a kind's ServiceAccount, impersonated. Kinds that
+// act as the same ServiceAccount share one bundle.
+type bundle struct {
+	o        *Operator
+	sa       *identity.ServiceAccount // nil: the operator's own identity
+	cache    cache.Cache              // the children, managed by cueop (and labelled with the identity)
+	reader   client.Reader            // the API server, no cache
+	meta     metadata.Interface
+	applier  *apply.Applier
+	modes    *bindingModes // storageclasses.go
+	children childWatch    // children.go
+	reads    readWatch     // references.go
+	refused  refusals      // identitywatch.go; the kind's identity only
+
+	users  int // kinds served with it; guarded by Operator.mu
+	cancel context.CancelFunc
+	done   chan struct{} // closed once its caches stopped
+}
+
+// newSharedBundle is the bundle of the operator's own identity, on the
+// manager's cache and clients.
+func (o *Operator) newSharedBundle(cfg *rest.Config) (*bundle, error) {
+	mc, err := metadata.NewForConfigAndClient(cfg, o.mgr.GetHTTPClient())
+	if err != nil {
+		return nil, err
+	}
+	b := &bundle{o: o, cache: o.mgr.GetCache(), reader: o.mgr.GetAPIReader(), meta: mc, applier: o.applier}
+	b.modes = newBindingModes(b.reader)
+	b.children = childWatch{watches: map[schema.GroupVersionKind]*kindWatch{}, controllerWatches: newControllerWatches(b.childSource)}
+	if o.opts.ReadableKinds == nil {
+		o.opts.ReadableKinds = render.MustKindSet(render.DefaultReadableKinds)
+	}
+	rc, err := o.newReadCache(cfg, o.mgr.GetHTTPClient(), nil)
+	if err != nil {
+		return nil, err
+	}
+	if err := o.checkReadableKinds(); err != nil {
+		return nil, err
+	}
+	b.reads = newReadWatch(rc, b.readSource)
+	return b, o.mgr.Add(rc)
+}
+
+// bundleFor is the bundle k's kind acts with, started when it is the first
+// kind of its ServiceAccount. The caller holds o.mu.
+func (o *Operator) bundleFor(ctx context.Context, k *template.Kind) (*bundle, error) {
+	if o.opts.Identities == nil {
+		return o.shared, nil
+	}
+	gk := k.Resource.GroupVersionKind().GroupKind()
+	sa := o.opts.Identities.For(gk, k.Resource.Plural+"."+k.Resource.Group)
+	if b := o.bundles[sa]; b != nil {
+		b.users++
+		return b, nil
+	}
+	b, err := o.newIdentityBundle(sa)
+	if err != nil {
+		return nil, fmt.Errorf("kind %s: identity %s: %w", k.Name, sa, err)
+	}
+	b.start(ctx)
+	b.users = 1
+	if o.bundles == nil {
+		o.bundles = map[identity.ServiceAccount]*bundle{}
+	}
+	o.bundles[sa] = b
+	return b, nil
+}
+
+// releaseBundle forgets a kind's use of b; when no kind uses it any more,
+// b's caches stop once stopped (the kind's controller) is closed, nil
+// meaning at once. The caller holds o.mu.
+func (o *Operator) releaseBundle(b *bundle, stopped <-chan struct{}) {
+	if b == nil || b.sa == nil {
+		return
+	}
+	if b.users--; b.users > 0 {
+		return
+	}
+	delete(o.bundles, *b.sa)
+	o.controllers.Add(1)
+	go func() {
+		defer o.controllers.Done()
+		if stopped != nil {
+			<-stopped // its reconciles read the caches until they return
+		}
+		b.cancel()
+		<-b.done
+		o.log.Info("identity unused: its caches stopped", "serviceAccount", b.sa.String())
+	}()
+}
+
+// discoverShared watches, at start, the child kinds of the operator's own
+// identity in use; with Options.Identities, each identity does its own
+// when its first kind starts (bundle.start).
+func (o *Operator) discoverShared(ctx context.Context) error {
+	if o.opts.Identities != nil {
+		return nil
+	}
+	return o.shared.discoverChildren(ctx, discoverTimeout)
+}
+
+// newIdentityBundle builds the bundle of sa: every request it sends
+// impersonates sa, and its children cache selects the children labelled
+// with sa (and the shard's label when sharded).
+func (o *Operator) newIdentityBundle(sa identity.ServiceAccount) (*bundle, error) {
+	cfg := rest.CopyConfig(o.mgr.GetConfig())
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: sa.Username()}
+	hc, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		return nil, err
+	}
+	b := &bundle{o: o, sa: &sa}
+	children, err := cache.New(cfg, cache.Options{HTTPClient: hc, Scheme: o.mgr.GetScheme(), Mapper: o.mgr.GetRESTMapper(),
+		DefaultNamespaces: namespaces(o.opts.Namespace), DefaultTransform: compactChild,
+		DefaultLabelSelector: labels.SelectorFromSet(o.identitySelector(sa)), DefaultWatchErrorHandler: b.refused.handler})
+	if err != nil {
+		return nil, fmt.Errorf("children cache: %w", err)
+	}
+	b.cache = children
+	if err := b.clients(cfg, hc); err != nil {
+		return nil, err
+	}
+	b.children = childWatch{watches: map[schema.GroupVersionKind]*kindWatch{}, controllerWatches: newControllerWatches(b.childSource)}
+	rc, err := o.newReadCache(cfg, hc, b.refused.handler)
+	if err != nil {
+		return nil, err
+	}
+	b.reads = newReadWatch(rc, b.readSource)
+	return b, nil
+}
+
+// clients sets b's client, API reader, metadata client and applier, on
+// cfg and hc (b's identity).
+func (b *bundle) clients(cfg *rest.Config, hc *http.Client) error {
+	scheme, mapper := b.o.mgr.GetScheme(), b.o.mgr.GetRESTMapper()
+	c, err := client.New(cfg, client.Options{HTTPClient: hc, Scheme: scheme, Mapper: mapper,
+		Cache: &client.CacheOptions{Reader: b.cache, Unstructured: true}})
+	if err != nil {
+		return err
+	}
+	if b.reader, err = client.New(cfg, client.Options{HTTPClient: hc, Scheme: scheme, Mapper: mapper}); err != nil {
+		return err
+	}
+	if b.meta, err = metadata.NewForConfigAndClient(cfg, hc); err != nil {
+		return err
+	}
+	responses, err := apply.NewMetadataResponses(cfg, hc, mapper)
+	if err != nil {
+		return err
+	}
+	b.applier = &apply.Applier{Client: c, Reader: b.reader, Responses: responses}
+	b.modes = newBindingModes(b.reader)
+	return nil
+}
+
+// start runs b's caches until ctx is done or b is released, and watches
+// the child kinds its identity already has children of. A list its
+// identity may not make is reported, never waited for: the reconciles of
+// a kind that renders such children fail (syncTimeout) until its role
+// allows it.
+func (b *bundle) start(ctx context.Context) {
+	ctx, b.cancel = context.WithCancel(ctx)
+	b.done = make(chan struct{})
+	stopped := make(chan struct{}, 2)
+	for _, c := range []cache.Cache{b.cache, b.reads.cache} {
+		go func() {
+			defer func() { stopped <- struct{}{} }()
+			if err := c.Start(ctx); err != nil {
+				b.o.log.Error(err, "identity cache stopped", "serviceAccount", b.sa.String())
+			}
+		}()
+	}
+	b.o.controllers.Add(1) // Run returns once they stopped
+	go func() {
+		defer b.o.controllers.Done()
+		<-stopped
+		<-stopped
+		close(b.done)
+	}()
+	go func() {
+		if err := b.discoverChildren(ctx, syncTimeout); err != nil && ctx.Err() == nil {
+			b.o.log.Error(err, "children of an identity not watched yet (list and watch permitted?)", "serviceAccount", b.sa.String())
+		}
+	}()
+}
+
+// identitySelector are the labels the children cache of sa selects:
+// cueop's, the shard's when sharded, and sa's.
+func (o *Operator) identitySelector(sa identity.ServiceAccount) labels.Set {
+	set := labels.Set{render.LabelManagedBy: render.ManagedByValue}
+	maps.Copy(set, childLabels(o.opts.Shard))
+	set[LabelIdentity] = identityLabel(sa)
+	return set
+}
+
+// childLabels are the labels the children of a kind acting as b's
+// identity carry, besides cueop's own: the shard's when sharded, and the
+// identity's.
+func (b *bundle) childLabels() map[string]string {
+	out := childLabels(b.o.opts.Shard)
+	if b.sa == nil {
+		return out
+	}
+	if out == nil {
+		out = map[string]string{}
+	}
+	out[LabelIdentity] = identityLabel(*b.sa)
+	return out
+}
+
+// identityLabel is sa as a label value, namespace.name, or a hash of it
+// when too long.
+func identityLabel(sa identity.ServiceAccount) string {
+	v := sa.Namespace + "." + sa.Name
+	if len(v) <= validation.LabelValueMaxLength {
+		return v
+	}
+	sum := sha256.Sum256([]byte(v))
+	return "sha256-" + hex.EncodeToString(sum[:])[:40]
+}
+
+// as names b's identity in messages: "" for the operator's own, else
+// " as namespace/name".
+func (b *bundle) as() string {
+	if b.sa == nil {
+		return ""
+	}
+	return " as " + b.sa.String()
+}

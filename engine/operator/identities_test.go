@@ -1,0 +1,188 @@
+package operator_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/cueop/cueop/engine/identity"
+	"github.com/cueop/cueop/engine/operator"
+	"github.com/cueop/cueop/engine/operator/operatortest"
+	"github.com/cueop/cueop/engine/render"
+	"github.com/cueop/cueop/localcluster/clustertest"
+)
+
+// grantRoles creates, in ns, a ServiceAccount per name of rules and a
+// ClusterRole and ClusterRoleBinding giving it rules, and deletes them at
+// the test's end.
+func grantRoles(t *testing.T, ns string, rules map[string][]rbacv1.PolicyRule) {
+	t.Helper()
+	cs := kubernetes.NewForConfigOrDie(clustertest.Config())
+	ctx := context.Background()
+	for sa, r := range rules {
+		name := ns + "-" + sa
+		_, err := cs.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: sa}}, metav1.CreateOptions{})
+		must(t, err)
+		_, err = cs.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name}, Rules: r}, metav1.CreateOptions{})
+		must(t, err)
+		t.Cleanup(func() { _ = cs.RbacV1().ClusterRoles().Delete(context.Background(), name, metav1.DeleteOptions{}) })
+		_, err = cs.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name},
+			RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: name},
+			Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Namespace: ns, Name: sa}}}, metav1.CreateOptions{})
+		must(t, err)
+		t.Cleanup(func() {
+			_ = cs.RbacV1().ClusterRoleBindings().Delete(context.Background(), name, metav1.DeleteOptions{})
+		})
+	}
+}
+
+// serviceAccountConfig is a config authenticating as the ServiceAccount
+// ns/name with a token the API server issues (TokenRequest), no client
+// certificate.
+func serviceAccountConfig(t *testing.T, ns, name string) *rest.Config {
+	t.Helper()
+	cs := kubernetes.NewForConfigOrDie(clustertest.Config())
+	tok, err := cs.CoreV1().ServiceAccounts(ns).CreateToken(context.Background(), name,
+		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptrTo(int64(3600))}}, metav1.CreateOptions{})
+	must(t, err)
+	cfg := rest.AnonymousClientConfig(clustertest.Config())
+	cfg.BearerToken = tok.Status.Token
+	return cfg
+}
+
+func ptrTo[T any](v T) *T { return &v }
+
+// idKind is a kind of group id.test.example whose CR's child is a Service
+// annotated with the data of the ConfigMap "shared" of its namespace.
+func idKind(kind string) string {
+	return `package ` + strings.ToLower(kind) + `
+
+resource: {group: "id.test.example", version: "v1", kind: "` + kind + `"}
+#Spec: {}
+parent: {metadata: {name: string, namespace: string}, spec: #Spec}
+referenced: shared: {data: v: string}
+references: shared: {apiVersion: "v1", kind: "ConfigMap", name: "shared"}
+children: svc: {
+	apiVersion: "v1"
+	kind:       "Service"
+	metadata: {name: parent.metadata.name, annotations: shared: referenced.shared.data.v}
+	spec: ports: [{port: 80}]
+}
+`
+}
+
+var (
+	servicesAll  = rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"services"}, Verbs: []string{"*"}}
+	claimsRead   = rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"persistentvolumeclaims"}, Verbs: []string{"get", "list", "watch"}}
+	configRead   = rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "list", "watch"}}
+	alphaSA      = identity.DefaultName("alphas.id.test.example")
+	betaSA       = identity.DefaultName("betas.id.test.example")
+	operatorRole = []rbacv1.PolicyRule{
+		{APIGroups: []string{"apiextensions.k8s.io"}, Resources: []string{"customresourcedefinitions"}, Verbs: []string{"*"}},
+		{APIGroups: []string{"id.test.example"}, Resources: []string{"*"}, Verbs: []string{"*"}},
+		{APIGroups: []string{"", "events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"*"}},
+		{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"*"}},
+		{APIGroups: []string{""}, Resources: []string{"serviceaccounts"}, Verbs: []string{"impersonate"}, ResourceNames: []string{alphaSA, betaSA}},
+	}
+)
+
+// startIdentities runs, as the ServiceAccount cueop-operator of ns (its
+// own rights and impersonate on the kinds' ServiceAccounts only), an
+// operator serving Alpha (may not read ConfigMaps) and Beta (may), each
+// as its own ServiceAccount, until stop or the test's end.
+func startIdentities(t *testing.T, ns, dir string) (stop func()) {
+	t.Helper()
+	opts := operatortest.Options(dir, ns)
+	opts.AllowedKinds = render.MustKindSet("Service")
+	opts.Identities = &identity.Config{Namespace: ns}
+	return operatortest.Start(t, serviceAccountConfig(t, ns, "cueop-operator"), opts)
+}
+
+// TestIdentitiesActAsTheKindsServiceAccounts: the operator, as its own
+// ServiceAccount with no right on Services, serves two kinds each as its
+// ServiceAccount: Beta's child is written by Beta's (its managedFields'
+// manager is cueop, and the operator's own token may not create one),
+// Alpha, whose role may not read ConfigMaps, does not get the data Beta
+// reads (its reference read is Forbidden). A restart and a template edit
+// keep the children, and the children carry their identity's label.
+func TestIdentitiesActAsTheKindsServiceAccounts(t *testing.T) {
+	ns := clustertest.Namespace(t)
+	for _, crd := range []string{"alphas.id.test.example", "betas.id.test.example"} {
+		t.Cleanup(func() { _, _ = kubectl(t, "", "delete", "--ignore-not-found", "--wait", "--timeout=60s", "crd/"+crd) })
+	}
+	grantRoles(t, ns, map[string][]rbacv1.PolicyRule{"cueop-operator": operatorRole,
+		alphaSA: {servicesAll, claimsRead}, betaSA: {servicesAll, claimsRead, configRead}})
+	mustKubectl(t, "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: shared, namespace: "+ns+"}\ndata: {v: beta-only}\n", "apply", "-f", "-")
+	dir := kindsDir(t, map[string]string{"alpha": idKind("Alpha"), "beta": idKind("Beta")})
+	stop := startIdentities(t, ns, dir)
+	waitEstablished(t, "alphas.id.test.example")
+	waitEstablished(t, "betas.id.test.example")
+	mustKubectl(t, "apiVersion: id.test.example/v1\nkind: Alpha\nmetadata: {name: a, namespace: "+ns+"}\nspec: {}\n---\n"+
+		"apiVersion: id.test.example/v1\nkind: Beta\nmetadata: {name: b, namespace: "+ns+"}\nspec: {}\n", "apply", "-f", "-")
+	c := newClient(t)
+	uid := betaServed(t, ns, "")
+
+	// The operator's own identity may not write children.
+	own := kubernetes.NewForConfigOrDie(serviceAccountConfig(t, ns, "cueop-operator"))
+	_, err := own.CoreV1().Services(ns).Create(context.Background(), &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "direct"},
+		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 80}}}}, metav1.CreateOptions{})
+	if !apierrors.IsForbidden(err) {
+		t.Fatalf("a Service created with the operator's own token: %v, want Forbidden", err)
+	}
+	eventually(t, 90*time.Second, func() string {
+		if object(t, c, serviceGVK, ns, "a") != nil {
+			return "Alpha's Service exists: it read a ConfigMap its role may not read"
+		}
+		out, _ := kubectl(t, "", "get", "alphas.id.test.example", "-n", ns, "a", "-o", `jsonpath={.status.conditions[?(@.type=="Ready")].message}`)
+		if !strings.Contains(out, "forbidden") || !strings.Contains(out, alphaSA) {
+			return "Alpha's Ready message: " + out + ", want its reference read forbidden to " + alphaSA
+		}
+		return ""
+	})
+
+	stop() // a restart keeps Beta's child, unchanged
+	startIdentities(t, ns, dir)
+	must(t, os.WriteFile(dir+"/beta/beta.cue", []byte(strings.Replace(idKind("Beta"), "port: 80", "port: 81", 1)), 0o644))
+	if got := betaServed(t, ns, "81"); got != uid {
+		t.Errorf("Beta's Service uid %s after a restart and an edit, want %s: recreated", got, uid)
+	}
+	mustKubectl(t, "", "delete", "-n", ns, "--wait", "--timeout=60s", "alphas.id.test.example/a", "betas.id.test.example/b")
+}
+
+// betaServed waits for Beta's Service, labelled with Beta's identity and
+// annotated with the data only Beta may read (with port when not empty),
+// and returns its uid.
+func betaServed(t *testing.T, ns, port string) string {
+	t.Helper()
+	c := newClient(t)
+	var uid string
+	eventually(t, 90*time.Second, func() string {
+		o := object(t, c, serviceGVK, ns, "b")
+		if o == nil {
+			return "no Service b"
+		}
+		if got := o.GetAnnotations()["shared"]; got != "beta-only" {
+			return "Service b annotated " + got
+		}
+		if o.GetLabels()[operator.LabelIdentity] == "" {
+			return "Service b not labelled " + operator.LabelIdentity
+		}
+		if port != "" && !strings.Contains(fmt.Sprint(o.Object["spec"]), "port:"+port) {
+			return "Service b not yet at port " + port
+		}
+		uid = string(o.GetUID())
+		return ""
+	})
+	return uid
+}

@@ -1,0 +1,256 @@
+package operator
+
+import (
+	"context"
+	_ "embed"
+	"errors"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/cueop/cueop/engine/schemacompat"
+	"github.com/cueop/cueop/engine/template"
+)
+
+// Each kind's state is a cluster object, a Template of cueop.dev/v1alpha1
+// named by the kind's CRD name (plural.group), whose status the operator
+// writes (templatewriter.go): where the serving revision came from, its
+// revision, versions and storage version, the ServiceAccount the kind acts
+// as, and why the newest revision does not serve, with its CUE
+// file:line:col. Its conditions:
+//
+//   - Ready is True while a revision of the kind serves (a controller
+//     reconciles its CRs), the last good one included: `kubectl wait
+//     --for=condition=Ready` passes once the kind serves and a broken edit
+//     does not make it fail.
+//   - Degraded is True while the newest revision does not serve: its
+//     template did not load, its schema change or its conversions were
+//     refused, its serve failed, or it waits for its CRD.
+//
+// A kind removed from the templates keeps its object, Ready False with
+// reason KindRemoved: its CRD, CRs and conversions stay, and the object
+// says which revision served last. A kind whose template is broken before
+// it ever served has no object until it does (its CRD name is not known),
+// unless an object of an earlier run names its package.
+
+// The Template kind and the CRD it is served by (templatecrd.yaml, copied
+// to config/crd by `cueop manifests`).
+var (
+	TemplateGVK = schema.GroupVersionKind{Group: "cueop.dev", Version: "v1alpha1", Kind: "Template"}
+	//go:embed templatecrd.yaml
+	templateCRDYAML []byte
+)
+
+// TemplateCRDName is the name of the Template CRD.
+const TemplateCRDName = "templates.cueop.dev"
+
+// TemplateCRD is the Template CRD as YAML.
+func TemplateCRD() []byte { return templateCRDYAML }
+
+// The conditions of a Template and their reasons.
+const (
+	ConditionDegraded       = "Degraded"
+	ReasonServing           = "Serving"
+	ReasonTemplateError     = "TemplateError"
+	ReasonSchemaRefused     = "SchemaRefused"
+	ReasonConversionRefused = "ConversionRefused"
+	ReasonServeFailed       = "ServeFailed"
+	ReasonWaitingForCRD     = "WaitingForCRD"
+	ReasonKindRemoved       = "KindRemoved"
+)
+
+// templateState is a Template's status.
+type templateState struct {
+	Package        string             `json:"package,omitempty"`
+	Kind           string             `json:"kind,omitempty"`
+	Source         *templateSource    `json:"source,omitempty"`
+	Revision       string             `json:"revision,omitempty"`
+	Versions       []string           `json:"versions,omitempty"`
+	StorageVersion string             `json:"storageVersion,omitempty"`
+	ServiceAccount string             `json:"serviceAccount,omitempty"`
+	LastError      string             `json:"lastError,omitempty"`
+	Conditions     []metav1.Condition `json:"conditions,omitempty"`
+}
+
+type templateSource struct {
+	Ref     string `json:"ref,omitempty"`
+	Module  string `json:"module,omitempty"`
+	Version string `json:"version,omitempty"`
+	Digest  string `json:"digest,omitempty"`
+}
+
+// kindReport is what one reload found of one kind's package.
+type kindReport struct {
+	pkg  string
+	name string // the Template's name; "" when not known here
+	// fields are the status fields but the conditions and lastError; nil
+	// keeps those written last.
+	fields          *templateState
+	lastError       string
+	ready, degraded metav1.Condition
+	removed         bool // applies only to an object that names pkg
+}
+
+// reportTemplates queues the state of every kind of set, failed holding
+// the error each kind's serve returned. A package the writer knows of that
+// set neither holds nor found broken was removed. The caller holds o.mu.
+func (o *Operator) reportTemplates(ctx context.Context, set *template.Set, failed map[string]error) {
+	w := o.templateWriter(ctx)
+	if w == nil {
+		return
+	}
+	seen := map[string]bool{}
+	var reports []kindReport
+	for _, k := range set.Kinds {
+		seen[k.Name] = true
+		reports = append(reports, o.kindReport(k, failed[k.Name]))
+	}
+	for name, err := range set.Broken {
+		seen[name] = true
+		reports = append(reports, o.brokenReport(name, err))
+	}
+	w.queueAll(reports, seen)
+}
+
+// reportLoadFailed queues every known kind as broken by err, a load that
+// found no kind at all (the module itself did not load).
+func (o *Operator) reportLoadFailed(ctx context.Context, err error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	w := o.templateWriter(ctx)
+	if w == nil {
+		return
+	}
+	set := &template.Set{Broken: map[string]error{}}
+	for _, pkg := range w.packages() {
+		set.Broken[pkg] = err
+	}
+	for pkg := range o.kinds {
+		set.Broken[pkg] = err
+	}
+	o.reportTemplates(ctx, set, nil)
+}
+
+// reportKind queues the state of k alone, once its serve ended with err
+// outside a reload (crdwait.go). The caller holds o.mu.
+func (o *Operator) reportKind(ctx context.Context, k *template.Kind, err error) {
+	if w := o.templateWriter(ctx); w != nil {
+		w.queue(o.kindReport(k, err))
+	}
+}
+
+// kindReport is the state of k, the newest revision of its package, whose
+// serve returned err. The caller holds o.mu.
+func (o *Operator) kindReport(k *template.Kind, err error) kindReport {
+	r := kindReport{pkg: k.Name, name: k.Resource.Plural + "." + k.Resource.Group}
+	kc, serving := o.kinds[k.Name]
+	_, waiting := o.waiting[k.Name]
+	switch {
+	case err != nil:
+		r.lastError = err.Error()
+		r.degraded = condition(ConditionDegraded, true, refusalReason(err), err.Error())
+	case waiting:
+		msg := fmt.Sprintf("revision %s waits for its CRD %s, which cueop does not install (--install-crds=false)", k.Revision, r.name)
+		r.degraded = condition(ConditionDegraded, true, ReasonWaitingForCRD, msg)
+	case !serving || kc.rec.Kind().Revision != k.Revision:
+		r.degraded = condition(ConditionDegraded, true, ReasonServeFailed, "revision "+k.Revision+" does not serve")
+	default:
+		r.degraded = condition(ConditionDegraded, false, ReasonServing, "the newest revision, "+k.Revision+", serves")
+	}
+	if serving {
+		r.fields = o.templateFields(kc.rec.Kind())
+		r.ready = condition("Ready", true, ReasonServing, "revision "+kc.rec.Kind().Revision+" serves")
+		return r
+	}
+	r.fields = o.templateFields(k)
+	r.ready = r.degraded
+	r.ready.Type, r.ready.Status = "Ready", metav1.ConditionFalse
+	return r
+}
+
+// brokenReport is the state of the package name, whose template did not
+// load (err names the CUE file:line:col). The caller holds o.mu.
+func (o *Operator) brokenReport(name string, err error) kindReport {
+	r := kindReport{pkg: name, lastError: err.Error()}
+	r.degraded = condition(ConditionDegraded, true, ReasonTemplateError, err.Error())
+	if kc, ok := o.kinds[name]; ok {
+		r.name, r.fields = kc.crdName, o.templateFields(kc.rec.Kind())
+		r.ready = condition("Ready", true, ReasonServing, "revision "+kc.rec.Kind().Revision+" serves; the newest template did not load")
+		return r
+	}
+	r.ready = condition("Ready", false, ReasonTemplateError, err.Error())
+	return r
+}
+
+func removedReport(pkg string) kindReport {
+	msg := "the package " + pkg + " is no longer in the templates: the kind is not reconciled; its CRD, CRs and conversions stay"
+	return kindReport{pkg: pkg, removed: true,
+		ready:    condition("Ready", false, ReasonKindRemoved, msg),
+		degraded: condition(ConditionDegraded, false, ReasonKindRemoved, msg)}
+}
+
+// templateFields are the status fields of a Template that k describes.
+func (o *Operator) templateFields(k *template.Kind) *templateState {
+	s := &templateState{
+		Package: k.Name, Kind: k.Resource.Kind + "." + k.Resource.Group, Revision: k.Revision,
+		StorageVersion: k.Resource.Version, ServiceAccount: "shared",
+		Source: &templateSource{Ref: k.Source.Ref, Module: k.Source.Module, Version: k.Source.Version, Digest: k.Source.Digest},
+	}
+	for _, v := range k.Versions {
+		s.Versions = append(s.Versions, v.Name)
+	}
+	if len(s.Versions) == 0 {
+		s.Versions = []string{k.Resource.Version}
+	}
+	if o.opts.Identities != nil {
+		gk := k.Resource.GroupVersionKind().GroupKind()
+		s.ServiceAccount = o.opts.Identities.For(gk, k.Resource.Plural+"."+k.Resource.Group).String()
+	}
+	return s
+}
+
+// refusalReason is the reason of a serve's error.
+func refusalReason(err error) string {
+	var s *schemacompat.Refusal
+	var r refusedError
+	switch {
+	case errors.As(err, &s):
+		return ReasonSchemaRefused
+	case errors.As(err, &r):
+		return ReasonConversionRefused
+	}
+	return ReasonServeFailed
+}
+
+func condition(typ string, status bool, reason, msg string) metav1.Condition {
+	c := metav1.Condition{Type: typ, Status: metav1.ConditionFalse, Reason: reason, Message: msg}
+	if status {
+		c.Status = metav1.ConditionTrue
+	}
+	return c
+}
+
+// merge is the status prev becomes with r, its object at generation gen:
+// a condition keeps its lastTransitionTime unless its status changes.
+func (r kindReport) merge(prev *templateState, gen int64) *templateState {
+	s := &templateState{}
+	if prev != nil {
+		*s = *prev
+		s.Conditions = append([]metav1.Condition(nil), prev.Conditions...)
+	}
+	if r.fields != nil {
+		conds := s.Conditions
+		*s = *r.fields
+		s.Conditions = conds
+	}
+	if !r.removed {
+		s.LastError = r.lastError
+	}
+	for _, c := range []metav1.Condition{r.ready, r.degraded} {
+		c.ObservedGeneration = gen
+		meta.SetStatusCondition(&s.Conditions, c)
+	}
+	return s
+}

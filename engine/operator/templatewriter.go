@@ -1,0 +1,309 @@
+package operator
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	"github.com/cueop/cueop/engine/apply"
+)
+
+// templateWriter writes the Templates' status (templatestatus.go) off the
+// reload's goroutine: a reload only queues each package's report, the
+// newest one replacing the one before, and the writer applies a status
+// (server-side apply, field manager cueop) only where it differs from the
+// one written last, or found at start: a reload that changes nothing
+// writes nothing, and a restarted operator keeps each condition's
+// lastTransitionTime. Where the Template CRD is not served and cueop may
+// not install it, it says so once and writes nothing; the kinds serve as
+// before.
+type templateWriter struct {
+	o    *Operator
+	wake chan struct{}
+
+	mu      sync.Mutex
+	pending map[string]kindReport // by package
+	names   map[string]string     // by package, the Template named by it
+	current map[string]bool       // the packages of the last reload; nil before it
+
+	// Owned by run.
+	seeded, quiet bool
+	last          map[string]*liveTemplate // by Template name
+}
+
+// liveTemplate is a Template's status as last written or found.
+type liveTemplate struct {
+	status *templateState
+	gen    int64
+}
+
+// Retries of a failed write, from templateRetry to templateRetryMax.
+const (
+	templateRetry    = time.Second
+	templateRetryMax = time.Minute
+)
+
+// templateWriter is the operator's writer, started with ctx at its first
+// use; nil on a sharded replica's other ranges than 0, whose kinds range 0
+// reports. The caller holds o.mu.
+func (o *Operator) templateWriter(ctx context.Context) *templateWriter {
+	if o.opts.Shard != nil && o.opts.Shard.Index != 0 {
+		return nil
+	}
+	if o.templates == nil {
+		o.templates = &templateWriter{o: o, wake: make(chan struct{}, 1),
+			pending: map[string]kindReport{}, names: map[string]string{}, last: map[string]*liveTemplate{}}
+		o.controllers.Add(1)
+		go func() {
+			defer o.controllers.Done()
+			o.templates.run(ctx)
+		}()
+	}
+	return o.templates
+}
+
+// queueAll queues the reports of a reload, which found the packages seen,
+// and the removal of each package known before and not seen.
+func (w *templateWriter) queueAll(reports []kindReport, seen map[string]bool) {
+	w.mu.Lock()
+	w.current = seen
+	for pkg := range w.names {
+		if !seen[pkg] {
+			reports = append(reports, removedReport(pkg))
+		}
+	}
+	w.mu.Unlock()
+	w.queue(reports...)
+}
+
+func (w *templateWriter) queue(reports ...kindReport) {
+	w.mu.Lock()
+	for _, r := range reports {
+		w.pending[r.pkg] = r
+	}
+	w.mu.Unlock()
+	select {
+	case w.wake <- struct{}{}:
+	default:
+	}
+}
+
+// packages are the packages that name a Template written or found.
+func (w *templateWriter) packages() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := make([]string, 0, len(w.names))
+	for pkg := range w.names {
+		out = append(out, pkg)
+	}
+	return out
+}
+
+func (w *templateWriter) run(ctx context.Context) {
+	delay := templateRetry
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-w.wake:
+		}
+		if w.flush(ctx) {
+			delay = templateRetry
+			continue
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(delay):
+		}
+		delay = min(delay*2, templateRetryMax)
+		w.queue()
+	}
+}
+
+// flush writes the reports pending; false when one should be retried.
+func (w *templateWriter) flush(ctx context.Context) bool {
+	if !w.seeded {
+		if err := w.seed(ctx); err != nil {
+			return w.unavailable(err)
+		}
+	}
+	ok := true
+	for _, r := range w.take() {
+		if err := w.writeReport(ctx, r); err != nil {
+			if w.unavailable(err) {
+				continue
+			}
+			w.o.log.Error(err, "kind's state not written; retrying", "package", r.pkg)
+			w.requeue(r)
+			ok = false
+		}
+	}
+	return ok
+}
+
+// unavailable tells whether err says that Templates cannot be written at
+// all (no CRD, no permission), saying so once; the reports stay for later.
+func (w *templateWriter) unavailable(err error) bool {
+	if !meta.IsNoMatchError(err) && !apierrors.IsNotFound(err) && !apierrors.IsForbidden(err) && !apierrors.IsMethodNotSupported(err) {
+		return false
+	}
+	if !w.quiet {
+		w.quiet = true
+		w.o.log.Info("the kinds' state is not written to Template objects (the Template CRD is not installed, or cueop may not write it); it shows in the log and in Events on the kinds' CRDs", "crd", TemplateCRDName, "error", err.Error())
+	}
+	return true
+}
+
+// take empties the reports pending: the removals last, so that one applies
+// only to a Template that still names the removed package.
+func (w *templateWriter) take() []kindReport {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := make([]kindReport, 0, len(w.pending))
+	for _, r := range w.pending {
+		out = append(out, r)
+	}
+	w.pending = map[string]kindReport{}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].removed != out[j].removed {
+			return out[j].removed
+		}
+		return out[i].pkg < out[j].pkg
+	})
+	return out
+}
+
+// requeue queues r again unless a newer report of its package is pending.
+func (w *templateWriter) requeue(r kindReport) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if _, ok := w.pending[r.pkg]; !ok {
+		w.pending[r.pkg] = r
+	}
+}
+
+// writeReport writes the Template of r where its status changes.
+func (w *templateWriter) writeReport(ctx context.Context, r kindReport) error {
+	w.mu.Lock()
+	name := r.name
+	if name == "" {
+		name = w.names[r.pkg]
+	}
+	w.mu.Unlock()
+	prev := w.last[name]
+	if name == "" || r.removed && (prev == nil || prev.status.Package != r.pkg) {
+		return nil
+	}
+	gen, status := int64(1), (*templateState)(nil)
+	if prev != nil {
+		gen, status = prev.gen, prev.status
+	}
+	next := r.merge(status, gen)
+	if prev != nil && sameJSON(prev.status, next) {
+		return nil
+	}
+	if err := w.write(ctx, name, next, prev == nil); err != nil {
+		return err
+	}
+	w.last[name] = &liveTemplate{status: next, gen: gen}
+	w.mu.Lock()
+	w.names[next.Package] = name
+	w.mu.Unlock()
+	return nil
+}
+
+// write applies status to the Template name, creating it first when
+// create is set.
+func (w *templateWriter) write(ctx context.Context, name string, status *templateState, create bool) error {
+	c := w.o.mgr.GetClient()
+	obj := &unstructured.Unstructured{}
+	obj.SetGroupVersionKind(TemplateGVK)
+	obj.SetName(name)
+	if create {
+		obj.Object["spec"] = map[string]any{}
+		if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(obj), client.FieldOwner(apply.DefaultFieldManager), client.ForceOwnership); err != nil {
+			return fmt.Errorf("Template %s: %w", name, err)
+		}
+		delete(obj.Object, "spec")
+	}
+	b, err := json.Marshal(status)
+	if err != nil {
+		return err
+	}
+	var s map[string]any
+	if err := json.Unmarshal(b, &s); err != nil {
+		return err
+	}
+	obj.Object["status"] = s
+	if err := c.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(obj), client.FieldOwner(apply.DefaultFieldManager), client.ForceOwnership); err != nil {
+		return fmt.Errorf("Template %s status: %w", name, err)
+	}
+	return nil
+}
+
+// seed installs the Template CRD when cueop installs CRDs and reads the
+// Templates there are, the status each was last written with. A package
+// of one that the last reload did not find was removed meanwhile.
+func (w *templateWriter) seed(ctx context.Context) error {
+	if w.o.opts.InstallCRDs {
+		if err := w.install(ctx); err != nil {
+			return err
+		}
+	}
+	list := &unstructured.UnstructuredList{}
+	list.SetGroupVersionKind(TemplateGVK.GroupVersion().WithKind("TemplateList"))
+	if err := w.o.mgr.GetAPIReader().List(ctx, list); err != nil {
+		return fmt.Errorf("list Templates: %w", err)
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for i := range list.Items {
+		item := &list.Items[i]
+		st := &templateState{}
+		if raw, ok := item.Object["status"]; ok {
+			b, _ := json.Marshal(raw)
+			_ = json.Unmarshal(b, st) // a status cueop did not write is written anew
+		}
+		w.last[item.GetName()] = &liveTemplate{status: st, gen: item.GetGeneration()}
+		if st.Package != "" {
+			w.names[st.Package] = item.GetName()
+			if _, ok := w.pending[st.Package]; !ok && w.current != nil && !w.current[st.Package] {
+				w.pending[st.Package] = removedReport(st.Package)
+			}
+		}
+	}
+	w.seeded = true
+	return nil
+}
+
+// install applies the Template CRD and waits until it serves.
+func (w *templateWriter) install(ctx context.Context) error {
+	crd := &unstructured.Unstructured{}
+	if err := yaml.Unmarshal(templateCRDYAML, &crd.Object); err != nil {
+		return fmt.Errorf("CRD %s: %w", TemplateCRDName, err)
+	}
+	if err := w.o.mgr.GetClient().Apply(ctx, client.ApplyConfigurationFromUnstructured(crd), client.FieldOwner(apply.DefaultFieldManager), client.ForceOwnership); err != nil {
+		return fmt.Errorf("CRD %s: %w", TemplateCRDName, err)
+	}
+	if err := w.o.waitEstablished(ctx, TemplateCRDName); err != nil {
+		return fmt.Errorf("CRD %s: %w", TemplateCRDName, err)
+	}
+	w.o.waitMapped(ctx, TemplateGVK)
+	return nil
+}
+
+func sameJSON(a, b *templateState) bool {
+	x, err1 := json.Marshal(a)
+	y, err2 := json.Marshal(b)
+	return err1 == nil && err2 == nil && string(x) == string(y)
+}
