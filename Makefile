@@ -75,6 +75,10 @@ bench: k8s-bins ## Run the benchmarks: engine micro-benchmarks, then cueop vs a 
 bench-shards: k8s-bins ## Measure cueop sharded over 3 replicas against one replica: 3,000 CRs each, per-replica heap, writes per CR, a replica killed (results: docs/benchmarks.md).
 	$(GO) run ./bench/cmd/bench shards
 
+.PHONY: bench-identities
+bench-identities: k8s-bins ## Measure cueop with per-kind identities against one shared identity: the four template kinds at 300 and 3,000 CRs, time to Ready, requests, peak RSS (BENCH_ID_POINTS; results: docs/benchmarks.md).
+	$(GO) run ./bench/cmd/bench identities
+
 .PHONY: bench-scale
 bench-scale: k8s-bins ## Measure cueop at 3,000, 6,000 and 12,000 CRs on one replica, 12,000 over 3 shards, each against a no-operator floor, and its memory beside 200 unrelated CRDs (4 hours or more; results: docs/benchmarks.md).
 	$(GO) run ./bench/cmd/bench scale

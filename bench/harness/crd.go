@@ -33,6 +33,12 @@ func InstallCRD(ctx context.Context, cfg *rest.Config, dir string) error {
 	if err != nil {
 		return err
 	}
+	return InstallKindCRD(ctx, cfg, k)
+}
+
+// InstallKindCRD applies the CRD cueop generates for k and waits until it
+// is established.
+func InstallKindCRD(ctx context.Context, cfg *rest.Config, k *template.Kind) error {
 	crd, err := crdgen.Generate(k)
 	if err != nil {
 		return err

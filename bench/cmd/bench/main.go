@@ -34,8 +34,11 @@
 //
 // `bench shards` (make bench-shards, shards.go) and `bench scale` (make
 // bench-scale, scale.go) are modes of their own, with sections of their
-// own in docs/benchmarks.md; BENCH_NODES, BENCH_IDLE, BENCH_DOC and
-// BENCH_OUT mean the same there. `bench scale` also reads:
+// own in docs/benchmarks.md, and so is `bench identities` (make
+// bench-identities, identities.go: per-kind identities against the shared
+// one; BENCH_ID_POINTS, default 300,3000, the CRs of each point);
+// BENCH_NODES, BENCH_IDLE, BENCH_DOC and BENCH_OUT mean the same there.
+// `bench scale` also reads:
 //
 //	BENCH_SCALE_POINTS      RedisClusters of each point on one replica
 //	                        (default 3000,6000,12000; none: only the
@@ -149,6 +152,10 @@ func main() {
 	}
 	if len(os.Args) > 1 && os.Args[1] == "scale" {
 		runScale() // scale.go
+		return
+	}
+	if len(os.Args) > 1 && os.Args[1] == "identities" {
+		runIdentities() // identities.go
 		return
 	}
 	if len(os.Args) > 1 && os.Args[1] == "operator" {

@@ -95,6 +95,7 @@ func runOperator(args []string) error {
 	leaseNS := fs.String("lease-namespace", "", "with -shards: the namespace of the shard Leases (default: -namespace)")
 	byObject := fs.Bool("objects", false, "count the writes by object name (always with -shards)")
 	isolation := fs.String("render-isolation", "process", "cueop only: process (render workers) or inprocess")
+	identities := fs.String("identities", "", "cueop only: the namespace of the kinds' ServiceAccounts, each kind acting as its own (identities.go); empty: the shared identity")
 	webhookDir := fs.String("webhook-dir", "", "cueop only: serve the conversion webhook with the port and certificates of this directory (webhook.go)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -139,7 +140,7 @@ func runOperator(args []string) error {
 		// QPS and Burst left unset: operator.New sets its defaults.
 		op, err := operator.New(cfg, operator.Options{
 			Templates: *templates, MaxConcurrent: maxConcurrent, Namespace: *namespace, Manager: mopts,
-			InProcess: *isolation == "inprocess", Conversion: conv,
+			InProcess: *isolation == "inprocess", Conversion: conv, Identities: identityConfig(*identities),
 		})
 		if err != nil {
 			return err
