@@ -44,7 +44,8 @@ func TestKustomizeBuilds(t *testing.T) {
 		want = append(want, "CustomResourceDefinition//"+crd, "ServiceAccount/cueop-system/cueop-"+crd,
 			"ClusterRole//cueop-"+crd, "ClusterRoleBinding//cueop-"+crd)
 	}
-	want = append(want, "Role/cueop-system/cueop-impersonate", "RoleBinding/cueop-system/cueop-impersonate")
+	want = append(want, "Role/cueop-system/cueop-impersonate", "RoleBinding/cueop-system/cueop-impersonate",
+		"CustomResourceDefinition//templates.cueop.dev")
 	sort.Strings(got)
 	sort.Strings(want)
 	if !slices.Equal(got, want) {

@@ -3,6 +3,7 @@ package operator_test
 import (
 	"context"
 	"fmt"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"strings"
 	"testing"
 	"time"
@@ -196,7 +197,12 @@ func TestNamespaceNotBound(t *testing.T) {
 	a, b := clustertest.Namespace(t), clustertest.Namespace(t)
 	opts := operatortest.Options(kindsDir(t, map[string]string{"widget": fbWidgetTemplate}), "")
 	gk := schema.GroupKind{Group: fbGroup, Kind: "Widget"}
-	opts.Identities = &identity.Config{Namespaces: map[schema.GroupKind][]string{gk: {a}}}
+	idNS := clustertest.Namespace(t)
+	opts.Identities = &identity.Config{Namespace: idNS, Namespaces: map[schema.GroupKind][]string{gk: {a}}}
+	grantRoles(t, idNS, map[string][]rbacv1.PolicyRule{identity.DefaultName("widgets." + fbGroup): {
+		{APIGroups: []string{""}, Resources: []string{"serviceaccounts"}, Verbs: []string{"get", "list", "watch", "create", "patch", "update", "delete"}},
+		{APIGroups: []string{fbGroup}, Resources: []string{"widgets/finalizers"}, Verbs: []string{"update"}},
+	}})
 	operatortest.Start(t, clustertest.Config(), opts)
 	waitEstablished(t, "widgets."+fbGroup)
 	c := newClient(t)

@@ -234,7 +234,11 @@ func (w *templateWriter) write(ctx context.Context, name string, status *templat
 		if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(obj), client.FieldOwner(apply.DefaultFieldManager), client.ForceOwnership); err != nil {
 			return fmt.Errorf("Template %s: %w", name, err)
 		}
-		delete(obj.Object, "spec")
+		// Apply filled obj with the object as stored (managedFields and
+		// all): the status apply starts from a fresh object.
+		obj = &unstructured.Unstructured{}
+		obj.SetGroupVersionKind(TemplateGVK)
+		obj.SetName(name)
 	}
 	b, err := json.Marshal(status)
 	if err != nil {

@@ -1,0 +1,98 @@
+package operator_test
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+const redisTemplate = "template/" + redisCRD
+
+// templateCondition is the status and message of the condition typ of
+// the RedisCluster's Template object, read with kubectl.
+func templateCondition(t *testing.T, typ string) (status, message string, obj *unstructured.Unstructured) {
+	t.Helper()
+	out, err := kubectl(t, "", "get", redisTemplate, "-o", "json")
+	if err != nil {
+		return "", out, nil
+	}
+	obj = &unstructured.Unstructured{}
+	if err := obj.UnmarshalJSON([]byte(out)); err != nil {
+		t.Fatal(err)
+	}
+	conds, _, _ := unstructured.NestedSlice(obj.Object, "status", "conditions")
+	for _, c := range conds {
+		m, _ := c.(map[string]any)
+		if m["type"] == typ {
+			s, _ := m["status"].(string)
+			msg, _ := m["message"].(string)
+			return s, msg, obj
+		}
+	}
+	return "", "no condition " + typ, obj
+}
+
+// TestTemplateObjectShowsLoadState: each kind's Template object says it
+// serves, with its revision and storage version, and kubectl waits on it;
+// a broken edit shows within seconds as Degraded with the CUE position
+// while the last good revision keeps serving; the fix clears it.
+func TestTemplateObjectShowsLoadState(t *testing.T) {
+	t.Cleanup(func() { // registered first, run last: after the operator stopped
+		_, _ = kubectl(t, "", "delete", "--ignore-not-found", redisTemplate)
+	})
+	_, dir := startRedisFleet(t)
+	eventually(t, 60*time.Second, func() string { // the operator installs the Template CRD, then writes
+		if out, err := kubectl(t, "", "get", redisTemplate); err != nil {
+			return out
+		}
+		return ""
+	})
+	eventually(t, 60*time.Second, func() string {
+		if s, msg, obj := templateCondition(t, "Ready"); s != "True" {
+			return fmt.Sprintf("Ready %s: %s (%v)", s, msg, obj)
+		}
+		return ""
+	})
+	mustKubectl(t, "", "wait", "--for=condition=Ready", "--timeout=60s", redisTemplate)
+	_, _, obj := templateCondition(t, "Ready")
+	rev, _, _ := unstructured.NestedString(obj.Object, "status", "revision")
+	storage, _, _ := unstructured.NestedString(obj.Object, "status", "storageVersion")
+	if rev == "" || storage == "" {
+		t.Fatalf("status without revision or storage version: %v", obj.Object["status"])
+	}
+	if out := mustKubectl(t, "", "get", "templates"); !strings.Contains(out, redisCRD) || !strings.Contains(out, rev) {
+		t.Fatalf("kubectl get templates does not show %s at %s:\n%s", redisCRD, rev, out)
+	}
+	file := filepath.Join(dir, "rediscluster", "rediscluster.cue")
+	good, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(file, append(append([]byte{}, good...), []byte("\nbroken: 1 & 2\n")...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 60*time.Second, func() string {
+		s, msg, _ := templateCondition(t, "Degraded")
+		if s != "True" || !strings.Contains(msg, "rediscluster.cue:") {
+			return "Degraded " + s + ": " + msg
+		}
+		return ""
+	})
+	if s, msg, _ := templateCondition(t, "Ready"); s != "True" {
+		t.Fatalf("the last good revision serves, yet Ready is %s: %s", s, msg)
+	}
+	if err := os.WriteFile(file, good, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 60*time.Second, func() string {
+		if s, msg, _ := templateCondition(t, "Degraded"); s != "False" {
+			return "Degraded " + s + ": " + msg
+		}
+		return ""
+	})
+}
