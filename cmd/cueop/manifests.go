@@ -22,8 +22,8 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/cueop/cueop/engine/golden"
-	"github.com/cueop/cueop/engine/operator"
 	"github.com/cueop/cueop/engine/identity"
+	"github.com/cueop/cueop/engine/operator"
 	"github.com/cueop/cueop/engine/rbacgen"
 	"github.com/cueop/cueop/engine/render"
 	"github.com/cueop/cueop/engine/template"

@@ -19,7 +19,9 @@ import (
 // identity may neither list nor write, instead of stalling Forbidden.
 func TestIdentityPrunesWithoutRightsOnOtherKinds(t *testing.T) {
 	ns := clustertest.Namespace(t)
-	t.Cleanup(func() { _, _ = kubectl(t, "", "delete", "--ignore-not-found", "--wait", "--timeout=60s", "crd/alphas.id.test.example") })
+	t.Cleanup(func() {
+		_, _ = kubectl(t, "", "delete", "--ignore-not-found", "--wait", "--timeout=60s", "crd/alphas.id.test.example")
+	})
 	grantRoles(t, ns, map[string][]rbacv1.PolicyRule{"cueop-operator": operatorRole, alphaSA: {servicesAll}})
 	dir := kindsDir(t, map[string]string{"alpha": `package alpha
 

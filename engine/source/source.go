@@ -44,8 +44,8 @@ type Source struct {
 	c       *cache
 	remotes map[string]*remote
 
-	polling  sync.Mutex          // held by Poll: one poll at a time
-	mu       sync.Mutex          // guards serving, accepted and pinned.json
+	polling  sync.Mutex // held by Poll: one poll at a time
+	mu       sync.Mutex // guards serving, accepted and pinned.json
 	serving  []Resolved
 	accepted map[string]Resolved // by reference, what the operator accepted (accept.go)
 }
