@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/cueop/cueop/engine/apply"
+	"github.com/cueop/cueop/engine/schemaguard"
 )
 
 // templateWriter writes the Templates' status (templatestatus.go) off the
@@ -296,7 +297,13 @@ func (w *templateWriter) install(ctx context.Context) error {
 	if err := yaml.Unmarshal(templateCRDYAML, &crd.Object); err != nil {
 		return fmt.Errorf("CRD %s: %w", TemplateCRDName, err)
 	}
-	if err := w.o.mgr.GetClient().Apply(ctx, client.ApplyConfigurationFromUnstructured(crd), client.FieldOwner(apply.DefaultFieldManager), client.ForceOwnership); err != nil {
+	live, err := schemaguard.Live(ctx, w.o.mgr.GetAPIReader(), TemplateCRDName)
+	if err != nil {
+		return err
+	}
+	// The applier writes only when the live CRD differs: a fresh operator
+	// over an installed CRD sends no request.
+	if _, err := w.o.applier.Apply(ctx, crd, live); err != nil {
 		return fmt.Errorf("CRD %s: %w", TemplateCRDName, err)
 	}
 	if err := w.o.waitEstablished(ctx, TemplateCRDName); err != nil {
