@@ -51,11 +51,15 @@ type cueopProc struct {
 }
 
 // startCueop runs `cueop run` on templates dir against e, serving ns,
-// with its output in a log file. The test's cleanup stops it.
+// with its output in a log file. The test's cleanup stops it. The kinds
+// act as the operator (--shared-identity): these tests are about crashes
+// and bad input, and their templates have no generated RBAC; per-kind
+// identities are tested in engine/operator and e2e.
 func startCueop(t *testing.T, e *env, dir, ns string, extra ...string) *cueopProc {
 	t.Helper()
 	args := append([]string{"run", "--templates", dir, "--install-crds", "--webhook-local", "--namespace", ns,
-		"--kubeconfig", e.kubeconfig, "--metrics-bind-address", "0", "--health-probe-bind-address", "0"}, extra...)
+		"--kubeconfig", e.kubeconfig, "--metrics-bind-address", "0", "--health-probe-bind-address", "0",
+		"--shared-identity"}, extra...)
 	logFile, err := os.CreateTemp(t.TempDir(), "cueop-*.log")
 	if err != nil {
 		t.Fatal(err)
