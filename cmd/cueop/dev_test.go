@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -39,6 +40,9 @@ children: b: {apiVersion: "v1", kind: "ConfigMap", metadata: name: "b" & 3}
 // the ConfigMap it references: it reaches Ready with no hand-made object,
 // its claim bound by the local cluster's provisioner and its Job completed
 // by kwok, and the ConfigMap, not a CR, is only applied.
+// hexRun is a digest in a line: 32 hex digits or more.
+var hexRun = regexp.MustCompile(`[0-9a-f]{32,}`)
+
 func TestDevExitsWhenReady(t *testing.T) {
 	dir := t.TempDir()
 	kubeconfig := filepath.Join(dir, "kubeconfig")
@@ -86,6 +90,13 @@ func TestDevExitsWhenReady(t *testing.T) {
 		}
 		if strings.Contains(line, "serving kind") {
 			t.Errorf("output has an info log line: %s", line)
+		}
+		// ERROR is for what a person must act on: only the broken template.
+		if strings.Contains(line, "ERROR") && !strings.Contains(line, "templates did not load") {
+			t.Errorf("output has an error line the author has nothing to do about: %s", line)
+		}
+		if hexRun.MatchString(line) {
+			t.Errorf("a status line carries a digest: %s", line)
 		}
 		if strings.Contains(line, "templates did not load") {
 			loadErrors++

@@ -263,7 +263,7 @@ func (p *printer) notReady() string {
 }
 
 // summary is the status of any kind in one line: its scalar status fields
-// and its Ready condition.
+// but digests, and its Ready condition.
 func summary(cr *unstructured.Unstructured) string {
 	st, _ := cr.Object["status"].(map[string]any)
 	var parts []string
@@ -271,7 +271,7 @@ func summary(cr *unstructured.Unstructured) string {
 		switch v.(type) {
 		case map[string]any, []any:
 		default:
-			if k != "observedGeneration" && k != "selector" {
+			if k != "observedGeneration" && k != "selector" && !isDigest(v) {
 				parts = append(parts, fmt.Sprintf("%s=%v", k, v))
 			}
 		}
@@ -345,4 +345,24 @@ func printMigrations(out io.Writer, op devView, last map[string]string) {
 		last[m.CRD] = line
 		fmt.Fprintf(out, "%s  %-40s %s\n", time.Now().Format("15:04:05"), "storage migration "+m.Kind, line)
 	}
+}
+
+// isDigest tells whether a status value is a digest (status.inputsDigest,
+// a sha256:... reference): 32 hex digits or more say nothing to a person
+// reading the console.
+func isDigest(v any) bool {
+	s, ok := v.(string)
+	if !ok {
+		return false
+	}
+	s = strings.TrimPrefix(s, "sha256:")
+	if len(s) < 32 {
+		return false
+	}
+	for _, c := range s {
+		if !strings.ContainsRune("0123456789abcdef", c) {
+			return false
+		}
+	}
+	return true
 }

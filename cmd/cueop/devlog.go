@@ -1,6 +1,8 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -78,9 +80,19 @@ func (c oneLineCore) Write(e zapcore.Entry, fields []zapcore.Field) error {
 	if e.Level < zapcore.WarnLevel && !slices.ContainsFunc(fields, func(f zapcore.Field) bool { return slices.Contains(consoleKeys, f.Key) }) {
 		return nil
 	}
+	if slices.ContainsFunc(fields, canceled) {
+		return nil // a request cut off by the shutdown: nothing to act on (the file has it)
+	}
 	e.Message = oneLine(e.Message)
 	e.Stack = ""
 	return c.Core.Write(e, fields)
+}
+
+// canceled tells whether f is the error of a request whose context ended
+// (the process shuts down).
+func canceled(f zapcore.Field) bool {
+	err, ok := f.Interface.(error)
+	return ok && f.Type == zapcore.ErrorType && errors.Is(err, context.Canceled)
 }
 
 func oneLine(s string) string {

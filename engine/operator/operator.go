@@ -436,7 +436,9 @@ func (o *Operator) Start(ctx context.Context) error {
 		if len(o.kindNames()) == 0 && !o.anyWaiting() && !o.anyRefused() {
 			return fmt.Errorf("templates %s: %w", o.opts.Templates, err)
 		}
-		o.log.Error(err, "not every kind serves") // unserved.go retries what may pass
+		if err := without(err, first.err); err != nil { // the load error was logged by loadFailed
+			o.log.Error(err, "not every kind serves") // unserved.go retries what may pass
+		}
 	}
 	o.unwarm(ctx, warmed)
 	go o.repointOnRotation(ctx) // conversion.go
@@ -445,3 +447,25 @@ func (o *Operator) Start(ctx context.Context) error {
 
 // Parents is the cache of the CRs, for callers that follow their status.
 func (o *Operator) Parents() cache.Cache { return o.parents }
+
+// without is err, a join of errors, without load: a cause logged already
+// is not logged twice.
+func without(err, load error) error {
+	if err == nil || load == nil {
+		return err
+	}
+	j, ok := err.(interface{ Unwrap() []error })
+	if !ok {
+		if err == load {
+			return nil
+		}
+		return err
+	}
+	var rest []error
+	for _, e := range j.Unwrap() {
+		if e != load {
+			rest = append(rest, e)
+		}
+	}
+	return errors.Join(rest...)
+}

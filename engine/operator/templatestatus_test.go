@@ -52,9 +52,13 @@ func TestTemplateObjectShowsLoadState(t *testing.T) {
 		}
 		return ""
 	})
-	eventually(t, 60*time.Second, func() string {
-		if s, msg, obj := templateCondition(t, "Ready"); s != "True" {
+	eventually(t, 60*time.Second, func() string { // written by this test's operator, not an earlier one
+		s, msg, obj := templateCondition(t, "Ready")
+		if s != "True" {
 			return fmt.Sprintf("Ready %s: %s (%v)", s, msg, obj)
+		}
+		if ref, _, _ := unstructured.NestedString(obj.Object, "status", "source", "ref"); ref != dir {
+			return fmt.Sprintf("source %q, want %q", ref, dir)
 		}
 		return ""
 	})

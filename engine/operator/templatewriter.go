@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -35,6 +36,7 @@ type templateWriter struct {
 	pending map[string]kindReport // by package
 	names   map[string]string     // by package, the Template named by it
 	current map[string]bool       // the packages of the last reload; nil before it
+	created []string              // the Templates this process created
 
 	// Owned by run.
 	seeded, quiet bool
@@ -218,6 +220,9 @@ func (w *templateWriter) writeReport(ctx context.Context, r kindReport) error {
 	}
 	w.last[name] = &liveTemplate{status: next, gen: gen}
 	w.mu.Lock()
+	if prev == nil {
+		w.created = append(w.created, name)
+	}
 	w.names[next.Package] = name
 	w.mu.Unlock()
 	return nil
@@ -317,4 +322,19 @@ func sameJSON(a, b *templateState) bool {
 	x, err1 := json.Marshal(a)
 	y, err2 := json.Marshal(b)
 	return err1 == nil && err2 == nil && string(x) == string(y)
+}
+
+// CreatedTemplates are the names of the Template objects this operator
+// created (tests delete them at their end: a Template outlives the kind's
+// controller by design).
+func (o *Operator) CreatedTemplates() []string {
+	o.mu.Lock()
+	w := o.templates
+	o.mu.Unlock()
+	if w == nil {
+		return nil
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return slices.Clone(w.created)
 }

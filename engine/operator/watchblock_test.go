@@ -99,7 +99,8 @@ func (l *listSeen) RoundTrip(req *http.Request) (*http.Response, error) {
 // TestUnsyncedWatchDelaysOnlyItsKind runs the operator as a user that may
 // not list or watch Knots. A Blocker renders a Knot, whose watch never
 // syncs; meanwhile a Note (a ConfigMap) created after the Knot list was
-// refused converges at once, and the Blocker says it is still reconciling.
+// refused converges at once, and the Blocker is refused: Ready=False,
+// reason Forbidden, naming the Knots (engine/reconcile/forbidden.go).
 func TestUnsyncedWatchDelaysOnlyItsKind(t *testing.T) {
 	ns := clustertest.Namespace(t)
 	mustKubectl(t, noListRBAC, "apply", "-f", "-")
@@ -133,8 +134,8 @@ func TestUnsyncedWatchDelaysOnlyItsKind(t *testing.T) {
 
 	eventually(t, 60*time.Second, func() string {
 		b := getObj(t, c, "idtest.example.com/v1", "Blocker", ns, "b")
-		rec := conditionOf(b, "Reconciling")
-		if rec == nil || rec["status"] != "True" || !strings.Contains(rec["message"].(string), "knots") || conditionStatus(b, "Ready") == "True" {
+		ready := conditionOf(b, "Ready")
+		if ready == nil || ready["status"] != "False" || ready["reason"] != "Forbidden" || !strings.Contains(ready["message"].(string), "knots") {
 			return "Blocker status = " + strings.TrimSpace(strings.ReplaceAll(mustKubectl(t, "", "-n", ns, "get", "blocker/b", "-o", "jsonpath={.status}"), "\n", " "))
 		}
 		return ""

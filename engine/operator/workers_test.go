@@ -28,18 +28,26 @@ import (
 // Hostile CRD is deleted at the end.
 func startHostile(t *testing.T, ns string, b budget.Budget) string {
 	t.Helper()
+	dir, _ := startHostileObserved(t, ns, b)
+	return dir
+}
+
+// startHostileObserved is startHostile, with the operator's activity (its
+// log lines and writes).
+func startHostileObserved(t *testing.T, ns string, b budget.Budget) (string, *operatortest.Activity) {
+	t.Helper()
 	dir := workertest.Templates(t, map[string]string{"hostile/hostile.cue": workertest.HostileKind})
 	t.Cleanup(func() { _, _ = kubectl(t, "", "delete", "crd", "hostiles.hostile.test.example", "--ignore-not-found") })
 	opts := operatortest.Options(dir, ns)
 	opts.Budget = b
-	operatortest.Start(t, clustertest.Config(), opts)
+	a, _ := operatortest.StartObserved(t, clustertest.Config(), opts)
 	eventually(t, 60*time.Second, func() string {
 		if _, err := kubectl(t, "", "wait", "--for=condition=Established", "crd/hostiles.hostile.test.example", "--timeout=5s"); err != nil {
 			return "Hostile CRD not established: " + err.Error()
 		}
 		return ""
 	})
-	return dir
+	return dir, a
 }
 
 // applyHostile creates the Hostile ns/name with spec.
@@ -200,7 +208,7 @@ func gatherTotal(t *testing.T, name string) float64 {
 // and converges once the slow render is killed at its 3 s budget.
 func TestBusyForAMomentWritesNoStatus(t *testing.T) {
 	ns := clustertest.Namespace(t)
-	startHostile(t, ns, budget.Budget{Time: 3 * time.Second, Memory: -1})
+	_, activity := startHostileObserved(t, ns, budget.Budget{Time: 3 * time.Second, Memory: -1})
 	w := watchHostile(t, ns, "quick")
 	errors := metricSum(t, "cueop_render_duration_seconds", "kind", "Hostile", "result", "error")
 
@@ -224,6 +232,10 @@ func TestBusyForAMomentWritesNoStatus(t *testing.T) {
 		if strings.Contains(msg, "waits its turn") {
 			t.Errorf("quick was written a status while busy for a moment: %q", msg)
 		}
+	}
+	// Waiting for its share is a state, not an error: no error is logged.
+	for _, l := range activity.Logged("Reconciler error", "name", "quick") {
+		t.Errorf("a busy refusal of quick was logged as an error: %v", l.Values["error"])
 	}
 }
 

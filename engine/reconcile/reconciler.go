@@ -173,7 +173,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	} else {
 		r.Rollout.Done(req.NamespacedName, k, err == nil && run.converged(), run.stalled != nil)
 	}
-	return run.result(err), err
+	if serr != nil {
+		return run.result(err), err
+	}
+	return quietly(run.result(err), err) // quiet.go
 }
 
 // run is the state of one reconcile of one CR.

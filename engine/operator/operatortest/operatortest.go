@@ -8,8 +8,10 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/cueop/cueop/engine/operator"
@@ -83,6 +85,31 @@ func Run(t testing.TB, op *operator.Operator) (stop func()) {
 			}
 		})
 	}
+	t.Cleanup(func() { deleteTemplates(op) }) // run after stop
 	t.Cleanup(stop)
 	return stop
+}
+
+// deleteTemplates deletes the Template objects op created, as the
+// identity op was built with but not as a user it impersonates (a test's
+// limited user may not delete them).
+func deleteTemplates(op *operator.Operator) {
+	names := op.CreatedTemplates()
+	if len(names) == 0 {
+		return
+	}
+	cfg := rest.CopyConfig(op.Manager().GetConfig())
+	cfg.Impersonate = rest.ImpersonationConfig{}
+	c, err := client.New(cfg, client.Options{})
+	if err != nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for _, name := range names {
+		obj := &unstructured.Unstructured{}
+		obj.SetGroupVersionKind(operator.TemplateGVK)
+		obj.SetName(name)
+		_ = client.IgnoreNotFound(c.Delete(ctx, obj))
+	}
 }
