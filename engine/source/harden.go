@@ -49,7 +49,7 @@ func (c *cache) checkEntries(zr *zip.Reader) error {
 		case name == "cue.mod/deps" || strings.HasPrefix(name, "cue.mod/deps/"):
 			return fmt.Errorf("entry %q: cue.mod/deps is where the operator lays out the dependencies it fetched, not part of a module: refused", f.Name)
 		case !dir && !f.Mode().IsRegular():
-			return fmt.Errorf("entry %q: %s, not a regular file: refused", f.Name, f.Mode().Type())
+			return fmt.Errorf("entry %q: %s, not a regular file: refused", f.Name, entryType(f.Mode()))
 		}
 		if _, twice := isDir[name]; twice {
 			return fmt.Errorf("entry %q: given twice in the archive: refused", f.Name)
@@ -73,6 +73,18 @@ func (c *cache) checkEntries(zr *zip.Reader) error {
 		}
 	}
 	return nil
+}
+
+func entryType(m fs.FileMode) string {
+	switch {
+	case m&fs.ModeSymlink != 0:
+		return "a symlink"
+	case m&fs.ModeNamedPipe != 0:
+		return "a named pipe"
+	case m&fs.ModeDevice != 0:
+		return "a device"
+	}
+	return "a special file (" + m.Type().String() + ")"
 }
 
 // checkWritable tells, when the Source is made rather than at the first
