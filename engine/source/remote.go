@@ -113,7 +113,7 @@ func (r *remote) manifest(ctx context.Context, mv module.Version, digest string)
 	}
 	f := &fetched{mv: mv, digest: string(m.ManifestDigest()), mod: m}
 	if digest != "" && f.digest != digest {
-		return nil, fmt.Errorf("module %s: the registry answered manifest %s", describe(mv, digest), f.digest)
+		return nil, fmt.Errorf("module %s: the registry answered content of digest %s for the pinned digest: refused", describe(mv, digest), f.digest)
 	}
 	if err := json.Unmarshal(data, &f.manifest); err != nil {
 		return nil, fmt.Errorf("module %s: manifest: %w", describe(mv, f.digest), err)

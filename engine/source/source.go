@@ -148,6 +148,9 @@ func (s *Source) Poll(ctx context.Context) (changed bool, err error) {
 	defer s.polling.Unlock()
 	rs := s.Serving()
 	have := s.Serving()
+	if len(rs) != len(s.opts.Refs) {
+		return false, errors.New("template modules: no poll before Start laid out the first modules")
+	}
 	var errs []error
 	for i, ref := range s.opts.Refs {
 		if ref.Pinned() {
