@@ -314,3 +314,28 @@ func TestCredentialsNotInErrors(t *testing.T) {
 		t.Errorf("error leaks the credentials: %v", err)
 	}
 }
+
+// TestEndlessAnswer: a registry whose tag list never ends is cut off at
+// the bytes a module may need, not read until memory runs out.
+func TestEndlessAnswer(t *testing.T) {
+	reg := sourcetest.Start(t)
+	reg.Intercept(func(w http.ResponseWriter, req *http.Request, next http.Handler) {
+		if !strings.HasSuffix(req.URL.Path, "/tags/list") {
+			next.ServeHTTP(w, req)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.Write([]byte(`{"name":"example.com/app","tags":[`))
+		chunk := []byte(strings.Repeat(`"v1.0.0",`, 1000))
+		for req.Context().Err() == nil {
+			if _, err := w.Write(chunk); err != nil {
+				return
+			}
+		}
+	})
+	s := openWith(t, reg.Ref("example.com/app", "v1"), source.Options{FetchTimeout: time.Hour, Limits: template.Limits{MaxFileSize: 1024, MaxTotalSize: 1024}})
+	err := s.Start(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "the registry's answer runs past the bytes a module may need") {
+		t.Errorf("Start = %v, want the endless answer cut off", err)
+	}
+}
