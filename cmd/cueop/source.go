@@ -22,6 +22,7 @@ type sourceFlags struct {
 	cache          string
 	pollInterval   time.Duration
 	registryConfig string
+	fetchTimeout   time.Duration
 	// accepted is told what the operator accepted (Source.Accept); nil
 	// when --templates is a directory.
 	accepted func([]template.Source)
@@ -30,6 +31,7 @@ type sourceFlags struct {
 func (f *sourceFlags) register(fl *pflag.FlagSet) {
 	fl.StringVar(&f.cache, "module-cache", defaultModuleCache(), "directory of the template modules fetched from a registry (--templates oci://...), by digest, and of the digests recorded for a restart")
 	fl.DurationVar(&f.pollInterval, "registry-poll-interval", source.DefaultPollInterval, "how often a module reference that moves (a tag, @v1) is asked for")
+	fl.DurationVar(&f.fetchTimeout, "registry-timeout", source.DefaultFetchTimeout, "how long the fetch of one module reference (its manifest, archive and dependencies) may take; a registry that hangs fails the fetch and what serves is left as it is")
 	fl.StringVar(&f.registryConfig, "registry-config", "", "docker config.json holding the registry credentials (default: anonymous)")
 }
 
@@ -72,7 +74,7 @@ func (g *globals) openSource(cmd *cobra.Command, _ []string) error {
 	}
 	log := logr.FromSlogHandler(slog.NewTextHandler(os.Stderr, nil))
 	s, err := source.New(source.Options{Refs: refs, CacheDir: g.source.cache, PollInterval: g.source.pollInterval,
-		RegistryConfig: g.source.registryConfig, Limits: g.limits.limits(), Log: log})
+		RegistryConfig: g.source.registryConfig, FetchTimeout: g.source.fetchTimeout, Limits: g.limits.limits(), Log: log})
 	if err != nil {
 		return err
 	}

@@ -23,8 +23,9 @@ import (
 //	templates/..data       the symlink to the layout serving
 //	pinned.json            the digests resolved (pinned.go)
 type cache struct {
-	dir    string
-	limits template.Limits
+	dir      string
+	limits   template.Limits
+	maxFiles int // entries of a module's archive (harden.go)
 }
 
 // moduleDir is where the module version of manifest digest lies.
@@ -50,6 +51,9 @@ func (c *cache) extract(mv module.Version, digest string, archive []byte) error 
 	zr, err := zip.NewReader(bytes.NewReader(archive), int64(len(archive)))
 	if err != nil {
 		return fmt.Errorf("module %s: archive: %w", who, err)
+	}
+	if err := c.checkEntries(zr); err != nil {
+		return fmt.Errorf("module %s: %w", who, err)
 	}
 	tmp, err := os.MkdirTemp(filepath.Join(c.dir, "modules"), ".extract-")
 	if err != nil {
@@ -104,9 +108,19 @@ func (c *cache) extractFile(dir string, f *zip.File, left int64) (int64, error) 
 	}
 	p := filepath.Join(dir, filepath.FromSlash(f.Name))
 	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		return 0, err
+		return 0, fmt.Errorf("file %s: %w", f.Name, err)
 	}
-	return int64(len(data)), os.WriteFile(p, data, 0o644)
+	// O_EXCL: checkEntries refused a name given twice; a file is never
+	// written over another.
+	w, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return 0, fmt.Errorf("file %s: %w", f.Name, err)
+	}
+	if _, err := w.Write(data); err != nil {
+		w.Close()
+		return 0, fmt.Errorf("file %s: %w", f.Name, err)
+	}
+	return int64(len(data)), w.Close()
 }
 
 // checkModuleFile checks that the extracted module names mv.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net/http"
 	"path/filepath"
 
 	"cuelabs.dev/go/oci/ociregistry"
@@ -27,8 +28,8 @@ type remote struct {
 
 // newRemote makes the client of registry. Credentials are auth, a docker
 // config.json's content, if any: no other configuration (the user's
-// ~/.docker, CUE's logins) is read.
-func newRemote(registry string, auth []byte, cacheDir string) (*remote, error) {
+// ~/.docker, CUE's logins) is read. Every answer is bounded to max bytes.
+func newRemote(registry string, auth []byte, cacheDir string, max int64) (*remote, error) {
 	env := []string{
 		"DOCKER_CONFIG=" + filepath.Join(cacheDir, "no-docker-config"),
 		"CUE_CONFIG_DIR=" + filepath.Join(cacheDir, "no-cue-config"),
@@ -36,7 +37,8 @@ func newRemote(registry string, auth []byte, cacheDir string) (*remote, error) {
 	if auth != nil {
 		env = append(env, "DOCKER_AUTH_CONFIG="+string(auth))
 	}
-	res, err := modconfig.NewResolver(&modconfig.Config{CUERegistry: registry, Env: env, ClientType: "cueop"})
+	res, err := modconfig.NewResolver(&modconfig.Config{CUERegistry: registry, Env: env, ClientType: "cueop",
+		Transport: boundedTransport{next: http.DefaultTransport.(*http.Transport).Clone(), max: max}})
 	if err != nil {
 		return nil, fmt.Errorf("registry %s: %w", registry, err)
 	}
@@ -111,7 +113,7 @@ func (r *remote) manifest(ctx context.Context, mv module.Version, digest string)
 	}
 	f := &fetched{mv: mv, digest: string(m.ManifestDigest()), mod: m}
 	if digest != "" && f.digest != digest {
-		return nil, fmt.Errorf("module %s: the registry answered manifest %s", describe(mv, digest), f.digest)
+		return nil, fmt.Errorf("module %s: the registry answered content of digest %s for the pinned digest: refused", describe(mv, digest), f.digest)
 	}
 	if err := json.Unmarshal(data, &f.manifest); err != nil {
 		return nil, fmt.Errorf("module %s: manifest: %w", describe(mv, f.digest), err)

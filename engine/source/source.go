@@ -34,6 +34,12 @@ type Options struct {
 	// Limits bound each module's files as a template load bounds a
 	// directory's.
 	Limits template.Limits
+	// FetchTimeout bounds the resolution of one reference (harden.go); 0
+	// means DefaultFetchTimeout.
+	FetchTimeout time.Duration
+	// MaxModuleFiles bounds the entries of a module's archive; 0 means
+	// DefaultMaxModuleFiles.
+	MaxModuleFiles int
 	// Log receives the poll errors.
 	Log logr.Logger
 }
@@ -55,9 +61,20 @@ func New(opts Options) (*Source, error) {
 	if opts.PollInterval <= 0 {
 		opts.PollInterval = DefaultPollInterval
 	}
+	if opts.FetchTimeout <= 0 {
+		opts.FetchTimeout = DefaultFetchTimeout
+	}
+	if opts.MaxModuleFiles <= 0 {
+		opts.MaxModuleFiles = DefaultMaxModuleFiles
+	}
 	opts.Limits = opts.Limits.WithDefaults()
 	if err := os.MkdirAll(filepath.Join(opts.CacheDir, "modules"), 0o755); err != nil {
 		return nil, fmt.Errorf("module cache: %w", err)
+	}
+	for _, dir := range []string{opts.CacheDir, filepath.Join(opts.CacheDir, "modules")} {
+		if err := checkWritable(dir); err != nil {
+			return nil, err
+		}
 	}
 	var auth []byte
 	if opts.RegistryConfig != "" {
@@ -71,12 +88,12 @@ func New(opts Options) (*Source, error) {
 			auth = data
 		}
 	}
-	s := &Source{opts: opts, c: &cache{dir: opts.CacheDir, limits: opts.Limits}, remotes: map[string]*remote{}}
+	s := &Source{opts: opts, c: &cache{dir: opts.CacheDir, limits: opts.Limits, maxFiles: opts.MaxModuleFiles}, remotes: map[string]*remote{}}
 	for _, r := range opts.Refs {
 		if s.remotes[r.Registry] != nil {
 			continue
 		}
-		rem, err := newRemote(r.Registry, auth, opts.CacheDir)
+		rem, err := newRemote(r.Registry, auth, opts.CacheDir, s.c.maxModule()+maxManifest)
 		if err != nil {
 			return nil, err
 		}
@@ -131,6 +148,9 @@ func (s *Source) Poll(ctx context.Context) (changed bool, err error) {
 	defer s.polling.Unlock()
 	rs := s.Serving()
 	have := s.Serving()
+	if len(rs) != len(s.opts.Refs) {
+		return false, errors.New("template modules: no poll before Start laid out the first modules")
+	}
 	var errs []error
 	for i, ref := range s.opts.Refs {
 		if ref.Pinned() {
@@ -185,6 +205,13 @@ func (s *Source) commit(rs []Resolved) (bool, error) {
 // resolve asks the registry what ref names now; when it is still have's
 // digest, have is the answer.
 func (s *Source) resolve(ctx context.Context, ref Ref, have *Resolved) (Resolved, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.opts.FetchTimeout)
+	defer cancel()
+	r, err := s.resolveWithin(ctx, ref, have)
+	return r, timedOut(ctx, ref, s.opts.FetchTimeout, err)
+}
+
+func (s *Source) resolveWithin(ctx context.Context, ref Ref, have *Resolved) (Resolved, error) {
 	rem := s.remotes[ref.Registry]
 	vers := ref.Query
 	if !ref.Exact() {

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"cuelabs.dev/go/oci/ociregistry/ociclient"
@@ -22,12 +23,14 @@ import (
 // Registry is an in-memory OCI registry served over HTTP.
 type Registry struct {
 	srv *httptest.Server
+	mw  atomic.Pointer[Middleware] // Intercept (hostile.go)
 }
 
 // Start starts a registry; it stops when the test ends.
 func Start(t testing.TB) *Registry {
 	t.Helper()
-	r := &Registry{srv: httptest.NewServer(ociserver.New(ocimem.New(), nil))}
+	r := &Registry{}
+	r.srv = httptest.NewServer(r.intercepting(ociserver.New(ocimem.New(), nil)))
 	t.Cleanup(r.Stop)
 	return r
 }

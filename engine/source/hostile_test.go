@@ -1,0 +1,177 @@
+package source_test
+
+import (
+	"archive/zip"
+	"bytes"
+	"compress/flate"
+	"context"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/cueop/cueop/engine/source"
+	"github.com/cueop/cueop/engine/source/sourcetest"
+	"github.com/cueop/cueop/engine/template"
+)
+
+// entry is one entry of a hostile archive.
+type entry struct {
+	name, body string
+	mode       fs.FileMode // 0: a regular file
+	raw        *zip.FileHeader
+}
+
+const hostileMod = "example.com/evil@v0"
+
+func hostileZip(t *testing.T, entries ...entry) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	zw := zip.NewWriter(&b)
+	for _, e := range entries {
+		if e.raw != nil {
+			w, err := zw.CreateRaw(e.raw)
+			if err != nil {
+				t.Fatal(err)
+			}
+			w.Write([]byte(e.body))
+			continue
+		}
+		h := &zip.FileHeader{Name: e.name, Method: zip.Deflate}
+		if e.mode != 0 {
+			h.SetMode(e.mode)
+		}
+		w, err := zw.CreateHeader(h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.Write([]byte(e.body))
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
+}
+
+func moduleEntries() []entry {
+	return []entry{
+		{name: "cue.mod/module.cue", body: sourcetest.ModuleFile(hostileMod, nil)},
+		{name: "web/web.cue", body: "package web\n"},
+	}
+}
+
+// startHostile publishes archive as example.com/evil v0.1.0 and starts a
+// Source on it in a cache below a directory of its own; it returns Start's
+// error and that directory.
+func startHostile(t *testing.T, archive []byte, opts source.Options) (error, string) {
+	t.Helper()
+	reg := sourcetest.Start(t)
+	reg.PublishZip(t, "example.com/evil", "v0.1.0", archive, sourcetest.ModuleFile(hostileMod, nil))
+	parent := t.TempDir()
+	refs, err := source.ParseRefs(reg.Ref("example.com/evil", "v0.1.0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts.Refs, opts.CacheDir = refs, filepath.Join(parent, "cache")
+	s, err := source.New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s.Start(context.Background()), parent
+}
+
+// onlyCache checks that nothing was written beside the cache, nor a module
+// extracted in it.
+func onlyCache(t *testing.T, parent string) {
+	t.Helper()
+	entries, _ := os.ReadDir(parent)
+	if len(entries) != 1 || entries[0].Name() != "cache" {
+		t.Errorf("beside the cache: %v", entries)
+	}
+	filepath.WalkDir(filepath.Join(parent, "cache"), func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			t.Errorf("written in the cache: %s", p)
+		}
+		return nil
+	})
+}
+
+func wantRefused(t *testing.T, err error, parts ...string) {
+	t.Helper()
+	if err == nil {
+		t.Fatalf("no error, want one naming %q", parts)
+	}
+	for _, p := range append([]string{"module example.com/evil@v0.1.0 (sha256:"}, parts...) {
+		if !strings.Contains(err.Error(), p) {
+			t.Errorf("error %q does not say %q", err, p)
+		}
+	}
+}
+
+// TestHostileArchiveEntries: a module archive whose entries climb out of
+// the module, are symlinks, are given twice, or shadow the layout's
+// cue.mod/deps is refused before a file is written, naming the module and
+// the entry.
+func TestHostileArchiveEntries(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		bad  []entry
+		want string
+	}{
+		{"dotdot", []entry{{name: "../x", body: "x"}}, `entry "../x": not a path inside the module`},
+		{"nested-dotdot", []entry{{name: "web/../../x", body: "x"}}, `entry "web/../../x": not a path inside the module`},
+		{"absolute", []entry{{name: "/tmp/x", body: "x"}}, `entry "/tmp/x": not a path inside the module`},
+		{"backslash", []entry{{name: `..\x`, body: "x"}}, `not a path inside the module`},
+		{"symlink", []entry{{name: "web/link.cue", body: "../../../etc/passwd", mode: fs.ModeSymlink | 0o777}}, `entry "web/link.cue": a symlink, not a regular file`},
+		{"duplicate", []entry{{name: "web/web.cue", body: "package web\nx: 1\n"}}, `entry "web/web.cue": given twice`},
+		{"file-as-dir", []entry{{name: "web/web.cue/x.cue", body: "package x\n"}}, `entry "web/web.cue/x.cue": inside "web/web.cue", which is a file`},
+		{"vendored", []entry{{name: "cue.mod/deps/example.com/lib@v0.1.0/lib.cue", body: "package lib\n"}}, `entry "cue.mod/deps/example.com/lib@v0.1.0/lib.cue": cue.mod/deps is where the operator`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err, parent := startHostile(t, hostileZip(t, append(moduleEntries(), tc.bad...)...), source.Options{})
+			wantRefused(t, err, tc.want)
+			onlyCache(t, parent)
+		})
+	}
+}
+
+// TestHostileArchiveSizes: a module over the limits is refused before a
+// file is written: too many entries, a file declared over the file limit
+// (a zip bomb: 16 MiB of zeros in 16 KiB), files over the module's total,
+// and a file whose header lies about its size (read one byte past the
+// limit, never whole).
+func TestHostileArchiveSizes(t *testing.T) {
+	zeros := strings.Repeat("\x00", 16<<20)
+	var bomb bytes.Buffer
+	fw, _ := flate.NewWriter(&bomb, flate.BestCompression)
+	fw.Write([]byte(zeros))
+	fw.Close()
+	many := moduleEntries()
+	for i := range 60 {
+		many = append(many, entry{name: "web/f" + string(rune('a'+i/26)) + string(rune('a'+i%26)) + ".cue", body: "package web\n"})
+	}
+	total := moduleEntries()
+	for i := range 5 {
+		total = append(total, entry{name: "web/pad" + string(rune('a'+i)) + ".cue", body: "package web\n_p: \"" + strings.Repeat("x", 900) + "\"\n"})
+	}
+	for _, tc := range []struct {
+		name    string
+		entries []entry
+		limits  template.Limits
+		want    []string
+	}{
+		{"count", many, template.Limits{}, []string{"holds 62 entries, more than the 50 a module may: refused before extraction"}},
+		{"bomb", append(moduleEntries(), entry{name: "web/bomb.cue", body: zeros}), template.Limits{},
+			[]string{"file web/bomb.cue holds 16777216 bytes, more than the 1048576", "refused before extraction"}},
+		{"total", total, template.Limits{MaxFileSize: 1024, MaxTotalSize: 1024}, []string{"more than the 4096 bytes a module may", "refused before extraction at web/pad"}},
+		{"lying-header", append(moduleEntries(), entry{body: bomb.String(), raw: &zip.FileHeader{Name: "web/lie.cue", Method: zip.Deflate,
+			CompressedSize64: uint64(bomb.Len()), UncompressedSize64: 10}}), template.Limits{}, []string{"file web/lie.cue"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err, parent := startHostile(t, hostileZip(t, tc.entries...), source.Options{Limits: tc.limits, MaxModuleFiles: 50})
+			wantRefused(t, err, tc.want...)
+			onlyCache(t, parent)
+		})
+	}
+}
