@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -16,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -54,6 +56,11 @@ type devIdentities struct {
 
 	mu      sync.Mutex // one sync at a time (the sharded replicas load each)
 	printed string     // the last line naming the kinds' ServiceAccounts
+	// rights are what each kind was granted so far, by kind: a load only
+	// adds to them. The load is told before its kinds serve, and one may
+	// be refused (a breaking schema change) and keep its last revision
+	// serving, which must keep the rights it had.
+	rights map[schema.GroupKind]rbacgen.Kind
 }
 
 // newDevIdentities is nil with --shared-identity; else it creates the
@@ -140,7 +147,7 @@ func (d *devIdentities) sync(ctx context.Context, set *template.Set) error {
 	if rightsErr != nil {
 		d.log.Info("rights computed without the cases that did not render", "error", rightsErr.Error())
 	}
-	ids, err := identities(kinds, d.flags)
+	ids, err := identities(d.grow(kinds), d.flags)
 	if err != nil {
 		return err
 	}
@@ -168,6 +175,23 @@ func (d *devIdentities) sync(ctx context.Context, set *template.Set) error {
 	}
 	d.print(set, ids)
 	return nil
+}
+
+// grow adds kinds' rights to those granted so far, and returns kinds with
+// them.
+func (d *devIdentities) grow(kinds []rbacgen.Kind) []rbacgen.Kind {
+	if d.rights == nil {
+		d.rights = map[schema.GroupKind]rbacgen.Kind{}
+	}
+	out := make([]rbacgen.Kind, len(kinds))
+	for i, k := range kinds {
+		if had, ok := d.rights[k.GroupKind]; ok {
+			maps.Copy(k.Children, had.Children)
+			maps.Copy(k.References, had.References)
+		}
+		d.rights[k.GroupKind], out[i] = k, k
+	}
+	return out
 }
 
 // apply applies o unless the live object already holds it.

@@ -100,15 +100,15 @@ func TestDevKindsActAsTheirServiceAccounts(t *testing.T) {
 }
 
 // gadgetKind is a kind whose CR renders a ConfigMap, and a Service when
-// spec.expose is true (by default when exposeDefault is "true").
-func gadgetKind(exposeDefault string) string {
+// expose holds (CUE: "parent.spec.expose", "true").
+func gadgetKind(expose string) string {
 	return `package gadget
 
 resource: {group: "devid.test.example", version: "v1", kind: "Gadget"}
-#Spec: {expose: *` + exposeDefault + ` | bool}
+#Spec: {expose: *false | bool}
 parent: {metadata: {name: string, namespace: string}, spec: #Spec}
 children: cm: {apiVersion: "v1", kind: "ConfigMap", metadata: name: parent.metadata.name, data: v: "1"}
-if parent.spec.expose {
+if ` + expose + ` {
 	children: svc: {apiVersion: "v1", kind: "Service", metadata: name: parent.metadata.name, spec: ports: [{port: 80}]}
 }
 `
@@ -132,7 +132,7 @@ children: cm: {apiVersion: "v1", kind: "ConfigMap", metadata: name: "widget-" + 
 func TestDevRefusesWhatTheRoleLacks(t *testing.T) {
 	dir := writeTree(t, map[string]string{
 		"templates/cue.mod/module.cue": testModule,
-		"templates/gadget/gadget.cue":  gadgetKind("false"),
+		"templates/gadget/gadget.cue":  gadgetKind("parent.spec.expose"),
 		"templates/widget/widget.cue":  widgetKind,
 		"samples/gadget.yaml":          "apiVersion: devid.test.example/v1\nkind: Gadget\nmetadata: {name: plain, namespace: default}\nspec: {}\n",
 		"samples/widget.yaml":          "apiVersion: devid.test.example/v1\nkind: Widget\nmetadata: {name: w, namespace: default}\nspec: {}\n",
