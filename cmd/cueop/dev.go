@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/cueop/cueop/engine/identity"
 	"github.com/cueop/cueop/engine/operator"
 	"github.com/cueop/cueop/engine/template"
 	"github.com/cueop/cueop/localcluster"
@@ -35,6 +36,12 @@ type devFlags struct {
 	log     logr.Logger
 	logPath string
 	workers workerFlags // worker.go
+	// testdata are the golden cases that, with the samples, give the
+	// kinds' rights; identity maps the kinds to ServiceAccounts, and ids
+	// applies their roles (nil with --shared-identity; devidentity.go).
+	testdata string
+	identity identityFlags
+	ids      *devIdentities
 }
 
 func newDev(g *globals, zapOpts *zap.Options) *cobra.Command {
@@ -72,6 +79,8 @@ func newDev(g *globals, zapOpts *zap.Options) *cobra.Command {
 	fl.IntVar(&f.maxConcurrent, "max-concurrent", 4, "CRs of one kind reconciled at once")
 	fl.IntVar(&f.maxInFlight, "rollout-max-in-flight", 50, "CRs of a kind moved to a new template revision at once (0: unlimited)")
 	f.workers.register(fl)
+	fl.StringVar(&f.testdata, "testdata", "./testdata", "directory of the golden cases, rendered with the samples for the kinds' rights")
+	f.identity.register(fl, identity.DefaultNamespace)
 	fl.IntVar(&f.shards, "shards", 1, "ranges of CRs spread over the replicas (the local kube-apiserver gets the ShardedListAndWatch gate)")
 	fl.IntVar(&f.replicas, "replicas", 1, "replicas run in this process, competing for the shard ranges")
 	return cmd
@@ -99,6 +108,9 @@ func runDev(ctx context.Context, cmd *cobra.Command, out io.Writer, g *globals, 
 	fmt.Fprintln(out, devHint(f.kubeconfigOut, set))
 	if f.logPath != "" {
 		fmt.Fprintf(out, "operator logs (JSON) in %s; warnings and errors show here\n", f.logPath)
+	}
+	if f.ids, err = newDevIdentities(ctx, out, g, f, cluster, set); err != nil { // devidentity.go
+		return err
 	}
 	op, runOp, err := devOperators(out, g, f, cluster) // dev_shard.go
 	if err != nil {
@@ -166,6 +178,8 @@ func devOperator(g *globals, f *devFlags, cluster *localcluster.Cluster) (*opera
 		TemplateLimits:     g.limits.limits(),
 		RolloutMaxInFlight: f.maxInFlight,
 		TemplatesAccepted:  g.source.accepted,
+		Identities:         f.ids.config(),
+		TemplatesLoaded:    f.ids.hook(),
 		Manager:            ctrl.Options{Metrics: metricsserver.Options{BindAddress: f.metricsAddr}, HealthProbeBindAddress: "0", Logger: f.log},
 	})
 }

@@ -62,6 +62,7 @@ func devOperators(out io.Writer, g *globals, f *devFlags, cluster *localcluster.
 		s, err := operator.NewSharded(cluster.Config, operator.Options{
 			Templates: g.templates, InstallCRDs: true, AllowedKinds: opts.AllowedKinds, ReadableKinds: opts.ReadableKinds, DataKinds: opts.DataKinds, MaxConcurrent: f.maxConcurrent,
 			Budget: opts.Budget, TemplateLimits: g.limits.limits(), RolloutMaxInFlight: f.maxInFlight,
+			Identities: f.ids.config(), TemplatesLoaded: f.ids.hook(),
 			Manager: ctrl.Options{Metrics: metricsserver.Options{BindAddress: metrics}, HealthProbeBindAddress: "0", Logger: f.log},
 		}, operator.Sharding{Shards: f.shards, Identity: fmt.Sprintf("dev-replica-%d", i), Namespace: "default"})
 		if err != nil {

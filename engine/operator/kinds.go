@@ -53,6 +53,9 @@ func (o *Operator) reloadSet(ctx context.Context, set *template.Set, err error) 
 	if err != nil {
 		o.loadFailed(ctx, err, set.Broken)
 	}
+	if o.opts.TemplatesLoaded != nil {
+		o.opts.TemplatesLoaded(ctx, set)
+	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	seen, unserved, failed := map[string]bool{}, map[string]bool{}, map[string]error{}

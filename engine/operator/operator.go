@@ -60,6 +60,12 @@ type Options struct {
 	// TemplatesAccepted, when set, is told the sources of a load whose
 	// every kind serves (accepted.go); a module source records them.
 	TemplatesAccepted func([]template.Source)
+	// TemplatesLoaded, when set, is told each load of the templates that
+	// gave a set (some kinds may be broken), before the controllers are
+	// brought in line with it: `cueop dev` applies the kinds' generated
+	// roles there, so that a kind's new children are permitted before its
+	// CRs render them.
+	TemplatesLoaded func(context.Context, *template.Set)
 	// MaxConcurrent is the number of CRs of one kind reconciled at once.
 	MaxConcurrent int
 	// RolloutMaxInFlight bounds the CRs of a kind moving to a new template
