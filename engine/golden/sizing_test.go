@@ -34,7 +34,7 @@ func apiServerData() map[string]any {
 // settings ConfigMap is as large as the API server allows (1 MiB, 10,000
 // keys) renders within the default render budget (the CPU time scaled under
 // the race detector), allocating at most half of it; with its own
-// spec.files as large too, within the budget the README's sizing advice
+// spec.files as large too, within the budget the sizing advice of docs/operating.md
 // gives. (At the former default of 64 MiB, the render's 42 MiB left too
 // little for what the operator allocates beside it: refused at 65.9 MiB.)
 func TestWebAppAtAPIServerLimitsFitsDefaultBudget(t *testing.T) {
@@ -54,8 +54,8 @@ func TestWebAppAtAPIServerLimitsFitsDefaultBudget(t *testing.T) {
 		budget budget.Budget
 	}{
 		{"settings", nil, budget.Budget{}},
-		// Both at the limits take about 117 MiB and 0.8 s: the README's
-		// sizing example.
+		// Both at the limits take about 117 MiB and 0.8 s: the sizing
+		// example of docs/operating.md.
 		{"settings and files", apiServerData(), budget.Budget{Time: 2 * time.Second, Memory: 256 << 20}},
 	} {
 		parent, err := golden.ParseParent([]byte(`apiVersion: apps.example.com/v1

@@ -29,8 +29,8 @@ const shardMemCRs = 400
 // of 2 filtered by the client (shardSelector stripped, as an API server
 // without the gate ignores it). Both filters cache exactly the range's
 // CRs; the test logs what each cache holds on the heap, the bytes it
-// received and what it allocated to fill itself (README, "Sharding: when
-// and how").
+// received and what it allocated to fill itself (docs/operating.md,
+// "Without the feature gate").
 func TestShardCacheMemory(t *testing.T) {
 	ns := clustertest.Namespace(t)
 	gvk := schema.GroupVersionKind{Group: "shardmem.example.com", Version: "v1", Kind: "Sized"}
