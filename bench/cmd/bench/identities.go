@@ -218,6 +218,10 @@ func (d *driver) idRun(ctx context.Context, ic idConfig, tmpl, mode string, n in
 	if mode == "identity" {
 		extra = []string{"-identities", ic.Namespace}
 	}
+	if os.Getenv("BENCH_ID_HEAP") != "" {
+		// The heap profile at the peak of the live heap (heapprofile.go).
+		extra = append(extra, "-heapprofile", d.cfg.Out+"/"+name+".peak.heap.pprof")
+	}
 	d.syncTimeout = 5 * time.Minute
 	p, err := d.startOperator(ctx, "cueop", name, "", tmpl, extra...)
 	if err != nil {
@@ -263,7 +267,9 @@ func (d *driver) idConverge(ctx context.Context, p *opProc, sp crSpace, res *idR
 	res.AllReady = allAt.Sub(start)
 	st, err := settle(ctx, p, 2*time.Minute)
 	measured(st)
-	d.logf("%s at %d: all Ready in %.1fs, %d requests (%.1f per CR), peak RSS %s",
-		res.Mode, res.N, res.AllReady.Seconds(), res.Counts.total(), perCR(res.Counts.total(), res.N), mib(res.PeakRSS))
+	d.logf("%s at %d: all Ready in %.1fs, %d requests (%.1f per CR), peak RSS %s (render workers %s), peak heap %s",
+		res.Mode, res.N, res.AllReady.Seconds(), res.Counts.total(), perCR(res.Counts.total(), res.N), mib(res.PeakRSS),
+		mib(uint64(st.WorkerMaxRSS)), mib(res.PeakHeap))
+	p.writeHeapProfile(d.cfg.Out)
 	return err
 }

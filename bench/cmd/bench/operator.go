@@ -96,6 +96,7 @@ func runOperator(args []string) error {
 	byObject := fs.Bool("objects", false, "count the writes by object name (always with -shards)")
 	isolation := fs.String("render-isolation", "process", "cueop only: process (render workers) or inprocess")
 	identities := fs.String("identities", "", "cueop only: the namespace of the kinds' ServiceAccounts, each kind acting as its own (identities.go); empty: the shared identity")
+	heapProfile := fs.String("heapprofile", "", "write the heap profile to this file whenever the heap in use reaches a new peak (5% above the last written, at most every 2 s)")
 	webhookDir := fs.String("webhook-dir", "", "cueop only: serve the conversion webhook with the port and certificates of this directory (webhook.go)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -182,7 +183,7 @@ func runOperator(args []string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
 	var ready atomic.Bool
-	heap := &heapSampler{}
+	heap := &heapSampler{profile: *heapProfile}
 	go heap.run(ctx)
 	workerMem := &workerMemory{}
 	go workerMem.run(ctx)
@@ -249,6 +250,10 @@ func controllerMetrics() (reconciles, depth, renders float64) {
 type heapSampler struct {
 	mu                       sync.Mutex
 	inuse, peakInuse, peakAl uint64
+	// profile, when set, is the file the heap profile is written to at
+	// each new peak of the live heap (heapprofile.go).
+	profile string
+	peakAt  peakProfile
 }
 
 func (h *heapSampler) run(ctx context.Context) {
@@ -267,6 +272,7 @@ func (h *heapSampler) run(ctx context.Context) {
 		h.peakInuse = max(h.peakInuse, inuse)
 		h.peakAl = max(h.peakAl, alloc)
 		h.mu.Unlock()
+		h.peakAt.maybeWrite(h.profile, alloc)
 		select {
 		case <-ctx.Done():
 			return
