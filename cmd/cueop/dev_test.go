@@ -241,7 +241,7 @@ func TestDevIdleCostsNoCPU(t *testing.T) {
 	out := newLockedBuffer()
 	root.SetOut(out)
 	root.SetErr(out)
-	root.SetArgs([]string{"--templates", "../../templates", "dev", "--samples", t.TempDir(), "--kubeconfig-out", kubeconfig})
+	root.SetArgs([]string{"--templates", "../../templates", "dev", "--samples", t.TempDir(), "--testdata", "../../testdata", "--kubeconfig-out", kubeconfig})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- root.ExecuteContext(ctx) }()

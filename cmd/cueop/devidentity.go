@@ -147,7 +147,8 @@ func (d *devIdentities) sync(ctx context.Context, set *template.Set) error {
 	if rightsErr != nil {
 		d.log.Info("rights computed without the cases that did not render", "error", rightsErr.Error())
 	}
-	ids, err := identities(d.grow(kinds), d.flags)
+	kinds = d.grow(kinds)
+	ids, err := identities(kinds, d.flags)
 	if err != nil {
 		return err
 	}
@@ -173,7 +174,7 @@ func (d *devIdentities) sync(ctx context.Context, set *template.Set) error {
 	if err := d.settle(ctx, settle); err != nil {
 		d.log.Info("a role's rights are not granted yet", "error", err.Error())
 	}
-	d.print(set, ids)
+	d.print(set, ids, kinds)
 	return nil
 }
 
@@ -286,12 +287,18 @@ func resourceText(a *authorizationv1.ResourceAttributes) string {
 
 // print prints, when it differs from the last one, one line naming the
 // ServiceAccount each kind of set acts as.
-func (d *devIdentities) print(set *template.Set, ids []rbacgen.Identity) {
+// A kind none of whose samples and golden cases renders a child or a
+// reference has a role with no right on children: the line says so, or
+// its first CR would read Forbidden with no hint why.
+func (d *devIdentities) print(set *template.Set, ids []rbacgen.Identity, kinds []rbacgen.Kind) {
 	parts := make([]string, 0, len(ids))
 	for i, id := range ids {
 		part := set.Kinds[i].Resource.Kind + " as " + id.ServiceAccount.String()
 		if id.Namespaces != nil {
 			part += " (in " + strings.Join(id.Namespaces, ",") + ")"
+		}
+		if len(kinds[i].Children) == 0 && len(kinds[i].References) == 0 {
+			part += " (no sample or golden case renders it: no rights on children; see --samples, --testdata)"
 		}
 		parts = append(parts, part)
 	}
