@@ -65,6 +65,9 @@ func followDev(ctx context.Context, out io.Writer, op devView, set *template.Set
 				return err
 			}
 		case <-ctx.Done():
+			// What changed since the last tick is not lost on exit.
+			printRollouts(out, op, rollouts)
+			printMigrations(out, op, migrations)
 			return nil
 		case err := <-runErr:
 			return fmt.Errorf("operator stopped: %w", err)

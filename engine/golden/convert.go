@@ -30,6 +30,9 @@ func ToHub(k *template.Kind, parent *unstructured.Unstructured) (*unstructured.U
 	if err != nil {
 		return nil, err
 	}
+	if c == nil { // one version, and parent is not at it: a version dropped
+		return nil, fmt.Errorf("apiVersion %s: version %q is not served (served: %s)", parent.GetAPIVersion(), parent.GroupVersionKind().Version, hub.Name)
+	}
 	out, err := c.Convert(parent, hub.Name)
 	var se *convert.SpecError
 	if errors.As(err, &se) {

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
 	"github.com/cueop/cueop/engine/golden"
 	"github.com/cueop/cueop/engine/render"
 	"github.com/cueop/cueop/engine/template"
@@ -38,4 +40,30 @@ func TestConvertedCaseFailsOnAWrongForm(t *testing.T) {
 		!strings.Contains(results[0].Err.Error(), "+   size: 5") {
 		t.Errorf("results = %+v, want converted.yaml to differ at size", results)
 	}
+}
+
+// TestToHubOfADroppedVersion: a parent at a version its kind no longer
+// serves, the kind serving one version (a sample left at v1 once v1 is
+// dropped), is an error naming the version, not a crash (cueop dev
+// computes the kinds' rights from the samples on every edit).
+func TestToHubOfADroppedVersion(t *testing.T) {
+	set, err := template.Load("../../templates")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range set.Kinds {
+		if len(k.Versions) > 1 {
+			continue
+		}
+		parent := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": k.Resource.Group + "/v0dropped", "kind": k.Resource.Kind,
+			"metadata": map[string]any{"name": "a", "namespace": "default"}, "spec": map[string]any{},
+		}}
+		_, err := golden.ToHub(k, parent)
+		if err == nil || !strings.Contains(err.Error(), `version "v0dropped" is not served (served: `+k.Resource.Version+`)`) {
+			t.Errorf("ToHub(%s at v0dropped) = %v, want the version not served", k.Name, err)
+		}
+		return
+	}
+	t.Fatal("no kind of one version in templates/")
 }
