@@ -5,12 +5,14 @@
 // an operator runs is in docs/operating.md is checked where the command
 // tree is built: cmd/cueop/docs_test.go.)
 //
-// The shell blocks of docs/tutorial.md are written to run in order, from
-// the repository root, in one shell: a block opened with ```sh runs; a
-// block opened with ```sh no-test (a command shown, a session's output, a
-// command that blocks) does not; blocks of another language (```cue,
-// ```yaml, ```) are never run. A block that expects a command to fail says
-// so in the shell (`! cmd`), so that a run of every block in order passes.
+// The shell blocks of docs/tutorial.md run in order, from the repository
+// root, in one shell (tutorial_test.go): a block opened with ```sh runs; a
+// block opened with ```sh no-test (a command shown, a command that blocks)
+// does not; a ```text block right after a ```sh block is lines that block
+// prints (`...` standing for any text), and the test checks them; blocks of
+// another language (```cue, ```yaml, ```) are never run. A block that
+// expects a command to fail says so in the shell (`! cmd`), and the test
+// fails when it succeeds.
 package docs_test
 
 import (

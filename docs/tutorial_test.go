@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -15,16 +16,25 @@ import (
 )
 
 // shBlock is one ```sh block of docs/tutorial.md: the line of its opening
-// fence and its text.
+// fence, its text, and the output it shows: the lines of a ```text block
+// that follows it directly, each the line of docs/tutorial.md it is on.
 type shBlock struct {
+	line int
+	text string
+	want []wantLine
+}
+
+// wantLine is a line a block must print; `...` in it stands for any text.
+type wantLine struct {
 	line int
 	text string
 }
 
 // tutorialBlocks returns the blocks of docs/tutorial.md that run, in order:
-// those opened with ```sh, not ```sh no-test nor any other language. A file
-// the tutorial has the reader write is written by a heredoc in one of them,
-// so the tutorial's own CUE and YAML are what runs.
+// those opened with ```sh, not ```sh no-test nor any other language, each
+// with the output it shows (a ```text block right after it, only blank
+// lines between). A file the tutorial has the reader write is written by a
+// heredoc in one of them, so the tutorial's own CUE and YAML are what runs.
 func tutorialBlocks(t *testing.T) []shBlock {
 	t.Helper()
 	data, err := os.ReadFile(filepath.Join(root, "docs", "tutorial.md"))
@@ -32,30 +42,35 @@ func tutorialBlocks(t *testing.T) []shBlock {
 		t.Fatal(err)
 	}
 	var blocks []shBlock
-	var cur *shBlock
+	open, lang := 0, "" // the opening fence's line and language, in a block
 	var body []string
+	prevRun := false // the last block closed is a run block, and only blank lines followed
 	for i, l := range strings.Split(string(data), "\n") {
-		fence := strings.HasPrefix(strings.TrimSpace(l), "```")
+		trimmed := strings.TrimSpace(l)
+		fence := strings.HasPrefix(trimmed, "```")
 		switch {
-		case cur == nil && fence:
-			if info := strings.Fields(strings.TrimPrefix(strings.TrimSpace(l), "```")); len(info) == 1 && info[0] == "sh" {
-				cur = &shBlock{line: i + 1}
-			} else {
-				cur = &shBlock{line: -1} // shown, not run
+		case open == 0 && fence:
+			open, lang, body = i+1, strings.Join(strings.Fields(strings.TrimPrefix(trimmed, "```")), " "), nil
+		case open > 0 && trimmed == "```":
+			switch {
+			case lang == "sh":
+				blocks = append(blocks, shBlock{line: open, text: strings.Join(body, "\n")})
+			case lang == "text" && prevRun:
+				last := &blocks[len(blocks)-1]
+				for j, w := range body {
+					last.want = append(last.want, wantLine{line: open + 1 + j, text: w})
+				}
 			}
-			body = nil
-		case cur != nil && fence && strings.TrimSpace(l) == "```":
-			if cur.line > 0 {
-				cur.text = strings.Join(body, "\n")
-				blocks = append(blocks, *cur)
-			}
-			cur = nil
-		case cur != nil:
+			prevRun = lang == "sh"
+			open = 0
+		case open > 0:
 			body = append(body, l)
+		case trimmed != "":
+			prevRun = false
 		}
 	}
-	if cur != nil {
-		t.Fatalf("docs/tutorial.md: the block opened at line %d is not closed", cur.line)
+	if open > 0 {
+		t.Fatalf("docs/tutorial.md: the block opened at line %d is not closed", open)
 	}
 	if len(blocks) == 0 {
 		t.Fatal("docs/tutorial.md has no sh block")
@@ -118,7 +133,8 @@ func TestTutorial(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	script, lines := tutorialScript(tutorialBlocks(t))
+	blocks := tutorialBlocks(t)
+	script, lines := tutorialScript(blocks)
 	tmp := t.TempDir()
 	transcript, err := os.Create(filepath.Join(tmp, "transcript"))
 	if err != nil {
@@ -160,12 +176,19 @@ func TestTutorial(t *testing.T) {
 	runErr := cmd.Wait()
 	stopAll(t, cmd.Process.Pid, gone)
 	t.Logf("the tutorial ran in %s", time.Since(start).Round(100*time.Millisecond))
-	if runErr == nil {
-		return
-	}
 	out, err := os.ReadFile(transcript.Name())
 	if err != nil {
 		t.Fatal(err)
+	}
+	if runErr == nil {
+		// What the tutorial wrote goes with a run that passed; a failed
+		// run leaves it for a look.
+		t.Cleanup(func() { os.RemoveAll(filepath.Join(repo, ".cueop", "tutorial")) })
+		if testing.Verbose() {
+			t.Logf("the transcript:\n%s", out)
+		}
+		checkOutputs(t, blocks, string(out))
+		return
 	}
 	line, block := lastBlock(string(out))
 	if failed := failedLine(string(out), lines); failed > 0 {
@@ -210,6 +233,37 @@ func lastBlock(out string) (line, block string) {
 		line = strings.TrimPrefix(sc.Text(), blockMarker)
 	}
 	return line, block
+}
+
+// checkOutputs fails for each line a block shows as its output that is
+// not a line of what it printed in the transcript.
+func checkOutputs(t *testing.T, blocks []shBlock, out string) {
+	t.Helper()
+	printed := map[int]string{} // by block line
+	for _, part := range strings.Split(out, blockMarker)[1:] {
+		var n int
+		if _, err := fmt.Sscanf(part, "%d", &n); err == nil {
+			printed[n] = part
+		}
+	}
+	for _, b := range blocks {
+		for _, w := range b.want {
+			if !printsLine(printed[b.line], w.text) {
+				t.Errorf("docs/tutorial.md:%d: the block of line %d did not print\n\t%s\nit printed:\n%s", w.line, b.line, w.text, printed[b.line])
+			}
+		}
+	}
+}
+
+// printsLine tells whether a line of out is want, `...` in want standing
+// for any text.
+func printsLine(out, want string) bool {
+	parts := strings.Split(want, "...")
+	for i, p := range parts {
+		parts[i] = regexp.QuoteMeta(p)
+	}
+	re := regexp.MustCompile("(?m)^" + strings.Join(parts, ".*") + "$")
+	return re.MatchString(out)
 }
 
 // failedLine is the line of docs/tutorial.md of the last command the ERR
