@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -106,7 +107,7 @@ func tutorialScript(blocks []shBlock) (script string, lines []int) {
 			at := bl.line + 1 + i
 			if strings.HasPrefix(l, "! ") {
 				// The newline ends a trailing comment of the line.
-				emit(at, fmt.Sprintf("{ %s\n} || { echo 'tutorial.md:%d: this command must fail, and it succeeded' >&2; exit 1; }", l, at))
+				emit(at, fmt.Sprintf("{ %s\n} || { echo 'tutorial.md:%d: this command must fail, and it succeeded' >&2; false; }", l, at))
 				continue
 			}
 			emit(at, l)
@@ -164,7 +165,9 @@ func TestTutorial(t *testing.T) {
 	cmd.Stdout, cmd.Stderr = transcript, transcript
 	cmd.ExtraFiles = []*os.File{aliveW}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	// Out of time: SIGTERM to the group, as stopAll sends.
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM) }
+	cmd.WaitDelay = 30 * time.Second
 	start := time.Now()
 	if err := cmd.Start(); err != nil {
 		aliveW.Close()
@@ -173,8 +176,11 @@ func TestTutorial(t *testing.T) {
 	aliveW.Close()
 	gone := make(chan struct{})
 	go func() { io.Copy(io.Discard, aliveR); close(gone) }()
+	var stop sync.Once
+	stopAllOnce := func() { stop.Do(func() { stopAll(t, cmd.Process.Pid, gone) }) }
+	t.Cleanup(stopAllOnce) // should this test end before the next line
 	runErr := cmd.Wait()
-	stopAll(t, cmd.Process.Pid, gone)
+	stopAllOnce()
 	t.Logf("the tutorial ran in %s", time.Since(start).Round(100*time.Millisecond))
 	out, err := os.ReadFile(transcript.Name())
 	if err != nil {
