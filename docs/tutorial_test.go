@@ -3,6 +3,7 @@ package docs_test
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -42,11 +43,20 @@ func tutorialBlocks(t *testing.T) []shBlock {
 	if err != nil {
 		t.Fatal(err)
 	}
+	blocks, err := runBlocks(string(data))
+	if err != nil {
+		t.Fatalf("docs/tutorial.md: %v", err)
+	}
+	return blocks
+}
+
+// runBlocks returns the run blocks of a Markdown text, as tutorialBlocks.
+func runBlocks(text string) ([]shBlock, error) {
 	var blocks []shBlock
 	open, lang := 0, "" // the opening fence's line and language, in a block
 	var body []string
 	prevRun := false // the last block closed is a run block, and only blank lines followed
-	for i, l := range strings.Split(string(data), "\n") {
+	for i, l := range strings.Split(text, "\n") {
 		trimmed := strings.TrimSpace(l)
 		fence := strings.HasPrefix(trimmed, "```")
 		switch {
@@ -71,12 +81,12 @@ func tutorialBlocks(t *testing.T) []shBlock {
 		}
 	}
 	if open > 0 {
-		t.Fatalf("docs/tutorial.md: the block opened at line %d is not closed", open)
+		return nil, fmt.Errorf("the block opened at line %d is not closed", open)
 	}
 	if len(blocks) == 0 {
-		t.Fatal("docs/tutorial.md has no sh block")
+		return nil, errors.New("no sh block")
 	}
-	return blocks
+	return blocks, nil
 }
 
 // blockMarker opens each block's output in the transcript; failMarker
@@ -293,4 +303,55 @@ func tail(s string, n int) string {
 		lines = lines[len(lines)-n:]
 	}
 	return strings.Join(lines, "\n")
+}
+
+// TestTutorialScript: the blocks that run, the output shown after them,
+// and a `! cmd` that succeeds failing at its own line, on a small text.
+func TestTutorialScript(t *testing.T) {
+	md := strings.Join([]string{
+		"# A page", // 1
+		"```sh",    // 2
+		"echo one", // 3
+		"```",      // 4
+		"",         // 5
+		"```text",  // 6
+		"o...",     // 7
+		"```",      // 8
+		"```sh no-test",
+		"exit 3", // 10
+		"```",
+		"Prose.", // 12
+		"```text",
+		"not output of a block", // 14
+		"```",
+		"```sh", // 16
+		"f() { true; }",
+		"! f   # it succeeds", // 18
+		"echo unreached",
+		"```",
+	}, "\n")
+	blocks, err := runBlocks(md)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(blocks) != 2 || blocks[0].line != 2 || blocks[1].line != 16 {
+		t.Fatalf("blocks = %+v, want those of lines 2 and 16", blocks)
+	}
+	if len(blocks[0].want) != 1 || blocks[0].want[0] != (wantLine{line: 7, text: "o..."}) || len(blocks[1].want) != 0 {
+		t.Fatalf("want = %+v, %+v; want line 7 for the first block only", blocks[0].want, blocks[1].want)
+	}
+	script, lines := tutorialScript(blocks)
+	out, err := exec.Command("bash", "-euo", "pipefail", "-c", script).CombinedOutput()
+	if err == nil || strings.Contains(string(out), "unreached") {
+		t.Fatalf("the script passed a `! cmd` that succeeds:\n%s", out)
+	}
+	if got := failedLine(string(out), lines); got != 18 {
+		t.Errorf("failed at line %d, want 18:\n%s", got, out)
+	}
+	if line, _ := lastBlock(string(out)); line != "16" {
+		t.Errorf("last block %q, want 16", line)
+	}
+	if !printsLine(string(out), "o...") || printsLine(string(out), "...two") {
+		t.Errorf("printsLine does not match `...` as any text in\n%s", out)
+	}
 }
