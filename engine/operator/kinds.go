@@ -39,7 +39,8 @@ type kindController struct {
 // keeps its last good revision serving, and the error is reported.
 func (o *Operator) reload(ctx context.Context) error {
 	set, err := o.loadTemplates(ctx)
-	return o.reloadSet(ctx, set, err)
+	// The load error was logged by loadFailed: the caller logs the rest.
+	return without(o.reloadSet(ctx, set, err), err)
 }
 
 // reloadSet brings the controllers in line with set, the templates as
