@@ -255,6 +255,6 @@ func selected(k *template.Kind, names []string) bool {
 	gk := schema.GroupKind{Group: r.Group, Kind: r.Kind}
 	return slices.ContainsFunc(names, func(n string) bool {
 		return strings.EqualFold(n, r.Kind) || strings.EqualFold(n, gk.String()) ||
-			strings.EqualFold(n, r.Plural) || strings.EqualFold(n, r.Plural+"."+r.Group)
+			strings.EqualFold(n, r.Plural) || strings.EqualFold(n, r.CRDName())
 	})
 }
