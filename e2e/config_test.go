@@ -40,7 +40,7 @@ func TestKustomizeBuilds(t *testing.T) {
 		"Deployment/cueop-system/cueop-controller",
 	}
 	for _, k := range loadTemplates(t).Kinds {
-		crd := k.Resource.Plural + "." + k.Resource.Group
+		crd := k.Resource.CRDName()
 		want = append(want, "CustomResourceDefinition//"+crd, "ServiceAccount/cueop-system/cueop-"+crd,
 			"ClusterRole//cueop-"+crd, "ClusterRoleBinding//cueop-"+crd)
 	}

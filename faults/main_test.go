@@ -114,7 +114,7 @@ func (e *env) mustKubectl(t *testing.T, stdin string, args ...string) string {
 // waitCRD waits until the CRD of gvk is established.
 func (e *env) waitCRD(t *testing.T, gvk schema.GroupVersionKind) {
 	t.Helper()
-	name := template.Pluralize(strings.ToLower(gvk.Kind)) + "." + gvk.Group
+	name := template.CRDName(template.Pluralize(strings.ToLower(gvk.Kind)), gvk.Group)
 	eventually(t, 60*time.Second, func() string {
 		out, err := e.kubectl(t, "", "get", "crd", name, "-o", `jsonpath={.status.conditions[?(@.type=="Established")].status}`)
 		if err != nil || out != "True" {

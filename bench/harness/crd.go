@@ -166,7 +166,7 @@ func CRDName(dir string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return k.Resource.Plural + "." + k.Resource.Group, nil
+	return k.Resource.CRDName(), nil
 }
 
 // crdClient is a client of cfg that knows CustomResourceDefinitions.

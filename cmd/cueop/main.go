@@ -68,6 +68,17 @@ func (g *globals) load() (*template.Set, error) {
 	return template.LoadWith(g.templates, template.LoadOptions{Budget: g.budget.budget(), Limits: g.limits.limits()})
 }
 
+// loadForRender loads the templates and parses the render options from
+// the flags: what every command that renders offline starts with.
+func (g *globals) loadForRender() (*template.Set, render.Options, error) {
+	set, err := g.load()
+	if err != nil {
+		return nil, render.Options{}, err
+	}
+	opts, err := g.renderOptions()
+	return set, opts, err
+}
+
 // trialSetup is what a vet trial process needs to render kind k as the
 // operator would (vettrial.go).
 func (g *globals) trialSetup(k *template.Kind) trialSetup {

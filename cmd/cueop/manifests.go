@@ -116,11 +116,7 @@ type manifestSet struct {
 }
 
 func buildManifests(g *globals, f manifestsFlags) (*manifestSet, error) {
-	set, err := g.load()
-	if err != nil {
-		return nil, err
-	}
-	opts, err := g.renderOptions()
+	set, opts, err := g.loadForRender()
 	if err != nil {
 		return nil, err
 	}

@@ -34,11 +34,7 @@ type renderFiles struct{ cr, observed, referenced string }
 
 func runRender(cmd *cobra.Command, g *globals, files renderFiles, withStatus bool) error {
 	file := files.cr
-	set, err := g.load()
-	if err != nil {
-		return err
-	}
-	opts, err := g.renderOptions()
+	set, opts, err := g.loadForRender()
 	if err != nil {
 		return err
 	}

@@ -17,11 +17,7 @@ func newTest(g *globals) *cobra.Command {
 		Short: "Run the golden cases (testdata/<kind>/<case>.txtar) offline",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			set, err := g.load()
-			if err != nil {
-				return err
-			}
-			opts, err := g.renderOptions()
+			set, opts, err := g.loadForRender()
 			if err != nil {
 				return err
 			}

@@ -27,11 +27,7 @@ func newVet(g *globals) *cobra.Command {
 		Short: "Check every kind: contract, CRD, golden cases, children against the Kubernetes schemas",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			set, err := g.load()
-			if err != nil {
-				return err
-			}
-			opts, err := g.renderOptions()
+			set, opts, err := g.loadForRender()
 			if err != nil {
 				return err
 			}

@@ -74,7 +74,7 @@ func FromResource(res template.Resource, spec, status cue.Value) (*apiextensions
 
 func resourceCRD(res template.Resource, spec, status cue.Value) (*apiextensionsv1.CustomResourceDefinition, []Constraint, error) {
 	names := namesOf(res)
-	name := names.Plural + "." + res.Group
+	name := template.CRDName(names.Plural, res.Group)
 	version, rules, err := versionOf(res, spec, status)
 	if err != nil {
 		return nil, nil, fmt.Errorf("crd %s: %w", name, err)

@@ -155,6 +155,14 @@ func (d *differ) cr(ctx context.Context, j job) CR {
 		out.Reason, out.Error = renderError(err)
 		return out
 	}
+	d.children(ctx, j, p, &out)
+	return out
+}
+
+// children diffs the children of p, the CR's render, into out: each
+// rendered child (its dry run) and each pruned one, then holds the others
+// where a refused or conflicting child holds the controller.
+func (d *differ) children(ctx context.Context, j job, p *reconcile.Preview, out *CR) {
 	var refused, conflicts []string
 	for _, c := range p.Result.Children {
 		ch := d.child(ctx, j.cr, c, p.Live[c.ID])
@@ -190,7 +198,6 @@ func (d *differ) cr(ctx context.Context, j job) CR {
 	} else if len(refused) > 0 {
 		hold(out.Children, refused)
 	}
-	return out
 }
 
 // waiting says which lower wave a held child waits for: the controller
@@ -255,6 +262,6 @@ func selected(k *template.Kind, names []string) bool {
 	gk := schema.GroupKind{Group: r.Group, Kind: r.Kind}
 	return slices.ContainsFunc(names, func(n string) bool {
 		return strings.EqualFold(n, r.Kind) || strings.EqualFold(n, gk.String()) ||
-			strings.EqualFold(n, r.Plural) || strings.EqualFold(n, r.Plural+"."+r.Group)
+			strings.EqualFold(n, r.Plural) || strings.EqualFold(n, r.CRDName())
 	})
 }

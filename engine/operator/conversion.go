@@ -244,7 +244,7 @@ func (o *Operator) conversionRefused(ctx context.Context, k *template.Kind, err 
 	o.metrics.loadError()
 	o.metrics.schemaRefused(k, true)
 	o.refused[k.Name] = true // until a revision of the kind serves (schemaAccepted)
-	o.crdEvent(ctx, k.Resource.Plural+"."+k.Resource.Group, "TemplateError", msg)
+	o.crdEvent(ctx, k.Resource.CRDName(), "TemplateError", msg)
 	return refusedError{err} // unserved.go: not retried
 }
 

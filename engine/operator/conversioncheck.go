@@ -137,12 +137,11 @@ func (c *conversions) storedSpecs(ctx context.Context, k *template.Kind, crd str
 		// converts no revision of the kind yet (a start mid-migration).
 		return nil, liveRevision
 	}
-	var out []convert.Spec
-	seen := map[[sha256.Size]byte]bool{}
-	bytes, listed, large := 0, 0, 0
+	s := &storedSpecSet{seen: map[[sha256.Size]byte]bool{}}
+	listed := 0
 	defer func() {
-		if large > 0 {
-			c.log.Info("conversion check: stored specs too large to check skipped", "crd", crd, "skipped", large, "checked", len(out))
+		if s.large > 0 {
+			c.log.Info("conversion check: stored specs too large to check skipped", "crd", crd, "skipped", s.large, "checked", len(s.out))
 		}
 	}()
 	list := &unstructured.UnstructuredList{}
@@ -150,33 +149,48 @@ func (c *conversions) storedSpecs(ctx context.Context, k *template.Kind, crd str
 	list.SetKind(live.Spec.Names.ListKind)
 	for {
 		if err := c.reader.List(ctx, list, client.Limit(storedSpecsPage), client.Continue(list.GetContinue())); err != nil {
-			c.log.Error(err, "conversion check: stored CRs read in part", "crd", crd, "specs", len(out))
-			return out, liveRevision
+			c.log.Error(err, "conversion check: stored CRs read in part", "crd", crd, "specs", len(s.out))
+			return s.out, liveRevision
 		}
-		for _, cr := range list.Items {
+		for i := range list.Items {
 			listed++
-			spec, _ := cr.Object["spec"].(map[string]any)
-			js, err := json.Marshal(spec)
-			if err != nil || seen[sha256.Sum256(js)] {
-				continue
-			}
-			seen[sha256.Sum256(js)] = true
-			if bytes+len(js) > maxStoredSpecBytes {
-				large++
-				continue
-			}
-			bytes += len(js)
-			name := cr.GetName()
-			if ns := cr.GetNamespace(); ns != "" {
-				name = ns + "/" + name
-			}
-			out = append(out, convert.Spec{Version: version, Spec: spec, Source: k.Resource.Kind + " " + name})
-			if len(out) == maxStoredSpecs {
-				return out, liveRevision
+			if s.add(&list.Items[i], version, k.Resource.Kind) {
+				return s.out, liveRevision
 			}
 		}
 		if list.GetContinue() == "" || listed >= maxStoredListed {
-			return out, liveRevision
+			return s.out, liveRevision
 		}
 	}
+}
+
+// storedSpecSet are the distinct stored specs storedSpecs keeps, within
+// maxStoredSpecBytes; large counts those skipped as too large.
+type storedSpecSet struct {
+	out          []convert.Spec
+	seen         map[[sha256.Size]byte]bool
+	bytes, large int
+}
+
+// add keeps the spec of cr, stored at version, of kind, unless the set
+// has it already or it would exceed maxStoredSpecBytes; true once the
+// set holds maxStoredSpecs.
+func (s *storedSpecSet) add(cr *unstructured.Unstructured, version, kind string) (full bool) {
+	spec, _ := cr.Object["spec"].(map[string]any)
+	js, err := json.Marshal(spec)
+	if err != nil || s.seen[sha256.Sum256(js)] {
+		return false
+	}
+	s.seen[sha256.Sum256(js)] = true
+	if s.bytes+len(js) > maxStoredSpecBytes {
+		s.large++
+		return false
+	}
+	s.bytes += len(js)
+	name := cr.GetName()
+	if ns := cr.GetNamespace(); ns != "" {
+		name = ns + "/" + name
+	}
+	s.out = append(s.out, convert.Spec{Version: version, Spec: spec, Source: kind + " " + name})
+	return len(s.out) == maxStoredSpecs
 }

@@ -41,7 +41,7 @@ func (o *Operator) awaitingCRD(ctx context.Context, k *template.Kind) bool {
 		return false
 	}
 	o.log.Info("kind waits for its CRD, which cueop does not install (--install-crds=false): apply it (crds/ of `cueop manifests`) and the kind is served",
-		"kind", k.Resource.Kind, "crd", k.Resource.Plural+"."+k.Resource.Group, "version", k.Resource.Version)
+		"kind", k.Resource.Kind, "crd", k.Resource.CRDName(), "version", k.Resource.Version)
 	wctx, cancel := context.WithCancel(ctx)
 	if o.waiting == nil {
 		o.waiting = map[string]crdWait{}
@@ -81,8 +81,8 @@ func (o *Operator) startWhenServed(ctx, wctx context.Context, k *template.Kind) 
 		return
 	}
 	delete(o.waiting, k.Name)
-	o.pointLive(ctx, k.Resource.Plural+"."+k.Resource.Group) // cabundle.go
-	o.migrateStorage(ctx, k)                                 // migrate.go
+	o.pointLive(ctx, k.Resource.CRDName()) // cabundle.go
+	o.migrateStorage(ctx, k)               // migrate.go
 	err := o.start(ctx, k)
 	if err != nil {
 		o.log.Error(err, "kind not served", "kind", k.Resource.Kind)

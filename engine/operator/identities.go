@@ -80,7 +80,7 @@ func (o *Operator) bundleFor(ctx context.Context, k *template.Kind) (*bundle, er
 		return o.shared, nil
 	}
 	gk := k.Resource.GroupVersionKind().GroupKind()
-	sa := o.opts.Identities.For(gk, k.Resource.Plural+"."+k.Resource.Group)
+	sa := o.opts.Identities.For(gk, k.Resource.CRDName())
 	if b := o.bundles[sa]; b != nil {
 		b.users++
 		return b, nil

@@ -116,13 +116,13 @@ func (o *Operator) serve(ctx context.Context, k *template.Kind) error {
 	}
 	if o.opts.InstallCRDs {
 		if err := o.installCRDThen(ctx, k, early); err != nil { // crds.go
-			return o.schemaRefused(ctx, k, k.Resource.Plural+"."+k.Resource.Group, err) // schemaguard.go
+			return o.schemaRefused(ctx, k, k.Resource.CRDName(), err) // schemaguard.go
 		}
 	} else {
 		if early != nil {
 			early()
 		}
-		o.pointLive(ctx, k.Resource.Plural+"."+k.Resource.Group) // cabundle.go
+		o.pointLive(ctx, k.Resource.CRDName()) // cabundle.go
 	}
 	if ok && kc.rec.Kind().Resource.GroupVersionKind() != k.Resource.GroupVersionKind() {
 		// A new hub version: the controller starts anew at it. Its
@@ -163,10 +163,10 @@ func (o *Operator) start(ctx context.Context, k *template.Kind) error {
 	rec.Evaluator = o.eval
 	rec.Options.ReadableKinds, rec.Options.DataKinds = o.opts.ReadableKinds, o.opts.DataKinds
 	rec.ChildLabels = b.childLabels()
-	rec.BindingModes = b.modes.Mode                                                   // storageclasses.go
-	rec.OnStatusFailing = o.statusFailing(k.Resource.Plural + "." + k.Resource.Group) // statusfailing.go
-	rec.Live = o.mgr.GetAPIReader()                                                   // reconcile/staleentries.go
-	rec.Bound = o.boundIn(k)                                                          // forbidden.go
+	rec.BindingModes = b.modes.Mode                             // storageclasses.go
+	rec.OnStatusFailing = o.statusFailing(k.Resource.CRDName()) // statusfailing.go
+	rec.Live = o.mgr.GetAPIReader()                             // reconcile/staleentries.go
+	rec.Bound = o.boundIn(k)                                    // forbidden.go
 	c, err := controller.NewUnmanaged("cueop-"+k.Name, controller.Options{
 		Reconciler: rec, MaxConcurrentReconciles: o.opts.MaxConcurrent,
 		SkipNameValidation: ptr.To(true), Logger: o.log.WithValues("kind", k.Resource.Kind),
@@ -176,7 +176,7 @@ func (o *Operator) start(ctx context.Context, k *template.Kind) error {
 		o.releaseBundle(b, nil)
 		return fmt.Errorf("kind %s: controller: %w", k.Name, err)
 	}
-	kc := &kindController{rec: rec, ctrl: c, resync: make(chan event.GenericEvent), crdName: k.Resource.Plural + "." + k.Resource.Group, b: b}
+	kc := &kindController{rec: rec, ctrl: c, resync: make(chan event.GenericEvent), crdName: k.Resource.CRDName(), b: b}
 	if o.waitMapped(ctx, k.Resource.GroupVersionKind()) && !o.opts.InstallCRDs { // mapper.go
 		o.pointLive(ctx, kc.crdName) // a CRD applied after cueop started
 	}

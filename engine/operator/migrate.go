@@ -65,7 +65,7 @@ func (o *Operator) migrateStorage(ctx context.Context, k *template.Kind) {
 	if !o.migratesStorage() {
 		return
 	}
-	name := k.Resource.Plural + "." + k.Resource.Group
+	name := k.Resource.CRDName()
 	m := &o.migrations
 	m.mu.Lock()
 	defer m.mu.Unlock()

@@ -144,7 +144,7 @@ func (o *Operator) reportKind(ctx context.Context, k *template.Kind, err error) 
 // kindReport is the state of k, the newest revision of its package, whose
 // serve returned err. The caller holds o.mu.
 func (o *Operator) kindReport(k *template.Kind, err error) kindReport {
-	r := kindReport{pkg: k.Name, name: k.Resource.Plural + "." + k.Resource.Group}
+	r := kindReport{pkg: k.Name, name: k.Resource.CRDName()}
 	kc, serving := o.kinds[k.Name]
 	_, waiting := o.waiting[k.Name]
 	switch {
@@ -194,7 +194,7 @@ func removedReport(pkg string) kindReport {
 // templateFields are the status fields of a Template that k describes.
 func (o *Operator) templateFields(k *template.Kind) *templateState {
 	s := &templateState{
-		Package: k.Name, Kind: k.Resource.Kind + "." + k.Resource.Group, Revision: k.Revision,
+		Package: k.Name, Kind: k.Resource.ID(), Revision: k.Revision,
 		StorageVersion: k.Resource.Version, ServiceAccount: "shared",
 		Source: &templateSource{Ref: k.Source.Ref, Module: k.Source.Module, Version: k.Source.Version, Digest: k.Source.Digest},
 	}
@@ -206,7 +206,7 @@ func (o *Operator) templateFields(k *template.Kind) *templateState {
 	}
 	if o.opts.Identities != nil {
 		gk := k.Resource.GroupVersionKind().GroupKind()
-		s.ServiceAccount = o.opts.Identities.For(gk, k.Resource.Plural+"."+k.Resource.Group).String()
+		s.ServiceAccount = o.opts.Identities.For(gk, k.Resource.CRDName()).String()
 	}
 	return s
 }

@@ -30,7 +30,7 @@ func (o *Operator) warmParents(ctx context.Context, set *template.Set) []schema.
 	var warmed []schema.GroupVersionKind
 	for _, k := range set.Kinds {
 		gvk := k.Resource.GroupVersionKind()
-		if !o.storedAt(ctx, k.Resource.Plural+"."+k.Resource.Group, gvk.Version) {
+		if !o.storedAt(ctx, k.Resource.CRDName(), gvk.Version) {
 			continue
 		}
 		if _, err := o.parents.GetInformer(ctx, parentObject(gvk), cache.BlockUntilSynced(false)); err != nil {

@@ -35,7 +35,7 @@ type Kind struct {
 }
 
 // CRDName is plural.group, the name of the kind's CRD.
-func (k Kind) CRDName() string { return k.Plural + "." + k.GroupKind.Group }
+func (k Kind) CRDName() string { return template.CRDName(k.Plural, k.GroupKind.Group) }
 
 // Resource is the resource of the kind's CRs.
 func (k Kind) Resource() schema.GroupResource {

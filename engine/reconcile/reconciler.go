@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -123,12 +124,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.Parents.Get(ctx, req.NamespacedName, cr); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.forgetStatus(ctx, req.NamespacedName)
-			r.Rollout.Forget(req.NamespacedName)
-			r.written.forget(req.NamespacedName)
-			r.Refs.Forget(req.NamespacedName)
-			r.memo.forget(req.NamespacedName)
-			r.conflicts.forget(req.NamespacedName)
-			r.busy.forget(req.NamespacedName)
+			r.forget(req.NamespacedName)
 			r.finalized.forget(req.NamespacedName)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
@@ -137,12 +133,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		if r.finalized.has(req.NamespacedName, cr) || r.written.stale(req.NamespacedName, cr) {
 			return ctrl.Result{}, nil // the event of cueop's last write (or of the CR's end) brings it back
 		}
-		r.Rollout.Forget(req.NamespacedName)
-		r.written.forget(req.NamespacedName)
-		r.Refs.Forget(req.NamespacedName)
-		r.memo.forget(req.NamespacedName)
-		r.conflicts.forget(req.NamespacedName)
-		r.busy.forget(req.NamespacedName)
+		r.forget(req.NamespacedName)
 		return r.finalize(ctx, cr) // deletion.go
 	}
 	if r.written.stale(req.NamespacedName, cr) {
@@ -177,6 +168,18 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return run.result(err), err
 	}
 	return quietly(run.result(err), err) // quiet.go
+}
+
+// forget drops what the reconciler holds of the CR key between reconciles
+// (its rollout turn, last write, references, memo, conflicts, busy mark),
+// once it is gone or being deleted.
+func (r *Reconciler) forget(key types.NamespacedName) {
+	r.Rollout.Forget(key)
+	r.written.forget(key)
+	r.Refs.Forget(key)
+	r.memo.forget(key)
+	r.conflicts.forget(key)
+	r.busy.forget(key)
 }
 
 // run is the state of one reconcile of one CR.

@@ -178,13 +178,7 @@ func (h *hasher) value(x any) bool {
 		h.b = append(h.b, 'g')
 		h.b = binary.BigEndian.AppendUint64(h.b, math.Float64bits(t))
 	case []any:
-		h.b = append(h.b, 'l')
-		h.b = binary.AppendUvarint(h.b, uint64(len(t)))
-		for _, e := range t {
-			if !h.value(e) {
-				return false
-			}
-		}
+		return h.list(t)
 	case []string:
 		h.b = append(h.b, 'l')
 		h.b = binary.AppendUvarint(h.b, uint64(len(t)))
@@ -193,14 +187,7 @@ func (h *hasher) value(x any) bool {
 			h.str(e)
 		}
 	case map[string]any:
-		h.b = append(h.b, 'm')
-		h.b = binary.AppendUvarint(h.b, uint64(len(t)))
-		for _, k := range slices.Sorted(maps.Keys(t)) {
-			h.str(k)
-			if !h.value(t[k]) {
-				return false
-			}
-		}
+		return h.object(t)
 	case map[string]string:
 		h.b = append(h.b, 'm')
 		h.b = binary.AppendUvarint(h.b, uint64(len(t)))
@@ -215,6 +202,32 @@ func (h *hasher) value(x any) bool {
 		h.str(fmt.Sprintf("%T:%v", t, t))
 		switch reflect.ValueOf(t).Kind() {
 		case reflect.Map, reflect.Slice, reflect.Pointer, reflect.Struct, reflect.Interface:
+			return false
+		}
+	}
+	return true
+}
+
+// list writes the elements of t; false when one of them cannot be written.
+func (h *hasher) list(t []any) bool {
+	h.b = append(h.b, 'l')
+	h.b = binary.AppendUvarint(h.b, uint64(len(t)))
+	for _, e := range t {
+		if !h.value(e) {
+			return false
+		}
+	}
+	return true
+}
+
+// object writes the fields of t, keys sorted; false when a value cannot
+// be written.
+func (h *hasher) object(t map[string]any) bool {
+	h.b = append(h.b, 'm')
+	h.b = binary.AppendUvarint(h.b, uint64(len(t)))
+	for _, k := range slices.Sorted(maps.Keys(t)) {
+		h.str(k)
+		if !h.value(t[k]) {
 			return false
 		}
 	}

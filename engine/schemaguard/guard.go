@@ -1,8 +1,12 @@
-// Package schemaguard checks a kind's new CRD against the one the cluster
-// serves, before it is applied: the breaking changes (schemacompat), each
-// located in the new template (crdgen.Locate) and counted over the CRs the
-// API server stores. The operator refuses such a change while CRs of the
-// kind are stored; `cueop diff` reports it.
+// Package schemaguard is the one home of the schema guard: it checks a
+// kind's new CRD against the one the cluster serves, before it is applied
+// (Check), or against the one committed under a directory (Committed,
+// CheckCommitted): the breaking changes (schemacompat, the pure
+// comparison), each located in the new template (crdgen.Locate) and, live,
+// counted over the CRs the API server stores. The operator refuses such a
+// change while CRs of the kind are stored; `cueop diff` reports it; `cueop
+// vet`, `crd` and `manifests` refuse it against the committed CRDs. The
+// callers only report the Refusal.
 package schemaguard
 
 import (
@@ -50,7 +54,7 @@ func Check(ctx context.Context, r client.Reader, k *template.Kind, live *unstruc
 		return nil, fmt.Errorf("CustomResourceDefinition %s: %w", next.Name, err)
 	}
 	changes := schemacompat.CompareCRDs(old, next)
-	breaking := schemacompat.Breaking(changes)
+	breaking := locatedBreaking(k, changes)
 	fields, withFields, err := fieldsAt(ctx, r, old, changes) // managedfields.go
 	if err != nil {
 		return nil, fmt.Errorf("CustomResourceDefinition %s: count managedFields of stored CRs: %w", next.Name, err)
@@ -58,7 +62,6 @@ func Check(ctx context.Context, r client.Reader, k *template.Kind, live *unstruc
 	if len(breaking) == 0 && len(fields) == 0 {
 		return nil, nil
 	}
-	crdgen.Locate(k, breaking)
 	total, err := countStored(ctx, r, old, breaking)
 	if err != nil {
 		return nil, fmt.Errorf("CustomResourceDefinition %s: count stored CRs: %w", next.Name, err)
@@ -66,7 +69,16 @@ func Check(ctx context.Context, r client.Reader, k *template.Kind, live *unstruc
 	if len(fields) > 0 {
 		total = max(total, withFields)
 	}
-	return &schemacompat.Refusal{Kind: k.Resource.Kind + "." + k.Resource.Group, Changes: append(breaking, fields...), Stored: total}, nil
+	return &schemacompat.Refusal{Kind: k.Resource.ID(), Changes: append(breaking, fields...), Stored: total}, nil
+}
+
+// locatedBreaking are the breaking changes among changes, each located
+// in k (crdgen.Locate): the one comparison the operator's check and the
+// offline one (CheckCommitted) share.
+func locatedBreaking(k *template.Kind, changes []schemacompat.Change) []schemacompat.Change {
+	breaking := schemacompat.Breaking(changes)
+	crdgen.Locate(k, breaking)
+	return breaking
 }
 
 // countStored lists, at each version a change is to, the CRs of crd's

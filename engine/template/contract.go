@@ -47,29 +47,8 @@ var (
 
 // newKind checks v against the template contract and builds its Kind.
 func newKind(v cue.Value) (*Kind, error) {
-	res, err := decodeResource(v.LookupPath(PathResource))
+	res, spec, status, err := checkShape(v)
 	if err != nil {
-		return nil, err
-	}
-	spec := v.LookupPath(PathSpec)
-	if !spec.Exists() {
-		return nil, fmt.Errorf("%s: %s is missing: every kind declares the schema of its spec", posOf(v), PathSpec)
-	}
-	if k := spec.IncompleteKind(); k != cue.StructKind {
-		return nil, fmt.Errorf("%s: %s must be a struct, not %v", spec.Pos(), PathSpec, k)
-	}
-	status := v.LookupPath(PathStatusDef)
-	if status.Exists() && status.IncompleteKind() != cue.StructKind {
-		return nil, fmt.Errorf("%s: %s must be a struct, not %v", status.Pos(), PathStatusDef, status.IncompleteKind())
-	}
-	children := v.LookupPath(PathChildren)
-	if !children.Exists() {
-		return nil, fmt.Errorf("%s: %s is missing: every kind declares the objects it owns", posOf(v), PathChildren)
-	}
-	if k := children.IncompleteKind(); k != cue.StructKind {
-		return nil, fmt.Errorf("%s: %s must be a struct of objects keyed by id, not %v", children.Pos(), PathChildren, k)
-	}
-	if err := checkReady(v.LookupPath(PathReady)); err != nil {
 		return nil, err
 	}
 	prepared := v
@@ -106,6 +85,39 @@ func newKind(v cue.Value) (*Kind, error) {
 	return &Kind{Resource: res, Spec: spec, Status: status, StatusChecked: statusChecked, Value: prepared,
 		Immutable: ImmutableFields(spec), References: refs, Waves: waves, ReadyWhen: readyWhen,
 		Conditions: conditions, Versions: versions}, nil
+}
+
+// checkShape checks the fields every kind declares (resource, spec,
+// children, ready; #Status when it has one) and returns its resource, its
+// spec schema and its status schema.
+func checkShape(v cue.Value) (Resource, cue.Value, cue.Value, error) {
+	var none cue.Value
+	res, err := decodeResource(v.LookupPath(PathResource))
+	if err != nil {
+		return res, none, none, err
+	}
+	spec := v.LookupPath(PathSpec)
+	if !spec.Exists() {
+		return res, none, none, fmt.Errorf("%s: %s is missing: every kind declares the schema of its spec", posOf(v), PathSpec)
+	}
+	if k := spec.IncompleteKind(); k != cue.StructKind {
+		return res, none, none, fmt.Errorf("%s: %s must be a struct, not %v", spec.Pos(), PathSpec, k)
+	}
+	status := v.LookupPath(PathStatusDef)
+	if status.Exists() && status.IncompleteKind() != cue.StructKind {
+		return res, none, none, fmt.Errorf("%s: %s must be a struct, not %v", status.Pos(), PathStatusDef, status.IncompleteKind())
+	}
+	children := v.LookupPath(PathChildren)
+	if !children.Exists() {
+		return res, none, none, fmt.Errorf("%s: %s is missing: every kind declares the objects it owns", posOf(v), PathChildren)
+	}
+	if k := children.IncompleteKind(); k != cue.StructKind {
+		return res, none, none, fmt.Errorf("%s: %s must be a struct of objects keyed by id, not %v", children.Pos(), PathChildren, k)
+	}
+	if err := checkReady(v.LookupPath(PathReady)); err != nil {
+		return res, none, none, err
+	}
+	return res, spec, status, nil
 }
 
 // checkReady refuses a ready that can never be a bool. On the abstract

@@ -29,56 +29,66 @@ func wholeFloats(schema cue.Value, v any) (any, bool) {
 			return float64(t), true
 		}
 	case map[string]any:
-		var out map[string]any
-		for key, x := range t {
-			if !mayHold(x) {
-				continue
-			}
-			sub := schema.LookupPath(cue.MakePath(cue.Str(key).Optional()))
-			if !sub.Exists() {
-				if y, changed := alternative(schema, t); changed {
-					return y, true
-				}
-				continue
-			}
-			if y, changed := wholeFloats(sub, x); changed {
-				if out == nil {
-					out = maps.Clone(t)
-				}
-				out[key] = y
-			}
-		}
-		if out == nil {
-			return t, false
-		}
-		return out, true
+		return wholeFloatsStruct(schema, t)
 	case []any:
-		var out []any
-		var elem cue.Value
-		for i, x := range t {
-			if !mayHold(x) {
-				continue
-			}
-			sub := schema.LookupPath(cue.MakePath(cue.Index(i)))
-			if !sub.Exists() {
-				if !elem.Exists() {
-					elem = schema.LookupPath(cue.MakePath(cue.AnyIndex))
-				}
-				sub = elem
-			}
-			if y, changed := wholeFloats(sub, x); changed {
-				if out == nil {
-					out = slices.Clone(t)
-				}
-				out[i] = y
-			}
-		}
-		if out == nil {
-			return t, false
-		}
-		return out, true
+		return wholeFloatsList(schema, t)
 	}
 	return v, false
+}
+
+// wholeFloatsStruct is wholeFloats of the fields of t.
+func wholeFloatsStruct(schema cue.Value, t map[string]any) (any, bool) {
+	var out map[string]any
+	for key, x := range t {
+		if !mayHold(x) {
+			continue
+		}
+		sub := schema.LookupPath(cue.MakePath(cue.Str(key).Optional()))
+		if !sub.Exists() {
+			if y, changed := alternative(schema, t); changed {
+				return y, true
+			}
+			continue
+		}
+		if y, changed := wholeFloats(sub, x); changed {
+			if out == nil {
+				out = maps.Clone(t)
+			}
+			out[key] = y
+		}
+	}
+	if out == nil {
+		return t, false
+	}
+	return out, true
+}
+
+// wholeFloatsList is wholeFloats of the elements of t.
+func wholeFloatsList(schema cue.Value, t []any) (any, bool) {
+	var out []any
+	var elem cue.Value
+	for i, x := range t {
+		if !mayHold(x) {
+			continue
+		}
+		sub := schema.LookupPath(cue.MakePath(cue.Index(i)))
+		if !sub.Exists() {
+			if !elem.Exists() {
+				elem = schema.LookupPath(cue.MakePath(cue.AnyIndex))
+			}
+			sub = elem
+		}
+		if y, changed := wholeFloats(sub, x); changed {
+			if out == nil {
+				out = slices.Clone(t)
+			}
+			out[i] = y
+		}
+	}
+	if out == nil {
+		return t, false
+	}
+	return out, true
 }
 
 // alternative is v filled at the first alternative of a disjunction of

@@ -19,6 +19,18 @@ type Resource struct {
 	Scale          *Scale          `json:"scale,omitempty"`
 }
 
+// CRDName is plural.group, the name of a kind's CustomResourceDefinition:
+// the one place it is built.
+func CRDName(plural, group string) string { return plural + "." + group }
+
+// CRDName is the name of the resource's CustomResourceDefinition,
+// plural.group.
+func (r Resource) CRDName() string { return CRDName(r.Plural, r.Group) }
+
+// ID is how cueop names the kind to a person: Kind.group,
+// `RedisCluster.cache.example.com` (the value --allow-breaking takes).
+func (r Resource) ID() string { return r.Kind + "." + r.Group }
+
 // PrinterColumn is one additional column of `kubectl get`.
 type PrinterColumn struct {
 	Name        string `json:"name"`

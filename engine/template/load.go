@@ -173,7 +173,7 @@ func checkUnique(kinds []*Kind) error {
 	seen := map[string]string{}
 	var errs []error
 	for _, k := range kinds {
-		key := k.Resource.Kind + "." + k.Resource.Group
+		key := k.Resource.ID()
 		if other, ok := seen[key]; ok {
 			errs = append(errs, fmt.Errorf("kind %s: defined by both %s and %s", key, other, k.Name))
 		}

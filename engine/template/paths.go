@@ -104,8 +104,29 @@ func AnalyzeReads(inst *build.Instance) *Reads {
 		skip:    map[*ast.Ident]bool{},
 		reads:   &Reads{},
 	}
-	top := map[ast.Node]string{}
+	top := topInputs(inst)
 	var roots []*ast.Ident
+	for _, f := range inst.Files {
+		roots = append(roots, a.index(f, top)...)
+	}
+	a.useRoots(roots, top)
+	for n, name := range top {
+		if fd, ok := n.(*ast.Field); ok {
+			if selfReferent(fd) {
+				a.whole(name, nil, fd.Pos(), "declared with an alias or a reference into itself")
+				continue
+			}
+			a.declared(name, fd.Value, nil)
+		}
+	}
+	sort.Strings(a.reads.Fallbacks)
+	return a.reads
+}
+
+// topInputs are the top-level fields observed and parent of inst's files
+// (the field and its value), by the input each is.
+func topInputs(inst *build.Instance) map[ast.Node]string {
+	top := map[ast.Node]string{}
 	for _, f := range inst.Files {
 		for _, d := range f.Decls {
 			if fd, ok := d.(*ast.Field); ok {
@@ -116,50 +137,61 @@ func AnalyzeReads(inst *build.Instance) *Reads {
 			}
 		}
 	}
-	for _, f := range inst.Files {
-		var stack []ast.Node
-		ast.Walk(f, func(n ast.Node) bool {
-			if len(stack) > 0 {
-				a.parents[n] = stack[len(stack)-1]
-			}
-			stack = append(stack, n)
-			switch x := n.(type) {
-			case *ast.Field:
-				switch l := x.Label.(type) {
-				case *ast.Ident:
-					a.skip[l] = true
-				case *ast.Alias:
-					a.skip[l.Ident] = true
-					if id, ok := l.Expr.(*ast.Ident); ok {
-						a.skip[id] = true
-					}
-				}
-			case *ast.SelectorExpr:
-				if id, ok := x.Sel.(*ast.Ident); ok {
+	return top
+}
+
+// index records the parent of each node of f, the references by what they
+// resolve to and the identifiers that are labels or declarations; it
+// returns the identifiers that may reference an input (top, or by name).
+func (a *analyzer) index(f *ast.File, top map[ast.Node]string) []*ast.Ident {
+	var roots []*ast.Ident
+	var stack []ast.Node
+	ast.Walk(f, func(n ast.Node) bool {
+		if len(stack) > 0 {
+			a.parents[n] = stack[len(stack)-1]
+		}
+		stack = append(stack, n)
+		switch x := n.(type) {
+		case *ast.Field:
+			switch l := x.Label.(type) {
+			case *ast.Ident:
+				a.skip[l] = true
+			case *ast.Alias:
+				a.skip[l.Ident] = true
+				if id, ok := l.Expr.(*ast.Ident); ok {
 					a.skip[id] = true
 				}
-			case *ast.ForClause:
-				if x.Key != nil {
-					a.skip[x.Key] = true
-				}
-				a.skip[x.Value] = true
-			case *ast.LetClause:
-				a.skip[x.Ident] = true
-			case *ast.ImportSpec:
-				if x.Name != nil {
-					a.skip[x.Name] = true
-				}
-			case *ast.Ident:
-				if x.Node != nil {
-					a.uses[x.Node] = append(a.uses[x.Node], x)
-				}
-				if _, isTop := top[x.Node]; isTop || x.Name == FieldObserved || x.Name == FieldParent {
-					roots = append(roots, x)
-				}
 			}
-			return true
-		}, func(ast.Node) { stack = stack[:len(stack)-1] })
-	}
+		case *ast.SelectorExpr:
+			if id, ok := x.Sel.(*ast.Ident); ok {
+				a.skip[id] = true
+			}
+		case *ast.ForClause:
+			if x.Key != nil {
+				a.skip[x.Key] = true
+			}
+			a.skip[x.Value] = true
+		case *ast.LetClause:
+			a.skip[x.Ident] = true
+		case *ast.ImportSpec:
+			if x.Name != nil {
+				a.skip[x.Name] = true
+			}
+		case *ast.Ident:
+			if x.Node != nil {
+				a.uses[x.Node] = append(a.uses[x.Node], x)
+			}
+			if _, isTop := top[x.Node]; isTop || x.Name == FieldObserved || x.Name == FieldParent {
+				roots = append(roots, x)
+			}
+		}
+		return true
+	}, func(ast.Node) { stack = stack[:len(stack)-1] })
+	return roots
+}
+
+// useRoots records what each reference among roots to an input reads.
+func (a *analyzer) useRoots(roots []*ast.Ident, top map[ast.Node]string) {
 	for _, id := range roots {
 		if a.skip[id] {
 			continue
@@ -175,17 +207,6 @@ func AnalyzeReads(inst *build.Instance) *Reads {
 			a.use(id, name, nil)
 		}
 	}
-	for n, name := range top {
-		if fd, ok := n.(*ast.Field); ok {
-			if selfReferent(fd) {
-				a.whole(name, nil, fd.Pos(), "declared with an alias or a reference into itself")
-				continue
-			}
-			a.declared(name, fd.Value, nil)
-		}
-	}
-	sort.Strings(a.reads.Fallbacks)
-	return a.reads
 }
 
 type analyzer struct {
@@ -227,6 +248,21 @@ func describe(input string, path []string) string {
 // the selectors and indexes applied to it, and records what its context
 // reads.
 func (a *analyzer) use(n ast.Node, input string, path []string) {
+	path, cur, done := a.climb(n, input, path)
+	if done {
+		return
+	}
+	if depth(input, path) > 0 {
+		a.tree(input).add(path)
+		return
+	}
+	a.useWhole(cur, input, path)
+}
+
+// climb follows n, which stands for path of input, up through the
+// selectors and indexes applied to it: it returns the path they select
+// and the outermost of them, or done when it recorded the read already.
+func (a *analyzer) climb(n ast.Node, input string, path []string) (_ []string, _ ast.Node, done bool) {
 	path = append([]string(nil), path...)
 	cur := n
 climb:
@@ -241,7 +277,7 @@ climb:
 			name, ok := labelName(x.Sel)
 			if !ok {
 				a.whole(input, path, x.Pos(), "field selected by a computed name")
-				return
+				return nil, nil, true
 			}
 			path, cur = append(path, name), x
 		case *ast.IndexExpr:
@@ -258,20 +294,20 @@ climb:
 			}
 			if depth(input, path) > 0 {
 				a.tree(input).add(path) // a list element, or a computed field: the subtree
-				return
+				return nil, nil, true
 			}
 			a.whole(input, path, x.Pos(), "field selected by a computed name")
-			return
+			return nil, nil, true
 		default:
 			break climb
 		}
 	}
-	if depth(input, path) > 0 {
-		a.tree(input).add(path)
-		return
-	}
-	// The whole input (observed) or one whole object: only some contexts
-	// need no field of it.
+	return path, cur, false
+}
+
+// useWhole records the use of cur, the whole input (observed) or one
+// whole object (path of input): only some contexts need no field of it.
+func (a *analyzer) useWhole(cur ast.Node, input string, path []string) {
 	switch x := a.parents[cur].(type) {
 	case *ast.BinaryExpr:
 		if (x.Op == token.EQL || x.Op == token.NEQ) && (isBottom(x.X) || isBottom(x.Y)) {

@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 
+	"github.com/cueop/cueop/engine/template"
 	"github.com/cueop/cueop/localcluster"
 )
 
@@ -123,7 +124,7 @@ func unrelatedCRD(i int) *unstructured.Unstructured {
 	plural := fmt.Sprintf("things%03d", i)
 	return &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-		"metadata": map[string]any{"name": plural + "." + unrelatedGroup},
+		"metadata": map[string]any{"name": template.CRDName(plural, unrelatedGroup)},
 		"spec": map[string]any{
 			"group": unrelatedGroup, "scope": "Namespaced",
 			"names": map[string]any{"plural": plural, "singular": fmt.Sprintf("thing%03d", i), "kind": fmt.Sprintf("Thing%03d", i)},
