@@ -17,24 +17,7 @@ const redisTemplate = "template/" + redisCRD
 // the RedisCluster's Template object, read with kubectl.
 func templateCondition(t *testing.T, typ string) (status, message string, obj *unstructured.Unstructured) {
 	t.Helper()
-	out, err := kubectl(t, "", "get", redisTemplate, "-o", "json")
-	if err != nil {
-		return "", out, nil
-	}
-	obj = &unstructured.Unstructured{}
-	if err := obj.UnmarshalJSON([]byte(out)); err != nil {
-		t.Fatal(err)
-	}
-	conds, _, _ := unstructured.NestedSlice(obj.Object, "status", "conditions")
-	for _, c := range conds {
-		m, _ := c.(map[string]any)
-		if m["type"] == typ {
-			s, _ := m["status"].(string)
-			msg, _ := m["message"].(string)
-			return s, msg, obj
-		}
-	}
-	return "", "no condition " + typ, obj
+	return kubectlCondition(t, redisTemplate, typ)
 }
 
 // TestTemplateObjectShowsLoadState: each kind's Template object says it

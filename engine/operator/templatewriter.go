@@ -12,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -37,16 +38,20 @@ type templateWriter struct {
 	names   map[string]string     // by package, the Template named by it
 	current map[string]bool       // the packages of the last reload; nil before it
 	created []string              // the Templates this process created
+	drift   map[string]bool       // the Templates changed since last compared (templatedrift.go)
 
 	// Owned by run.
-	seeded, quiet bool
-	last          map[string]*liveTemplate // by Template name
+	seeded, quiet, watching bool
+	last                    map[string]*liveTemplate // by Template name
+	store                   toolscache.Store         // the Templates as watched
 }
 
 // liveTemplate is a Template's status as last written or found.
 type liveTemplate struct {
 	status *templateState
 	gen    int64
+	rv     string // the resourceVersion of the last write; "" when found
+	ours   bool   // marked with this operator's templates (templatedrift.go)
 }
 
 // Retries of a failed write, from templateRetry to templateRetryMax.
@@ -64,7 +69,7 @@ func (o *Operator) templateWriter(ctx context.Context) *templateWriter {
 	}
 	if o.templates == nil {
 		o.templates = &templateWriter{o: o, wake: make(chan struct{}, 1),
-			pending: map[string]kindReport{}, names: map[string]string{}, last: map[string]*liveTemplate{}}
+			pending: map[string]kindReport{}, names: map[string]string{}, drift: map[string]bool{}, last: map[string]*liveTemplate{}}
 		o.controllers.Add(1)
 		go func() {
 			defer o.controllers.Done()
@@ -140,6 +145,10 @@ func (w *templateWriter) flush(ctx context.Context) bool {
 			return w.unavailable(err)
 		}
 	}
+	if err := w.watchTemplates(ctx); err != nil {
+		w.o.log.Error(err, "Templates not watched; retrying")
+		return false
+	}
 	ok := true
 	for _, r := range w.take() {
 		if err := w.writeReport(ctx, r); err != nil {
@@ -151,7 +160,7 @@ func (w *templateWriter) flush(ctx context.Context) bool {
 			ok = false
 		}
 	}
-	return ok
+	return w.restoreAll(ctx) && ok
 }
 
 // unavailable tells whether err says that Templates cannot be written at
@@ -204,7 +213,7 @@ func (w *templateWriter) writeReport(ctx context.Context, r kindReport) error {
 	}
 	w.mu.Unlock()
 	prev := w.last[name]
-	if name == "" || r.removed && (prev == nil || prev.status.Package != r.pkg) {
+	if name == "" || r.removed && (prev == nil || !prev.ours || prev.status.Package != r.pkg) {
 		return nil
 	}
 	gen, status := int64(1), (*templateState)(nil)
@@ -212,15 +221,17 @@ func (w *templateWriter) writeReport(ctx context.Context, r kindReport) error {
 		gen, status = prev.gen, prev.status
 	}
 	next := r.merge(status, gen)
-	if prev != nil && sameJSON(prev.status, next) {
+	if prev != nil && prev.ours && sameJSON(prev.status, next) {
 		return nil
 	}
-	if err := w.write(ctx, name, next, prev == nil); err != nil {
+	create := prev == nil || !prev.ours
+	rv, err := w.write(ctx, name, next, create)
+	if err != nil {
 		return err
 	}
-	w.last[name] = &liveTemplate{status: next, gen: gen}
+	w.last[name] = &liveTemplate{status: next, gen: gen, rv: rv, ours: true}
 	w.mu.Lock()
-	if prev == nil {
+	if create {
 		w.created = append(w.created, name)
 	}
 	w.names[next.Package] = name
@@ -228,17 +239,19 @@ func (w *templateWriter) writeReport(ctx context.Context, r kindReport) error {
 	return nil
 }
 
-// write applies status to the Template name, creating it first when
-// create is set.
-func (w *templateWriter) write(ctx context.Context, name string, status *templateState, create bool) error {
+// write applies status to the Template name, creating it (or marking it
+// this operator's) first when create is set; it answers the resourceVersion
+// written.
+func (w *templateWriter) write(ctx context.Context, name string, status *templateState, create bool) (string, error) {
 	c := w.o.mgr.GetClient()
 	obj := &unstructured.Unstructured{}
 	obj.SetGroupVersionKind(TemplateGVK)
 	obj.SetName(name)
 	if create {
 		obj.Object["spec"] = map[string]any{}
+		obj.SetAnnotations(map[string]string{templatesAnnotation: w.o.templatesMark()})
 		if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(obj), client.FieldOwner(apply.DefaultFieldManager), client.ForceOwnership); err != nil {
-			return fmt.Errorf("Template %s: %w", name, err)
+			return "", fmt.Errorf("Template %s: %w", name, err)
 		}
 		// Apply filled obj with the object as stored (managedFields and
 		// all): the status apply starts from a fresh object.
@@ -248,22 +261,23 @@ func (w *templateWriter) write(ctx context.Context, name string, status *templat
 	}
 	b, err := json.Marshal(status)
 	if err != nil {
-		return err
+		return "", err
 	}
 	var s map[string]any
 	if err := json.Unmarshal(b, &s); err != nil {
-		return err
+		return "", err
 	}
 	obj.Object["status"] = s
 	if err := c.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(obj), client.FieldOwner(apply.DefaultFieldManager), client.ForceOwnership); err != nil {
-		return fmt.Errorf("Template %s status: %w", name, err)
+		return "", fmt.Errorf("Template %s status: %w", name, err)
 	}
-	return nil
+	return obj.GetResourceVersion(), nil
 }
 
 // seed installs the Template CRD when cueop installs CRDs and reads the
 // Templates there are, the status each was last written with. A package
-// of one that the last reload did not find was removed meanwhile.
+// of one of this operator's that the last reload did not find was removed
+// meanwhile.
 func (w *templateWriter) seed(ctx context.Context) error {
 	if w.o.opts.InstallCRDs {
 		if err := w.install(ctx); err != nil {
@@ -279,13 +293,9 @@ func (w *templateWriter) seed(ctx context.Context) error {
 	defer w.mu.Unlock()
 	for i := range list.Items {
 		item := &list.Items[i]
-		st := &templateState{}
-		if raw, ok := item.Object["status"]; ok {
-			b, _ := json.Marshal(raw)
-			_ = json.Unmarshal(b, st) // a status cueop did not write is written anew
-		}
-		w.last[item.GetName()] = &liveTemplate{status: st, gen: item.GetGeneration()}
-		if st.Package != "" {
+		st, ours := statusOf(item), item.GetAnnotations()[templatesAnnotation] == w.o.templatesMark()
+		w.last[item.GetName()] = &liveTemplate{status: st, gen: item.GetGeneration(), ours: ours}
+		if ours && st.Package != "" {
 			w.names[st.Package] = item.GetName()
 			if _, ok := w.pending[st.Package]; !ok && w.current != nil && !w.current[st.Package] {
 				w.pending[st.Package] = removedReport(st.Package)

@@ -1,0 +1,94 @@
+package operator_test
+
+import (
+	"fmt"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/cueop/cueop/engine/operator"
+)
+
+// TestTemplateRestoredAndForeignLeft: a Template is the operator's; a
+// status someone else edits is written back, and a Template someone
+// deletes comes back, while its kind is in the templates. A Template of
+// another operator's templates (another mark), whose package this one does
+// not have, is neither marked removed nor touched.
+func TestTemplateRestoredAndForeignLeft(t *testing.T) {
+	const foreign = "template/gadgets.other.example.com"
+	t.Cleanup(func() { // registered first, run last: after the operator stopped
+		_, _ = kubectl(t, "", "delete", "--ignore-not-found", redisTemplate, foreign)
+	})
+	mustKubectl(t, string(operator.TemplateCRD()), "apply", "-f", "-")
+	mustKubectl(t, "", "wait", "--for=condition=Established", "--timeout=60s", "crd/"+operator.TemplateCRDName)
+	mustKubectl(t, `apiVersion: cueop.dev/v1alpha1
+kind: Template
+metadata:
+  name: gadgets.other.example.com
+  annotations: {cueop.dev/templates: /elsewhere/templates}
+spec: {}
+`, "apply", "-f", "-")
+	foreignStatus := `{"status":{"package":"gadget","revision":"r-other","source":{"ref":"/elsewhere/templates"},` +
+		`"conditions":[{"type":"Ready","status":"True","reason":"Serving","message":"other","lastTransitionTime":"2026-01-01T00:00:00Z"}]}}`
+	mustKubectl(t, "", "patch", foreign, "--subresource=status", "--type=merge", "-p", foreignStatus)
+
+	_, dir := startRedisFleet(t)
+	var rev string
+	eventually(t, 60*time.Second, func() string { // written by this test's operator, not an earlier one
+		s, msg, obj := templateCondition(t, "Ready")
+		abs, _ := filepath.Abs(dir)
+		if obj == nil || obj.GetAnnotations()["cueop.dev/templates"] != abs || s != "True" {
+			return fmt.Sprintf("Template not Ready (%s: %s) and marked with %s: %v", s, msg, abs, obj)
+		}
+		rev, _, _ = unstructured.NestedString(obj.Object, "status", "revision")
+		return ""
+	})
+
+	mustKubectl(t, "", "patch", redisTemplate, "--subresource=status", "--type=merge", "-p",
+		`{"status":{"revision":"edited","conditions":[{"type":"Ready","status":"False","reason":"Edited","message":"by hand","lastTransitionTime":"2026-01-01T00:00:00Z"}]}}`)
+	restored := func() string {
+		s, msg, obj := templateCondition(t, "Ready")
+		if obj == nil {
+			return msg
+		}
+		got, _, _ := unstructured.NestedString(obj.Object, "status", "revision")
+		if s != "True" || got != rev {
+			return fmt.Sprintf("Ready %s (%s), revision %q, want True at %q", s, msg, got, rev)
+		}
+		return ""
+	}
+	eventually(t, 60*time.Second, restored)
+
+	// The restore came in a flush after the one that read the Templates at
+	// start: the foreign one would have been marked removed by then.
+	s, msg, _ := kubectlCondition(t, foreign, "Ready")
+	if s != "True" || msg != "other" {
+		t.Errorf("the other operator's Template was touched: Ready %s: %s", s, msg)
+	}
+
+	mustKubectl(t, "", "delete", redisTemplate)
+	eventually(t, 60*time.Second, restored)
+}
+
+// kubectlCondition is the status and message of the condition typ of the
+// object resource/name, read with kubectl.
+func kubectlCondition(t *testing.T, resource, typ string) (status, message string, obj *unstructured.Unstructured) {
+	t.Helper()
+	out, err := kubectl(t, "", "get", resource, "-o", "json")
+	if err != nil {
+		return "", out, nil
+	}
+	obj = &unstructured.Unstructured{}
+	if err := obj.UnmarshalJSON([]byte(out)); err != nil {
+		t.Fatal(err)
+	}
+	c := conditionOf(obj, typ)
+	if c == nil {
+		return "", "no condition " + typ, obj
+	}
+	status, _ = c["status"].(string)
+	message, _ = c["message"].(string)
+	return status, message, obj
+}
