@@ -2,9 +2,12 @@ package operator_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/cueop/cueop/engine/operator"
 	"github.com/cueop/cueop/engine/operator/operatortest"
@@ -76,6 +79,7 @@ func TestRegistryTemplates(t *testing.T) {
 	waitCRD(t)
 	mustKubectl(t, redisYAML(ns, "reg", 2, "7.0"), "apply", "-f", "-")
 	eventually(t, 60*time.Second, func() string { return readyStatus(t, c, ns, "reg", 2) })
+	eventually(t, 60*time.Second, func() string { return templateServes(t, ref, "v1.0.0", s.Serving()[0].Digest, "False") })
 
 	publishRedis(t, reg, "v1.1.0", addPodLabel("cache"))
 	poll(t, s, true)
@@ -85,6 +89,15 @@ func TestRegistryTemplates(t *testing.T) {
 	poll(t, s, true)
 	eventually(t, 60*time.Second, func() string {
 		return crdEventOn(t, "redisclusters.cache.example.com", "TemplateError", "example.com/redis@v1.2.0", "rediscluster.cue:")
+	})
+	eventually(t, 60*time.Second, func() string { // the last good serves; the refused one is named with its position
+		if why := templateServes(t, ref, "v1.1.0", "", "True"); why != "" {
+			return why
+		}
+		if _, msg, _ := templateCondition(t, "Degraded"); !strings.Contains(msg, "example.com/redis@v1.2.0") || !strings.Contains(msg, "rediscluster.cue:") {
+			return "Degraded does not name the refused version and its position: " + msg
+		}
+		return ""
 	})
 	mustKubectl(t, "", "-n", ns, "scale", "rediscluster/reg", "--replicas=3")
 	eventually(t, 60*time.Second, func() string { return podsLabelled(t, c, ns, "reg", "tier", "cache", 3) })
@@ -124,4 +137,26 @@ func TestRegistryTemplates(t *testing.T) {
 		}
 		return readyStatus(t, c, ns, "reg", 3)
 	})
+	eventually(t, 60*time.Second, func() string { return templateServes(t, ref, "v1.3.0", serving.Digest, "False") })
+}
+
+// templateServes says why the RedisCluster's Template does not read Ready
+// True with degraded as its Degraded status, serving version of the
+// module example.com/redis@v1 followed as ref, at digest (any sha256 digest
+// when empty), or "".
+func templateServes(t *testing.T, ref, version, digest, degraded string) string {
+	t.Helper()
+	ready, msg, obj := templateCondition(t, "Ready")
+	if obj == nil || ready != "True" {
+		return fmt.Sprintf("Ready %s: %s", ready, msg)
+	}
+	if d, msg, _ := templateCondition(t, "Degraded"); d != degraded {
+		return fmt.Sprintf("Degraded %s, want %s: %s", d, degraded, msg)
+	}
+	src, _, _ := unstructured.NestedStringMap(obj.Object, "status", "source")
+	if src["ref"] != ref || src["module"] != "example.com/redis@v1" || src["version"] != version ||
+		!strings.HasPrefix(src["digest"], "sha256:") || digest != "" && src["digest"] != digest {
+		return fmt.Sprintf("source %v, want %s example.com/redis@v1 %s at %q", src, ref, version, digest)
+	}
+	return ""
 }
