@@ -2,6 +2,7 @@ package apply_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -15,25 +16,7 @@ import (
 
 // widgetCRD has what a deduced schema gets wrong: a list map whose items the
 // server defaults, an atomic map and an atomic list.
-const widgetCRD = `
-apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata: {name: widgets.test.cueop.dev}
-spec:
-  group: test.cueop.dev
-  scope: Namespaced
-  names: {kind: Widget, plural: widgets, singular: widget, listKind: WidgetList}
-  versions:
-  - name: v1
-    served: true
-    storage: true
-    schema:
-      openAPIV3Schema:
-        type: object
-        properties:
-          spec:
-            type: object
-            properties:
+var widgetCRD = testCRD("Widget", "widgets", `
               items:
                 type: array
                 x-kubernetes-list-type: map
@@ -52,7 +35,33 @@ spec:
               args:
                 type: array
                 items: {type: string}
-`
+`)
+
+// testCRD is the CRD of kind (plural) in group test.cueop.dev, served and
+// stored at v1, whose spec has the properties given (YAML at the depth of
+// the spec's properties).
+func testCRD(kind, plural, properties string) string {
+	return `
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: ` + plural + `.test.cueop.dev}
+spec:
+  group: test.cueop.dev
+  scope: Namespaced
+  names: {kind: ` + kind + `, plural: ` + plural + `, singular: ` + strings.ToLower(kind) + `, listKind: ` + kind + `List}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            properties:
+` + properties
+}
 
 func installWidgetCRD(t *testing.T, c client.Client) {
 	t.Helper()

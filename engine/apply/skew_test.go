@@ -19,30 +19,10 @@ import (
 	"github.com/cueop/cueop/localcluster/clustertest"
 )
 
-// gizmoCRD is served with spec.size; gizmoCRDv2 adds spec.color, as a
+// gizmoCRD is served with spec.size; the test adds spec.color, as a
 // changed CRD does while the applier's TypeConverter still knows only the
 // first schema.
-const gizmoCRD = `
-apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata: {name: gizmos.test.cueop.dev}
-spec:
-  group: test.cueop.dev
-  scope: Namespaced
-  names: {kind: Gizmo, plural: gizmos, singular: gizmo, listKind: GizmoList}
-  versions:
-  - name: v1
-    served: true
-    storage: true
-    schema:
-      openAPIV3Schema:
-        type: object
-        properties:
-          spec:
-            type: object
-            properties:
-              size: {type: integer}
-`
+var gizmoCRD = testCRD("Gizmo", "gizmos", "              size: {type: integer}\n")
 
 // TestSchemaSkewAppliesAndSettles: with a TypeConverter that does not know
 // a field the CRD gained, the applier sends the apply, reads the returned

@@ -52,8 +52,15 @@ func copyTemplates(t testing.TB) string {
 // text replaced by new, pair by pair.
 func edited(t testing.TB, pairs ...string) string {
 	t.Helper()
+	return editedFile(t, filepath.Join("rediscluster", "rediscluster.cue"), pairs...)
+}
+
+// editedFile is a copy of the templates with the old text of file (below
+// the templates directory) replaced by new, pair by pair.
+func editedFile(t testing.TB, file string, pairs ...string) string {
+	t.Helper()
 	dir := copyTemplates(t)
-	file := filepath.Join(dir, "rediscluster", "rediscluster.cue")
+	file = filepath.Join(dir, file)
 	data, err := os.ReadFile(file)
 	if err != nil {
 		t.Fatal(err)

@@ -110,23 +110,7 @@ func waitEstablished(t testing.TB, name string) {
 // text replaced by new, pair by pair.
 func editedWebApp(t testing.TB, pairs ...string) string {
 	t.Helper()
-	dir := copyTemplates(t)
-	file := filepath.Join(dir, "webapp", "webapp.cue")
-	data, err := os.ReadFile(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	src := string(data)
-	for i := 0; i+1 < len(pairs); i += 2 {
-		if !strings.Contains(src, pairs[i]) {
-			t.Fatalf("the template has no %q", pairs[i])
-		}
-		src = strings.Replace(src, pairs[i], pairs[i+1], 1)
-	}
-	if err := os.WriteFile(file, []byte(src), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return dir
+	return editedFile(t, filepath.Join("webapp", "webapp.cue"), pairs...)
 }
 
 // reads counts the lists of ConfigMaps without a label selector: the

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -20,9 +21,15 @@ import (
 var widgetCRD = testCRD("parts.example.com", "Widget", preserveSpec)
 
 // gadgetTemplate renders one Widget per Gadget, ready once it exists.
-const gadgetTemplate = `package gadget
+var gadgetTemplate = sizedChildTemplate("gadget", "parts.example.com", "Gadget", "parts.example.com/v1", "Widget", "widget")
 
-resource: {group: "parts.example.com", version: "v1", kind: "Gadget"}
+// sizedChildTemplate is the template of package pkg whose kind (of group)
+// renders one child of childKind at childAPIVersion, named like its CR
+// under children.name, with the CR's spec.size: ready once the child has it.
+func sizedChildTemplate(pkg, group, kind, childAPIVersion, childKind, name string) string {
+	return strings.NewReplacer("PKG", pkg, "GROUP", group, "KIND", kind, "CHILDAPI", childAPIVersion, "CHILDKIND", childKind, "NAME", name).Replace(`package PKG
+
+resource: {group: "GROUP", version: "v1", kind: "KIND"}
 
 #Spec: {size: *1 | int & >=1}
 #Status: {size: int}
@@ -33,18 +40,19 @@ parent: {
 }
 observed: [string]: {...}
 
-children: widget: {
-	apiVersion: "parts.example.com/v1"
-	kind:       "Widget"
+children: NAME: {
+	apiVersion: "CHILDAPI"
+	kind:       "CHILDKIND"
 	metadata: name: parent.metadata.name
 	spec: size: parent.spec.size
 }
 status: {
-	if observed.widget != _|_ {size: observed.widget.spec.size}
-	if observed.widget == _|_ {size: 0}
+	if observed.NAME != _|_ {size: observed.NAME.spec.size}
+	if observed.NAME == _|_ {size: 0}
 }
 ready: status.size == parent.spec.size
-`
+`)
+}
 
 // TestCustomKindChild runs a kind whose child is of a custom kind, whose
 // CRD is installed after the operator started: it converges, a resync with

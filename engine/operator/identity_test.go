@@ -222,31 +222,7 @@ var sprocketCRDv2 = testCRD("sprocket.idtest.example.com", "Sprocket", sizeSpec,
 
 const sizeSpec = "{type: object, properties: {size: {type: integer}}}"
 
-const cogTemplate = `package cog
-
-resource: {group: "idtest.example.com", version: "v1", kind: "Cog"}
-
-#Spec: {size: *1 | int & >=1}
-#Status: {size: int}
-
-parent: {
-	metadata: {name: string, namespace: string}
-	spec: #Spec
-}
-observed: [string]: {...}
-
-children: sprocket: {
-	apiVersion: "sprocket.idtest.example.com/v1"
-	kind:       "Sprocket"
-	metadata: name: parent.metadata.name
-	spec: size: parent.spec.size
-}
-status: {
-	if observed.sprocket != _|_ {size: observed.sprocket.spec.size}
-	if observed.sprocket == _|_ {size: 0}
-}
-ready: status.size == parent.spec.size
-`
+var cogTemplate = sizedChildTemplate("cog", "idtest.example.com", "Cog", "sprocket.idtest.example.com/v1", "Sprocket", "sprocket")
 
 // TestCRDChildGainsPreferredVersion: the CRD of a child gains a new
 // preferred version while the operator runs. The template still renders
