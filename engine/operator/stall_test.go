@@ -213,13 +213,13 @@ func TestNoWritesOnResync(t *testing.T) {
 	t.Logf("resync of %d converged CRs: 0 writes, %d reads (lists and watches)", n, reads)
 
 	// Only the child kinds that have children are watched, not every
-	// allowed kind.
+	// allowed kind; and the Templates, each kind's state (templatedrift.go).
 	ct.mu.Lock()
 	watched := slices.Clone(ct.watched)
 	ct.mu.Unlock()
 	sort.Strings(watched)
 	watched = slices.Compact(watched)
-	want := []string{"blogs", "configmaps", "pods", "redisclusters", "services", "staticsites", "webapps"}
+	want := []string{"blogs", "configmaps", "pods", "redisclusters", "services", "staticsites", "templates", "webapps"}
 	if !slices.Equal(watched, want) {
 		t.Errorf("watched %v, want %v", watched, want)
 	}

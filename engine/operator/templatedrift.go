@@ -4,11 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"path/filepath"
+	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	toolscache "k8s.io/client-go/tools/cache"
+
+	"github.com/cueop/cueop/engine/apply"
 )
 
 // A Template is the operator's: an edit of its status or spec by anyone
@@ -19,19 +22,19 @@ import (
 // delete it for good.
 //
 // A Template belongs to the operator whose templates it was written from,
-// marked by the annotation templatesAnnotation: an operator marks removed,
+// marked by the annotation TemplatesAnnotation: an operator marks removed,
 // or broken by a load that failed, only the Templates of its own
 // templates, so that two operators on one cluster (other teams, other
 // templates) leave each other's alone. A kind an operator serves is its to
 // write whatever the mark: it takes the Template over.
 
-// templatesAnnotation names, on a Template, the templates its writer loads
+// TemplatesAnnotation names, on a Template, the templates its writer loads
 // (the directory; for registry modules, the directory they are laid out
 // in, whose modules the status' source names).
-const templatesAnnotation = "cueop.dev/templates"
+const TemplatesAnnotation = "cueop.dev/templates"
 
-// templatesMark is the value of templatesAnnotation this operator writes.
-func (o *Operator) templatesMark() string {
+// TemplatesMark is the value of TemplatesAnnotation this operator writes.
+func (o *Operator) TemplatesMark() string {
 	if abs, err := filepath.Abs(o.opts.Templates); err == nil {
 		return abs
 	}
@@ -121,13 +124,26 @@ func (w *templateWriter) restore(ctx context.Context, name string) error {
 			return nil // what was written last, or a change not yet seen
 		}
 		gen = live.GetGeneration()
-		if gen == prev.gen && live.GetAnnotations()[templatesAnnotation] == w.o.templatesMark() && sameJSON(statusOf(live), prev.status) {
+		mark := live.GetAnnotations()[TemplatesAnnotation]
+		if mark != "" && mark != w.o.TemplatesMark() {
+			// Another operator's templates serve the kind: it is theirs
+			// until this one's state of the kind changes (writeReport).
+			prev.ours, prev.taken = false, true
+			return nil
+		}
+		if gen == prev.gen && mark != "" && sameJSON(statusOf(live), prev.status) {
 			prev.rv = live.GetResourceVersion()
+			return nil
+		}
+		if mark != "" && lastStatusWriter(live) == apply.DefaultFieldManager {
+			// Another cueop of the same templates wrote it (a replica):
+			// take its status as the one written last, never fight it.
+			w.last[name] = &liveTemplate{status: statusOf(live), gen: gen, rv: live.GetResourceVersion(), ours: true}
 			return nil
 		}
 	}
 	next := observed(prev.status, gen)
-	rv, err := w.write(ctx, name, next, !exists || live.GetAnnotations()[templatesAnnotation] != w.o.templatesMark())
+	rv, err := w.write(ctx, name, next, !exists || live.GetAnnotations()[TemplatesAnnotation] != w.o.TemplatesMark())
 	if err != nil {
 		return err
 	}
@@ -155,6 +171,23 @@ func statusOf(item *unstructured.Unstructured) *templateState {
 		_ = json.Unmarshal(b, st) // a status cueop did not write is written anew
 	}
 	return st
+}
+
+// lastStatusWriter is the field manager that wrote the status of item
+// last; one that is not cueop wins a tie (times are in seconds).
+func lastStatusWriter(item *unstructured.Unstructured) string {
+	var last string
+	var at time.Time
+	for _, f := range item.GetManagedFields() {
+		if f.Subresource != "status" || f.Time == nil {
+			continue
+		}
+		t := f.Time.Time
+		if last == "" || t.After(at) || t.Equal(at) && f.Manager != apply.DefaultFieldManager {
+			last, at = f.Manager, t
+		}
+	}
+	return last
 }
 
 // observed is s with every condition observing generation gen.

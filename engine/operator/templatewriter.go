@@ -52,6 +52,7 @@ type liveTemplate struct {
 	gen    int64
 	rv     string // the resourceVersion of the last write; "" when found
 	ours   bool   // marked with this operator's templates (templatedrift.go)
+	taken  bool   // written by this operator, then marked by another's
 }
 
 // Retries of a failed write, from templateRetry to templateRetryMax.
@@ -221,7 +222,7 @@ func (w *templateWriter) writeReport(ctx context.Context, r kindReport) error {
 		gen, status = prev.gen, prev.status
 	}
 	next := r.merge(status, gen)
-	if prev != nil && prev.ours && sameJSON(prev.status, next) {
+	if prev != nil && (prev.ours || prev.taken) && sameJSON(prev.status, next) {
 		return nil
 	}
 	create := prev == nil || !prev.ours
@@ -249,7 +250,7 @@ func (w *templateWriter) write(ctx context.Context, name string, status *templat
 	obj.SetName(name)
 	if create {
 		obj.Object["spec"] = map[string]any{}
-		obj.SetAnnotations(map[string]string{templatesAnnotation: w.o.templatesMark()})
+		obj.SetAnnotations(map[string]string{TemplatesAnnotation: w.o.TemplatesMark()})
 		if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(obj), client.FieldOwner(apply.DefaultFieldManager), client.ForceOwnership); err != nil {
 			return "", fmt.Errorf("Template %s: %w", name, err)
 		}
@@ -293,7 +294,7 @@ func (w *templateWriter) seed(ctx context.Context) error {
 	defer w.mu.Unlock()
 	for i := range list.Items {
 		item := &list.Items[i]
-		st, ours := statusOf(item), item.GetAnnotations()[templatesAnnotation] == w.o.templatesMark()
+		st, ours := statusOf(item), item.GetAnnotations()[TemplatesAnnotation] == w.o.TemplatesMark()
 		w.last[item.GetName()] = &liveTemplate{status: st, gen: item.GetGeneration(), ours: ours}
 		if ours && st.Package != "" {
 			w.names[st.Package] = item.GetName()

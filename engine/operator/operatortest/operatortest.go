@@ -90,7 +90,8 @@ func Run(t testing.TB, op *operator.Operator) (stop func()) {
 	return stop
 }
 
-// deleteTemplates deletes the Template objects op created, as the
+// deleteTemplates deletes the Template objects op created and that still
+// carry its mark, as the
 // identity op was built with but not as a user it impersonates (a test's
 // limited user may not delete them).
 func deleteTemplates(op *operator.Operator) {
@@ -109,7 +110,10 @@ func deleteTemplates(op *operator.Operator) {
 	for _, name := range names {
 		obj := &unstructured.Unstructured{}
 		obj.SetGroupVersionKind(operator.TemplateGVK)
-		obj.SetName(name)
-		_ = client.IgnoreNotFound(c.Delete(ctx, obj))
+		if c.Get(ctx, client.ObjectKey{Name: name}, obj) != nil || obj.GetAnnotations()[operator.TemplatesAnnotation] != op.TemplatesMark() {
+			continue // another operator's now (a test running beside this one): its to delete
+		}
+		uid, rv := obj.GetUID(), obj.GetResourceVersion()
+		_ = client.IgnoreNotFound(c.Delete(ctx, obj, client.Preconditions{UID: &uid, ResourceVersion: &rv}))
 	}
 }
