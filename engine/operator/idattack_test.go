@@ -66,25 +66,23 @@ func TestBoundByRoleBindingsConverges(t *testing.T) {
 	mustKubectl(t, "", "delete", "--wait", "--timeout=60s", "-n", b, "widgets."+fbGroup+"/w")
 }
 
-// TestIdentityLosingItsRoleKeepsRetainedChildren: a Keeper, acting as its
-// own ServiceAccount, retains its ConfigMap on deletion. Its identity then
-// loses every right on ConfigMaps (its binding removed during an upgrade,
-// a role regenerated): it may neither list, create nor patch them. The
-// CR is deleted: it keeps its finalizer and reads Forbidden, and its
-// ConfigMap stays, still owned (not left to the garbage collector).
-// Once the right is back, the deletion completes and the ConfigMap is
-// released and kept.
-func TestIdentityLosingItsRoleKeepsRetainedChildren(t *testing.T) {
+// TestIdentityLosingItsBindingKeepsRetainedChildren: a Keeper, acting as
+// its own ServiceAccount, retains its ConfigMap on deletion. Its
+// identity's binding is then removed (an upgrade that deletes and
+// recreates the RBAC, a binding renamed): it may do nothing. The CR is
+// deleted: it keeps its finalizer and reads Forbidden, and its ConfigMap
+// stays, still owned (not left to the garbage collector). Once the binding
+// is back, the deletion completes and the ConfigMap is released and kept.
+func TestIdentityLosingItsBindingKeepsRetainedChildren(t *testing.T) {
 	ns := clustertest.Namespace(t)
 	t.Cleanup(func() {
 		_, _ = kubectl(t, "", "delete", "--ignore-not-found", "--wait", "--timeout=60s", "crd/keepers."+fbGroup)
 	})
 	sa := identity.DefaultName("keepers." + fbGroup)
-	full := []rbacv1.PolicyRule{
+	grantRoles(t, ns, map[string][]rbacv1.PolicyRule{sa: {
 		{APIGroups: []string{""}, Resources: []string{"serviceaccounts", "configmaps"}, Verbs: []string{"get", "list", "watch", "create", "patch", "update", "delete"}},
 		{APIGroups: []string{fbGroup}, Resources: []string{"keepers/finalizers"}, Verbs: []string{"update"}},
-	}
-	grantRoles(t, ns, map[string][]rbacv1.PolicyRule{sa: full})
+	}})
 	opts := operatortest.Options(kindsDir(t, map[string]string{"keeper": fbKeeperTemplate}), ns)
 	opts.Identities = &identity.Config{Namespace: ns}
 	operatortest.Start(t, clustertest.Config(), opts)
@@ -95,35 +93,48 @@ func TestIdentityLosingItsRoleKeepsRetainedChildren(t *testing.T) {
 	cm := uidOf(t, c, "ConfigMap", ns, "g")
 
 	cs := kubernetes.NewForConfigOrDie(clustertest.Config())
-	role, err := cs.RbacV1().ClusterRoles().Get(context.Background(), ns+"-"+sa, metav1.GetOptions{})
+	binding, err := cs.RbacV1().ClusterRoleBindings().Get(context.Background(), ns+"-"+sa, metav1.GetOptions{})
 	must(t, err)
-	role.Rules = []rbacv1.PolicyRule{full[1], {APIGroups: []string{""}, Resources: []string{"serviceaccounts"}, Verbs: full[0].Verbs}}
-	_, err = cs.RbacV1().ClusterRoles().Update(context.Background(), role, metav1.UpdateOptions{})
-	must(t, err)
+	must(t, cs.RbacV1().ClusterRoleBindings().Delete(context.Background(), binding.Name, metav1.DeleteOptions{}))
+	eventually(t, 30*time.Second, func() string { // the authorizer's cache follows
+		if _, err := serviceAccountClient(t, ns, sa).CoreV1().ConfigMaps(ns).List(context.Background(), metav1.ListOptions{}); !apierrors.IsForbidden(err) {
+			return "the identity still lists ConfigMaps: " + errText(err)
+		}
+		return ""
+	})
 	mustKubectl(t, "", "-n", ns, "delete", "keeper/g", "--wait=false")
 	eventually(t, 60*time.Second, func() string {
-		return forbidden(t, c, "Keeper", ns, "g", "configmaps")
+		err := c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "g"}, objOf(fbGroup+"/v1", "Keeper"))
+		if err != nil {
+			return "" // the check below says what was lost
+		}
+		return forbidden(t, c, "Keeper", ns, "g", "list the children of Keeper "+ns+"/g")
 	})
-	cr := getObj(t, c, fbGroup+"/v1", "Keeper", ns, "g")
+	cr := objOf(fbGroup+"/v1", "Keeper")
+	if err := c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "g"}, cr); err != nil {
+		t.Fatalf("the Keeper went while its identity may not list its children: %v", err)
+	}
 	if !slices.ContainsFunc(cr.GetFinalizers(), func(f string) bool { return strings.HasPrefix(f, "cueop.dev/") }) {
-		t.Fatalf("the Keeper lost its finalizer while its identity may not see its ConfigMap: %v", cr.GetFinalizers())
+		t.Fatalf("the Keeper lost its finalizer while its identity may not list its children: %v", cr.GetFinalizers())
 	}
 	if kept := getObj(t, c, "v1", "ConfigMap", ns, "g"); kept.GetUID() != cm || len(kept.GetOwnerReferences()) == 0 {
 		t.Fatalf("the retained ConfigMap: uid %s (was %s), owners %v; want it kept, still owned", kept.GetUID(), cm, kept.GetOwnerReferences())
 	}
-	role, err = cs.RbacV1().ClusterRoles().Get(context.Background(), ns+"-"+sa, metav1.GetOptions{})
-	must(t, err)
-	role.Rules = full
-	_, err = cs.RbacV1().ClusterRoles().Update(context.Background(), role, metav1.UpdateOptions{})
+	binding.ResourceVersion = ""
+	_, err = cs.RbacV1().ClusterRoleBindings().Create(context.Background(), binding, metav1.CreateOptions{})
 	must(t, err)
 	eventually(t, 90*time.Second, func() string {
 		err := c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "g"}, objOf(fbGroup+"/v1", "Keeper"))
 		if !apierrors.IsNotFound(err) {
-			return "the Keeper is not deleted once the role is fixed: " + errText(err)
+			return "the Keeper is not deleted once the binding is back: " + errText(err)
 		}
 		return ""
 	})
 	if kept := getObj(t, c, "v1", "ConfigMap", ns, "g"); kept.GetUID() != cm || len(kept.GetOwnerReferences()) != 0 {
 		t.Fatalf("the retained ConfigMap: uid %s (was %s), owners %v; want it kept and released", kept.GetUID(), cm, kept.GetOwnerReferences())
 	}
+}
+
+func serviceAccountClient(t *testing.T, ns, name string) *kubernetes.Clientset {
+	return kubernetes.NewForConfigOrDie(serviceAccountConfig(t, ns, name))
 }

@@ -36,10 +36,14 @@ import (
 // kinds narrowed since a claim was created): a retained claim is
 // released, never left to the garbage collector. The lists are made as
 // b's identity: a list it may not make is an error (Forbidden), never an
-// absence.
+// absence; a kind the identity may neither list nor write is left out
+// (cannotHaveWritten), unless every kind is (its role or binding missing).
 func (b *bundle) ownedLive(ctx context.Context, ns string, uid types.UID) ([]*unstructured.Unstructured, error) {
 	o := b.o
 	var out []*unstructured.Unstructured
+	var skipped error            // the first refusal cannotHaveWritten left out
+	var left []*meta.RESTMapping // the kinds it left out
+	listed := false
 	for _, gk := range o.ownedKinds() {
 		m, err := o.resolveOwnedKind(gk)
 		if notServed(err) {
@@ -62,6 +66,36 @@ func (b *bundle) ownedLive(ctx context.Context, ns string, uid types.UID) ([]*un
 			items, err = listMetadata(ctx, b.meta, m.Resource, ns)
 		}
 		if b.cannotHaveWritten(ctx, m.Resource.GroupResource(), ns, err) { // ownedrefused.go
+			if skipped == nil {
+				skipped = fmt.Errorf("list %s%s: %w", m.Resource.GroupResource(), b.as(), err)
+			}
+			left = append(left, m)
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("list %s%s: %w", m.Resource.GroupResource(), b.as(), err)
+		}
+		listed = true
+		for i := range items {
+			if controlledByUID(&items[i], uid) {
+				out = append(out, childMetadata(&items[i], m.GroupVersionKind))
+			}
+		}
+	}
+	if !listed && skipped != nil {
+		// Not one kind listed: the identity's role or binding is
+		// missing (an upgrade that deleted it, a ServiceAccount renamed),
+		// not a role that lists other kinds than these. Its children
+		// are unknown: a refusal, never an absence, or a retained child
+		// would go to the garbage collector with its CR's finalizer.
+		return nil, skipped
+	}
+	// A role or binding granted back while the kinds were listed: a kind
+	// refused before a later one was listed is asked again, so that a
+	// child it then lists is not taken for absent.
+	for _, m := range left {
+		items, err := listMetadata(ctx, b.meta, m.Resource, ns)
+		if apierrors.IsForbidden(err) {
 			continue
 		}
 		if err != nil {
