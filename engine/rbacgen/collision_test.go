@@ -1,6 +1,7 @@
 package rbacgen
 
 import (
+	"slices"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -29,5 +30,23 @@ func TestObjectNamesNeverCollide(t *testing.T) {
 			t.Errorf("two objects %s: one kind's replaces the other's", key)
 		}
 		seen[key] = true
+	}
+}
+
+// TestOperatorPatchesOnlyItsCRDs: the operator's own role may create
+// CRDs (a create cannot be limited by name) but patch, and update the
+// status of, only its kinds' CRDs: with patch on every CRD its identity
+// could point another team's CRD's conversion at itself and read every
+// object of it.
+func TestOperatorPatchesOnlyItsCRDs(t *testing.T) {
+	for _, r := range Operator([]Kind{blog}, nil) {
+		if r.APIGroups[0] != "apiextensions.k8s.io" {
+			continue
+		}
+		for _, v := range r.Verbs {
+			if (v == "patch" || v == "update") && !slices.Equal(r.ResourceNames, []string{"blogs.blog.example.com"}) {
+				t.Errorf("%s on %v of CRDs %v, want blogs.blog.example.com only", v, r.Resources, r.ResourceNames)
+			}
+		}
 	}
 }
