@@ -138,3 +138,72 @@ func TestIdentityLosingItsBindingKeepsRetainedChildren(t *testing.T) {
 func serviceAccountClient(t *testing.T, ns, name string) *kubernetes.Clientset {
 	return kubernetes.NewForConfigOrDie(serviceAccountConfig(t, ns, name))
 }
+
+// TestIdentityNarrowedRoleKeepsRetainedChildren: as
+// TestIdentityLosingItsBindingKeepsRetainedChildren, but the role is
+// narrowed instead (it still grants the Keeper's ServiceAccounts, no more
+// its ConfigMaps: a role regenerated after a template edit dropped the
+// child): a kind the identity watches children of is one it wrote, and
+// its refused list is a refusal, not an absence.
+func TestIdentityNarrowedRoleKeepsRetainedChildren(t *testing.T) {
+	ns := clustertest.Namespace(t)
+	t.Cleanup(func() {
+		_, _ = kubectl(t, "", "delete", "--ignore-not-found", "--wait", "--timeout=60s", "crd/keepers."+fbGroup)
+	})
+	sa := identity.DefaultName("keepers." + fbGroup)
+	full := []rbacv1.PolicyRule{
+		{APIGroups: []string{""}, Resources: []string{"serviceaccounts", "configmaps"}, Verbs: []string{"get", "list", "watch", "create", "patch", "update", "delete"}},
+		{APIGroups: []string{fbGroup}, Resources: []string{"keepers/finalizers"}, Verbs: []string{"update"}},
+	}
+	grantRoles(t, ns, map[string][]rbacv1.PolicyRule{sa: full})
+	opts := operatortest.Options(kindsDir(t, map[string]string{"keeper": fbKeeperTemplate}), ns)
+	opts.Identities = &identity.Config{Namespace: ns}
+	operatortest.Start(t, clustertest.Config(), opts)
+	waitEstablished(t, "keepers."+fbGroup)
+	c := newClient(t)
+	mustKubectl(t, fbCR("Keeper", ns, "g", ""), "apply", "-f", "-")
+	eventually(t, 90*time.Second, func() string { return crConverged(t, c, fbGroup+"/v1", "Keeper", ns, "g") })
+	cm := uidOf(t, c, "ConfigMap", ns, "g")
+
+	cs := kubernetes.NewForConfigOrDie(clustertest.Config())
+	setRules := func(rules []rbacv1.PolicyRule) {
+		role, err := cs.RbacV1().ClusterRoles().Get(context.Background(), ns+"-"+sa, metav1.GetOptions{})
+		must(t, err)
+		role.Rules = rules
+		_, err = cs.RbacV1().ClusterRoles().Update(context.Background(), role, metav1.UpdateOptions{})
+		must(t, err)
+	}
+	setRules([]rbacv1.PolicyRule{full[1], {APIGroups: []string{""}, Resources: []string{"serviceaccounts"}, Verbs: full[0].Verbs}})
+	eventually(t, 30*time.Second, func() string { // the authorizer's cache follows
+		if _, err := serviceAccountClient(t, ns, sa).CoreV1().ConfigMaps(ns).List(context.Background(), metav1.ListOptions{}); !apierrors.IsForbidden(err) {
+			return "the identity still lists ConfigMaps: " + errText(err)
+		}
+		return ""
+	})
+	mustKubectl(t, "", "-n", ns, "delete", "keeper/g", "--wait=false")
+	eventually(t, 60*time.Second, func() string {
+		err := c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "g"}, objOf(fbGroup+"/v1", "Keeper"))
+		if err != nil {
+			return ""
+		}
+		return forbidden(t, c, "Keeper", ns, "g", "list the children of Keeper "+ns+"/g", "configmaps")
+	})
+	cr := objOf(fbGroup+"/v1", "Keeper")
+	if err := c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "g"}, cr); err != nil {
+		t.Fatalf("the Keeper went while its identity may not list its ConfigMaps: %v", err)
+	}
+	if kept := getObj(t, c, "v1", "ConfigMap", ns, "g"); kept.GetUID() != cm || len(kept.GetOwnerReferences()) == 0 {
+		t.Fatalf("the retained ConfigMap: uid %s (was %s), owners %v; want it kept, still owned", kept.GetUID(), cm, kept.GetOwnerReferences())
+	}
+	setRules(full)
+	eventually(t, 90*time.Second, func() string {
+		err := c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "g"}, objOf(fbGroup+"/v1", "Keeper"))
+		if !apierrors.IsNotFound(err) {
+			return "the Keeper is not deleted once the role is fixed: " + errText(err)
+		}
+		return ""
+	})
+	if kept := getObj(t, c, "v1", "ConfigMap", ns, "g"); kept.GetUID() != cm || len(kept.GetOwnerReferences()) != 0 {
+		t.Fatalf("the retained ConfigMap: uid %s (was %s), owners %v; want it kept and released", kept.GetUID(), cm, kept.GetOwnerReferences())
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -37,7 +38,8 @@ import (
 // released, never left to the garbage collector. The lists are made as
 // b's identity: a list it may not make is an error (Forbidden), never an
 // absence; a kind the identity may neither list nor write is left out
-// (cannotHaveWritten), unless every kind is (its role or binding missing).
+// (cannotHaveWritten), unless every kind is (its role or binding missing)
+// or it watches children of the kind (it wrote some, this process).
 func (b *bundle) ownedLive(ctx context.Context, ns string, uid types.UID) ([]*unstructured.Unstructured, error) {
 	o := b.o
 	var out []*unstructured.Unstructured
@@ -66,6 +68,11 @@ func (b *bundle) ownedLive(ctx context.Context, ns string, uid types.UID) ([]*un
 			items, err = listMetadata(ctx, b.meta, m.Resource, ns)
 		}
 		if b.cannotHaveWritten(ctx, m.Resource.GroupResource(), ns, err) { // ownedrefused.go
+			if b.watches(gk) {
+				// It watches children of the kind: it wrote some, and a
+				// role narrowed since is a refusal, not an absence.
+				return nil, fmt.Errorf("list %s%s: %w", m.Resource.GroupResource(), b.as(), err)
+			}
 			if skipped == nil {
 				skipped = fmt.Errorf("list %s%s: %w", m.Resource.GroupResource(), b.as(), err)
 			}
@@ -197,4 +204,10 @@ func childMetadata(obj *metav1.PartialObjectMetadata, gvk schema.GroupVersionKin
 	u := &unstructured.Unstructured{Object: map[string]any{"metadata": md}}
 	u.SetGroupVersionKind(gvk)
 	return u
+}
+
+// watches tells whether b watches children of kind gk: its kinds rendered
+// or it found children of gk since the process started.
+func (b *bundle) watches(gk schema.GroupKind) bool {
+	return slices.ContainsFunc(b.watchedKinds(), func(gvk schema.GroupVersionKind) bool { return gvk.GroupKind() == gk })
 }
