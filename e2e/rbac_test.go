@@ -220,6 +220,9 @@ func TestServiceAccountIsLeastPrivilege(t *testing.T) {
 		{inNS("patch", "blogs.blog.example.com"), "yes"},          // it retains its claim: a finalizer
 		{inNS("patch", "staticsites.web.example.com"), "no"},      // one version, no retained child: nothing to patch
 		{cluster("delete", "customresourcedefinitions.apiextensions.k8s.io"), "no"},
+		{cluster("patch", "customresourcedefinitions.apiextensions.k8s.io/redisclusters.cache.example.com"), "yes"},
+		{cluster("patch", "customresourcedefinitions.apiextensions.k8s.io/other.example.org"), "no"}, // another team's CRD
+		{cluster("update", "customresourcedefinitions.apiextensions.k8s.io/other.example.org", "--subresource=status"), "no"},
 	} {
 		out, _ := kubectl(t, "", append([]string{"auth", "can-i", "--as=" + serviceAccount}, c.args...)...)
 		if got := strings.TrimSpace(out); got != c.want {

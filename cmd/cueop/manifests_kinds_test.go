@@ -64,7 +64,7 @@ func TestManifestsKindIdentities(t *testing.T) {
 		got = append(got, o.GetKind()+"/"+o.GetNamespace()+"/"+o.GetName())
 	}
 	for _, want := range []string{"RoleBinding/team-a/cueop-blogs.blog.example.com", "RoleBinding/team-b/cueop-blogs.blog.example.com",
-		"ClusterRoleBinding//cueop-blogs.blog.example.com-cluster", "ServiceAccount/cueop-system/webapps",
+		"ClusterRoleBinding//cueop-cluster:blogs.blog.example.com", "ServiceAccount/cueop-system/webapps",
 		"ClusterRoleBinding//cueop-redisclusters.cache.example.com", "Role/cueop-system/cueop-impersonate"} {
 		if !slices.Contains(got, want) {
 			t.Errorf("kinds.yaml lacks %s; has %v", want, got)

@@ -123,15 +123,22 @@ func (b *bundle) discoverChildren(ctx context.Context, timeout time.Duration) er
 	for _, gk := range gks {
 		m := o.served[gk]
 		g.Go(func() error {
-			list, err := b.meta.Resource(m.Resource).Namespace(o.opts.Namespace).List(gctx,
-				metav1.ListOptions{LabelSelector: selector.String(), Limit: 1})
-			if b.notItsKind(err) { // ownedrefused.go
-				return nil
+			var list *metav1.PartialObjectMetadataList
+			for _, ns := range b.listNamespaces() { // one each where the identity is bound
+				l, err := b.meta.Resource(m.Resource).Namespace(ns).List(gctx,
+					metav1.ListOptions{LabelSelector: selector.String(), Limit: 1})
+				if b.notItsKind(err) { // ownedrefused.go
+					continue
+				}
+				if err != nil {
+					return fmt.Errorf("list the %s managed by cueop: %w", m.Resource.Resource, err)
+				}
+				if len(l.Items) > 0 {
+					list = l
+					break
+				}
 			}
-			if err != nil {
-				return fmt.Errorf("list the %s managed by cueop: %w", m.Resource.Resource, err)
-			}
-			if len(list.Items) == 0 {
+			if list == nil {
 				return nil
 			}
 			slow := time.AfterFunc(syncTimeout, func() {

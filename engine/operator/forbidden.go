@@ -19,9 +19,11 @@ import (
 // refusal itself is what the reconcile that needs the watch reports
 // (reconcile.ReasonForbidden), and no informer is started.
 func (b *bundle) listRefused(ctx context.Context, resource schema.GroupVersionResource) error {
-	_, err := b.meta.Resource(resource).Namespace(b.o.opts.Namespace).List(ctx, metav1.ListOptions{Limit: 1})
-	if apierrors.IsForbidden(err) {
-		return err
+	for _, ns := range b.listNamespaces() {
+		_, err := b.meta.Resource(resource).Namespace(ns).List(ctx, metav1.ListOptions{Limit: 1})
+		if apierrors.IsForbidden(err) {
+			return err
+		}
 	}
 	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"net/http"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -33,16 +34,21 @@ const LabelIdentity = "cueop.dev/identity"
 // cache and clients) or a kind's ServiceAccount, impersonated. Kinds that
 // act as the same ServiceAccount share one bundle.
 type bundle struct {
-	o        *Operator
-	sa       *identity.ServiceAccount // nil: the operator's own identity
-	cache    cache.Cache              // the children, managed by cueop (and labelled with the identity)
-	reader   client.Reader            // the API server, no cache
-	meta     metadata.Interface
-	applier  *apply.Applier
-	modes    *bindingModes // storageclasses.go
-	children childWatch    // children.go
-	reads    readWatch     // references.go
-	refused  refusals      // identitywatch.go; the kind's identity only
+	o  *Operator
+	sa *identity.ServiceAccount // nil: the operator's own identity
+	// namespaces are those its caches and lists cover: nil is the
+	// operator's (Options.Namespace, or every namespace); a kind bound in
+	// chosen namespaces only has RoleBindings there, and a list across
+	// the cluster is refused.
+	namespaces []string
+	cache      cache.Cache   // the children, managed by cueop (and labelled with the identity)
+	reader     client.Reader // the API server, no cache
+	meta       metadata.Interface
+	applier    *apply.Applier
+	modes      *bindingModes // storageclasses.go
+	children   childWatch    // children.go
+	reads      readWatch     // references.go
+	refused    refusals      // identitywatch.go; the kind's identity only
 
 	users  int // kinds served with it; guarded by Operator.mu
 	cancel context.CancelFunc
@@ -62,7 +68,7 @@ func (o *Operator) newSharedBundle(cfg *rest.Config) (*bundle, error) {
 	if o.opts.ReadableKinds == nil {
 		o.opts.ReadableKinds = render.MustKindSet(render.DefaultReadableKinds)
 	}
-	rc, err := o.newReadCache(cfg, o.mgr.GetHTTPClient(), nil)
+	rc, err := o.newReadCache(cfg, o.mgr.GetHTTPClient(), namespaces(o.opts.Namespace), nil)
 	if err != nil {
 		return nil, err
 	}
@@ -81,21 +87,63 @@ func (o *Operator) bundleFor(ctx context.Context, k *template.Kind) (*bundle, er
 	}
 	gk := k.Resource.GroupVersionKind().GroupKind()
 	sa := o.opts.Identities.For(gk, k.Resource.CRDName())
-	if b := o.bundles[sa]; b != nil {
+	nss := o.identityNamespaces(gk)
+	key := bundleKey{sa: sa, namespaces: strings.Join(nss, ",")}
+	if b := o.bundles[key]; b != nil {
 		b.users++
 		return b, nil
 	}
-	b, err := o.newIdentityBundle(sa)
+	b, err := o.newIdentityBundle(sa, nss)
 	if err != nil {
 		return nil, fmt.Errorf("kind %s: identity %s: %w", k.Name, sa, err)
 	}
 	b.start(ctx)
 	b.users = 1
 	if o.bundles == nil {
-		o.bundles = map[identity.ServiceAccount]*bundle{}
+		o.bundles = map[bundleKey]*bundle{}
 	}
-	o.bundles[sa] = b
+	o.bundles[key] = b
 	return b, nil
+}
+
+// bundleKey tells bundles apart: kinds of one ServiceAccount bound in the
+// same namespaces share one.
+type bundleKey struct {
+	sa         identity.ServiceAccount
+	namespaces string
+}
+
+// identityNamespaces are the namespaces the caches and lists of gk's
+// identity cover: nil (Options.Namespace, or every namespace) unless the
+// administrator bound gk in chosen namespaces (RoleBindings there only),
+// then those the operator serves.
+func (o *Operator) identityNamespaces(gk schema.GroupKind) []string {
+	bound := o.opts.Identities.BoundNamespaces(gk)
+	if bound == nil || o.opts.Namespace != "" {
+		return nil // one namespace: its CRs elsewhere are not served, and NamespaceNotBound stalls those there when unbound
+	}
+	return bound
+}
+
+// listNamespaces are the namespaces b lists its kinds in, one request
+// each: "" is every namespace.
+func (b *bundle) listNamespaces() []string {
+	if b.namespaces == nil {
+		return []string{b.o.opts.Namespace}
+	}
+	return b.namespaces
+}
+
+// cacheNamespaces are the DefaultNamespaces of b's caches.
+func (b *bundle) cacheNamespaces() map[string]cache.Config {
+	if b.namespaces == nil {
+		return namespaces(b.o.opts.Namespace)
+	}
+	out := map[string]cache.Config{}
+	for _, ns := range b.namespaces {
+		out[ns] = cache.Config{}
+	}
+	return out
 }
 
 // releaseBundle forgets a kind's use of b; when no kind uses it any more,
@@ -108,7 +156,7 @@ func (o *Operator) releaseBundle(b *bundle, stopped <-chan struct{}) {
 	if b.users--; b.users > 0 {
 		return
 	}
-	delete(o.bundles, *b.sa)
+	delete(o.bundles, bundleKey{sa: *b.sa, namespaces: strings.Join(b.namespaces, ",")})
 	o.controllers.Add(1)
 	go func() {
 		defer o.controllers.Done()
@@ -134,16 +182,16 @@ func (o *Operator) discoverShared(ctx context.Context) error {
 // newIdentityBundle builds the bundle of sa: every request it sends
 // impersonates sa, and its children cache selects the children labelled
 // with sa (and the shard's label when sharded).
-func (o *Operator) newIdentityBundle(sa identity.ServiceAccount) (*bundle, error) {
+func (o *Operator) newIdentityBundle(sa identity.ServiceAccount, nss []string) (*bundle, error) {
 	cfg := rest.CopyConfig(o.mgr.GetConfig())
 	cfg.Impersonate = rest.ImpersonationConfig{UserName: sa.Username()}
 	hc, err := rest.HTTPClientFor(cfg)
 	if err != nil {
 		return nil, err
 	}
-	b := &bundle{o: o, sa: &sa}
+	b := &bundle{o: o, sa: &sa, namespaces: nss}
 	children, err := cache.New(cfg, cache.Options{HTTPClient: hc, Scheme: o.mgr.GetScheme(), Mapper: o.mgr.GetRESTMapper(),
-		DefaultNamespaces: namespaces(o.opts.Namespace), DefaultTransform: compactChild,
+		DefaultNamespaces: b.cacheNamespaces(), DefaultTransform: compactChild,
 		DefaultLabelSelector: labels.SelectorFromSet(o.identitySelector(sa)), DefaultWatchErrorHandler: b.refused.handler})
 	if err != nil {
 		return nil, fmt.Errorf("children cache: %w", err)
@@ -153,7 +201,7 @@ func (o *Operator) newIdentityBundle(sa identity.ServiceAccount) (*bundle, error
 		return nil, err
 	}
 	b.children = childWatch{watches: map[schema.GroupVersionKind]*kindWatch{}, controllerWatches: newControllerWatches(b.childSource)}
-	rc, err := o.newReadCache(cfg, hc, b.refused.handler)
+	rc, err := o.newReadCache(cfg, hc, b.cacheNamespaces(), b.refused.handler)
 	if err != nil {
 		return nil, err
 	}

@@ -113,7 +113,7 @@ type Operator struct {
 
 	served  map[schema.GroupKind]*meta.RESTMapping // allowed kinds the API server serves, at their preferred version (children.go)
 	shared  *bundle                                // the operator's own identity's children and references (identities.go)
-	bundles map[identity.ServiceAccount]*bundle    // the kinds' own, with Options.Identities; guarded by mu
+	bundles map[bundleKey]*bundle                  // the kinds' own, with Options.Identities; guarded by mu
 
 	mu    sync.Mutex
 	kinds map[string]*kindController // by kind name

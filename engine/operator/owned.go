@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -36,10 +37,15 @@ import (
 // kinds narrowed since a claim was created): a retained claim is
 // released, never left to the garbage collector. The lists are made as
 // b's identity: a list it may not make is an error (Forbidden), never an
-// absence.
+// absence; a kind the identity may neither list nor write is left out
+// (cannotHaveWritten), unless every kind is (its role or binding missing)
+// or it watches children of the kind (it wrote some, this process).
 func (b *bundle) ownedLive(ctx context.Context, ns string, uid types.UID) ([]*unstructured.Unstructured, error) {
 	o := b.o
 	var out []*unstructured.Unstructured
+	var skipped error            // the first refusal cannotHaveWritten left out
+	var left []*meta.RESTMapping // the kinds it left out
+	listed := false
 	for _, gk := range o.ownedKinds() {
 		m, err := o.resolveOwnedKind(gk)
 		if notServed(err) {
@@ -62,6 +68,41 @@ func (b *bundle) ownedLive(ctx context.Context, ns string, uid types.UID) ([]*un
 			items, err = listMetadata(ctx, b.meta, m.Resource, ns)
 		}
 		if b.cannotHaveWritten(ctx, m.Resource.GroupResource(), ns, err) { // ownedrefused.go
+			if b.watches(gk) {
+				// It watches children of the kind: it wrote some, and a
+				// role narrowed since is a refusal, not an absence.
+				return nil, fmt.Errorf("list %s%s: %w", m.Resource.GroupResource(), b.as(), err)
+			}
+			if skipped == nil {
+				skipped = fmt.Errorf("list %s%s: %w", m.Resource.GroupResource(), b.as(), err)
+			}
+			left = append(left, m)
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("list %s%s: %w", m.Resource.GroupResource(), b.as(), err)
+		}
+		listed = true
+		for i := range items {
+			if controlledByUID(&items[i], uid) {
+				out = append(out, childMetadata(&items[i], m.GroupVersionKind))
+			}
+		}
+	}
+	if !listed && skipped != nil {
+		// Not one kind listed: the identity's role or binding is
+		// missing (an upgrade that deleted it, a ServiceAccount renamed),
+		// not a role that lists other kinds than these. Its children
+		// are unknown: a refusal, never an absence, or a retained child
+		// would go to the garbage collector with its CR's finalizer.
+		return nil, skipped
+	}
+	// A role or binding granted back while the kinds were listed: a kind
+	// refused before a later one was listed is asked again, so that a
+	// child it then lists is not taken for absent.
+	for _, m := range left {
+		items, err := listMetadata(ctx, b.meta, m.Resource, ns)
+		if apierrors.IsForbidden(err) {
 			continue
 		}
 		if err != nil {
@@ -163,4 +204,10 @@ func childMetadata(obj *metav1.PartialObjectMetadata, gvk schema.GroupVersionKin
 	u := &unstructured.Unstructured{Object: map[string]any{"metadata": md}}
 	u.SetGroupVersionKind(gvk)
 	return u
+}
+
+// watches tells whether b watches children of kind gk: its kinds rendered
+// or it found children of gk since the process started.
+func (b *bundle) watches(gk schema.GroupKind) bool {
+	return slices.ContainsFunc(b.watchedKinds(), func(gvk schema.GroupVersionKind) bool { return gvk.GroupKind() == gk })
 }

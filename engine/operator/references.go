@@ -40,13 +40,13 @@ type readWatch struct {
 	syncing           map[schema.GroupVersionKind]*watchAttempt
 }
 
-// newReadCache creates the cache of referenced objects' metadata, in the
-// operator's namespace (or every namespace), their managedFields dropped,
+// newReadCache creates the cache of referenced objects' metadata, in
+// nss (nil: every namespace), their managedFields dropped,
 // on cfg and hc (the identity that reads them), with onError its watch
 // error handler (nil: client-go's).
-func (o *Operator) newReadCache(cfg *rest.Config, hc *http.Client, onError toolscache.WatchErrorHandlerWithContext) (cache.Cache, error) {
+func (o *Operator) newReadCache(cfg *rest.Config, hc *http.Client, nss map[string]cache.Config, onError toolscache.WatchErrorHandlerWithContext) (cache.Cache, error) {
 	c, err := cache.New(cfg, cache.Options{HTTPClient: hc, Scheme: o.mgr.GetScheme(), Mapper: o.mgr.GetRESTMapper(),
-		DefaultNamespaces: namespaces(o.opts.Namespace), DefaultTransform: dropManagedFields, DefaultWatchErrorHandler: onError})
+		DefaultNamespaces: nss, DefaultTransform: dropManagedFields, DefaultWatchErrorHandler: onError})
 	if err != nil {
 		return nil, fmt.Errorf("references cache: %w", err)
 	}

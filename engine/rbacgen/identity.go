@@ -42,9 +42,12 @@ func (id Identity) RoleName() string { return identity.DefaultName(id.Kind.CRDNa
 
 // clusterRoleName names the ClusterRole of the cluster-scoped rights of a
 // kind bound in chosen namespaces (a RoleBinding grants no cluster-scoped
-// resource).
+// resource): cueop-cluster:<crdName>. A colon is in no CRD name, so it is
+// no other kind's name (a suffix would be: "-cluster" ends a valid group,
+// and the kind of plural blogs in group blog.example.com-cluster would
+// take blog.example.com's).
 func (id Identity) clusterRoleName() string {
-	return identity.DefaultName(id.Kind.CRDName() + "-cluster")
+	return identity.DefaultName("cluster:" + id.Kind.CRDName())
 }
 
 // String is one line: the kind, its ServiceAccount, where it is bound and,

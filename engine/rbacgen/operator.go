@@ -1,6 +1,8 @@
 package rbacgen
 
 import (
+	"slices"
+
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
@@ -23,9 +25,8 @@ func Operator(kinds []Kind, patch []schema.GroupResource) []rbacv1.PolicyRule {
 	rules = append(rules, RulesFor(patch, "patch")...)
 	rules = append(rules, RulesFor(status, "get", "patch", "update")...)
 	rules = append(rules, RulesFor([]schema.GroupResource{{Group: "apiextensions.k8s.io", Resource: "customresourcedefinitions"}},
-		"get", "list", "watch", "create", "patch")...)
-	rules = append(rules, RulesFor([]schema.GroupResource{{Group: "apiextensions.k8s.io", Resource: "customresourcedefinitions/status"}},
-		"get", "update")...)
+		"get", "list", "watch", "create")...)
+	rules = append(rules, crdRules(kinds)...)
 	rules = append(rules, RulesFor([]schema.GroupResource{{Group: "cueop.dev", Resource: "templates"}, {Group: "cueop.dev", Resource: "templates/status"}},
 		"get", "list", "watch", "create", "patch")...)
 	return append(rules, RulesFor([]schema.GroupResource{{Resource: "events"}, {Group: "events.k8s.io", Resource: "events"}},
@@ -60,4 +61,25 @@ func Children(kinds []Kind) render.KindSet {
 		}
 	}
 	return out
+}
+
+// crdRules grant patch on the kinds' CRDs and get and update on their
+// status, by name: a create cannot be limited by name, but with patch on
+// every CRD the operator's identity could point another team's CRD's
+// conversion at itself and read every object of it. No kinds, no rule
+// (a rule without names grants every name).
+func crdRules(kinds []Kind) []rbacv1.PolicyRule {
+	var names []string
+	for _, k := range kinds {
+		names = append(names, k.CRDName())
+	}
+	if len(names) == 0 {
+		return nil
+	}
+	slices.Sort(names)
+	names = slices.Compact(names)
+	return []rbacv1.PolicyRule{
+		{APIGroups: []string{"apiextensions.k8s.io"}, Resources: []string{"customresourcedefinitions"}, ResourceNames: names, Verbs: []string{"patch"}},
+		{APIGroups: []string{"apiextensions.k8s.io"}, Resources: []string{"customresourcedefinitions/status"}, ResourceNames: slices.Clone(names), Verbs: []string{"get", "update"}},
+	}
 }

@@ -75,7 +75,7 @@ func TestObjectsBoundInNamespaces(t *testing.T) {
 	}
 	want := []string{"ServiceAccount/cueop-system/cueop-blogs.blog.example.com", "ClusterRole//cueop-blogs.blog.example.com",
 		"RoleBinding/a/cueop-blogs.blog.example.com", "RoleBinding/b/cueop-blogs.blog.example.com",
-		"ClusterRole//cueop-blogs.blog.example.com-cluster", "ClusterRoleBinding//cueop-blogs.blog.example.com-cluster",
+		"ClusterRole//cueop-cluster:blogs.blog.example.com", "ClusterRoleBinding//cueop-cluster:blogs.blog.example.com",
 		"Role/cueop-system/cueop-impersonate", "RoleBinding/cueop-system/cueop-impersonate"}
 	if !slices.Equal(got, want) {
 		t.Errorf("objects\n got %v\nwant %v", got, want)

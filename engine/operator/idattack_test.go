@@ -1,0 +1,209 @@
+package operator_test
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/cueop/cueop/engine/identity"
+	"github.com/cueop/cueop/engine/operator/operatortest"
+	"github.com/cueop/cueop/localcluster/clustertest"
+)
+
+// bindInNamespace creates, in idNS, the ServiceAccount sa, a ClusterRole
+// of rules and, in ns only, a RoleBinding of it to sa: what `cueop
+// manifests --bind-namespaces` generates. All deleted at the test's end.
+func bindInNamespace(t *testing.T, idNS, sa, ns string, rules []rbacv1.PolicyRule) {
+	t.Helper()
+	cs := kubernetes.NewForConfigOrDie(clustertest.Config())
+	ctx := context.Background()
+	_, err := cs.CoreV1().ServiceAccounts(idNS).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: sa}}, metav1.CreateOptions{})
+	must(t, err)
+	name := idNS + "-" + sa
+	_, err = cs.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name}, Rules: rules}, metav1.CreateOptions{})
+	must(t, err)
+	t.Cleanup(func() { _ = cs.RbacV1().ClusterRoles().Delete(context.Background(), name, metav1.DeleteOptions{}) })
+	_, err = cs.RbacV1().RoleBindings(ns).Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name},
+		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: name},
+		Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Namespace: idNS, Name: sa}}}, metav1.CreateOptions{})
+	must(t, err)
+}
+
+// TestBoundByRoleBindingsConverges: the Widget kind is bound in namespace a
+// only, as the generated RBAC binds it there: a RoleBinding in a, no
+// ClusterRoleBinding. Its CR in a converges (its identity's caches list
+// and watch where it is bound, not across the cluster, which its role
+// refuses); its CR in b reads NamespaceNotBound.
+func TestBoundByRoleBindingsConverges(t *testing.T) {
+	a, b := clustertest.Namespace(t), clustertest.Namespace(t)
+	opts := operatortest.Options(kindsDir(t, map[string]string{"widget": fbWidgetTemplate}), "")
+	gk := schema.GroupKind{Group: fbGroup, Kind: "Widget"}
+	idNS := clustertest.Namespace(t)
+	opts.Identities = &identity.Config{Namespace: idNS, Namespaces: map[schema.GroupKind][]string{gk: {a}}}
+	bindInNamespace(t, idNS, identity.DefaultName("widgets."+fbGroup), a, []rbacv1.PolicyRule{
+		{APIGroups: []string{""}, Resources: []string{"serviceaccounts"}, Verbs: []string{"get", "list", "watch", "create", "patch", "update", "delete"}},
+		{APIGroups: []string{fbGroup}, Resources: []string{"widgets/finalizers"}, Verbs: []string{"update"}},
+	})
+	operatortest.Start(t, clustertest.Config(), opts)
+	waitEstablished(t, "widgets."+fbGroup)
+	c := newClient(t)
+	mustKubectl(t, fbCR("Widget", a, "w", "")+"---\n"+fbCR("Widget", b, "w", ""), "apply", "-f", "-")
+	eventually(t, 90*time.Second, func() string { return crConverged(t, c, fbGroup+"/v1", "Widget", a, "w") })
+	eventually(t, 60*time.Second, func() string {
+		return stalledCR(getObj(t, c, fbGroup+"/v1", "Widget", b, "w"), "NamespaceNotBound", "namespace "+b)
+	})
+	mustKubectl(t, "", "delete", "--wait", "--timeout=60s", "-n", a, "widgets."+fbGroup+"/w")
+	mustKubectl(t, "", "delete", "--wait", "--timeout=60s", "-n", b, "widgets."+fbGroup+"/w")
+}
+
+// TestIdentityLosingItsBindingKeepsRetainedChildren: a Keeper, acting as
+// its own ServiceAccount, retains its ConfigMap on deletion. Its
+// identity's binding is then removed (an upgrade that deletes and
+// recreates the RBAC, a binding renamed): it may do nothing. The CR is
+// deleted: it keeps its finalizer and reads Forbidden, and its ConfigMap
+// stays, still owned (not left to the garbage collector). Once the binding
+// is back, the deletion completes and the ConfigMap is released and kept.
+func TestIdentityLosingItsBindingKeepsRetainedChildren(t *testing.T) {
+	ns := clustertest.Namespace(t)
+	t.Cleanup(func() {
+		_, _ = kubectl(t, "", "delete", "--ignore-not-found", "--wait", "--timeout=60s", "crd/keepers."+fbGroup)
+	})
+	sa := identity.DefaultName("keepers." + fbGroup)
+	grantRoles(t, ns, map[string][]rbacv1.PolicyRule{sa: {
+		{APIGroups: []string{""}, Resources: []string{"serviceaccounts", "configmaps"}, Verbs: []string{"get", "list", "watch", "create", "patch", "update", "delete"}},
+		{APIGroups: []string{fbGroup}, Resources: []string{"keepers/finalizers"}, Verbs: []string{"update"}},
+	}})
+	opts := operatortest.Options(kindsDir(t, map[string]string{"keeper": fbKeeperTemplate}), ns)
+	opts.Identities = &identity.Config{Namespace: ns}
+	operatortest.Start(t, clustertest.Config(), opts)
+	waitEstablished(t, "keepers."+fbGroup)
+	c := newClient(t)
+	mustKubectl(t, fbCR("Keeper", ns, "g", ""), "apply", "-f", "-")
+	eventually(t, 90*time.Second, func() string { return crConverged(t, c, fbGroup+"/v1", "Keeper", ns, "g") })
+	cm := uidOf(t, c, "ConfigMap", ns, "g")
+
+	cs := kubernetes.NewForConfigOrDie(clustertest.Config())
+	binding, err := cs.RbacV1().ClusterRoleBindings().Get(context.Background(), ns+"-"+sa, metav1.GetOptions{})
+	must(t, err)
+	must(t, cs.RbacV1().ClusterRoleBindings().Delete(context.Background(), binding.Name, metav1.DeleteOptions{}))
+	eventually(t, 30*time.Second, func() string { // the authorizer's cache follows
+		if _, err := serviceAccountClient(t, ns, sa).CoreV1().ConfigMaps(ns).List(context.Background(), metav1.ListOptions{}); !apierrors.IsForbidden(err) {
+			return "the identity still lists ConfigMaps: " + errText(err)
+		}
+		return ""
+	})
+	mustKubectl(t, "", "-n", ns, "delete", "keeper/g", "--wait=false")
+	eventually(t, 60*time.Second, func() string {
+		err := c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "g"}, objOf(fbGroup+"/v1", "Keeper"))
+		if err != nil {
+			return "" // the check below says what was lost
+		}
+		return forbidden(t, c, "Keeper", ns, "g", "list the children of Keeper "+ns+"/g")
+	})
+	cr := objOf(fbGroup+"/v1", "Keeper")
+	if err := c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "g"}, cr); err != nil {
+		t.Fatalf("the Keeper went while its identity may not list its children: %v", err)
+	}
+	if !slices.ContainsFunc(cr.GetFinalizers(), func(f string) bool { return strings.HasPrefix(f, "cueop.dev/") }) {
+		t.Fatalf("the Keeper lost its finalizer while its identity may not list its children: %v", cr.GetFinalizers())
+	}
+	if kept := getObj(t, c, "v1", "ConfigMap", ns, "g"); kept.GetUID() != cm || len(kept.GetOwnerReferences()) == 0 {
+		t.Fatalf("the retained ConfigMap: uid %s (was %s), owners %v; want it kept, still owned", kept.GetUID(), cm, kept.GetOwnerReferences())
+	}
+	binding.ResourceVersion = ""
+	_, err = cs.RbacV1().ClusterRoleBindings().Create(context.Background(), binding, metav1.CreateOptions{})
+	must(t, err)
+	eventually(t, 90*time.Second, func() string {
+		err := c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "g"}, objOf(fbGroup+"/v1", "Keeper"))
+		if !apierrors.IsNotFound(err) {
+			return "the Keeper is not deleted once the binding is back: " + errText(err)
+		}
+		return ""
+	})
+	if kept := getObj(t, c, "v1", "ConfigMap", ns, "g"); kept.GetUID() != cm || len(kept.GetOwnerReferences()) != 0 {
+		t.Fatalf("the retained ConfigMap: uid %s (was %s), owners %v; want it kept and released", kept.GetUID(), cm, kept.GetOwnerReferences())
+	}
+}
+
+func serviceAccountClient(t *testing.T, ns, name string) *kubernetes.Clientset {
+	return kubernetes.NewForConfigOrDie(serviceAccountConfig(t, ns, name))
+}
+
+// TestIdentityNarrowedRoleKeepsRetainedChildren: as
+// TestIdentityLosingItsBindingKeepsRetainedChildren, but the role is
+// narrowed instead (it still grants the Keeper's ServiceAccounts, no more
+// its ConfigMaps: a role regenerated after a template edit dropped the
+// child): a kind the identity watches children of is one it wrote, and
+// its refused list is a refusal, not an absence.
+func TestIdentityNarrowedRoleKeepsRetainedChildren(t *testing.T) {
+	ns := clustertest.Namespace(t)
+	t.Cleanup(func() {
+		_, _ = kubectl(t, "", "delete", "--ignore-not-found", "--wait", "--timeout=60s", "crd/keepers."+fbGroup)
+	})
+	sa := identity.DefaultName("keepers." + fbGroup)
+	full := []rbacv1.PolicyRule{
+		{APIGroups: []string{""}, Resources: []string{"serviceaccounts", "configmaps"}, Verbs: []string{"get", "list", "watch", "create", "patch", "update", "delete"}},
+		{APIGroups: []string{fbGroup}, Resources: []string{"keepers/finalizers"}, Verbs: []string{"update"}},
+	}
+	grantRoles(t, ns, map[string][]rbacv1.PolicyRule{sa: full})
+	opts := operatortest.Options(kindsDir(t, map[string]string{"keeper": fbKeeperTemplate}), ns)
+	opts.Identities = &identity.Config{Namespace: ns}
+	operatortest.Start(t, clustertest.Config(), opts)
+	waitEstablished(t, "keepers."+fbGroup)
+	c := newClient(t)
+	mustKubectl(t, fbCR("Keeper", ns, "g", ""), "apply", "-f", "-")
+	eventually(t, 90*time.Second, func() string { return crConverged(t, c, fbGroup+"/v1", "Keeper", ns, "g") })
+	cm := uidOf(t, c, "ConfigMap", ns, "g")
+
+	cs := kubernetes.NewForConfigOrDie(clustertest.Config())
+	setRules := func(rules []rbacv1.PolicyRule) {
+		role, err := cs.RbacV1().ClusterRoles().Get(context.Background(), ns+"-"+sa, metav1.GetOptions{})
+		must(t, err)
+		role.Rules = rules
+		_, err = cs.RbacV1().ClusterRoles().Update(context.Background(), role, metav1.UpdateOptions{})
+		must(t, err)
+	}
+	setRules([]rbacv1.PolicyRule{full[1], {APIGroups: []string{""}, Resources: []string{"serviceaccounts"}, Verbs: full[0].Verbs}})
+	eventually(t, 30*time.Second, func() string { // the authorizer's cache follows
+		if _, err := serviceAccountClient(t, ns, sa).CoreV1().ConfigMaps(ns).List(context.Background(), metav1.ListOptions{}); !apierrors.IsForbidden(err) {
+			return "the identity still lists ConfigMaps: " + errText(err)
+		}
+		return ""
+	})
+	mustKubectl(t, "", "-n", ns, "delete", "keeper/g", "--wait=false")
+	eventually(t, 60*time.Second, func() string {
+		err := c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "g"}, objOf(fbGroup+"/v1", "Keeper"))
+		if err != nil {
+			return ""
+		}
+		return forbidden(t, c, "Keeper", ns, "g", "list the children of Keeper "+ns+"/g", "configmaps")
+	})
+	cr := objOf(fbGroup+"/v1", "Keeper")
+	if err := c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "g"}, cr); err != nil {
+		t.Fatalf("the Keeper went while its identity may not list its ConfigMaps: %v", err)
+	}
+	if kept := getObj(t, c, "v1", "ConfigMap", ns, "g"); kept.GetUID() != cm || len(kept.GetOwnerReferences()) == 0 {
+		t.Fatalf("the retained ConfigMap: uid %s (was %s), owners %v; want it kept, still owned", kept.GetUID(), cm, kept.GetOwnerReferences())
+	}
+	setRules(full)
+	eventually(t, 90*time.Second, func() string {
+		err := c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "g"}, objOf(fbGroup+"/v1", "Keeper"))
+		if !apierrors.IsNotFound(err) {
+			return "the Keeper is not deleted once the role is fixed: " + errText(err)
+		}
+		return ""
+	})
+	if kept := getObj(t, c, "v1", "ConfigMap", ns, "g"); kept.GetUID() != cm || len(kept.GetOwnerReferences()) != 0 {
+		t.Fatalf("the retained ConfigMap: uid %s (was %s), owners %v; want it kept and released", kept.GetUID(), cm, kept.GetOwnerReferences())
+	}
+}
