@@ -66,7 +66,7 @@ func TestBoundByRoleBindingsConverges(t *testing.T) {
 	mustKubectl(t, "", "delete", "--wait", "--timeout=60s", "-n", b, "widgets."+fbGroup+"/w")
 }
 
-// TestIdentityLosingItsBindingKeepsRetainedChildren: a Keeper, acting as
+// TestIdentityLosingItsBindingKeepsRetainedChildren: a Retainer, acting as
 // its own ServiceAccount, retains its ConfigMap on deletion. Its
 // identity's binding is then removed (an upgrade that deletes and
 // recreates the RBAC, a binding renamed): it may do nothing. The CR is
@@ -76,20 +76,20 @@ func TestBoundByRoleBindingsConverges(t *testing.T) {
 func TestIdentityLosingItsBindingKeepsRetainedChildren(t *testing.T) {
 	ns := clustertest.Namespace(t)
 	t.Cleanup(func() {
-		_, _ = kubectl(t, "", "delete", "--ignore-not-found", "--wait", "--timeout=60s", "crd/keepers."+fbGroup)
+		_, _ = kubectl(t, "", "delete", "--ignore-not-found", "--wait", "--timeout=60s", "crd/retainers."+fbGroup)
 	})
-	sa := identity.DefaultName("keepers." + fbGroup)
+	sa := identity.DefaultName("retainers." + fbGroup)
 	grantRoles(t, ns, map[string][]rbacv1.PolicyRule{sa: {
 		{APIGroups: []string{""}, Resources: []string{"serviceaccounts", "configmaps"}, Verbs: []string{"get", "list", "watch", "create", "patch", "update", "delete"}},
-		{APIGroups: []string{fbGroup}, Resources: []string{"keepers/finalizers"}, Verbs: []string{"update"}},
+		{APIGroups: []string{fbGroup}, Resources: []string{"retainers/finalizers"}, Verbs: []string{"update"}},
 	}})
-	opts := operatortest.Options(kindsDir(t, map[string]string{"keeper": fbKeeperTemplate}), ns)
+	opts := operatortest.Options(kindsDir(t, map[string]string{"retainer": fbRetainerTemplate}), ns)
 	opts.Identities = &identity.Config{Namespace: ns}
 	operatortest.Start(t, clustertest.Config(), opts)
-	waitEstablished(t, "keepers."+fbGroup)
+	waitEstablished(t, "retainers."+fbGroup)
 	c := newClient(t)
-	mustKubectl(t, fbCR("Keeper", ns, "g", ""), "apply", "-f", "-")
-	eventually(t, 90*time.Second, func() string { return crConverged(t, c, fbGroup+"/v1", "Keeper", ns, "g") })
+	mustKubectl(t, fbCR("Retainer", ns, "g", ""), "apply", "-f", "-")
+	eventually(t, 90*time.Second, func() string { return crConverged(t, c, fbGroup+"/v1", "Retainer", ns, "g") })
 	cm := uidOf(t, c, "ConfigMap", ns, "g")
 
 	cs := kubernetes.NewForConfigOrDie(clustertest.Config())
@@ -102,20 +102,20 @@ func TestIdentityLosingItsBindingKeepsRetainedChildren(t *testing.T) {
 		}
 		return ""
 	})
-	mustKubectl(t, "", "-n", ns, "delete", "keeper/g", "--wait=false")
+	mustKubectl(t, "", "-n", ns, "delete", "retainers."+fbGroup+"/g", "--wait=false")
 	eventually(t, 60*time.Second, func() string {
-		err := c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "g"}, objOf(fbGroup+"/v1", "Keeper"))
+		err := c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "g"}, objOf(fbGroup+"/v1", "Retainer"))
 		if err != nil {
 			return "" // the check below says what was lost
 		}
-		return forbidden(t, c, "Keeper", ns, "g", "list the children of Keeper "+ns+"/g")
+		return forbidden(t, c, "Retainer", ns, "g", "list the children of Retainer "+ns+"/g")
 	})
-	cr := objOf(fbGroup+"/v1", "Keeper")
+	cr := objOf(fbGroup+"/v1", "Retainer")
 	if err := c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "g"}, cr); err != nil {
-		t.Fatalf("the Keeper went while its identity may not list its children: %v", err)
+		t.Fatalf("the Retainer went while its identity may not list its children: %v", err)
 	}
 	if !slices.ContainsFunc(cr.GetFinalizers(), func(f string) bool { return strings.HasPrefix(f, "cueop.dev/") }) {
-		t.Fatalf("the Keeper lost its finalizer while its identity may not list its children: %v", cr.GetFinalizers())
+		t.Fatalf("the Retainer lost its finalizer while its identity may not list its children: %v", cr.GetFinalizers())
 	}
 	if kept := getObj(t, c, "v1", "ConfigMap", ns, "g"); kept.GetUID() != cm || len(kept.GetOwnerReferences()) == 0 {
 		t.Fatalf("the retained ConfigMap: uid %s (was %s), owners %v; want it kept, still owned", kept.GetUID(), cm, kept.GetOwnerReferences())
@@ -124,9 +124,9 @@ func TestIdentityLosingItsBindingKeepsRetainedChildren(t *testing.T) {
 	_, err = cs.RbacV1().ClusterRoleBindings().Create(context.Background(), binding, metav1.CreateOptions{})
 	must(t, err)
 	eventually(t, 90*time.Second, func() string {
-		err := c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "g"}, objOf(fbGroup+"/v1", "Keeper"))
+		err := c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "g"}, objOf(fbGroup+"/v1", "Retainer"))
 		if !apierrors.IsNotFound(err) {
-			return "the Keeper is not deleted once the binding is back: " + errText(err)
+			return "the Retainer is not deleted once the binding is back: " + errText(err)
 		}
 		return ""
 	})
@@ -141,28 +141,28 @@ func serviceAccountClient(t *testing.T, ns, name string) *kubernetes.Clientset {
 
 // TestIdentityNarrowedRoleKeepsRetainedChildren: as
 // TestIdentityLosingItsBindingKeepsRetainedChildren, but the role is
-// narrowed instead (it still grants the Keeper's ServiceAccounts, no more
+// narrowed instead (it still grants the Retainer's ServiceAccounts, no more
 // its ConfigMaps: a role regenerated after a template edit dropped the
 // child): a kind the identity watches children of is one it wrote, and
 // its refused list is a refusal, not an absence.
 func TestIdentityNarrowedRoleKeepsRetainedChildren(t *testing.T) {
 	ns := clustertest.Namespace(t)
 	t.Cleanup(func() {
-		_, _ = kubectl(t, "", "delete", "--ignore-not-found", "--wait", "--timeout=60s", "crd/keepers."+fbGroup)
+		_, _ = kubectl(t, "", "delete", "--ignore-not-found", "--wait", "--timeout=60s", "crd/retainers."+fbGroup)
 	})
-	sa := identity.DefaultName("keepers." + fbGroup)
+	sa := identity.DefaultName("retainers." + fbGroup)
 	full := []rbacv1.PolicyRule{
 		{APIGroups: []string{""}, Resources: []string{"serviceaccounts", "configmaps"}, Verbs: []string{"get", "list", "watch", "create", "patch", "update", "delete"}},
-		{APIGroups: []string{fbGroup}, Resources: []string{"keepers/finalizers"}, Verbs: []string{"update"}},
+		{APIGroups: []string{fbGroup}, Resources: []string{"retainers/finalizers"}, Verbs: []string{"update"}},
 	}
 	grantRoles(t, ns, map[string][]rbacv1.PolicyRule{sa: full})
-	opts := operatortest.Options(kindsDir(t, map[string]string{"keeper": fbKeeperTemplate}), ns)
+	opts := operatortest.Options(kindsDir(t, map[string]string{"retainer": fbRetainerTemplate}), ns)
 	opts.Identities = &identity.Config{Namespace: ns}
 	operatortest.Start(t, clustertest.Config(), opts)
-	waitEstablished(t, "keepers."+fbGroup)
+	waitEstablished(t, "retainers."+fbGroup)
 	c := newClient(t)
-	mustKubectl(t, fbCR("Keeper", ns, "g", ""), "apply", "-f", "-")
-	eventually(t, 90*time.Second, func() string { return crConverged(t, c, fbGroup+"/v1", "Keeper", ns, "g") })
+	mustKubectl(t, fbCR("Retainer", ns, "g", ""), "apply", "-f", "-")
+	eventually(t, 90*time.Second, func() string { return crConverged(t, c, fbGroup+"/v1", "Retainer", ns, "g") })
 	cm := uidOf(t, c, "ConfigMap", ns, "g")
 
 	cs := kubernetes.NewForConfigOrDie(clustertest.Config())
@@ -180,26 +180,26 @@ func TestIdentityNarrowedRoleKeepsRetainedChildren(t *testing.T) {
 		}
 		return ""
 	})
-	mustKubectl(t, "", "-n", ns, "delete", "keeper/g", "--wait=false")
+	mustKubectl(t, "", "-n", ns, "delete", "retainers."+fbGroup+"/g", "--wait=false")
 	eventually(t, 60*time.Second, func() string {
-		err := c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "g"}, objOf(fbGroup+"/v1", "Keeper"))
+		err := c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "g"}, objOf(fbGroup+"/v1", "Retainer"))
 		if err != nil {
 			return ""
 		}
-		return forbidden(t, c, "Keeper", ns, "g", "list the children of Keeper "+ns+"/g", "configmaps")
+		return forbidden(t, c, "Retainer", ns, "g", "list the children of Retainer "+ns+"/g", "configmaps")
 	})
-	cr := objOf(fbGroup+"/v1", "Keeper")
+	cr := objOf(fbGroup+"/v1", "Retainer")
 	if err := c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "g"}, cr); err != nil {
-		t.Fatalf("the Keeper went while its identity may not list its ConfigMaps: %v", err)
+		t.Fatalf("the Retainer went while its identity may not list its ConfigMaps: %v", err)
 	}
 	if kept := getObj(t, c, "v1", "ConfigMap", ns, "g"); kept.GetUID() != cm || len(kept.GetOwnerReferences()) == 0 {
 		t.Fatalf("the retained ConfigMap: uid %s (was %s), owners %v; want it kept, still owned", kept.GetUID(), cm, kept.GetOwnerReferences())
 	}
 	setRules(full)
 	eventually(t, 90*time.Second, func() string {
-		err := c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "g"}, objOf(fbGroup+"/v1", "Keeper"))
+		err := c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "g"}, objOf(fbGroup+"/v1", "Retainer"))
 		if !apierrors.IsNotFound(err) {
-			return "the Keeper is not deleted once the role is fixed: " + errText(err)
+			return "the Retainer is not deleted once the role is fixed: " + errText(err)
 		}
 		return ""
 	})
