@@ -3,18 +3,16 @@ package operator_test
 import (
 	"context"
 	"fmt"
-	rbacv1 "k8s.io/api/rbac/v1"
 	"strings"
 	"testing"
 	"time"
 
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/cueop/cueop/engine/identity"
 	"github.com/cueop/cueop/engine/operator/operatortest"
 	"github.com/cueop/cueop/localcluster/clustertest"
 )
@@ -194,20 +192,9 @@ func TestForbiddenReferenceIsNotNotFound(t *testing.T) {
 // there converges, its CR in another reads NamespaceNotBound and has no
 // children.
 func TestNamespaceNotBound(t *testing.T) {
-	a, b := clustertest.Namespace(t), clustertest.Namespace(t)
-	opts := operatortest.Options(kindsDir(t, map[string]string{"widget": fbWidgetTemplate}), "")
-	gk := schema.GroupKind{Group: fbGroup, Kind: "Widget"}
-	idNS := clustertest.Namespace(t)
-	opts.Identities = &identity.Config{Namespace: idNS, Namespaces: map[schema.GroupKind][]string{gk: {a}}}
-	grantRoles(t, idNS, map[string][]rbacv1.PolicyRule{identity.DefaultName("widgets." + fbGroup): {
-		{APIGroups: []string{""}, Resources: []string{"serviceaccounts"}, Verbs: []string{"get", "list", "watch", "create", "patch", "update", "delete"}},
-		{APIGroups: []string{fbGroup}, Resources: []string{"widgets/finalizers"}, Verbs: []string{"update"}},
-	}})
-	operatortest.Start(t, clustertest.Config(), opts)
-	waitEstablished(t, "widgets."+fbGroup)
-	c := newClient(t)
-	mustKubectl(t, fbCR("Widget", a, "w", "")+"---\n"+fbCR("Widget", b, "w", ""), "apply", "-f", "-")
-	eventually(t, 90*time.Second, func() string { return crConverged(t, c, fbGroup+"/v1", "Widget", a, "w") })
+	c, a, b := startBoundWidget(t, func(idNS, sa, _ string, rules []rbacv1.PolicyRule) {
+		grantRoles(t, idNS, map[string][]rbacv1.PolicyRule{sa: rules})
+	})
 	eventually(t, 60*time.Second, func() string {
 		cr := getObj(t, c, fbGroup+"/v1", "Widget", b, "w")
 		return stalledCR(cr, "NamespaceNotBound", "namespace "+b, "bound in namespaces "+a+" only")

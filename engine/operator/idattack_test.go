@@ -2,8 +2,6 @@ package operator_test
 
 import (
 	"context"
-	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -12,6 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -45,25 +44,73 @@ func bindInNamespace(t *testing.T, idNS, sa, ns string, rules []rbacv1.PolicyRul
 // and watch where it is bound, not across the cluster, which its role
 // refuses); its CR in b reads NamespaceNotBound.
 func TestBoundByRoleBindingsConverges(t *testing.T) {
-	a, b := clustertest.Namespace(t), clustertest.Namespace(t)
-	opts := operatortest.Options(kindsDir(t, map[string]string{"widget": fbWidgetTemplate}), "")
-	gk := schema.GroupKind{Group: fbGroup, Kind: "Widget"}
-	idNS := clustertest.Namespace(t)
-	opts.Identities = &identity.Config{Namespace: idNS, Namespaces: map[schema.GroupKind][]string{gk: {a}}}
-	bindInNamespace(t, idNS, identity.DefaultName("widgets."+fbGroup), a, []rbacv1.PolicyRule{
-		{APIGroups: []string{""}, Resources: []string{"serviceaccounts"}, Verbs: []string{"get", "list", "watch", "create", "patch", "update", "delete"}},
-		{APIGroups: []string{fbGroup}, Resources: []string{"widgets/finalizers"}, Verbs: []string{"update"}},
-	})
-	operatortest.Start(t, clustertest.Config(), opts)
-	waitEstablished(t, "widgets."+fbGroup)
-	c := newClient(t)
-	mustKubectl(t, fbCR("Widget", a, "w", "")+"---\n"+fbCR("Widget", b, "w", ""), "apply", "-f", "-")
-	eventually(t, 90*time.Second, func() string { return crConverged(t, c, fbGroup+"/v1", "Widget", a, "w") })
+	c, a, b := startBoundWidget(t, func(idNS, sa, a string, rules []rbacv1.PolicyRule) { bindInNamespace(t, idNS, sa, a, rules) })
 	eventually(t, 60*time.Second, func() string {
 		return stalledCR(getObj(t, c, fbGroup+"/v1", "Widget", b, "w"), "NamespaceNotBound", "namespace "+b)
 	})
 	mustKubectl(t, "", "delete", "--wait", "--timeout=60s", "-n", a, "widgets."+fbGroup+"/w")
 	mustKubectl(t, "", "delete", "--wait", "--timeout=60s", "-n", b, "widgets."+fbGroup+"/w")
+}
+
+// startBoundWidget runs an operator on the Widget kind, bound in namespace
+// a only, acting as its own identity, granted its rules by bind; it
+// applies a Widget w in a and in b and waits until the one in a converges.
+func startBoundWidget(t *testing.T, bind func(idNS, sa, a string, rules []rbacv1.PolicyRule)) (c client.Client, a, b string) {
+	t.Helper()
+	a, b = clustertest.Namespace(t), clustertest.Namespace(t)
+	opts := operatortest.Options(kindsDir(t, map[string]string{"widget": fbWidgetTemplate}), "")
+	gk := schema.GroupKind{Group: fbGroup, Kind: "Widget"}
+	idNS := clustertest.Namespace(t)
+	opts.Identities = &identity.Config{Namespace: idNS, Namespaces: map[schema.GroupKind][]string{gk: {a}}}
+	bind(idNS, identity.DefaultName("widgets."+fbGroup), a, []rbacv1.PolicyRule{
+		{APIGroups: []string{""}, Resources: []string{"serviceaccounts"}, Verbs: []string{"get", "list", "watch", "create", "patch", "update", "delete"}},
+		{APIGroups: []string{fbGroup}, Resources: []string{"widgets/finalizers"}, Verbs: []string{"update"}},
+	})
+	operatortest.Start(t, clustertest.Config(), opts)
+	waitEstablished(t, "widgets."+fbGroup)
+	c = newClient(t)
+	mustKubectl(t, fbCR("Widget", a, "w", "")+"---\n"+fbCR("Widget", b, "w", ""), "apply", "-f", "-")
+	eventually(t, 90*time.Second, func() string { return crConverged(t, c, fbGroup+"/v1", "Widget", a, "w") })
+	return c, a, b
+}
+
+// retainerRules are all the rights a Retainer's identity needs.
+var retainerRules = []rbacv1.PolicyRule{
+	{APIGroups: []string{""}, Resources: []string{"serviceaccounts", "configmaps"}, Verbs: []string{"get", "list", "watch", "create", "patch", "update", "delete"}},
+	{APIGroups: []string{fbGroup}, Resources: []string{"retainers/finalizers"}, Verbs: []string{"update"}},
+}
+
+// startRetainerIdentity runs an operator on the Retainer kind in ns, acting
+// as its own ServiceAccount there, granted retainerRules; it applies the
+// Retainer g and waits until it converges. It returns the ServiceAccount's
+// name and the uid of g's ConfigMap.
+func startRetainerIdentity(t *testing.T, ns string) (c client.Client, sa string, cm types.UID) {
+	t.Helper()
+	t.Cleanup(func() {
+		_, _ = kubectl(t, "", "delete", "--ignore-not-found", "--wait", "--timeout=60s", "crd/retainers."+fbGroup)
+	})
+	sa = identity.DefaultName("retainers." + fbGroup)
+	grantRoles(t, ns, map[string][]rbacv1.PolicyRule{sa: retainerRules})
+	opts := operatortest.Options(kindsDir(t, map[string]string{"retainer": fbRetainerTemplate}), ns)
+	opts.Identities = &identity.Config{Namespace: ns}
+	operatortest.Start(t, clustertest.Config(), opts)
+	waitEstablished(t, "retainers."+fbGroup)
+	c = newClient(t)
+	mustKubectl(t, fbCR("Retainer", ns, "g", ""), "apply", "-f", "-")
+	eventually(t, 90*time.Second, func() string { return crConverged(t, c, fbGroup+"/v1", "Retainer", ns, "g") })
+	return c, sa, uidOf(t, c, "ConfigMap", ns, "g")
+}
+
+// identityRefusesConfigMaps waits until the authorizer refuses sa of ns a
+// list of ConfigMaps.
+func identityRefusesConfigMaps(t *testing.T, ns, sa string) {
+	t.Helper()
+	eventually(t, 30*time.Second, func() string {
+		if _, err := serviceAccountClient(t, ns, sa).CoreV1().ConfigMaps(ns).List(context.Background(), metav1.ListOptions{}); !apierrors.IsForbidden(err) {
+			return "the identity still lists ConfigMaps: " + errText(err)
+		}
+		return ""
+	})
 }
 
 // TestIdentityLosingItsBindingKeepsRetainedChildren: a Retainer, acting as
@@ -75,64 +122,17 @@ func TestBoundByRoleBindingsConverges(t *testing.T) {
 // is back, the deletion completes and the ConfigMap is released and kept.
 func TestIdentityLosingItsBindingKeepsRetainedChildren(t *testing.T) {
 	ns := clustertest.Namespace(t)
-	t.Cleanup(func() {
-		_, _ = kubectl(t, "", "delete", "--ignore-not-found", "--wait", "--timeout=60s", "crd/retainers."+fbGroup)
-	})
-	sa := identity.DefaultName("retainers." + fbGroup)
-	grantRoles(t, ns, map[string][]rbacv1.PolicyRule{sa: {
-		{APIGroups: []string{""}, Resources: []string{"serviceaccounts", "configmaps"}, Verbs: []string{"get", "list", "watch", "create", "patch", "update", "delete"}},
-		{APIGroups: []string{fbGroup}, Resources: []string{"retainers/finalizers"}, Verbs: []string{"update"}},
-	}})
-	opts := operatortest.Options(kindsDir(t, map[string]string{"retainer": fbRetainerTemplate}), ns)
-	opts.Identities = &identity.Config{Namespace: ns}
-	operatortest.Start(t, clustertest.Config(), opts)
-	waitEstablished(t, "retainers."+fbGroup)
-	c := newClient(t)
-	mustKubectl(t, fbCR("Retainer", ns, "g", ""), "apply", "-f", "-")
-	eventually(t, 90*time.Second, func() string { return crConverged(t, c, fbGroup+"/v1", "Retainer", ns, "g") })
-	cm := uidOf(t, c, "ConfigMap", ns, "g")
-
+	c, sa, cm := startRetainerIdentity(t, ns)
 	cs := kubernetes.NewForConfigOrDie(clustertest.Config())
 	binding, err := cs.RbacV1().ClusterRoleBindings().Get(context.Background(), ns+"-"+sa, metav1.GetOptions{})
 	must(t, err)
 	must(t, cs.RbacV1().ClusterRoleBindings().Delete(context.Background(), binding.Name, metav1.DeleteOptions{}))
-	eventually(t, 30*time.Second, func() string { // the authorizer's cache follows
-		if _, err := serviceAccountClient(t, ns, sa).CoreV1().ConfigMaps(ns).List(context.Background(), metav1.ListOptions{}); !apierrors.IsForbidden(err) {
-			return "the identity still lists ConfigMaps: " + errText(err)
-		}
-		return ""
-	})
-	mustKubectl(t, "", "-n", ns, "delete", "retainers."+fbGroup+"/g", "--wait=false")
-	eventually(t, 60*time.Second, func() string {
-		err := c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "g"}, objOf(fbGroup+"/v1", "Retainer"))
-		if err != nil {
-			return "" // the check below says what was lost
-		}
-		return forbidden(t, c, "Retainer", ns, "g", "list the children of Retainer "+ns+"/g")
-	})
-	cr := objOf(fbGroup+"/v1", "Retainer")
-	if err := c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "g"}, cr); err != nil {
-		t.Fatalf("the Retainer went while its identity may not list its children: %v", err)
-	}
-	if !slices.ContainsFunc(cr.GetFinalizers(), func(f string) bool { return strings.HasPrefix(f, "cueop.dev/") }) {
-		t.Fatalf("the Retainer lost its finalizer while its identity may not list its children: %v", cr.GetFinalizers())
-	}
-	if kept := getObj(t, c, "v1", "ConfigMap", ns, "g"); kept.GetUID() != cm || len(kept.GetOwnerReferences()) == 0 {
-		t.Fatalf("the retained ConfigMap: uid %s (was %s), owners %v; want it kept, still owned", kept.GetUID(), cm, kept.GetOwnerReferences())
-	}
+	identityRefusesConfigMaps(t, ns, sa)
+	refusedRetainerDeletion(t, c, ns, cm, "list the children of Retainer "+ns+"/g")
 	binding.ResourceVersion = ""
 	_, err = cs.RbacV1().ClusterRoleBindings().Create(context.Background(), binding, metav1.CreateOptions{})
 	must(t, err)
-	eventually(t, 90*time.Second, func() string {
-		err := c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "g"}, objOf(fbGroup+"/v1", "Retainer"))
-		if !apierrors.IsNotFound(err) {
-			return "the Retainer is not deleted once the binding is back: " + errText(err)
-		}
-		return ""
-	})
-	if kept := getObj(t, c, "v1", "ConfigMap", ns, "g"); kept.GetUID() != cm || len(kept.GetOwnerReferences()) != 0 {
-		t.Fatalf("the retained ConfigMap: uid %s (was %s), owners %v; want it kept and released", kept.GetUID(), cm, kept.GetOwnerReferences())
-	}
+	retainerReleased(t, c, ns, cm)
 }
 
 func serviceAccountClient(t *testing.T, ns, name string) *kubernetes.Clientset {
@@ -147,24 +147,7 @@ func serviceAccountClient(t *testing.T, ns, name string) *kubernetes.Clientset {
 // its refused list is a refusal, not an absence.
 func TestIdentityNarrowedRoleKeepsRetainedChildren(t *testing.T) {
 	ns := clustertest.Namespace(t)
-	t.Cleanup(func() {
-		_, _ = kubectl(t, "", "delete", "--ignore-not-found", "--wait", "--timeout=60s", "crd/retainers."+fbGroup)
-	})
-	sa := identity.DefaultName("retainers." + fbGroup)
-	full := []rbacv1.PolicyRule{
-		{APIGroups: []string{""}, Resources: []string{"serviceaccounts", "configmaps"}, Verbs: []string{"get", "list", "watch", "create", "patch", "update", "delete"}},
-		{APIGroups: []string{fbGroup}, Resources: []string{"retainers/finalizers"}, Verbs: []string{"update"}},
-	}
-	grantRoles(t, ns, map[string][]rbacv1.PolicyRule{sa: full})
-	opts := operatortest.Options(kindsDir(t, map[string]string{"retainer": fbRetainerTemplate}), ns)
-	opts.Identities = &identity.Config{Namespace: ns}
-	operatortest.Start(t, clustertest.Config(), opts)
-	waitEstablished(t, "retainers."+fbGroup)
-	c := newClient(t)
-	mustKubectl(t, fbCR("Retainer", ns, "g", ""), "apply", "-f", "-")
-	eventually(t, 90*time.Second, func() string { return crConverged(t, c, fbGroup+"/v1", "Retainer", ns, "g") })
-	cm := uidOf(t, c, "ConfigMap", ns, "g")
-
+	c, sa, cm := startRetainerIdentity(t, ns)
 	cs := kubernetes.NewForConfigOrDie(clustertest.Config())
 	setRules := func(rules []rbacv1.PolicyRule) {
 		role, err := cs.RbacV1().ClusterRoles().Get(context.Background(), ns+"-"+sa, metav1.GetOptions{})
@@ -173,37 +156,9 @@ func TestIdentityNarrowedRoleKeepsRetainedChildren(t *testing.T) {
 		_, err = cs.RbacV1().ClusterRoles().Update(context.Background(), role, metav1.UpdateOptions{})
 		must(t, err)
 	}
-	setRules([]rbacv1.PolicyRule{full[1], {APIGroups: []string{""}, Resources: []string{"serviceaccounts"}, Verbs: full[0].Verbs}})
-	eventually(t, 30*time.Second, func() string { // the authorizer's cache follows
-		if _, err := serviceAccountClient(t, ns, sa).CoreV1().ConfigMaps(ns).List(context.Background(), metav1.ListOptions{}); !apierrors.IsForbidden(err) {
-			return "the identity still lists ConfigMaps: " + errText(err)
-		}
-		return ""
-	})
-	mustKubectl(t, "", "-n", ns, "delete", "retainers."+fbGroup+"/g", "--wait=false")
-	eventually(t, 60*time.Second, func() string {
-		err := c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "g"}, objOf(fbGroup+"/v1", "Retainer"))
-		if err != nil {
-			return ""
-		}
-		return forbidden(t, c, "Retainer", ns, "g", "list the children of Retainer "+ns+"/g", "configmaps")
-	})
-	cr := objOf(fbGroup+"/v1", "Retainer")
-	if err := c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "g"}, cr); err != nil {
-		t.Fatalf("the Retainer went while its identity may not list its ConfigMaps: %v", err)
-	}
-	if kept := getObj(t, c, "v1", "ConfigMap", ns, "g"); kept.GetUID() != cm || len(kept.GetOwnerReferences()) == 0 {
-		t.Fatalf("the retained ConfigMap: uid %s (was %s), owners %v; want it kept, still owned", kept.GetUID(), cm, kept.GetOwnerReferences())
-	}
-	setRules(full)
-	eventually(t, 90*time.Second, func() string {
-		err := c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "g"}, objOf(fbGroup+"/v1", "Retainer"))
-		if !apierrors.IsNotFound(err) {
-			return "the Retainer is not deleted once the role is fixed: " + errText(err)
-		}
-		return ""
-	})
-	if kept := getObj(t, c, "v1", "ConfigMap", ns, "g"); kept.GetUID() != cm || len(kept.GetOwnerReferences()) != 0 {
-		t.Fatalf("the retained ConfigMap: uid %s (was %s), owners %v; want it kept and released", kept.GetUID(), cm, kept.GetOwnerReferences())
-	}
+	setRules([]rbacv1.PolicyRule{retainerRules[1], {APIGroups: []string{""}, Resources: []string{"serviceaccounts"}, Verbs: retainerRules[0].Verbs}})
+	identityRefusesConfigMaps(t, ns, sa)
+	refusedRetainerDeletion(t, c, ns, cm, "list the children of Retainer "+ns+"/g", "configmaps")
+	setRules(retainerRules)
+	retainerReleased(t, c, ns, cm)
 }
