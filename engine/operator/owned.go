@@ -47,25 +47,12 @@ func (b *bundle) ownedLive(ctx context.Context, ns string, uid types.UID) ([]*un
 	var left []*meta.RESTMapping // the kinds it left out
 	listed := false
 	for _, gk := range o.ownedKinds() {
-		m, err := o.resolveOwnedKind(gk)
-		if notServed(err) {
-			continue
+		m, items, err := b.listServed(ctx, gk, ns)
+		if m == nil && err == nil {
+			continue // not served
 		}
-		if err != nil {
+		if m == nil {
 			return nil, err
-		}
-		items, err := listMetadata(ctx, b.meta, m.Resource, ns)
-		if apierrors.IsNotFound(err) {
-			// The mapping may be stale (ownedfresh.go): ask discovery.
-			fresh, ferr := o.freshMapping(gk)
-			if meta.IsNoMatchError(ferr) {
-				continue
-			}
-			if ferr != nil {
-				return nil, fmt.Errorf("list %s: %w; %w", m.Resource.GroupResource(), err, ferr)
-			}
-			m = fresh
-			items, err = listMetadata(ctx, b.meta, m.Resource, ns)
 		}
 		if b.cannotHaveWritten(ctx, m.Resource.GroupResource(), ns, err) { // ownedrefused.go
 			if b.watches(gk) {
@@ -83,11 +70,7 @@ func (b *bundle) ownedLive(ctx context.Context, ns string, uid types.UID) ([]*un
 			return nil, fmt.Errorf("list %s%s: %w", m.Resource.GroupResource(), b.as(), err)
 		}
 		listed = true
-		for i := range items {
-			if controlledByUID(&items[i], uid) {
-				out = append(out, childMetadata(&items[i], m.GroupVersionKind))
-			}
-		}
+		out = appendControlled(out, items, uid, m.GroupVersionKind)
 	}
 	if !listed && skipped != nil {
 		// Not one kind listed: the identity's role or binding is
@@ -108,13 +91,48 @@ func (b *bundle) ownedLive(ctx context.Context, ns string, uid types.UID) ([]*un
 		if err != nil {
 			return nil, fmt.Errorf("list %s%s: %w", m.Resource.GroupResource(), b.as(), err)
 		}
-		for i := range items {
-			if controlledByUID(&items[i], uid) {
-				out = append(out, childMetadata(&items[i], m.GroupVersionKind))
-			}
-		}
+		out = appendControlled(out, items, uid, m.GroupVersionKind)
 	}
 	return out, nil
+}
+
+// listServed lists, as b's identity, the metadata of the objects of kind
+// gk in ns at the version the API server serves: a 404 asks discovery
+// again (the mapping may be stale, ownedfresh.go). A kind not served is
+// (nil, nil, nil); a kind that could not be resolved is (nil, nil, err); a
+// list that failed is (m, nil, err).
+func (b *bundle) listServed(ctx context.Context, gk schema.GroupKind, ns string) (*meta.RESTMapping, []metav1.PartialObjectMetadata, error) {
+	m, err := b.o.resolveOwnedKind(gk)
+	if notServed(err) {
+		return nil, nil, nil
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	items, err := listMetadata(ctx, b.meta, m.Resource, ns)
+	if !apierrors.IsNotFound(err) {
+		return m, items, err
+	}
+	fresh, ferr := b.o.freshMapping(gk)
+	if meta.IsNoMatchError(ferr) {
+		return nil, nil, nil
+	}
+	if ferr != nil {
+		return nil, nil, fmt.Errorf("list %s: %w; %w", m.Resource.GroupResource(), err, ferr)
+	}
+	items, err = listMetadata(ctx, b.meta, fresh.Resource, ns)
+	return fresh, items, err
+}
+
+// appendControlled appends to out, as children of kind gvk, the items
+// the CR of uid controls.
+func appendControlled(out []*unstructured.Unstructured, items []metav1.PartialObjectMetadata, uid types.UID, gvk schema.GroupVersionKind) []*unstructured.Unstructured {
+	for i := range items {
+		if controlledByUID(&items[i], uid) {
+			out = append(out, childMetadata(&items[i], gvk))
+		}
+	}
+	return out
 }
 
 // ownedKinds are the allowed kinds and the data kinds, sorted.
