@@ -11,6 +11,7 @@ import (
 	"github.com/cueop/cueop/engine/apply"
 	"github.com/cueop/cueop/engine/migrate"
 	"github.com/cueop/cueop/engine/template"
+	"github.com/cueop/cueop/engine/webhook"
 )
 
 // Metrics are cueop's own metrics, beside controller-runtime's.
@@ -64,8 +65,8 @@ func newMetrics() *Metrics {
 			Name: "cueop_reconciles_settled_total", Help: "Reconciles that found a CR converged by its recorded inputs digest, and neither rendered nor compared its children.",
 		}, []string{"kind"}),
 		conversions: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "cueop_conversion_objects_total", Help: "Objects in the conversion reviews the webhook answered, by the kind whose converter took them (none: no converter did) and result (ok, failed: the whole review was refused).",
-		}, []string{"kind", "result"}),
+			Name: "cueop_conversion_objects_total", Help: "Objects in the conversion reviews the webhook answered, by the kind whose converter took them (none: no converter did), result (ok, failed: the whole review was refused), the versions converted from and to (empty unless ok) and review (one: a review of a single object, as the API server sends for each write it decodes for its watch cache of another version; list: of several, as for a list read at another version).",
+		}, []string{"kind", "result", "from", "to", "review"}),
 		reviewSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "cueop_conversion_review_seconds", Help: "Time to answer one conversion review, by result.",
 			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5},
@@ -105,18 +106,20 @@ func (m *Metrics) StatusWriteFailed(kind string) { m.statusFailed.WithLabelValue
 // digest (reconcile/resync.go).
 func (m *Metrics) Settled(kind string) { m.settled.WithLabelValues(kind).Inc() }
 
-// Converted records one conversion review answered (webhook.Handler.Observe);
-// kind is "" unless a kind's converter took its objects.
-func (m *Metrics) Converted(kind string, objects int, took time.Duration, failed bool) {
+// Converted records one conversion review answered (webhook.Handler.Observe).
+func (m *Metrics) Converted(r webhook.Reviewed) {
+	kind, result, review := r.Kind, "ok", "one"
 	if kind == "" {
 		kind = "none"
 	}
-	result := "ok"
-	if failed {
+	if r.Failed {
 		result = "failed"
 	}
-	m.conversions.WithLabelValues(kind, result).Add(float64(objects))
-	m.reviewSeconds.WithLabelValues(result).Observe(took.Seconds())
+	if r.Objects > 1 {
+		review = "list"
+	}
+	m.conversions.WithLabelValues(kind, result, r.From, r.To, review).Add(float64(r.Objects))
+	m.reviewSeconds.WithLabelValues(result).Observe(r.Took.Seconds())
 }
 
 func (m *Metrics) revision(k *template.Kind) {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -34,15 +35,11 @@ type Handler struct {
 	// Limits bound a review's body, objects, time and the reviews served
 	// at once (limits.go).
 	Limits Limits
-	// Observe, when set, is told of each review answered: the kind
-	// (Kind.group) whose converter took its objects ("" when none did: a
-	// review's text is anyone's who reaches the port, so only a kind of
-	// the Registry is named), the objects in it, the time taken and
-	// whether it failed.
+	// Observe, when set, is told of each review answered (Reviewed).
 	// The API server sends one for every write of a CR to each version it
 	// serves besides the storage version (its watch cache of that version),
 	// so this is the webhook's share of a write's cost.
-	Observe func(kind string, objects int, took time.Duration, failed bool)
+	Observe func(Reviewed)
 	// Report, when set, is told of each object a converter of the
 	// Registry took: the object as the review holds it, the version it
 	// was converted to and the error of its conversion (nil when it
@@ -116,9 +113,13 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func (h *Handler) Review(ctx context.Context, req *apiextensionsv1.ConversionRequest) *apiextensionsv1.ConversionResponse {
 	resp := &apiextensionsv1.ConversionResponse{UID: req.UID}
 	start := time.Now()
-	out, kind, err := h.convertAll(ctx, req)
+	out, kind, from, err := h.convertAll(ctx, req)
 	if h.Observe != nil {
-		h.Observe(kind, len(req.Objects), time.Since(start), err != nil)
+		r := Reviewed{Kind: kind, Objects: len(req.Objects), Took: time.Since(start), Failed: err != nil}
+		if kind != "" && err == nil {
+			r.From, r.To = from, req.DesiredAPIVersion[strings.LastIndexByte(req.DesiredAPIVersion, '/')+1:]
+		}
+		h.Observe(r)
 	}
 	if err != nil {
 		h.Log.Info("conversion refused", "to", req.DesiredAPIVersion, "error", err.Error())
@@ -132,13 +133,13 @@ func (h *Handler) Review(ctx context.Context, req *apiextensionsv1.ConversionReq
 
 // convertAll converts the objects of req; kind is that of the first object
 // a converter of the Registry took ("" when none did).
-func (h *Handler) convertAll(ctx context.Context, req *apiextensionsv1.ConversionRequest) (_ []runtime.RawExtension, kind string, _ error) {
+func (h *Handler) convertAll(ctx context.Context, req *apiextensionsv1.ConversionRequest) (_ []runtime.RawExtension, kind, from string, _ error) {
 	to, err := schema.ParseGroupVersion(req.DesiredAPIVersion)
 	if err != nil {
-		return nil, "", fmt.Errorf("desired api version %q: %w", req.DesiredAPIVersion, err)
+		return nil, "", "", fmt.Errorf("desired api version %q: %w", req.DesiredAPIVersion, err)
 	}
 	if n, limit := len(req.Objects), h.Limits.maxObjects(); n > limit {
-		return nil, "", fmt.Errorf("conversion to %s: review of %d objects over the webhook's limit of %d (a list at this version needs smaller pages)", req.DesiredAPIVersion, n, limit)
+		return nil, "", "", fmt.Errorf("conversion to %s: review of %d objects over the webhook's limit of %d (a list at this version needs smaller pages)", req.DesiredAPIVersion, n, limit)
 	}
 	out := make([]runtime.RawExtension, len(req.Objects))
 	deadline := time.Now().Add(h.Limits.maxTime())
@@ -148,18 +149,18 @@ func (h *Handler) convertAll(ctx context.Context, req *apiextensionsv1.Conversio
 			err = fmt.Errorf("over the webhook's %s for one review", h.Limits.maxTime())
 		}
 		if err != nil {
-			return nil, kind, fmt.Errorf("conversion to %s: stopped at object %d of %d: %w", req.DesiredAPIVersion, i+1, len(req.Objects), err)
+			return nil, kind, "", fmt.Errorf("conversion to %s: stopped at object %d of %d: %w", req.DesiredAPIVersion, i+1, len(req.Objects), err)
 		}
-		b, k, err := h.convert(ctx, raw.Raw, to)
+		b, k, v, err := h.convert(ctx, raw.Raw, to)
 		if kind == "" {
-			kind = k
+			kind, from = k, v
 		}
 		if err != nil {
-			return nil, kind, err
+			return nil, kind, "", err
 		}
 		out[i] = runtime.RawExtension{Raw: b}
 	}
-	return out, kind, nil
+	return out, kind, from, nil
 }
 
 // PartialConversion is a conversion error that comes with an object to
@@ -173,22 +174,23 @@ type PartialConversion interface {
 }
 
 // convert converts one object, given and returned as JSON, to version to.
-// kind is the object's Kind.group when a converter of the Registry took it.
-func (h *Handler) convert(ctx context.Context, raw []byte, to schema.GroupVersion) (_ []byte, kind string, _ error) {
+// kind is the object's Kind.group when a converter of the Registry took
+// it, from then the object's version.
+func (h *Handler) convert(ctx context.Context, raw []byte, to schema.GroupVersion) (_ []byte, kind, from string, _ error) {
 	obj := &unstructured.Unstructured{}
 	if err := obj.UnmarshalJSON(raw); err != nil {
-		return nil, "", fmt.Errorf("object: %w", err)
+		return nil, "", "", fmt.Errorf("object: %w", err)
 	}
 	gvk := obj.GroupVersionKind()
 	if gvk.Group != to.Group {
-		return nil, "", fmt.Errorf("%s: conversion to %s: group %s differs", subject(obj), to, gvk.Group)
+		return nil, "", "", fmt.Errorf("%s: conversion to %s: group %s differs", subject(obj), to, gvk.Group)
 	}
 	if gvk.Version == to.Version {
-		return raw, "", nil
+		return raw, "", "", nil
 	}
 	c, ok := h.converter(ctx, gvk.GroupKind())
 	if !ok {
-		return nil, "", fmt.Errorf("%s: conversion to %s: no converter for kind %s (no template of it loaded)", subject(obj), to, gvk.GroupKind())
+		return nil, "", "", fmt.Errorf("%s: conversion to %s: no converter for kind %s (no template of it loaded)", subject(obj), to, gvk.GroupKind())
 	}
 	kind = gvk.GroupKind().String()
 	conv, err := convertWith(ctx, c, obj, to.Version) // context.go
@@ -200,11 +202,29 @@ func (h *Handler) convert(ctx context.Context, raw []byte, to schema.GroupVersio
 		conv, err = partial.Converted(), nil // reported on the CR; its readers are not failed
 	}
 	if err != nil {
-		return nil, kind, fmt.Errorf("%s: conversion from %s to %s: %w", subject(obj), gvk.Version, to.Version, err)
+		return nil, kind, "", fmt.Errorf("%s: conversion from %s to %s: %w", subject(obj), gvk.Version, to.Version, err)
 	}
 	conv.SetAPIVersion(to.String())
 	b, err := conv.MarshalJSON()
-	return b, kind, err
+	return b, kind, gvk.Version, err
+}
+
+// Reviewed is what Handler.Observe is told of one review answered.
+type Reviewed struct {
+	// Kind is the Kind.group whose converter took its objects ("" when
+	// none did: a review's text is anyone's who reaches the port, so only
+	// a kind of the Registry is named).
+	Kind string
+	// From and To are the versions its first object was converted from
+	// and to, set only when the review converted (versions the kind's
+	// converter knows, not any text a caller sent). From the storage
+	// version, a review of one object is the API server decoding a write
+	// for its watch cache of To (or a get at To), of several a list at
+	// To; to the storage version, a write made at From.
+	From, To string
+	Objects  int
+	Took     time.Duration
+	Failed   bool
 }
 
 // converter is gk's converter. Before the first load of the templates

@@ -14,7 +14,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -179,13 +178,13 @@ func TestHandlerStopsWhenTheCallerLeft(t *testing.T) {
 // label of any string.
 func TestHandlerObservesOnlyKnownKinds(t *testing.T) {
 	type seen struct {
-		kind    string
-		objects int
-		failed  bool
+		kind, from, to string
+		objects        int
+		failed         bool
 	}
 	var got []seen
-	h := &webhook.Handler{Registry: registry(), Observe: func(kind string, objects int, _ time.Duration, failed bool) {
-		got = append(got, seen{kind, objects, failed})
+	h := &webhook.Handler{Registry: registry(), Observe: func(r webhook.Reviewed) {
+		got = append(got, seen{r.Kind, r.From, r.To, r.Objects, r.Failed})
 	}}
 	hostile := "conv.example.com/" + strings.Repeat("x", 1000)
 	other := runtime.RawExtension{Raw: []byte(`{"apiVersion":"conv.example.com/v1","kind":"` + strings.Repeat("D", 1000) + `","metadata":{"name":"d"},"spec":{}}`)}
@@ -198,7 +197,7 @@ func TestHandlerObservesOnlyKnownKinds(t *testing.T) {
 	} {
 		review(t, h, req)
 	}
-	want := []seen{{"Gauge.conv.example.com", 1, false}, {"", 0, false}, {"", 1, false}, {"", 1, true}, {"Gauge.conv.example.com", 1, true}}
+	want := []seen{{"Gauge.conv.example.com", "v1", "v2", 1, false}, {"", "", "", 0, false}, {"", "", "", 1, false}, {"", "", "", 1, true}, {"Gauge.conv.example.com", "", "", 1, true}}
 	if !slices.Equal(got, want) {
 		t.Errorf("observed %v, want %v", got, want)
 	}

@@ -78,6 +78,12 @@ func merged(sts []opStats) opStats {
 		m.ReconcileTime = m.ReconcileTime.add(st.ReconcileTime)
 		m.Conversions += st.Conversions
 		m.ConversionSeconds += st.ConversionSeconds
+		for cause, n := range st.ConversionsBy {
+			if m.ConversionsBy == nil {
+				m.ConversionsBy = map[string]float64{}
+			}
+			m.ConversionsBy[cause] += n
+		}
 	}
 	return m
 }

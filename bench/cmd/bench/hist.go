@@ -5,6 +5,7 @@ import (
 	"slices"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 )
 
@@ -42,23 +43,41 @@ func reconcileTime() hist {
 }
 
 // conversions are the objects cueop's conversion webhook converted and the
-// seconds its reviews took, from the process's registry.
-func conversions() (objects, seconds float64) {
+// seconds its reviews took, from the process's registry; by are the
+// objects by cause (conversionCause).
+func conversions() (objects, seconds float64, by map[string]float64) {
+	by = map[string]float64{}
 	families, err := crmetrics.Registry.Gather()
 	if err != nil {
-		return 0, 0
+		return 0, 0, by
 	}
 	for _, f := range families {
 		for _, m := range f.GetMetric() {
 			switch f.GetName() {
 			case "cueop_conversion_objects_total":
 				objects += m.GetCounter().GetValue()
+				by[conversionCause(m.GetLabel())] += m.GetCounter().GetValue()
 			case "cueop_conversion_review_seconds":
 				seconds += m.GetHistogram().GetSampleSum()
 			}
 		}
 	}
-	return objects, seconds
+	return objects, seconds, by
+}
+
+// conversionCause names the reviews of labels: "v1>v2 one" (from v1 to
+// v2, reviews of one object: from the storage version, the API server
+// decoding a write for its watch cache of v2, or a get at v2), "v1>v2
+// list" (a list at v2), "failed".
+func conversionCause(labels []*dto.LabelPair) string {
+	l := map[string]string{}
+	for _, p := range labels {
+		l[p.GetName()] = p.GetValue()
+	}
+	if l["result"] != "ok" {
+		return "failed"
+	}
+	return l["from"] + ">" + l["to"] + " " + l["review"]
 }
 
 // add is h and o merged; buckets o lacks count as o's total below them.

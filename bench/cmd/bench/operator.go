@@ -74,6 +74,8 @@ type opStats struct {
 	// (cueop_conversion_objects_total, cueop_conversion_review_seconds).
 	Conversions       float64 `json:"conversions"`
 	ConversionSeconds float64 `json:"conversionSeconds"`
+	// ConversionsBy are Conversions by cause (conversionCause).
+	ConversionsBy map[string]float64 `json:"conversionsBy,omitempty"`
 }
 
 // The Maximum concurrent reconciles of both operators (cueop's default).
@@ -203,7 +205,7 @@ func runOperator(args []string) error {
 		st.Objects = objects.snapshot()
 		st.AllocBytes, st.AllocObjects = allocs()
 		st.ReconcileTime = reconcileTime()
-		st.Conversions, st.ConversionSeconds = conversions()
+		st.Conversions, st.ConversionSeconds, st.ConversionsBy = conversions()
 		_ = json.NewEncoder(w).Encode(st)
 	})
 	mux.HandleFunc("/debug/pprof/heap", func(w http.ResponseWriter, _ *http.Request) {

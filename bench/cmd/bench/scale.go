@@ -199,6 +199,8 @@ type scalePoint struct {
 	// while converging, per CR; ConversionSeconds the time its reviews
 	// took, all replicas together.
 	ConversionsPerCR, ConversionSeconds float64
+	// ConversionsByPerCR are ConversionsPerCR by cause (conversionCause).
+	ConversionsByPerCR map[string]float64
 	// Resync is from the restart until the fleet had reconciled N times
 	// and then wrote and reconciled nothing more for 2s (Resync ends where
 	// those 2s began); ResyncWrites the writes until then.
@@ -327,6 +329,12 @@ func (pt *scalePoint) converged(s0, s1 []opStats) {
 	pt.WritesPerCR = float64(crWritesOf(pt.Writes)) / n
 	pt.ConversionsPerCR = (m1.Conversions - m0.Conversions) / n
 	pt.ConversionSeconds = m1.ConversionSeconds - m0.ConversionSeconds
+	pt.ConversionsByPerCR = map[string]float64{}
+	for cause, c := range m1.ConversionsBy {
+		if d := (c - m0.ConversionsBy[cause]) / n; d > 0 {
+			pt.ConversionsByPerCR[cause] = d
+		}
+	}
 }
 
 // restartAndIdle starts the fleet anew on the converged CRs, times its
