@@ -46,23 +46,32 @@ func (o *Operator) watchTemplates(ctx context.Context, w *fsnotify.Watcher, relo
 }
 
 // addWatches watches the templates root and every directory below it,
-// following symlinks one level as a ConfigMap volume lays them out.
+// following symlinks one level as a ConfigMap volume lays them out. A
+// directory watched already keeps its watch: removing it and adding it
+// again would drop the events queued for it meanwhile (fsnotify skips an
+// event of a watch it no longer knows), such as those of a removal still
+// under way while the last reload read the tree, and no reload would
+// follow. Only the watches of directories no longer in the tree go.
 func (o *Operator) addWatches(w *fsnotify.Watcher) {
-	for _, p := range w.WatchList() {
-		_ = w.Remove(p)
-	}
+	want := map[string]bool{}
 	root := o.opts.Templates
 	_ = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return nil
 		}
 		if d.IsDir() || (d.Type()&fs.ModeSymlink != 0 && isDir(p)) {
+			want[p] = true
 			if err := w.Add(p); err != nil {
 				o.log.Error(err, "watch templates directory", "dir", p)
 			}
 		}
 		return nil
 	})
+	for _, p := range w.WatchList() {
+		if !want[p] {
+			_ = w.Remove(p)
+		}
+	}
 }
 
 func isDir(p string) bool {
