@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"sort"
 	"syscall"
 	"testing"
@@ -66,6 +67,55 @@ func cpuTime() time.Duration {
 // benchServer serves the RedisCluster's conversions on controller-runtime's
 // webhook server on 127.0.0.1 and returns its URL and a client trusting it.
 func benchServer(b *testing.B) (string, *http.Client) {
+	h := benchHandler(b)
+	certs, err := webhook.LocalCerts()
+	if err != nil {
+		b.Fatal(err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	_ = l.Close()
+	srv := ctrlwebhook.NewServer(ctrlwebhook.Options{Host: "127.0.0.1", Port: port,
+		TLSOpts: []func(*tls.Config){func(cfg *tls.Config) { cfg.GetCertificate = certs.GetCertificate }}})
+	srv.Register(webhook.Path, h)
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { _ = srv.Start(ctx) }()
+	b.Cleanup(cancel)
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(certs.CABundle())
+	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}, ForceAttemptHTTP2: true}}
+	url := webhook.LocalURL("127.0.0.1", port)
+	started := srv.StartedChecker()
+	if err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		return started(nil) == nil, nil
+	}); err != nil {
+		b.Fatal("webhook server did not start: ", err)
+	}
+	return url, client
+}
+
+// BenchmarkHandleOne is BenchmarkConvertOne's review answered by the
+// handler alone, in process: no TLS, no HTTP transport, the webhook's own
+// share of a review (decoding it, converting its object, encoding the
+// answer). Load on the machine changes its time, not its allocations.
+func BenchmarkHandleOne(b *testing.B) {
+	h := benchHandler(b)
+	body := reviewOfOne(b)
+	for b.Loop() {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, webhook.Path, bytes.NewReader(body)))
+		if rec.Code != http.StatusOK {
+			b.Fatalf("status %d: %s", rec.Code, rec.Body)
+		}
+	}
+}
+
+// benchHandler is a Handler with the RedisCluster's converter, in workers
+// under the workers build tag (bench_worker_test.go).
+func benchHandler(b *testing.B) *webhook.Handler {
 	set, err := template.Load("../../templates")
 	if err != nil {
 		b.Fatal(err)
@@ -81,33 +131,7 @@ func benchServer(b *testing.B) (string, *http.Client) {
 	}
 	reg := &webhook.Registry{}
 	reg.Set(schema.GroupKind{Group: "cache.example.com", Kind: "RedisCluster"}, conv)
-	certs, err := webhook.LocalCerts()
-	if err != nil {
-		b.Fatal(err)
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	_ = l.Close()
-	srv := ctrlwebhook.NewServer(ctrlwebhook.Options{Host: "127.0.0.1", Port: port,
-		TLSOpts: []func(*tls.Config){func(cfg *tls.Config) { cfg.GetCertificate = certs.GetCertificate }}})
-	srv.Register(webhook.Path, &webhook.Handler{Registry: reg})
-	ctx, cancel := context.WithCancel(context.Background())
-	go func() { _ = srv.Start(ctx) }()
-	b.Cleanup(cancel)
-	pool := x509.NewCertPool()
-	pool.AppendCertsFromPEM(certs.CABundle())
-	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}, ForceAttemptHTTP2: true}}
-	url := webhook.LocalURL("127.0.0.1", port)
-	started := srv.StartedChecker()
-	if err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
-		return started(nil) == nil, nil
-	}); err != nil {
-		b.Fatal("webhook server did not start: ", err)
-	}
-	return url, client
+	return &webhook.Handler{Registry: reg}
 }
 
 func reviewOf1000(b *testing.B, round int) []byte {

@@ -177,8 +177,8 @@ type PartialConversion interface {
 // kind is the object's Kind.group when a converter of the Registry took
 // it, from then the object's version.
 func (h *Handler) convert(ctx context.Context, raw []byte, to schema.GroupVersion) (_ []byte, kind, from string, _ error) {
-	obj := &unstructured.Unstructured{}
-	if err := obj.UnmarshalJSON(raw); err != nil {
+	obj, managed, err := decodeSlim(raw) // slim.go
+	if err != nil {
 		return nil, "", "", fmt.Errorf("object: %w", err)
 	}
 	gvk := obj.GroupVersionKind()
@@ -205,7 +205,7 @@ func (h *Handler) convert(ctx context.Context, raw []byte, to schema.GroupVersio
 		return nil, kind, "", fmt.Errorf("%s: conversion from %s to %s: %w", subject(obj), gvk.Version, to.Version, err)
 	}
 	conv.SetAPIVersion(to.String())
-	b, err := conv.MarshalJSON()
+	b, err := encodeSlim(conv, managed)
 	return b, kind, gvk.Version, err
 }
 

@@ -16,6 +16,7 @@ import (
 	"testing"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -303,4 +304,48 @@ func TestHandlerHoldsUntilFirstLoad(t *testing.T) {
 		t.Error("a review waited after the first load")
 	default:
 	}
+}
+
+// TestHandlerKeepsWhatItDoesNotConvert converts an object as the API server
+// stores it: its metadata (managedFields, which the handler does not
+// decode, among them), its status and a top-level field of its own come
+// back as they were, integers past 2^53 and floats included; only
+// apiVersion and spec change.
+func TestHandlerKeepsWhatItDoesNotConvert(t *testing.T) {
+	in := `{"apiVersion":"conv.example.com/v1","kind":"Gauge",` +
+		`"metadata":{"name":"a","namespace":"ns1","uid":"u-1","resourceVersion":"42","generation":9007199254740993,` +
+		`"labels":{"team":"a"},"annotations":{"note":"<b>&amp;</b>"},"finalizers":["x/y"],` +
+		`"ownerReferences":[{"apiVersion":"v1","kind":"ConfigMap","name":"c","uid":"u-2"}],` +
+		`"managedFields":[{"manager":"kubectl","operation":"Apply","apiVersion":"conv.example.com/v1","time":"2026-12-02T04:00:00Z","fieldsType":"FieldsV1","fieldsV1":{"f:spec":{"f:replicas":{}}}},` +
+		`{"manager":"cueop","operation":"Apply","apiVersion":"conv.example.com/v1","fieldsType":"FieldsV1","fieldsV1":{"f:status":{"f:ratio":{},"f:conditions":{"k:{\"type\":\"Ready\"}":{".":{}}}}},"subresource":"status"}]},` +
+		`"extra":{"n":[1,2.5,"s",null,true]},` +
+		`"spec":{"replicas":3},` +
+		`"status":{"observedGeneration":2,"ratio":0.25,"conditions":[{"type":"Ready","status":"True"}]}}`
+	h := &webhook.Handler{Registry: registry()}
+	resp := review(t, h, &apiextensionsv1.ConversionRequest{UID: "u1", DesiredAPIVersion: "conv.example.com/v2",
+		Objects: []runtime.RawExtension{{Raw: []byte(in)}}})
+	if resp.Result.Status != metav1.StatusSuccess || len(resp.ConvertedObjects) != 1 {
+		t.Fatalf("result %+v, %d objects", resp.Result, len(resp.ConvertedObjects))
+	}
+	want, got := &unstructured.Unstructured{}, &unstructured.Unstructured{}
+	if err := want.UnmarshalJSON([]byte(in)); err != nil {
+		t.Fatal(err)
+	}
+	if err := got.UnmarshalJSON(resp.ConvertedObjects[0].Raw); err != nil {
+		t.Fatal(err)
+	}
+	want.SetAPIVersion("conv.example.com/v2")
+	want.Object["spec"] = map[string]any{"size": int64(3)}
+	if !equality.Semantic.DeepEqual(got.Object, want.Object) {
+		t.Errorf("converted:\n%s\nwant:\n%s", resp.ConvertedObjects[0].Raw, mustJSON(t, want.Object))
+	}
+}
+
+func mustJSON(t *testing.T, v any) []byte {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
