@@ -23,13 +23,7 @@ func TestAddWatchesKeepsQueuedEvents(t *testing.T) {
 	if err := os.Mkdir(kind, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	w, err := fsnotify.NewWatcher()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
-	o := &Operator{opts: Options{Templates: root}, log: logr.Discard()}
-	o.addWatches(w)
+	o, w := watchingOperator(t, root)
 	for _, name := range []string{"a.cue", "b.cue", "c.cue"} {
 		if err := os.WriteFile(filepath.Join(kind, name), []byte("package webapp\n"), 0o644); err != nil {
 			t.Fatal(err)
@@ -61,13 +55,7 @@ func TestAddWatchesFollowsTheTree(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	w, err := fsnotify.NewWatcher()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
-	o := &Operator{opts: Options{Templates: root}, log: logr.Discard()}
-	o.addWatches(w)
+	o, w := watchingOperator(t, root)
 	if err := os.Rename(filepath.Join(root, "a"), filepath.Join(outside, "a")); err != nil {
 		t.Fatal(err)
 	}
@@ -81,4 +69,18 @@ func TestAddWatchesFollowsTheTree(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Errorf("watched %v, want %v", got, want)
 	}
+}
+
+// watchingOperator is an Operator of the templates root with a watcher
+// whose watches it has set up, closed when t ends.
+func watchingOperator(t *testing.T, root string) (*Operator, *fsnotify.Watcher) {
+	t.Helper()
+	w, err := fsnotify.NewWatcher()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = w.Close() })
+	o := &Operator{opts: Options{Templates: root}, log: logr.Discard()}
+	o.addWatches(w)
+	return o, w
 }
