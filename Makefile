@@ -59,12 +59,7 @@ test: k8s-bins vet build ## Run every test (with -race), the golden cases, a smo
 
 .PHONY: fuzz
 fuzz: ## Run every fuzz target for FUZZTIME each (make fuzz FUZZTIME=5m for a long run).
-	@for pkg in $$($(GO) list ./...); do \
-		for target in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz'); do \
-			echo "fuzz $$target ($$pkg) for $(FUZZTIME)"; \
-			$(GO) test -run '^$$' -fuzz "^$$target$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; \
-		done; \
-	done
+	GO=$(GO) FUZZTIME=$(FUZZTIME) hack/fuzz.sh
 
 .PHONY: bench
 bench: k8s-bins ## Run the benchmarks: engine micro-benchmarks, then cueop vs a hand-written operator on a local control plane with the 5-minute retry-storm test (BENCH_N=1000 by default; results: docs/benchmarks.md).
