@@ -41,7 +41,8 @@ type Handler struct {
 	// so this is the webhook's share of a write's cost.
 	Observe func(Reviewed)
 	// Report, when set, is told of each object a converter of the
-	// Registry took: the object as the review holds it, the version it
+	// Registry took: the object as the review holds it but for its
+	// metadata.managedFields (slim.go), the version it
 	// was converted to and the error of its conversion (nil when it
 	// converted). It must return at once.
 	Report func(obj *unstructured.Unstructured, to string, err error)
@@ -177,7 +178,7 @@ type PartialConversion interface {
 // kind is the object's Kind.group when a converter of the Registry took
 // it, from then the object's version.
 func (h *Handler) convert(ctx context.Context, raw []byte, to schema.GroupVersion) (_ []byte, kind, from string, _ error) {
-	obj, managed, err := decodeSlim(raw) // slim.go
+	obj, _, err := decodeSlim(raw) // slim.go
 	if err != nil {
 		return nil, "", "", fmt.Errorf("object: %w", err)
 	}
@@ -186,7 +187,10 @@ func (h *Handler) convert(ctx context.Context, raw []byte, to schema.GroupVersio
 		return nil, "", "", fmt.Errorf("%s: conversion to %s: group %s differs", subject(obj), to, gvk.Group)
 	}
 	if gvk.Version == to.Version {
-		return raw, "", "", nil
+		// Not a review the API server sends; answered with the object
+		// as decoded, nothing unread sent back.
+		b, err := encodeSlim(obj)
+		return b, "", "", err
 	}
 	c, ok := h.converter(ctx, gvk.GroupKind())
 	if !ok {
@@ -194,19 +198,25 @@ func (h *Handler) convert(ctx context.Context, raw []byte, to schema.GroupVersio
 	}
 	kind = gvk.GroupKind().String()
 	conv, err := convertWith(ctx, c, obj, to.Version) // context.go
-	if h.Report != nil {
-		h.Report(obj, to.Version, err)
-	}
+	reported := err
 	var partial PartialConversion
 	if errors.As(err, &partial) && partial.Converted() != nil {
 		conv, err = partial.Converted(), nil // reported on the CR; its readers are not failed
 	}
+	var b []byte
+	if err == nil {
+		conv.SetAPIVersion(to.String())
+		if b, err = encodeSlim(conv); err != nil && reported == nil {
+			reported = err
+		}
+	}
+	if h.Report != nil {
+		h.Report(obj, to.Version, reported)
+	}
 	if err != nil {
 		return nil, kind, "", fmt.Errorf("%s: conversion from %s to %s: %w", subject(obj), gvk.Version, to.Version, err)
 	}
-	conv.SetAPIVersion(to.String())
-	b, err := encodeSlim(conv, managed)
-	return b, kind, gvk.Version, err
+	return b, kind, gvk.Version, nil
 }
 
 // Reviewed is what Handler.Observe is told of one review answered.

@@ -12,35 +12,65 @@ import (
 )
 
 // A CR as stored is mostly its metadata.managedFields, and a conversion
-// never changes them: the API server refuses a converted object whose
-// metadata changed but for its labels and annotations. So an object of a
-// review is decoded but for them (decodeSlim), converted, and encoded with
-// them put back as they came (encodeSlim): the webhook's time per object
-// is that of the fields a conversion reads, and a worker is sent those
-// alone.
+// neither reads nor changes them: the API server keeps, of a converted
+// object's metadata, only its labels and annotations, and restores every
+// other field from the object it sent (restoreObjectMeta in its webhook
+// converter). So an object of a review is decoded but for them
+// (decodeSlim), and its conversion is encoded without them (encodeSlim):
+// the webhook's time per object is that of the fields a conversion reads,
+// a worker is sent those alone, and the API server decodes a response
+// that much shorter.
+
+// maxDepth is how deep an object may nest, as unstructured decodes it
+// (the depth limit of k8s.io/apimachinery's util/json).
+const maxDepth = 10000
 
 // decodeSlim decodes raw, an object as a review holds it, but for its
-// metadata.managedFields, which it returns as they are (nil when absent).
+// metadata.managedFields, whose bytes it returns (nil when the metadata
+// that counts, the last, has none): they are delimited, brackets and
+// strings matched, but not decoded (those a later member replaces are).
 // The members of the object and of its metadata are found by one scan
-// (members); each is decoded alone, but managedFields, whose bytes
-// encodeSlim's encoder checks.
+// (members) and each is decoded alone.
 func decodeSlim(raw []byte) (*unstructured.Unstructured, json.RawMessage, error) {
 	obj := &unstructured.Unstructured{Object: map[string]any{}}
 	var managed json.RawMessage
-	err := members(raw, func(k string, v []byte) error {
+	// replaced checks managedFields a later member replaces: only those
+	// that count go unread.
+	replaced := func() error {
+		if managed == nil {
+			return nil
+		}
+		var v any
+		if err := utiljson.Unmarshal(managed, &v); err != nil {
+			return fmt.Errorf("metadata.managedFields: %w", err)
+		}
+		managed = nil
+		return nil
+	}
+	err := members(raw, 1, func(k string, v []byte) error {
+		if k == "metadata" {
+			if err := replaced(); err != nil { // a later metadata replaces an earlier one whole
+				return err
+			}
+		}
 		if k != "metadata" || v[0] != '{' {
 			return decodeValue(obj.Object, k, v)
 		}
 		meta := map[string]any{}
-		managed = nil // a later metadata replaces an earlier one whole
 		obj.Object[k] = meta
-		return members(v, func(mk string, mv []byte) error {
+		return members(v, 2, func(mk string, mv []byte) error {
 			if mk == "managedFields" {
+				if err := replaced(); err != nil {
+					return err
+				}
 				managed = mv
 				delete(meta, mk)
 				return nil
 			}
-			return decodeValue(meta, mk, mv)
+			if err := decodeValue(meta, mk, mv); err != nil {
+				return fmt.Errorf("metadata.%w", err)
+			}
+			return nil
 		})
 	})
 	if err != nil {
@@ -56,7 +86,10 @@ func decodeSlim(raw []byte) (*unstructured.Unstructured, json.RawMessage, error)
 // member of the JSON object raw, in order, and refuses raw when it is not
 // one object. A value is only delimited here, strings and brackets
 // matched: f's decoder checks the value whole.
-func members(raw []byte, f func(key string, value []byte) error) error {
+//
+// depth is how deep raw nests in the object of the review (1 for the
+// object itself): a value that would nest deeper than maxDepth is refused.
+func members(raw []byte, depth int, f func(key string, value []byte) error) error {
 	i := skipSpace(raw, 0)
 	if i >= len(raw) || raw[i] != '{' {
 		return errors.New("not a JSON object")
@@ -79,7 +112,7 @@ func members(raw []byte, f func(key string, value []byte) error) error {
 			return fmt.Errorf("JSON object: no colon after key %q", key)
 		}
 		i = skipSpace(raw, i+1)
-		vend, err := skipValue(raw, i)
+		vend, err := skipValue(raw, i, depth)
 		if err != nil {
 			return fmt.Errorf("field %s: %w", key, err)
 		}
@@ -130,8 +163,9 @@ func skipString(raw []byte, i int) (int, error) {
 	return 0, errors.New("JSON: unterminated string")
 }
 
-// skipValue is the end of the value that starts at raw[i].
-func skipValue(raw []byte, i int) (int, error) {
+// skipValue is the end of the value that starts at raw[i], a member of an
+// object at depth base.
+func skipValue(raw []byte, i, base int) (int, error) {
 	if i >= len(raw) {
 		return 0, errors.New("JSON: want a value")
 	}
@@ -149,7 +183,9 @@ func skipValue(raw []byte, i int) (int, error) {
 				}
 				j = end - 1
 			case '{', '[':
-				depth++
+				if depth++; base+depth > maxDepth {
+					return 0, fmt.Errorf("JSON: nested deeper than %d", maxDepth)
+				}
 			case '}', ']':
 				if depth--; depth == 0 {
 					return j + 1, nil
@@ -189,24 +225,19 @@ func unquote(s []byte) (string, error) {
 }
 
 // decodeValue sets m[k] to the value of raw, numbers kept as int64 where
-// they are integers, as unstructured objects hold them.
+// they are integers, as unstructured objects hold them. raw's depth was
+// bounded by skipValue.
 func decodeValue(m map[string]any, k string, raw json.RawMessage) error {
 	var v any
 	if err := utiljson.Unmarshal(raw, &v); err != nil {
-		return fmt.Errorf("field %s: %w", k, err)
+		return fmt.Errorf("%s: %w", k, err)
 	}
 	m[k] = v
 	return nil
 }
 
-// encodeSlim encodes obj, a conversion of what decodeSlim gave, with the
-// managedFields it returned.
-func encodeSlim(obj *unstructured.Unstructured, managed json.RawMessage) ([]byte, error) {
-	if managed != nil {
-		if meta, ok := obj.Object["metadata"].(map[string]any); ok {
-			meta["managedFields"] = managed
-			defer delete(meta, "managedFields")
-		}
-	}
+// encodeSlim encodes obj, a conversion of what decodeSlim gave: without
+// managedFields, which the API server restores.
+func encodeSlim(obj *unstructured.Unstructured) ([]byte, error) {
 	return json.Marshal(obj.Object)
 }

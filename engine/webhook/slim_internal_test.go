@@ -1,16 +1,19 @@
 package webhook
 
 import (
+	"strings"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
 )
 
-// FuzzSlim: an object decoded but for its managedFields and encoded again
-// with them is the object unstructured decodes, and what decodeSlim gives
-// is that object without them; what unstructured refuses, decodeSlim
-// refuses.
+// FuzzSlim: what decodeSlim gives is the object unstructured decodes
+// without its metadata.managedFields, and encodeSlim encodes that; what
+// unstructured refuses, decodeSlim refuses, unless the metadata that
+// counts has managedFields (their bytes are delimited, not decoded: an
+// out-of-range number in them passes, and is never sent back).
 func FuzzSlim(f *testing.F) {
 	for _, s := range []string{
 		`{"apiVersion":"a/v1","kind":"K","metadata":{"name":"n","managedFields":[{"manager":"m","fieldsV1":{"f:spec":{}}}]},"spec":{"x":1}}`,
@@ -25,6 +28,12 @@ func FuzzSlim(f *testing.F) {
 		`{"kind":"K","kind":"L"}`,
 		`{"kind":"K","metadata":{"managedFields":[}]}}`,
 		`{"kind":"K","metadata":{"managedFields":[1],"name":"a"},"metadata":{"name":"b"}}`,
+		`{"kind":"K","metadata":{"managedFields":[1e400]}}`,
+		`{"kind":"K","metadata":{"managedFields":[1e400]},"metadata":{"name":"b"}}`,
+		`{"kind":"K","metadata":{"managedFields":[1e400]},"metadata":"x"}`,
+		`{"kind":"K","metadata":{"managedFields":[1],"managedFields":[1e400]}}`,
+		`{"kind":"K","spec":[1e400]}`,
+		`{"kind":"K","metadata":{"name":1e400}}`,
 		`{"kind":"K","a\u0041":"x\"}"} `,
 		`{"kind":"K"} x`,
 		`{"kind":"K","n":1 2}`,
@@ -41,14 +50,23 @@ func FuzzSlim(f *testing.F) {
 		if serr != nil {
 			return
 		}
-		b, err := encodeSlim(slim, managed)
 		if ferr != nil {
-			// managedFields are checked once encoded again.
-			if err == nil {
-				t.Fatalf("unstructured refuses (%v), decodeSlim and encodeSlim took it: %s", ferr, raw)
+			var v any
+			if managed == nil || utiljson.Unmarshal(managed, &v) == nil {
+				t.Fatalf("unstructured refuses (%v), decodeSlim took it, its managedFields %s decode: %s", ferr, managed, raw)
 			}
 			return
 		}
+		if meta, ok := full.Object["metadata"].(map[string]any); ok {
+			if _, had := meta["managedFields"]; had != (managed != nil) {
+				t.Fatalf("decodeSlim's managedFields %s, unstructured's metadata %v: %s", managed, meta, raw)
+			}
+			delete(meta, "managedFields")
+		}
+		if !equality.Semantic.DeepEqual(slim.Object, full.Object) {
+			t.Fatalf("decodeSlim gave %v, want %v", slim.Object, full.Object)
+		}
+		b, err := encodeSlim(slim)
 		if err != nil {
 			t.Fatalf("encodeSlim: %v", err)
 		}
@@ -57,13 +75,30 @@ func FuzzSlim(f *testing.F) {
 			t.Fatalf("encodeSlim's %s: %v", b, err)
 		}
 		if !equality.Semantic.DeepEqual(again.Object, full.Object) {
-			t.Fatalf("encoded again:\n%s\nunstructured decodes:\n%s", b, raw)
-		}
-		if meta, ok := full.Object["metadata"].(map[string]any); ok {
-			delete(meta, "managedFields")
-		}
-		if !equality.Semantic.DeepEqual(slim.Object, full.Object) {
-			t.Fatalf("decodeSlim gave %v, want %v", slim.Object, full.Object)
+			t.Fatalf("encoded again:\n%s\nwant:\n%v", b, full.Object)
 		}
 	})
+}
+
+// TestSlimDepth: decodeSlim refuses an object nested deeper than
+// unstructured decodes, at the top and in metadata, and takes one as deep.
+func TestSlimDepth(t *testing.T) {
+	nest := func(prefix string, depth int) []byte {
+		// prefix opens depth-1 levels already counted in depth.
+		return []byte(prefix + strings.Repeat("[", depth) + strings.Repeat("]", depth) + strings.Repeat("}", strings.Count(prefix, "{")))
+	}
+	for _, c := range []struct {
+		prefix string
+		levels int // the object's own and its metadata's, opened by prefix
+	}{{`{"kind":"K","spec":`, 1}, {`{"kind":"K","metadata":{"x":`, 2}, {`{"kind":"K","metadata":{"managedFields":`, 2}} {
+		for _, depth := range []int{maxDepth - c.levels, maxDepth - c.levels + 1} {
+			raw := nest(c.prefix, depth)
+			full := &unstructured.Unstructured{}
+			ferr := full.UnmarshalJSON(raw)
+			_, _, serr := decodeSlim(raw)
+			if (ferr == nil) != (serr == nil) {
+				t.Errorf("%s at depth %d: unstructured %v, decodeSlim %v", c.prefix, depth+c.levels, ferr, serr)
+			}
+		}
+	}
 }
