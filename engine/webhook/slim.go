@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 )
 
@@ -78,6 +79,12 @@ func decodeSlim(raw []byte) (*unstructured.Unstructured, json.RawMessage, error)
 	}
 	if k, _ := obj.Object["kind"].(string); k == "" {
 		return nil, nil, fmt.Errorf("object has no kind")
+	}
+	if av, ok := obj.Object["apiVersion"].(string); ok {
+		// unstructured refuses an apiVersion that is no group/version.
+		if _, err := schema.ParseGroupVersion(av); err != nil {
+			return nil, nil, fmt.Errorf("apiVersion: %w", err)
+		}
 	}
 	return obj, managed, nil
 }
