@@ -107,17 +107,30 @@ func (p *Pool) Stats() (started, killed int64) { return p.started.Load(), p.kill
 
 // Close ends the idle workers; busy ones end when their evaluation does.
 // A request made after Close is still served, by a worker that ends with
-// its evaluation.
+// its evaluation. Close waits a moment (closeWait) for the idle ones to exit, so that
+// what they write as they end (a CPU profile, profile.go) is complete.
 func (p *Pool) Close() {
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	p.closed = true
-	for _, w := range p.idle {
+	idle := p.idle
+	for _, w := range idle {
 		w.close()
 		p.procs--
 	}
 	p.idle = nil
+	p.mu.Unlock()
+	deadline := time.After(closeWait)
+	for _, w := range idle {
+		select {
+		case <-w.done:
+		case <-deadline:
+			return
+		}
+	}
 }
+
+// closeWait bounds how long Close waits for the idle workers to exit.
+const closeWait = 2 * time.Second
 
 // start starts a worker and waits for its hello.
 func (p *Pool) start() (*proc, error) {

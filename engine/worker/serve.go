@@ -33,7 +33,10 @@ var selfServes atomic.Bool
 func Main() {
 	if v, ok := os.LookupEnv(envWorker); ok {
 		limit, _ := strconv.ParseInt(v, 10, 64)
-		os.Exit(Serve(os.Stdin, os.Stdout, limit))
+		stop := profileSelf(os.Getenv(envCPUProfile)) // profile.go
+		code := Serve(os.Stdin, os.Stdout, limit)
+		stop()
+		os.Exit(code)
 	}
 	selfServes.Store(true)
 }

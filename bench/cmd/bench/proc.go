@@ -102,6 +102,17 @@ func (d *driver) startOperator(ctx context.Context, kind, name, ns, templates st
 	}
 	p.cmd = exec.Command(self, args...)
 	p.cmd.Stdout, p.cmd.Stderr = logf, logf
+	if p.Profile != "" && kind == "cueop" {
+		// Each render worker profiles itself into a directory of its
+		// own beside the operator's profile (workerProfiles).
+		dir := workerProfileDir(p.Profile)
+		_ = os.RemoveAll(dir) // an earlier bench's
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			logf.Close()
+			return nil, err
+		}
+		p.cmd.Env = append(os.Environ(), "CUEOP_WORKER_CPUPROFILE="+dir)
+	}
 	// The operator dies with the driver, whatever ends the driver.
 	p.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	p.started = time.Now()

@@ -9,9 +9,7 @@ import (
 	"regexp"
 	"runtime"
 	"runtime/debug"
-	"slices"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
@@ -90,109 +88,6 @@ func (d *driver) versions(ctx context.Context) string {
 	}
 	return fmt.Sprintf("cueop %s; kube-apiserver %s (binaries %s); controller-runtime %s, client-go %s, cuelang.org/go %s",
 		rev, server, localcluster.VersionKey, mods["sigs.k8s.io/controller-runtime"], mods["k8s.io/client-go"], mods["cuelang.org/go"])
-}
-
-// cpuBucket is a part of an operator's CPU profile: the cumulative time of
-// the functions named (by the end of their full names), for cueop and for
-// the baseline.
-type cpuBucket struct {
-	label           string
-	cueop, baseline []string
-}
-
-var cpuBuckets = []cpuBucket{
-	{"reconcile, in all", []string{"engine/reconcile.(*Reconciler).Reconcile"}, []string{"bench/baseline.(*Reconciler).Reconcile"}},
-	{"— render: desired children and status", []string{"engine/reconcile.(*renderMemo).render"}, []string{"bench/baseline.Desired", "bench/baseline.ComputeStatus"}},
-	{"— no-op decision (is the live child in sync?)", []string{"engine/apply.(*Applier).plan"}, []string{"bench/baseline.PodInSync", "bench/baseline.ServiceInSync", "bench/baseline.ConfigMapInSync"}},
-	{"— child applies (requests and responses)", []string{"engine/apply.(*Applier).send"}, []string{"bench/baseline.(*Reconciler).apply"}},
-	{"— status writes", []string{"engine/reconcile.(*run).writeStatus"}, []string{"bench/baseline.(*Reconciler).applyStatus"}},
-	{"— cache reads", []string{"engine/reconcile.(*run).observe"}, []string{"bench/baseline.(*Reconciler).get", "pkg/cache.(*informerCache).List"}},
-	{"watch events decoded (informers)", []string{"k8s.io/apimachinery/pkg/watch.(*StreamWatcher).receive"}, []string{"k8s.io/apimachinery/pkg/watch.(*StreamWatcher).receive"}},
-	{"garbage collection (background marking)", []string{"runtime.gcBgMarkWorker"}, []string{"runtime.gcBgMarkWorker"}},
-}
-
-// cumSeconds reads the cumulative seconds of every function of a CPU
-// profile and its total, from `go tool pprof -top -cum`.
-func cumSeconds(file string) (map[string]float64, float64, error) {
-	out, err := exec.Command("go", "tool", "pprof", "-top", "-cum", "-nodecount=100000", file).Output()
-	if err != nil {
-		return nil, 0, err
-	}
-	cum := map[string]float64{}
-	total := 0.0
-	for _, l := range strings.Split(string(out), "\n") {
-		f := strings.Fields(l)
-		if strings.HasPrefix(l, "Duration:") {
-			// Duration: 55.18s, Total samples = 12.35s (22.38%)
-			if i := slices.Index(f, "="); i > 0 && i+1 < len(f) {
-				total = seconds(f[i+1])
-			}
-			continue
-		}
-		if len(f) < 6 || !strings.HasSuffix(f[4], "%") {
-			continue
-		}
-		name := strings.TrimSuffix(strings.Join(f[5:], " "), " (inline)")
-		cum[name] += seconds(f[3])
-	}
-	return cum, total, nil
-}
-
-func seconds(s string) float64 {
-	for _, u := range []struct {
-		suffix string
-		scale  float64
-	}{{"ms", 1e-3}, {"us", 1e-6}, {"µs", 1e-6}, {"s", 1}, {"mins", 60}, {"hrs", 3600}} {
-		if v, ok := strings.CutSuffix(s, u.suffix); ok {
-			if f, err := strconv.ParseFloat(v, 64); err == nil {
-				return f * u.scale
-			}
-		}
-	}
-	return 0
-}
-
-func sumOf(cum map[string]float64, names []string) float64 {
-	t := 0.0
-	for name, v := range cum {
-		for _, n := range names {
-			if strings.HasSuffix(name, n) {
-				t += v
-			}
-		}
-	}
-	return t
-}
-
-// profiles tabulates the CPU profiles of the last convergence run of each
-// operator: where the CPU time went, in ms per converged CR.
-func (d *driver) profiles(rep *report) string {
-	last := map[string]string{}
-	for _, c := range rep.conv {
-		if c.Profile != "" {
-			last[c.Op] = c.Profile
-		}
-	}
-	if last["cueop"] == "" || last["baseline"] == "" {
-		return ""
-	}
-	cc, ct, err1 := cumSeconds(last["cueop"])
-	bc, bt, err2 := cumSeconds(last["baseline"])
-	if err1 != nil || err2 != nil {
-		return ""
-	}
-	n := float64(d.cfg.N) / 1000
-	var b strings.Builder
-	fmt.Fprintf(&b, "CPU profiles of the last convergence run of each operator (%s, %s; `go tool pprof -top -cum`), in ms of CPU per converged CR and share of the process's samples. The parts overlap only where nested (—).\n\n",
-		last["cueop"], last["baseline"])
-	b.WriteString("| part | cueop ms/CR | cueop % | baseline ms/CR | baseline % |\n|---|---|---|---|---|\n")
-	fmt.Fprintf(&b, "| all samples | %.1f | 100 | %.1f | 100 |\n", ct/n, bt/n)
-	for _, k := range cpuBuckets {
-		c, bb := sumOf(cc, k.cueop), sumOf(bc, k.baseline)
-		fmt.Fprintf(&b, "| %s | %.1f | %.0f | %.1f | %.0f |\n", k.label, c/n, 100*c/ct, bb/n, 100*bb/bt)
-	}
-	b.WriteString("\n")
-	return b.String()
 }
 
 func mib(b uint64) string { return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20)) }
@@ -465,6 +360,8 @@ func (r *report) requests(p func(string, ...any)) {
 	p("| reconciles per CR (not requests) | %s | %s |\n",
 		stat(r.values("cueop", func(c convResult) float64 { return c.Stats.Reconciles / n }), "%.1f"),
 		stat(r.values("baseline", func(c convResult) float64 { return c.Stats.Reconciles / n }), "%.1f"))
+	p("| renders per CR, in the workers (not requests; the memo answers the others) | %s | |\n",
+		stat(r.values("cueop", func(c convResult) float64 { return c.Stats.Renders / n }), "%.1f"))
 	p("| watch requests of the whole process (not per CR) | %s | %s |\n\n",
 		stat(r.values("cueop", func(c convResult) float64 { return float64(c.Stats.Watches) }), "%.0f"),
 		stat(r.values("baseline", func(c convResult) float64 { return float64(c.Stats.Watches) }), "%.0f"))
