@@ -1,30 +1,55 @@
 package apply
 
 import (
+	"crypto/sha256"
 	"sync"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
 // memoMax bounds the memo; when full it starts again empty. An entry is
-// three short strings, so a full memo holds a few MiB.
+// a few short strings, so a full memo holds a few MiB.
 const memoMax = 1 << 16
 
-// memo remembers the (desired hash, live uid, live resourceVersion) triples
-// that fieldsDiffer found in sync. A resourceVersion names one state of an
-// object, and the hash fixes the desired fields, so the verdict holds for as
-// long as neither changes: a resync of unchanged children then costs a hash
-// and a lookup instead of two field sets. This treats live objects as the
-// informer cache hands them out: snapshots never modified in place.
+// memo remembers the desired states fieldsDiffer found in sync with a
+// live object. The hash fixes the desired fields. The live side is, for a
+// kind of the built-in schema (kschema: the field sets are exact), the
+// manager's applied managedFields entry: the verdict compares the fields
+// that entry records with the desired ones and reads nothing else of live,
+// so it holds while the entry stays as it is, whatever else of the object
+// changes (a Pod's status, another manager's labels). For any other kind
+// it is live's resourceVersion, which names one state of the whole object.
+// A resync, and a reconcile that sees a child whose status moved on, then
+// cost a hash and a lookup instead of two field sets. This treats live
+// objects as the informer cache hands them out: snapshots never modified
+// in place.
 type memo struct {
 	mu   sync.Mutex
 	seen map[memoKey]struct{}
 }
 
-type memoKey struct{ hash, uid, resourceVersion string }
+// memoKey is a desired hash and the live object's uid with either its
+// resourceVersion or the digest of its applied entry (apiVersion and
+// fieldsV1).
+type memoKey struct{ hash, uid, resourceVersion, entry string }
 
-func keyOf(hash string, live *unstructured.Unstructured) (memoKey, bool) {
-	k := memoKey{hash: hash, uid: string(live.GetUID()), resourceVersion: live.GetResourceVersion()}
+// keyOf is the memo key of the desired hash against live: by live's
+// applied entry of manager when byEntry and that entry's fieldsV1 is JSON
+// text (as the cache keeps it), else by live's resourceVersion. ok is
+// false when live lacks what the key needs.
+func keyOf(hash string, live *unstructured.Unstructured, byEntry bool, manager string) (k memoKey, ok bool) {
+	k = memoKey{hash: hash, uid: string(live.GetUID())}
+	if byEntry {
+		if e := appliedEntry(live, manager); e != nil { // needs.go
+			av, _ := e["apiVersion"].(string)
+			if fields, isText := e["fieldsV1"].(string); isText {
+				sum := sha256.Sum256([]byte(av + "\x00" + fields))
+				k.entry = string(sum[:])
+				return k, k.uid != ""
+			}
+		}
+	}
+	k.resourceVersion = live.GetResourceVersion()
 	return k, k.uid != "" && k.resourceVersion != ""
 }
 

@@ -55,7 +55,7 @@ func (a *Applier) plan(desired, live *unstructured.Unstructured) (plan, error) {
 		p.why = fmt.Sprintf("%s is %q, want %q", AnnotationAppliedHash, got, hash)
 		return p, nil
 	}
-	p.key, p.memoable = keyOf(hash, live)
+	p.key, p.memoable = keyOf(hash, live, kschema.Known(obj), a.fieldManager()) // memo.go
 	if p.memoable && a.memo.has(p.key) {
 		return p, nil
 	}
@@ -63,6 +63,7 @@ func (a *Applier) plan(desired, live *unstructured.Unstructured) (plan, error) {
 	var skew *schemaSkew
 	if errors.As(err, &skew) {
 		p.why, p.skew, err = skew.Error()+": the apply decides", true, nil
+		p.key, p.memoable = keyOf(hash, live, false, "") // the server's verdict holds for this state of live only
 	}
 	if err == nil && p.why == "" && p.memoable {
 		a.memo.add(p.key)
@@ -150,27 +151,36 @@ func (a *Applier) fieldSet(obj *unstructured.Unstructured) (set *fieldpath.Set, 
 // apply: the managedFields entry with that manager, operation Apply and no
 // subresource. why is not "" when there is no such entry for apiVersion.
 func ownedFields(live *unstructured.Unstructured, manager, apiVersion string) (set *fieldpath.Set, why string, err error) {
+	entry := appliedEntry(live, manager)
+	if entry == nil {
+		return nil, "no fields applied by " + manager, nil
+	}
+	if v := entry["apiVersion"]; v != apiVersion {
+		return nil, fmt.Sprintf("fields of %s recorded for apiVersion %v, want %s", manager, v, apiVersion), nil
+	}
+	raw, err := fieldsJSON(entry["fieldsV1"])
+	if err != nil {
+		return nil, "", err
+	}
+	set = &fieldpath.Set{}
+	if err := set.FromJSON(bytes.NewReader(raw)); err != nil {
+		return nil, "", fmt.Errorf("managedFields of %s: %w", manager, err)
+	}
+	return set, "", nil
+}
+
+// appliedEntry is live's managedFields entry of manager's applies (the
+// first with operation Apply and no subresource), nil when none.
+func appliedEntry(live *unstructured.Unstructured, manager string) map[string]any {
 	meta, _ := live.Object["metadata"].(map[string]any)
 	entries, _ := meta["managedFields"].([]any)
 	for _, e := range entries {
 		entry, _ := e.(map[string]any)
-		if entry["manager"] != manager || entry["operation"] != "Apply" || !isEmpty(entry["subresource"]) {
-			continue
+		if entry["manager"] == manager && entry["operation"] == "Apply" && isEmpty(entry["subresource"]) {
+			return entry
 		}
-		if v := entry["apiVersion"]; v != apiVersion {
-			return nil, fmt.Sprintf("fields of %s recorded for apiVersion %v, want %s", manager, v, apiVersion), nil
-		}
-		raw, err := fieldsJSON(entry["fieldsV1"])
-		if err != nil {
-			return nil, "", err
-		}
-		set = &fieldpath.Set{}
-		if err := set.FromJSON(bytes.NewReader(raw)); err != nil {
-			return nil, "", fmt.Errorf("managedFields of %s: %w", manager, err)
-		}
-		return set, "", nil
 	}
-	return nil, "no fields applied by " + manager, nil
+	return nil
 }
 
 // fieldsJSON is the JSON of a managedFields entry's fieldsV1: the decoded
