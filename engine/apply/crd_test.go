@@ -65,8 +65,15 @@ spec:
 
 func installWidgetCRD(t *testing.T, c client.Client) {
 	t.Helper()
+	installCRD(t, c, widgetCRD, "test.cueop.dev/v1", "WidgetList")
+}
+
+// installCRD applies the CRD of crdYAML and waits until its list kind is
+// served at apiVersion. The test CRDs stay for the package's other tests.
+func installCRD(t *testing.T, c client.Client, crdYAML, apiVersion, listKind string) {
+	t.Helper()
 	crd := &unstructured.Unstructured{}
-	if err := yaml.Unmarshal([]byte(widgetCRD), &crd.Object); err != nil {
+	if err := yaml.Unmarshal([]byte(crdYAML), &crd.Object); err != nil {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
@@ -75,13 +82,13 @@ func installWidgetCRD(t *testing.T, c client.Client) {
 		t.Fatal(err)
 	}
 	err = wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-		w := widget("default", "probe")
 		list := &unstructured.UnstructuredList{}
-		list.SetGroupVersionKind(w.GroupVersionKind().GroupVersion().WithKind("WidgetList"))
+		list.SetAPIVersion(apiVersion)
+		list.SetKind(listKind)
 		return c.List(ctx, list, client.InNamespace("default")) == nil, nil
 	})
 	if err != nil {
-		t.Fatalf("Widget CRD not served: %v", err)
+		t.Fatalf("%s %s not served: %v", apiVersion, listKind, err)
 	}
 }
 

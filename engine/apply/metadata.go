@@ -77,37 +77,55 @@ func (m *MetadataResponses) resource(gvk schema.GroupVersionKind) (metadata.Gett
 	return c, namespaced, nil
 }
 
-// apply sends obj as a server-side apply of manager, forcing ownership,
-// and returns the resourceVersion of the answer.
-func (m *MetadataResponses) apply(ctx context.Context, obj *unstructured.Unstructured, manager string) (string, error) {
+// ApplyStatus sends obj as a server-side apply of its status subresource
+// by manager, forcing ownership, and returns the resourceVersion of the
+// answer: a status write whose answer is not decoded whole (a CR with its
+// managedFields, in JSON) only to read that.
+func (m *MetadataResponses) ApplyStatus(ctx context.Context, obj *unstructured.Unstructured, manager string) (string, error) {
+	ans, err := m.apply(ctx, obj, manager, "status")
+	return ans.resourceVersion, err
+}
+
+// apply sends obj as a server-side apply of manager, forcing ownership, to
+// the object or to its subresource when one is named, and returns what
+// the answer says of the object: its uid, its resourceVersion and the
+// applied entry of manager (of the object, not of a subresource).
+func (m *MetadataResponses) apply(ctx context.Context, obj *unstructured.Unstructured, manager string, subresource ...string) (answered, error) {
 	r, namespaced, err := m.resource(obj.GroupVersionKind())
 	if err != nil {
-		return "", err
+		return answered{}, err
 	}
 	// The checks client-go's requests make of the path's segments (the
 	// metadata client makes none but for an empty name).
 	name, ns := obj.GetName(), obj.GetNamespace()
 	if msgs := rest.IsValidPathSegmentName(name); len(msgs) > 0 {
-		return "", fmt.Errorf("invalid name %q: %s", name, strings.Join(msgs, "; "))
+		return answered{}, fmt.Errorf("invalid name %q: %s", name, strings.Join(msgs, "; "))
 	}
 	var ri metadata.ResourceInterface = r
 	if namespaced {
 		if msgs := rest.IsValidPathSegmentName(ns); ns == "" || len(msgs) > 0 {
-			return "", fmt.Errorf("invalid namespace %q of a namespaced object: %s", ns, strings.Join(msgs, "; "))
+			return answered{}, fmt.Errorf("invalid namespace %q of a namespaced object: %s", ns, strings.Join(msgs, "; "))
 		}
 		ri = r.Namespace(ns)
 	}
 	body, err := json.Marshal(obj.Object)
 	if err != nil {
-		return "", err
+		return answered{}, err
 	}
 	got, err := ri.Patch(ctx, name, types.ApplyPatchType, body,
-		metav1.PatchOptions{FieldManager: manager, Force: ptr.To(true)})
+		metav1.PatchOptions{FieldManager: manager, Force: ptr.To(true)}, subresource...)
 	if err != nil {
-		return "", err
+		return answered{}, err
 	}
 	if got == nil {
-		return "", fmt.Errorf("no object in the answer")
+		return answered{}, fmt.Errorf("no object in the answer")
 	}
-	return got.ResourceVersion, nil
+	ans := answered{uid: string(got.UID), resourceVersion: got.ResourceVersion}
+	for _, e := range got.ManagedFields {
+		if e.Manager == manager && e.Operation == metav1.ManagedFieldsOperationApply && e.Subresource == "" && e.FieldsV1 != nil {
+			ans.apiVersion, ans.fields = e.APIVersion, string(e.FieldsV1.Raw)
+			break
+		}
+	}
+	return ans, nil
 }

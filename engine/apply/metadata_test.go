@@ -112,3 +112,76 @@ func TestMetadataResponses(t *testing.T) {
 		}
 	}
 }
+
+// gaugeCRD is a kind with a status subresource whose status keeps what it
+// is given.
+var gaugeCRD = testCRD("Gauge", "gauges", `
+              size: {type: integer}
+          status: {type: object, x-kubernetes-preserve-unknown-fields: true}
+    subresources: {status: {}}
+`)
+
+// A status written through MetadataResponses is a server-side apply of the
+// status subresource by the manager: the status is stored, the spec left
+// as it was, and the answer is the CR's metadata only, whose
+// resourceVersion ApplyStatus returns.
+func TestMetadataResponsesStatus(t *testing.T) {
+	e := newEnv(t)
+	installCRD(t, e.c, gaugeCRD, "test.cueop.dev/v1", "GaugeList")
+	ctx := context.Background()
+	cfg := clustertest.Config()
+	rec := &answers{}
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { rec.rt = rt; return rec })
+	responses, err := apply.NewMetadataResponses(cfg, nil, e.c.RESTMapper())
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "test.cueop.dev/v1", "kind": "Gauge",
+		"metadata": map[string]any{"name": "g", "namespace": e.ns},
+		"spec":     map[string]any{"size": int64(3)},
+	}}
+	if err := e.c.Create(ctx, g); err != nil {
+		t.Fatal(err)
+	}
+	st := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "test.cueop.dev/v1", "kind": "Gauge",
+		"metadata": map[string]any{"name": "g", "namespace": e.ns},
+		"status":   map[string]any{"observedGeneration": int64(1), "ready": true},
+		"spec":     map[string]any{"size": int64(9)}, // not the status subresource's: ignored
+	}}
+	rv, err := responses.ApplyStatus(ctx, st, "cueop")
+	if err != nil {
+		t.Fatal(err)
+	}
+	live := e.live(t, g)
+	if rv == "" || rv != live.GetResourceVersion() {
+		t.Fatalf("ApplyStatus answered resourceVersion %q, the CR is at %q", rv, live.GetResourceVersion())
+	}
+	if live.Object["status"].(map[string]any)["ready"] != true || live.Object["spec"].(map[string]any)["size"] != int64(3) {
+		t.Fatalf("after the status write: %v", live.Object)
+	}
+	owner := ""
+	for _, mf := range live.GetManagedFields() {
+		if mf.Subresource == "status" && mf.Operation == metav1.ManagedFieldsOperationApply {
+			owner = mf.Manager
+		}
+	}
+	if owner != "cueop" {
+		t.Fatalf("status applied by %q, want cueop: %v", owner, live.GetManagedFields())
+	}
+	// The same status again changes nothing: the same resourceVersion.
+	if again, err := responses.ApplyStatus(ctx, st, "cueop"); err != nil || again != rv {
+		t.Fatalf("the same status again: %q, %v; want %q", again, err, rv)
+	}
+	// The status of a CR that does not exist is an error, not a create.
+	st.SetName("absent")
+	if _, err := responses.ApplyStatus(ctx, st, "cueop"); err == nil {
+		t.Fatal("a status write of an absent CR succeeded")
+	}
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	if len(rec.kinds) != 2 || rec.kinds[0] != "PartialObjectMetadata" || rec.kinds[1] != "PartialObjectMetadata" {
+		t.Fatalf("status write answers: %v, want the CR's metadata only, twice", rec.kinds)
+	}
+}
