@@ -7,6 +7,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/managedfields"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/cueop/cueop/engine/kschema"
 )
 
 // DefaultFieldManager is the field manager of Applier's writes unless
@@ -79,17 +81,22 @@ func (a *Applier) Apply(ctx context.Context, desired, live *unstructured.Unstruc
 	if live == nil {
 		guardCreate(p.object)
 	}
-	rv, err := a.send(ctx, p.object)
+	ans, err := a.send(ctx, p.object)
 	if err != nil && live == nil && createRefused(p.object, err) != nil {
 		return "", createRefused(p.object, err)
 	}
 	if err != nil {
 		return "", err
 	}
+	if !p.skew && kschema.Known(p.object) {
+		if k, ok := appliedKey(p.hash, ans); ok { // memo.go
+			a.memo.add(k)
+		}
+	}
 	if live == nil {
 		return Created, nil
 	}
-	if p.skew && rv != "" && rv == live.GetResourceVersion() {
+	if rv := ans.resourceVersion; p.skew && rv != "" && rv == live.GetResourceVersion() {
 		// The server kept live as it was: in sync, and remembered as such,
 		// so that the same live state sends no request again.
 		if p.memoable {
@@ -101,14 +108,15 @@ func (a *Applier) Apply(ctx context.Context, desired, live *unstructured.Unstruc
 }
 
 // send applies obj, forcing ownership of every field it holds, and returns
-// the resourceVersion the API server answers with.
-func (a *Applier) send(ctx context.Context, obj *unstructured.Unstructured) (string, error) {
+// what the API server's answer says of the object: its resourceVersion,
+// and with Responses its uid and the applied entry of the field manager.
+func (a *Applier) send(ctx context.Context, obj *unstructured.Unstructured) (answered, error) {
 	if a.Responses != nil {
-		rv, err := a.Responses.apply(ctx, obj, a.fieldManager())
+		ans, err := a.Responses.apply(ctx, obj, a.fieldManager())
 		if err != nil {
-			return "", fmt.Errorf("%s apply failed: %w", subject(obj), err)
+			return answered{}, fmt.Errorf("%s apply failed: %w", subject(obj), err)
 		}
-		return rv, nil
+		return ans, nil
 	}
 	// Apply decodes the response into the object it is given; a fresh
 	// Unstructured keeps the maps obj shares with the caller's object intact.
@@ -116,9 +124,9 @@ func (a *Applier) send(ctx context.Context, obj *unstructured.Unstructured) (str
 	err := a.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(out),
 		client.FieldOwner(a.fieldManager()), client.ForceOwnership)
 	if err != nil {
-		return "", fmt.Errorf("%s apply failed: %w", subject(obj), err)
+		return answered{}, fmt.Errorf("%s apply failed: %w", subject(obj), err)
 	}
-	return out.GetResourceVersion(), nil
+	return answered{resourceVersion: out.GetResourceVersion()}, nil
 }
 
 // subject names obj in errors: "Pod ns/name".

@@ -43,14 +43,41 @@ func keyOf(hash string, live *unstructured.Unstructured, byEntry bool, manager s
 		if e := appliedEntry(live, manager); e != nil { // needs.go
 			av, _ := e["apiVersion"].(string)
 			if fields, isText := e["fieldsV1"].(string); isText {
-				sum := sha256.Sum256([]byte(av + "\x00" + fields))
-				k.entry = string(sum[:])
+				k.entry = entryDigest(av, fields)
 				return k, k.uid != ""
 			}
 		}
 	}
 	k.resourceVersion = live.GetResourceVersion()
 	return k, k.uid != "" && k.resourceVersion != ""
+}
+
+// entryDigest is the memo's name of an applied entry: its apiVersion and
+// its fieldsV1 as JSON text.
+func entryDigest(apiVersion, fields string) string {
+	sum := sha256.Sum256([]byte(apiVersion + "\x00" + fields))
+	return string(sum[:])
+}
+
+// answered is what the answer to an apply says of the object it left: its
+// uid and resourceVersion, and the applied entry of the manager that sent
+// it (fields "" when the answer holds none as text).
+type answered struct {
+	uid, resourceVersion string
+	apiVersion, fields   string
+}
+
+// appliedKey is the memo key of the desired hash whose apply was answered
+// with ans, for a kind of the built-in schema; ok is false when the answer
+// lacks what the key needs. The entry is the API server's record of the
+// fields that very apply set, so the hash is in sync with it for as long
+// as the entry stays as it is: the next reconcile, seeing the child the
+// apply made or changed, decides with a lookup instead of two field sets.
+func appliedKey(hash string, ans answered) (memoKey, bool) {
+	if ans.uid == "" || ans.fields == "" {
+		return memoKey{}, false
+	}
+	return memoKey{hash: hash, uid: ans.uid, entry: entryDigest(ans.apiVersion, ans.fields)}, true
 }
 
 func (m *memo) has(k memoKey) bool {

@@ -26,6 +26,7 @@ type plan struct {
 	// cluster, a changed CRD). Then the apply is sent, and the
 	// resourceVersion it returns tells whether it changed anything.
 	skew     bool
+	hash     string // of the desired fields (stamp)
 	key      memoKey
 	memoable bool
 }
@@ -46,7 +47,7 @@ func (a *Applier) plan(desired, live *unstructured.Unstructured) (plan, error) {
 	if err != nil {
 		return plan{}, err
 	}
-	p := plan{object: obj}
+	p := plan{object: obj, hash: hash}
 	if live == nil {
 		p.why = "absent"
 		return p, nil
