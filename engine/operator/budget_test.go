@@ -20,9 +20,9 @@ import (
 )
 
 // bombKind is a kind whose spec.size drives a comprehension three for
-// clauses deep: size 16 takes about a second of CPU (several with -race),
-// far beyond the budget the test gives, and still ends soon after the
-// test is done with it.
+// clauses deep: size 28 takes seconds of CPU, far beyond the budgets the
+// tests give, and still ends soon after a test is done with it (size 16
+// rendered within 100 ms without -race on a quiet machine).
 const bombKind = `package bomb
 import "list"
 resource: {group: "bomb.test.example", version: "v1", kind: "Bomb"}
@@ -41,7 +41,7 @@ func TestRenderBudgetStallsHostileCR(t *testing.T) {
 	startBombs(t, ns, budget.Budget{Time: 100 * time.Millisecond, Memory: 256 << 20, MaxAbandoned: 2}, false)
 	c := newClient(t)
 
-	mustKubectl(t, bombYAML(ns, "hostile", 16), "apply", "-f", "-")
+	mustKubectl(t, bombYAML(ns, "hostile", 28), "apply", "-f", "-")
 	eventually(t, 60*time.Second, func() string {
 		return bombStalled(t, ns, "hostile", "RenderBudget", "render evaluation budget exceeded", "bomb/bomb.cue:6:10 comprehension (3 nested for)")
 	})
