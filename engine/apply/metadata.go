@@ -77,20 +77,10 @@ func (m *MetadataResponses) resource(gvk schema.GroupVersionKind) (metadata.Gett
 	return c, namespaced, nil
 }
 
-// ApplyStatus sends obj as a server-side apply of its status subresource
-// by manager, forcing ownership, and returns the resourceVersion of the
-// answer: a status write whose answer is not decoded whole (a CR with its
-// managedFields, in JSON) only to read that.
-func (m *MetadataResponses) ApplyStatus(ctx context.Context, obj *unstructured.Unstructured, manager string) (string, error) {
-	ans, err := m.apply(ctx, obj, manager, "status")
-	return ans.resourceVersion, err
-}
-
-// apply sends obj as a server-side apply of manager, forcing ownership, to
-// the object or to its subresource when one is named, and returns what
-// the answer says of the object: its uid, its resourceVersion and the
-// applied entry of manager (of the object, not of a subresource).
-func (m *MetadataResponses) apply(ctx context.Context, obj *unstructured.Unstructured, manager string, subresource ...string) (answered, error) {
+// apply sends obj as a server-side apply of manager, forcing ownership,
+// and returns what the answer says of the object: its uid, its
+// resourceVersion and the applied entry of manager.
+func (m *MetadataResponses) apply(ctx context.Context, obj *unstructured.Unstructured, manager string) (answered, error) {
 	r, namespaced, err := m.resource(obj.GroupVersionKind())
 	if err != nil {
 		return answered{}, err
@@ -113,7 +103,7 @@ func (m *MetadataResponses) apply(ctx context.Context, obj *unstructured.Unstruc
 		return answered{}, err
 	}
 	got, err := ri.Patch(ctx, name, types.ApplyPatchType, body,
-		metav1.PatchOptions{FieldManager: manager, Force: ptr.To(true)}, subresource...)
+		metav1.PatchOptions{FieldManager: manager, Force: ptr.To(true)})
 	if err != nil {
 		return answered{}, err
 	}

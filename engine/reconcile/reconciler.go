@@ -48,10 +48,6 @@ type Reconciler struct {
 	Scheme *runtime.Scheme
 	// Client writes the CR status.
 	Client client.Client
-	// StatusResponses, when set, sends the status writes instead of
-	// Client, with the same identity, reading only the metadata of the
-	// answers (status.go).
-	StatusResponses *apply.MetadataResponses
 	// Applier writes the children.
 	Applier *apply.Applier
 	// Options are the administrator's render policy.

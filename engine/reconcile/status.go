@@ -196,27 +196,17 @@ func (r *run) writeStatus(ctx context.Context) error {
 		"metadata": map[string]any{"name": r.cr.GetName(), "namespace": r.cr.GetNamespace()},
 		"status":   st,
 	}}
-	rv, err := r.r.applyStatus(ctx, obj)
+	err := r.r.Client.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(obj),
+		client.FieldOwner(r.r.fieldManager()), client.ForceOwnership)
 	if err != nil && r.repairEntries(ctx, err) { // staleentries.go
-		rv, err = r.r.applyStatus(ctx, obj)
+		err = r.r.Client.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(obj),
+			client.FieldOwner(r.r.fieldManager()), client.ForceOwnership)
 	}
 	if err != nil {
 		return fmt.Errorf("%s: status write failed: %w", r.subject(), err)
 	}
-	r.r.written.wrote(client.ObjectKeyFromObject(r.cr), r.cr.GetResourceVersion(), rv)
+	r.r.written.wrote(client.ObjectKeyFromObject(r.cr), r.cr.GetResourceVersion(), obj.GetResourceVersion())
 	return nil
-}
-
-// applyStatus applies obj's status as the field manager, forcing
-// ownership, and returns the resourceVersion of the answer, read as
-// metadata only when StatusResponses is set.
-func (r *Reconciler) applyStatus(ctx context.Context, obj *unstructured.Unstructured) (string, error) {
-	if r.StatusResponses != nil {
-		return r.StatusResponses.ApplyStatus(ctx, obj, r.fieldManager())
-	}
-	err := r.Client.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(obj),
-		client.FieldOwner(r.fieldManager()), client.ForceOwnership)
-	return obj.GetResourceVersion(), err
 }
 
 // statusWrites remembers, per CR, the resourceVersion the cache held when
