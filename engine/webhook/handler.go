@@ -15,8 +15,8 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // Path is where the conversion endpoint is served.
@@ -85,81 +85,95 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer s.free()
-	review := &apiextensionsv1.ConversionReview{}
 	body, err := readBody(w, r, limit, h.Limits.maxTime()) // limits.go
 	var tooBig *http.MaxBytesError
 	if errors.As(err, &tooBig) {
 		http.Error(w, fmt.Sprintf("conversion review: body over the webhook's limit of %d bytes", limit), http.StatusRequestEntityTooLarge)
 		return
 	}
+	var rr *reviewRequest
 	if err == nil {
-		err = json.Unmarshal(body, review)
+		rr, err = decodeReview(body) // envelope.go: the objects stay in body
 	}
-	if err != nil || review.Request == nil {
+	if err == nil && !rr.hasRequest {
+		err = errors.New("no request")
+	}
+	if err != nil {
 		http.Error(w, fmt.Sprintf("conversion review: bad request: %v", err), http.StatusBadRequest)
 		return
 	}
-	body = nil // the decoded review is all that is kept
-	review.Response = h.Review(context.WithValue(r.Context(), slotKey{}, s), review.Request)
-	review.Request = nil
+	converted, err := h.review(context.WithValue(r.Context(), slotKey{}, s), rr)
 	w.Header().Set("Content-Type", "application/json")
-	if err := json.NewEncoder(w).Encode(review); err != nil {
+	if err != nil {
+		h.Log.Info("conversion refused", "to", rr.desired, "error", err.Error())
+		review := &apiextensionsv1.ConversionReview{
+			TypeMeta: metav1.TypeMeta{APIVersion: rr.apiVersion, Kind: rr.kind},
+			Response: &apiextensionsv1.ConversionResponse{UID: types.UID(rr.uid), Result: metav1.Status{
+				Status: metav1.StatusFailure, Message: err.Error(), Reason: metav1.StatusReasonBadRequest,
+			}},
+		}
+		if err := json.NewEncoder(w).Encode(review); err != nil {
+			h.Log.Error(err, "conversion review: write response")
+		}
+		return
+	}
+	if _, err := w.Write(appendReview(make([]byte, 0, 256+sumLen(converted)), rr, converted)); err != nil {
 		h.Log.Error(err, "conversion review: write response")
 	}
 }
 
-// Review converts the objects of req to its desired version. It stops
+func sumLen(bs [][]byte) int {
+	n := 0
+	for _, b := range bs {
+		n += len(b)
+	}
+	return n
+}
+
+// review converts the objects of rr to its desired version. It stops
 // when ctx ends (the caller gone: nobody reads the rest) or after
 // Limits.MaxTime.
-func (h *Handler) Review(ctx context.Context, req *apiextensionsv1.ConversionRequest) *apiextensionsv1.ConversionResponse {
-	resp := &apiextensionsv1.ConversionResponse{UID: req.UID}
+func (h *Handler) review(ctx context.Context, rr *reviewRequest) ([][]byte, error) {
 	start := time.Now()
-	out, kind, from, err := h.convertAll(ctx, req)
+	out, kind, from, err := h.convertAll(ctx, rr.desired, rr.objects)
 	if h.Observe != nil {
-		r := Reviewed{Kind: kind, Objects: len(req.Objects), Took: time.Since(start), Failed: err != nil}
+		r := Reviewed{Kind: kind, Objects: len(rr.objects), Took: time.Since(start), Failed: err != nil}
 		if kind != "" && err == nil {
-			r.From, r.To = from, req.DesiredAPIVersion[strings.LastIndexByte(req.DesiredAPIVersion, '/')+1:]
+			r.From, r.To = from, rr.desired[strings.LastIndexByte(rr.desired, '/')+1:]
 		}
 		h.Observe(r)
 	}
-	if err != nil {
-		h.Log.Info("conversion refused", "to", req.DesiredAPIVersion, "error", err.Error())
-		resp.Result = metav1.Status{Status: metav1.StatusFailure, Message: err.Error(), Reason: metav1.StatusReasonBadRequest}
-		return resp
-	}
-	resp.ConvertedObjects = out
-	resp.Result = metav1.Status{Status: metav1.StatusSuccess}
-	return resp
+	return out, err
 }
 
-// convertAll converts the objects of req; kind is that of the first object
-// a converter of the Registry took ("" when none did).
-func (h *Handler) convertAll(ctx context.Context, req *apiextensionsv1.ConversionRequest) (_ []runtime.RawExtension, kind, from string, _ error) {
-	to, err := schema.ParseGroupVersion(req.DesiredAPIVersion)
+// convertAll converts objects to the version desired; kind is that of the
+// first object a converter of the Registry took ("" when none did).
+func (h *Handler) convertAll(ctx context.Context, desired string, objects [][]byte) (_ [][]byte, kind, from string, _ error) {
+	to, err := schema.ParseGroupVersion(desired)
 	if err != nil {
-		return nil, "", "", fmt.Errorf("desired api version %q: %w", req.DesiredAPIVersion, err)
+		return nil, "", "", fmt.Errorf("desired api version %q: %w", desired, err)
 	}
-	if n, limit := len(req.Objects), h.Limits.maxObjects(); n > limit {
-		return nil, "", "", fmt.Errorf("conversion to %s: review of %d objects over the webhook's limit of %d (a list at this version needs smaller pages)", req.DesiredAPIVersion, n, limit)
+	if n, limit := len(objects), h.Limits.maxObjects(); n > limit {
+		return nil, "", "", fmt.Errorf("conversion to %s: review of %d objects over the webhook's limit of %d (a list at this version needs smaller pages)", desired, n, limit)
 	}
-	out := make([]runtime.RawExtension, len(req.Objects))
+	out := make([][]byte, len(objects))
 	deadline := time.Now().Add(h.Limits.maxTime())
-	for i, raw := range req.Objects {
+	for i, raw := range objects {
 		err := ctx.Err()
 		if err == nil && time.Now().After(deadline) {
 			err = fmt.Errorf("over the webhook's %s for one review", h.Limits.maxTime())
 		}
 		if err != nil {
-			return nil, kind, "", fmt.Errorf("conversion to %s: stopped at object %d of %d: %w", req.DesiredAPIVersion, i+1, len(req.Objects), err)
+			return nil, kind, "", fmt.Errorf("conversion to %s: stopped at object %d of %d: %w", desired, i+1, len(objects), err)
 		}
-		b, k, v, err := h.convert(ctx, raw.Raw, to)
+		b, k, v, err := h.convert(ctx, raw, to)
 		if kind == "" {
 			kind, from = k, v
 		}
 		if err != nil {
 			return nil, kind, "", err
 		}
-		out[i] = runtime.RawExtension{Raw: b}
+		out[i] = b
 	}
 	return out, kind, from, nil
 }

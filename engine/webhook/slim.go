@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"strconv"
 	"unicode/utf8"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -97,13 +99,9 @@ func decodeSlim(raw []byte) (*unstructured.Unstructured, json.RawMessage, error)
 // depth is how deep raw nests in the object of the review (1 for the
 // object itself): a value that would nest deeper than maxDepth is refused.
 func members(raw []byte, depth int, f func(key string, value []byte) error) error {
-	i := skipSpace(raw, 0)
-	if i >= len(raw) || raw[i] != '{' {
-		return errors.New("not a JSON object")
-	}
-	i = skipSpace(raw, i+1)
-	if i < len(raw) && raw[i] == '}' {
-		return atEnd(raw, i+1)
+	i, done, err := first(raw, '{', '}')
+	if done || err != nil {
+		return err
 	}
 	for {
 		end, err := skipString(raw, i)
@@ -126,16 +124,39 @@ func members(raw []byte, depth int, f func(key string, value []byte) error) erro
 		if err := f(key, raw[i:vend]); err != nil {
 			return err
 		}
-		i = skipSpace(raw, vend)
-		switch {
-		case i < len(raw) && raw[i] == ',':
-			i = skipSpace(raw, i+1)
-		case i < len(raw) && raw[i] == '}':
-			return atEnd(raw, i+1)
-		default:
-			return errors.New("JSON object: want a comma or a closing brace")
+		if i, done, err = next(raw, vend, '}'); done || err != nil {
+			return err
 		}
 	}
+}
+
+// first is where the first member or element of the object or array raw
+// starts (opened with open), or done when it is empty; an error when raw
+// is not one.
+func first(raw []byte, open, close byte) (i int, done bool, err error) {
+	i = skipSpace(raw, 0)
+	if i >= len(raw) || raw[i] != open {
+		return 0, false, fmt.Errorf("JSON: want a value that starts with %c", open)
+	}
+	i = skipSpace(raw, i+1)
+	if i < len(raw) && raw[i] == close {
+		return 0, true, atEnd(raw, i+1)
+	}
+	return i, false, nil
+}
+
+// next is where the member or element after the value ending at end
+// starts, or done when the object or array closes there (with close) and
+// nothing follows it.
+func next(raw []byte, end int, close byte) (i int, done bool, err error) {
+	i = skipSpace(raw, end)
+	switch {
+	case i < len(raw) && raw[i] == ',':
+		return skipSpace(raw, i+1), false, nil
+	case i < len(raw) && raw[i] == close:
+		return 0, true, atEnd(raw, i+1)
+	}
+	return 0, false, fmt.Errorf("JSON: want a comma or a closing %c", close)
 }
 
 func skipSpace(raw []byte, i int) int {
@@ -147,7 +168,7 @@ func skipSpace(raw []byte, i int) int {
 
 func atEnd(raw []byte, i int) error {
 	if skipSpace(raw, i) != len(raw) {
-		return errors.New("JSON object: text after its closing brace")
+		return errors.New("JSON: text after the value's end")
 	}
 	return nil
 }
@@ -244,7 +265,82 @@ func decodeValue(m map[string]any, k string, raw json.RawMessage) error {
 }
 
 // encodeSlim encodes obj, a conversion of what decodeSlim gave: without
-// managedFields, which the API server restores.
+// managedFields, which the API server restores. The bytes are those
+// encoding/json gives (FuzzSlim), written without its reflection: maps'
+// keys sorted, strings escaped as it escapes them (a string with any byte
+// it escapes, and any value but a map, a list, a string, an int64, a bool
+// or null, is encoded by encoding/json itself).
 func encodeSlim(obj *unstructured.Unstructured) ([]byte, error) {
-	return json.Marshal(obj.Object)
+	return appendJSON(make([]byte, 0, 1024), obj.Object)
+}
+
+// appendJSON appends the JSON encoding of x to b, as json.Marshal gives it.
+func appendJSON(b []byte, x any) ([]byte, error) {
+	var err error
+	switch t := x.(type) {
+	case nil:
+		return append(b, "null"...), nil
+	case bool:
+		return strconv.AppendBool(b, t), nil
+	case string:
+		return appendString(b, t), nil
+	case int64:
+		return strconv.AppendInt(b, t, 10), nil
+	case map[string]any:
+		if t == nil {
+			return append(b, "null"...), nil
+		}
+		b = append(b, '{')
+		keys := make([]string, 0, 32) // on the stack for most objects
+		for k := range t {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		for i, k := range keys {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendString(b, k)
+			b = append(b, ':')
+			if b, err = appendJSON(b, t[k]); err != nil {
+				return nil, err
+			}
+		}
+		return append(b, '}'), nil
+	case []any:
+		if t == nil {
+			return append(b, "null"...), nil
+		}
+		b = append(b, '[')
+		for i, e := range t {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			if b, err = appendJSON(b, e); err != nil {
+				return nil, err
+			}
+		}
+		return append(b, ']'), nil
+	}
+	v, err := json.Marshal(x)
+	if err != nil {
+		return nil, err
+	}
+	return append(b, v...), nil
+}
+
+// appendString appends s as a JSON string. One with only the printable
+// ASCII that encoding/json writes as is goes as it is; any other is
+// encoded by encoding/json (its escapes of control characters, of <, >
+// and &, of U+2028 and U+2029 and of invalid UTF-8).
+func appendString(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			v, _ := json.Marshal(s) // a string always encodes
+			return append(b, v...)
+		}
+	}
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"')
 }
