@@ -1,10 +1,10 @@
 package reconcile
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"reflect"
 	"sort"
 	"strings"
 	"sync"
@@ -273,18 +273,11 @@ func sameStatus(old any, st map[string]any, owned map[string]bool) bool {
 	if _, ok := mine["conditions"]; ok {
 		mine["conditions"] = conditionsValue(ownConditions(oldConditions(m), owned))
 	}
-	a, err1 := canonical(mine)
-	b, err2 := canonical(st)
-	return err1 == nil && err2 == nil && reflect.DeepEqual(a, b)
-}
-
-func canonical(v any) (any, error) {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return nil, err
-	}
-	var out any
-	return out, json.Unmarshal(b, &out)
+	// Compared as JSON (keys sorted, 3 and 3.0 alike): what the API
+	// server would store of either.
+	a, err1 := json.Marshal(mine)
+	b, err2 := json.Marshal(st)
+	return err1 == nil && err2 == nil && bytes.Equal(a, b)
 }
 
 func oldConditions(old map[string]any) []metav1.Condition {

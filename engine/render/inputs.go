@@ -225,7 +225,12 @@ func (h *hasher) list(t []any) bool {
 func (h *hasher) object(t map[string]any) bool {
 	h.b = append(h.b, 'm')
 	h.b = binary.AppendUvarint(h.b, uint64(len(t)))
-	for _, k := range slices.Sorted(maps.Keys(t)) {
+	keys := make([]string, 0, 32) // on the stack for most objects
+	for k := range t {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
 		h.str(k)
 		if !h.value(t[k]) {
 			return false
