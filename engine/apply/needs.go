@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/structured-merge-diff/v6/typed"
 
 	"github.com/cueop/cueop/engine/kschema"
+	"github.com/cueop/cueop/internal/jsonenc"
 )
 
 // plan is what Apply would send and why; why is "" when nothing would
@@ -316,7 +317,7 @@ func annotations(m map[string]any) (map[string]any, error) {
 // hashOf is the first 16 hex digits of the sha256 of obj's canonical JSON
 // (encoding/json writes map keys in sorted order).
 func hashOf(obj map[string]any) (string, error) {
-	b, err := json.Marshal(obj)
+	b, err := jsonenc.Append(make([]byte, 0, 2048), obj) // json.Marshal's bytes
 	if err != nil {
 		return "", fmt.Errorf("hash: %w", err)
 	}

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+
+	"github.com/cueop/cueop/internal/jsonenc"
 )
 
 // A review's envelope (apiVersion, kind, request.uid,
@@ -125,16 +127,16 @@ func appendReview(b []byte, rr *reviewRequest, converted [][]byte) []byte {
 	b = append(b, '{')
 	if rr.kind != "" {
 		b = append(b, `"kind":`...)
-		b = appendString(b, rr.kind)
+		b = jsonenc.AppendString(b, rr.kind)
 		b = append(b, ',')
 	}
 	if rr.apiVersion != "" {
 		b = append(b, `"apiVersion":`...)
-		b = appendString(b, rr.apiVersion)
+		b = jsonenc.AppendString(b, rr.apiVersion)
 		b = append(b, ',')
 	}
 	b = append(b, `"response":{"uid":`...)
-	b = appendString(b, rr.uid)
+	b = jsonenc.AppendString(b, rr.uid)
 	b = append(b, `,"convertedObjects":`...)
 	if converted == nil {
 		b = append(b, "null"...)

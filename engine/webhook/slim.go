@@ -5,13 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
-	"strconv"
 	"unicode/utf8"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
+
+	"github.com/cueop/cueop/internal/jsonenc"
 )
 
 // A CR as stored is mostly its metadata.managedFields, and a conversion
@@ -271,76 +271,5 @@ func decodeValue(m map[string]any, k string, raw json.RawMessage) error {
 // it escapes, and any value but a map, a list, a string, an int64, a bool
 // or null, is encoded by encoding/json itself).
 func encodeSlim(obj *unstructured.Unstructured) ([]byte, error) {
-	return appendJSON(make([]byte, 0, 1024), obj.Object)
-}
-
-// appendJSON appends the JSON encoding of x to b, as json.Marshal gives it.
-func appendJSON(b []byte, x any) ([]byte, error) {
-	var err error
-	switch t := x.(type) {
-	case nil:
-		return append(b, "null"...), nil
-	case bool:
-		return strconv.AppendBool(b, t), nil
-	case string:
-		return appendString(b, t), nil
-	case int64:
-		return strconv.AppendInt(b, t, 10), nil
-	case map[string]any:
-		if t == nil {
-			return append(b, "null"...), nil
-		}
-		b = append(b, '{')
-		keys := make([]string, 0, 32) // on the stack for most objects
-		for k := range t {
-			keys = append(keys, k)
-		}
-		slices.Sort(keys)
-		for i, k := range keys {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = appendString(b, k)
-			b = append(b, ':')
-			if b, err = appendJSON(b, t[k]); err != nil {
-				return nil, err
-			}
-		}
-		return append(b, '}'), nil
-	case []any:
-		if t == nil {
-			return append(b, "null"...), nil
-		}
-		b = append(b, '[')
-		for i, e := range t {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			if b, err = appendJSON(b, e); err != nil {
-				return nil, err
-			}
-		}
-		return append(b, ']'), nil
-	}
-	v, err := json.Marshal(x)
-	if err != nil {
-		return nil, err
-	}
-	return append(b, v...), nil
-}
-
-// appendString appends s as a JSON string. One with only the printable
-// ASCII that encoding/json writes as is goes as it is; any other is
-// encoded by encoding/json (its escapes of control characters, of <, >
-// and &, of U+2028 and U+2029 and of invalid UTF-8).
-func appendString(b []byte, s string) []byte {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
-			v, _ := json.Marshal(s) // a string always encodes
-			return append(b, v...)
-		}
-	}
-	b = append(b, '"')
-	b = append(b, s...)
-	return append(b, '"')
+	return jsonenc.Append(make([]byte, 0, 1024), obj.Object)
 }
