@@ -16,7 +16,7 @@ import (
 
 type runFlags struct {
 	kubeconfig, metricsAddr, probeAddr, leaderNamespace, namespace string
-	installCRDs, leaderElect                                       bool
+	installCRDs, leaderElect, apiCompression                       bool
 	maxConcurrent, burst, rolloutMaxInFlight                       int
 	qps                                                            float32
 	migrationPageSize                                              int64
@@ -55,6 +55,7 @@ func newRun(g *globals, zapOpts *zap.Options) *cobra.Command {
 	fl.Int64Var(&f.migrationPageSize, "storage-migration-page-size", migrate.DefaultPageSize, "CRs a storage migration lists at once")
 	fl.Float32Var(&f.qps, "kube-api-qps", operator.DefaultQPS, "client-side limit of API requests per second")
 	fl.IntVar(&f.burst, "kube-api-burst", operator.DefaultBurst, "client-side burst of API requests")
+	fl.BoolVar(&f.apiCompression, "kube-api-compression", false, "ask the API server for gzip-compressed responses (off: next to the API server it costs both ends CPU)")
 	fl.StringVar(&f.namespace, "namespace", "", "serve the CRs of this namespace only (default: all namespaces)")
 	fl.StringVar(&f.metricsAddr, "metrics-bind-address", ":8080", "metrics address (0 disables)")
 	fl.StringVar(&f.probeAddr, "health-probe-bind-address", ":8081", "/healthz and /readyz address (0 disables)")
@@ -112,7 +113,7 @@ func operatorOptions(g *globals, f *runFlags) (*rest.Config, operator.Options, e
 	return cfg, operator.Options{
 		Templates: g.templates, InstallCRDs: f.installCRDs, AllowedKinds: opts.AllowedKinds, ReadableKinds: opts.ReadableKinds, DataKinds: opts.DataKinds, Budget: opts.Budget,
 		TemplateLimits: g.limits.limits(), Workers: workers, InProcess: inProcess,
-		MaxConcurrent: f.maxConcurrent, Namespace: f.namespace, RolloutMaxInFlight: f.rolloutMaxInFlight, Conversion: conv,
+		MaxConcurrent: f.maxConcurrent, APICompression: f.apiCompression, Namespace: f.namespace, RolloutMaxInFlight: f.rolloutMaxInFlight, Conversion: conv,
 		StorageMigrationPageSize: f.migrationPageSize, Identities: ids,
 		TemplatesAccepted: g.source.accepted,
 		Manager: ctrl.Options{

@@ -68,6 +68,11 @@ type Options struct {
 	TemplatesLoaded func(context.Context, *template.Set)
 	// MaxConcurrent is the number of CRs of one kind reconciled at once.
 	MaxConcurrent int
+	// APICompression asks the API server for gzip-compressed responses
+	// (client-go's default). Off unless set, as kube-controller-manager and
+	// kube-scheduler run: next to the API server, compressing every watch
+	// event and list costs both ends CPU to save bandwidth nobody lacks.
+	APICompression bool
 	// RolloutMaxInFlight bounds the CRs of a kind moving to a new template
 	// revision at once; 0 means unlimited.
 	RolloutMaxInFlight int
@@ -148,7 +153,7 @@ func New(cfg *rest.Config, opts Options) (*Operator, error) {
 	if opts.MaxConcurrent <= 0 {
 		opts.MaxConcurrent = 4
 	}
-	cfg = withRateLimits(cfg)
+	cfg = clientDefaults(cfg, opts)
 	if opts.Conversion == nil {
 		c, err := LocalConversion()
 		if err != nil {
@@ -338,12 +343,16 @@ const (
 	DefaultBurst = 200
 )
 
-func withRateLimits(cfg *rest.Config) *rest.Config {
-	if cfg.QPS != 0 || cfg.RateLimiter != nil {
-		return cfg
-	}
+// clientDefaults is cfg with cueop's rate limits where it sets none and
+// without compression unless opts.APICompression asks for it.
+func clientDefaults(cfg *rest.Config, opts Options) *rest.Config {
 	cfg = rest.CopyConfig(cfg)
-	cfg.QPS, cfg.Burst = DefaultQPS, DefaultBurst
+	if cfg.QPS == 0 && cfg.RateLimiter == nil {
+		cfg.QPS, cfg.Burst = DefaultQPS, DefaultBurst
+	}
+	if !opts.APICompression {
+		cfg.DisableCompression = true
+	}
 	return cfg
 }
 

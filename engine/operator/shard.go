@@ -128,7 +128,7 @@ func NewSharded(cfg *rest.Config, opts Options, sh Sharding) (*Sharded, error) {
 		}
 		sh.Namespace = ns
 	}
-	cfg = withRateLimits(cfg)
+	cfg = clientDefaults(cfg, opts)
 	leases, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return nil, err
