@@ -41,6 +41,14 @@ func (b boundedEvaluator) Render(ctx context.Context, in render.Inputs, opts ren
 	return b.Evaluator.Render(ctx, in, opts)
 }
 
+// RenderPacked is Render, keeping its Evaluator's packed result.
+func (b boundedEvaluator) RenderPacked(ctx context.Context, in render.Inputs, opts render.Options) (*render.Result, *render.Packed, error) {
+	if err := inputsTooLarge(b.subject, in, b.max); err != nil {
+		return nil, nil, err
+	}
+	return render.RenderPacked(ctx, b.Evaluator, in, opts)
+}
+
 // inputsTooLarge is the refusal, a render Error (render.ReasonRenderBudget:
 // the CR stalls until its inputs change), of a render of subject whose
 // observed children and referenced objects hold more than max bytes,

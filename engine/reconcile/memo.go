@@ -55,18 +55,13 @@ func (m *renderMemo) render(ctx context.Context, ev render.Evaluator, key types.
 		}
 		d, ok = in.Digest() // the objects read may be newer than their metadata
 	}
-	res, err = ev.Render(ctx, in, opts)
+	res, p, err := render.RenderPacked(ctx, ev, in, opts) // as a worker sent it
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.misses++
-	if err != nil || !ok {
+	if err != nil || !ok || p == nil {
 		delete(m.entries, key)
 		return res, false, err
-	}
-	p, packable := render.Pack(res)
-	if !packable {
-		delete(m.entries, key)
-		return res, false, nil
 	}
 	if m.entries == nil {
 		m.entries = map[types.NamespacedName]memoEntry{}

@@ -18,6 +18,32 @@ type Evaluator interface {
 	References(ctx context.Context, k *template.Kind, parent *unstructured.Unstructured, opts Options) ([]Reference, error)
 }
 
+// PackedEvaluator is an Evaluator whose renders come packed, as a worker
+// process sends them: RenderPacked gives the Result and its Packed, which
+// a memo keeps as it came instead of packing the Result again.
+type PackedEvaluator interface {
+	Evaluator
+	RenderPacked(ctx context.Context, in Inputs, opts Options) (*Result, *Packed, error)
+}
+
+// RenderPacked renders in with ev and gives the result packed too: as ev
+// sent it when ev is a PackedEvaluator, else packed here; nil when the
+// result holds a value Pack cannot keep.
+func RenderPacked(ctx context.Context, ev Evaluator, in Inputs, opts Options) (*Result, *Packed, error) {
+	if pe, ok := ev.(PackedEvaluator); ok {
+		return pe.RenderPacked(ctx, in, opts)
+	}
+	res, err := ev.Render(ctx, in, opts)
+	if err != nil {
+		return res, nil, err
+	}
+	p, ok := Pack(res)
+	if !ok {
+		return res, nil, nil
+	}
+	return res, p, nil
+}
+
 // InProcess evaluates in the calling process, within each evaluation's
 // budget (RenderInputs, References).
 type InProcess struct{}

@@ -1,7 +1,9 @@
 package render_test
 
 import (
+	"bytes"
 	"reflect"
+	"slices"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -75,6 +77,42 @@ func TestPackRoundTrip(t *testing.T) {
 		t.Errorf("unpacked\n%+v\nwant\n%+v", got, res)
 	}
 	t.Logf("packed: %d bytes", p.Size())
+	// What another process sends of it is taken back whole.
+	data, children, resReady, conditions := p.Parts()
+	again, err := render.PackedOf(bytes.Clone(data), slices.Clone(children), resReady, conditions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := again.Unpack(); !reflect.DeepEqual(got, res) {
+		t.Errorf("PackedOf unpacked\n%+v\nwant\n%+v", got, res)
+	}
+}
+
+// FuzzPackedOf: PackedOf refuses, without panicking, any data that is not
+// one object per child, a status and the immutable values; what it takes
+// unpacks without panicking.
+func FuzzPackedOf(f *testing.F) {
+	k := loadKind(f, "cache.example.com", "RedisCluster")
+	res, err := render.Render(k, redis(map[string]any{"replicas": int64(2)}), nil, render.Options{})
+	if err != nil {
+		f.Fatal(err)
+	}
+	p, _ := render.Pack(res)
+	data, _, _, _ := p.Parts()
+	f.Add(data, uint8(len(res.Children)))
+	f.Add(data[:len(data)/2], uint8(len(res.Children)))
+	f.Add([]byte{1, 7, 0xff, 0xff, 0xff, 0xff, 0x0f}, uint8(1))
+	f.Add([]byte{0, 0, 0}, uint8(0))
+	f.Fuzz(func(t *testing.T, data []byte, n uint8) {
+		children := make([]render.Child, n)
+		p, err := render.PackedOf(data, children, false, nil)
+		if err != nil {
+			return
+		}
+		if got := p.Unpack(); len(got.Children) != int(n) {
+			t.Fatalf("%d children unpacked, want %d", len(got.Children), n)
+		}
+	})
 }
 
 // TestDigestOfReferencedByVersion: a referenced object read from the API

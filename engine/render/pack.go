@@ -2,6 +2,8 @@ package render
 
 import (
 	"encoding/binary"
+	"errors"
+	"fmt"
 	"math"
 	"slices"
 	"unsafe"
@@ -79,6 +81,132 @@ func (p *Packed) Unpack() *Result {
 	res.Status, _ = d.value().(map[string]any)
 	res.Immutable, _ = d.value().(map[string]any)
 	return res
+}
+
+// Parts are what p holds, for a worker to send: the packed objects, status
+// and immutable values (data), the children without their objects, Ready
+// and the conditions. PackedOf takes them back.
+func (p *Packed) Parts() (data []byte, children []Child, ready bool, conditions []Condition) {
+	return p.data, p.children, p.ready, p.conditions
+}
+
+// PackedOf is the Packed of parts that another process sent (Parts),
+// checked whole before anything is built of them: data must hold one
+// object per child, then the status and the immutable values, and nothing
+// else. data is kept: the caller must not write it afterwards.
+func PackedOf(data []byte, children []Child, ready bool, conditions []Condition) (*Packed, error) {
+	c := &checker{b: data}
+	if n, err := c.uvarint(); err != nil || n != uint64(len(children)) {
+		return nil, fmt.Errorf("packed result: %d objects for %d children (%v)", n, len(children), err)
+	}
+	for i := range children {
+		if c.off < len(data) && data[c.off] != tagMap {
+			return nil, fmt.Errorf("packed result: child %d is not an object", i)
+		}
+		if err := c.value(0, true); err != nil {
+			return nil, fmt.Errorf("packed result: child %d: %w", i, err)
+		}
+		children[i].Object = nil
+	}
+	for _, what := range []string{"status", "immutable"} {
+		if err := c.value(0, true); err != nil {
+			return nil, fmt.Errorf("packed result: %s: %w", what, err)
+		}
+	}
+	if c.off != len(data) {
+		return nil, fmt.Errorf("packed result: %d bytes after its values", len(data)-c.off)
+	}
+	return &Packed{data: data, children: children, ready: ready, conditions: conditions}, nil
+}
+
+// maxPackedDepth bounds how deep a packed value may nest (as unstructured
+// decodes JSON).
+const maxPackedDepth = 10000
+
+// checker walks packed values as decoder reads them, with every length
+// and offset checked.
+type checker struct {
+	b   []byte
+	off int
+}
+
+func (c *checker) uvarint() (uint64, error) {
+	v, n := binary.Uvarint(c.b[c.off:])
+	if n <= 0 {
+		return 0, errors.New("bad length")
+	}
+	c.off += n
+	return v, nil
+}
+
+// count is a length that at most the rest of the bytes can hold, each
+// element taking one byte or more.
+func (c *checker) count() (int, error) {
+	n, err := c.uvarint()
+	if err != nil {
+		return 0, err
+	}
+	if n > uint64(len(c.b)-c.off) {
+		return 0, fmt.Errorf("length %d beyond the %d bytes left", n, len(c.b)-c.off)
+	}
+	return int(n), nil
+}
+
+func (c *checker) str() error {
+	n, err := c.count()
+	c.off += n
+	return err
+}
+
+// value checks one value; top asks for a map (or a nil one, or nil).
+func (c *checker) value(depth int, top bool) error {
+	if depth > maxPackedDepth {
+		return errors.New("nested too deep")
+	}
+	if c.off >= len(c.b) {
+		return errors.New("truncated")
+	}
+	tag := c.b[c.off]
+	c.off++
+	if top && tag != tagMap && tag != tagNilMap && tag != tagNil {
+		return fmt.Errorf("tag %d where an object belongs", tag)
+	}
+	switch tag {
+	case tagNil, tagFalse, tagTrue, tagNilMap:
+		return nil
+	case tagInt:
+		if _, n := binary.Varint(c.b[c.off:]); n <= 0 {
+			return errors.New("bad integer")
+		} else {
+			c.off += n
+		}
+		return nil
+	case tagFloat:
+		if len(c.b)-c.off < 8 {
+			return errors.New("truncated float")
+		}
+		c.off += 8
+		return nil
+	case tagString:
+		return c.str()
+	case tagList, tagMap:
+		n, err := c.count()
+		if err != nil {
+			return err
+		}
+		for range n {
+			if tag == tagMap {
+				if err := c.str(); err != nil {
+					return err
+				}
+			}
+			if err := c.value(depth+1, false); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	return fmt.Errorf("unknown tag %d", tag)
 }
 
 const (

@@ -18,12 +18,19 @@ import (
 // crashes its worker, is a render Error (render.ReasonRenderBudget) that
 // names what the evaluation used; its worker is replaced.
 func (p *Pool) Render(ctx context.Context, in render.Inputs, opts render.Options) (*render.Result, error) {
+	res, _, err := p.RenderPacked(ctx, in, opts)
+	return res, err
+}
+
+// RenderPacked is Render, with the result packed as the worker sent it
+// (nil when it could not pack it: then it sent the result as JSON).
+func (p *Pool) RenderPacked(ctx context.Context, in render.Inputs, opts render.Options) (*render.Result, *render.Packed, error) {
 	// The worker gets what the template reads of the observed children;
 	// the engine's default readiness is computed here from the whole
 	// objects (render.Reuse), as for a memoized render.
 	req := &request{Op: opRender, Parent: in.Parent.Object, Observed: objects(render.ObservedView(in.Kind, in.Observed)), Options: wire(opts)}
 	if err := p.setKind(req, in.Kind); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if len(in.Referenced) > 0 {
 		req.Referenced = make(map[string]wireReferenced, len(in.Referenced))
@@ -37,9 +44,33 @@ func (p *Pool) Render(ctx context.Context, in render.Inputs, opts render.Options
 	}
 	resp, err := p.evaluate(ctx, in.Parent.GetNamespace(), in.Kind, req, opts.Budget)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return render.Reuse(in, result(resp.Result)), nil
+	if resp.Packed == nil {
+		return render.Reuse(in, result(resp.Result)), nil, nil
+	}
+	packed, err := unpack(resp.Packed)
+	if err != nil {
+		return nil, nil, err
+	}
+	res := packed.Unpack()
+	if res.Status == nil {
+		res.Status = map[string]any{}
+	}
+	return render.Reuse(in, res), packed, nil
+}
+
+// unpack is the Packed a worker sent, checked whole.
+func unpack(w *wirePacked) (*render.Packed, error) {
+	children := make([]render.Child, len(w.Children))
+	for i, c := range w.Children {
+		children[i] = render.Child{ID: c.ID, Policy: c.Policy, Wave: c.Wave, ReadyWhen: c.ReadyWhen}
+	}
+	p, err := render.PackedOf(w.Data, children, w.Ready, w.Conditions)
+	if err != nil {
+		return nil, fmt.Errorf("worker answer: %w", err)
+	}
+	return p, nil
 }
 
 // References evaluates k's references for parent in a worker, as

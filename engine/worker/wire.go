@@ -75,7 +75,11 @@ type wireOptions struct {
 
 // response is a worker's answer to a request.
 type response struct {
-	Result     *wireResult     `json:"result,omitempty"`
+	Result *wireResult `json:"result,omitempty"`
+	// Packed is a render's result as render.Pack holds it (Result when it
+	// cannot be packed): the operator's memo keeps it as it came, and it
+	// is read without a JSON decode of every value.
+	Packed     *wirePacked     `json:"packed,omitempty"`
 	References []wireReference `json:"references,omitempty"`
 	Revision   string          `json:"revision,omitempty"`
 	Err        *wireError      `json:"err,omitempty"`
@@ -104,6 +108,22 @@ type wireResult struct {
 	Immutable map[string]any `json:"immutable,omitempty"`
 	// Conditions are the template's own conditions.
 	Conditions []render.Condition `json:"conditions,omitempty"`
+}
+
+// wirePacked is render.Packed's Parts.
+type wirePacked struct {
+	Data       []byte             `json:"data"`
+	Children   []wirePackedChild  `json:"children,omitempty"`
+	Ready      bool               `json:"ready"`
+	Conditions []render.Condition `json:"conditions,omitempty"`
+}
+
+// wirePackedChild is a child without its object, which is in the data.
+type wirePackedChild struct {
+	ID        string        `json:"id"`
+	Policy    render.Policy `json:"policy"`
+	Wave      int           `json:"wave,omitempty"`
+	ReadyWhen *bool         `json:"readyWhen,omitempty"`
 }
 
 type wireChild struct {

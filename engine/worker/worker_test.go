@@ -67,6 +67,14 @@ func TestRenderInWorker(t *testing.T) {
 			t.Errorf("worker render = %#v\nwant %#v", got, want)
 		}
 	}
+	// The result came packed, and the memo keeps it as it came.
+	got, packed, err := p.RenderPacked(context.Background(), in, render.Options{})
+	if err != nil || packed == nil {
+		t.Fatalf("RenderPacked: packed %v, error %v", packed, err)
+	}
+	if again := render.Reuse(in, packed.Unpack()); !reflect.DeepEqual(got, want) || !reflect.DeepEqual(again, want) {
+		t.Errorf("packed render = %#v, unpacked again %#v\nwant %#v", got, again, want)
+	}
 	if started, killed := p.Stats(); started != 1 || killed != 0 {
 		t.Errorf("workers started %d, killed %d; want 1, 0", started, killed)
 	}
