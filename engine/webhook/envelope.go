@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+
 	"github.com/cueop/cueop/internal/jsonenc"
 )
 
@@ -20,15 +22,24 @@ import (
 type reviewRequest struct {
 	apiVersion, kind string
 	uid, desired     string
-	objects          [][]byte
-	hasRequest       bool
+	// objects are the first max+1 objects (decodeReview's max), count
+	// how many there are.
+	objects    [][]byte
+	count      int
+	hasRequest bool
 }
 
 // decodeReview reads body, a ConversionReview, as encoding/json would
 // decode it into apiextensions/v1's type: keys matched without regard to
-// case, the last of equal keys counting, unknown members checked but
-// ignored. The objects are slices of body.
-func decodeReview(body []byte) (*reviewRequest, error) {
+// case, the last of equal keys counting (a later request merged into an
+// earlier one, as into the same struct), other members checked as it
+// checks them. The objects are slices of body; past max+1 they are only
+// counted, for the handler to refuse the review without holding them.
+//
+// One difference is kept: a later objects array replaces an earlier one
+// whole, where encoding/json would keep an earlier element at the index
+// of a later null.
+func decodeReview(body []byte, max int) (*reviewRequest, error) {
 	rr := &reviewRequest{}
 	err := members(body, 1, func(k string, v []byte) error {
 		switch {
@@ -36,9 +47,14 @@ func decodeReview(body []byte) (*reviewRequest, error) {
 			return stringMember(&rr.apiVersion, k, v)
 		case strings.EqualFold(k, "kind"):
 			return stringMember(&rr.kind, k, v)
+		case strings.EqualFold(k, "response"):
+			// Never sent to a webhook; checked for its type as
+			// encoding/json decodes it.
+			var resp *apiextensionsv1.ConversionResponse
+			return json.Unmarshal(v, &resp)
 		case strings.EqualFold(k, "request"):
-			rr.uid, rr.desired, rr.objects, rr.hasRequest = "", "", nil, false
 			if string(v) == "null" {
+				*rr = reviewRequest{apiVersion: rr.apiVersion, kind: rr.kind}
 				return nil
 			}
 			if v[0] != '{' {
@@ -52,12 +68,14 @@ func decodeReview(body []byte) (*reviewRequest, error) {
 				case strings.EqualFold(k, "desiredAPIVersion"):
 					return stringMember(&rr.desired, "request.desiredAPIVersion", v)
 				case strings.EqualFold(k, "objects"):
-					rr.objects = nil
+					rr.objects, rr.count = nil, 0
 					if string(v) == "null" {
 						return nil
 					}
 					return elements(v, 3, func(o []byte) error {
-						rr.objects = append(rr.objects, o)
+						if rr.count++; rr.count <= max+1 {
+							rr.objects = append(rr.objects, o)
+						}
 						return nil
 					})
 				}

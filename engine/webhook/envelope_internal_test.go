@@ -2,7 +2,9 @@ package webhook
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"strings"
 	"testing"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -31,13 +33,18 @@ func FuzzEnvelope(f *testing.F) {
 		`{"request":{"uid":"\u2028\ud800x"}}`,
 		`{"apiVersion":null,"request":{}} x`,
 		`[]`,
+		`{"request":{"uid":"u","objects":[{}]},"response":5}`,
+		`{"request":{"uid":"u"},"Response":{"result":{"code":"x"}}}`,
+		`{"request":{"uid":"u"},"response":{"convertedObjects":[{}],"uid":"v"}}`,
+		`{"request":{"uid":"u1","desiredAPIVersion":"a/v2","objects":[{}]},"request":{}}`,
+		`{"request":{"uid":"u1"},"Request":{"desiredAPIVersion":"a/v2","objects":[]},"request":null,"request":{"uid":"u2"}}`,
 	} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
 		want := &apiextensionsv1.ConversionReview{}
 		jerr := json.Unmarshal(body, want)
-		rr, err := decodeReview(body)
+		rr, err := decodeReview(body, 1<<30)
 		if jerr == nil && err != nil {
 			t.Fatalf("decodeReview refused what encoding/json decodes (%v): %s", err, body)
 		}
@@ -60,11 +67,13 @@ func FuzzEnvelope(f *testing.F) {
 		if want.Request == nil {
 			return
 		}
-		if rr.uid != string(want.Request.UID) || rr.desired != want.Request.DesiredAPIVersion || len(rr.objects) != len(want.Request.Objects) {
+		if rr.uid != string(want.Request.UID) || rr.desired != want.Request.DesiredAPIVersion || len(rr.objects) != len(want.Request.Objects) || rr.count != len(rr.objects) {
 			t.Fatalf("request %+v, want %+v: %s", rr, want.Request, body)
 		}
 		for i, o := range rr.objects {
-			if w := want.Request.Objects[i].Raw; !bytes.Equal(o, w) && !(w == nil && string(o) == "null") {
+			// A later array's null is null here, where encoding/json keeps
+			// the earlier array's element (decodeReview's doc).
+			if w := want.Request.Objects[i].Raw; !bytes.Equal(o, w) && string(o) != "null" {
 				t.Fatalf("object %d: %s, want %s", i, o, w)
 			}
 		}
@@ -92,4 +101,18 @@ func FuzzEnvelope(f *testing.F) {
 			t.Fatalf("answer:\n%s\nwant:\n%s", got, wantOut.Bytes())
 		}
 	})
+}
+
+// TestEnvelopeCountsPastTheLimit: past the limit of objects a review's
+// objects are counted, not kept, and the handler refuses it by its count.
+func TestEnvelopeCountsPastTheLimit(t *testing.T) {
+	body := []byte(`{"request":{"uid":"u","desiredAPIVersion":"a/v2","objects":[` + strings.Repeat(`{},`, 9) + `{}]}}`)
+	rr, err := decodeReview(body, 3)
+	if err != nil || rr.count != 10 || len(rr.objects) != 4 {
+		t.Fatalf("count %d, kept %d, error %v; want 10, 4, nil", rr.count, len(rr.objects), err)
+	}
+	h := &Handler{Registry: &Registry{}, Limits: Limits{MaxObjects: 3}}
+	if _, err := h.review(context.Background(), rr); err == nil || !strings.Contains(err.Error(), "review of 10 objects over the webhook's limit of 3") {
+		t.Errorf("review: %v", err)
+	}
 }

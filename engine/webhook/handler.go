@@ -93,7 +93,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	var rr *reviewRequest
 	if err == nil {
-		rr, err = decodeReview(body) // envelope.go: the objects stay in body
+		rr, err = decodeReview(body, h.Limits.maxObjects()) // envelope.go: the objects stay in body
 	}
 	if err == nil && !rr.hasRequest {
 		err = errors.New("no request")
@@ -135,9 +135,9 @@ func sumLen(bs [][]byte) int {
 // Limits.MaxTime.
 func (h *Handler) review(ctx context.Context, rr *reviewRequest) ([][]byte, error) {
 	start := time.Now()
-	out, kind, from, err := h.convertAll(ctx, rr.desired, rr.objects)
+	out, kind, from, err := h.convertAll(ctx, rr.desired, rr.objects, rr.count)
 	if h.Observe != nil {
-		r := Reviewed{Kind: kind, Objects: len(rr.objects), Took: time.Since(start), Failed: err != nil}
+		r := Reviewed{Kind: kind, Objects: rr.count, Took: time.Since(start), Failed: err != nil}
 		if kind != "" && err == nil {
 			r.From, r.To = from, rr.desired[strings.LastIndexByte(rr.desired, '/')+1:]
 		}
@@ -146,14 +146,15 @@ func (h *Handler) review(ctx context.Context, rr *reviewRequest) ([][]byte, erro
 	return out, err
 }
 
-// convertAll converts objects to the version desired; kind is that of the
-// first object a converter of the Registry took ("" when none did).
-func (h *Handler) convertAll(ctx context.Context, desired string, objects [][]byte) (_ [][]byte, kind, from string, _ error) {
+// convertAll converts objects, count in the review, to the version
+// desired; kind is that of the first object a converter of the Registry
+// took ("" when none did).
+func (h *Handler) convertAll(ctx context.Context, desired string, objects [][]byte, count int) (_ [][]byte, kind, from string, _ error) {
 	to, err := schema.ParseGroupVersion(desired)
 	if err != nil {
 		return nil, "", "", fmt.Errorf("desired api version %q: %w", desired, err)
 	}
-	if n, limit := len(objects), h.Limits.maxObjects(); n > limit {
+	if n, limit := count, h.Limits.maxObjects(); n > limit || len(objects) != n {
 		return nil, "", "", fmt.Errorf("conversion to %s: review of %d objects over the webhook's limit of %d (a list at this version needs smaller pages)", desired, n, limit)
 	}
 	out := make([][]byte, len(objects))

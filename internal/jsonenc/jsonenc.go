@@ -13,8 +13,22 @@ import (
 )
 
 // Append appends the JSON encoding of x to b, as json.Marshal gives it.
-func Append(b []byte, x any) ([]byte, error) {
+func Append(b []byte, x any) ([]byte, error) { return appendDepth(b, x, 0) }
+
+// maxDepth is how deep Append nests before it leaves the rest to
+// json.Marshal, which refuses a cycle (a map holding itself) where
+// recursion would overflow the stack.
+const maxDepth = 1000
+
+func appendDepth(b []byte, x any, depth int) ([]byte, error) {
 	var err error
+	if depth > maxDepth {
+		v, err := json.Marshal(x)
+		if err != nil {
+			return nil, err
+		}
+		return append(b, v...), nil
+	}
 	switch t := x.(type) {
 	case nil:
 		return append(b, "null"...), nil
@@ -40,7 +54,7 @@ func Append(b []byte, x any) ([]byte, error) {
 			}
 			b = AppendString(b, k)
 			b = append(b, ':')
-			if b, err = Append(b, t[k]); err != nil {
+			if b, err = appendDepth(b, t[k], depth+1); err != nil {
 				return nil, err
 			}
 		}
@@ -54,7 +68,7 @@ func Append(b []byte, x any) ([]byte, error) {
 			if i > 0 {
 				b = append(b, ',')
 			}
-			if b, err = Append(b, e); err != nil {
+			if b, err = appendDepth(b, e, depth+1); err != nil {
 				return nil, err
 			}
 		}

@@ -49,3 +49,22 @@ func FuzzAppend(f *testing.F) {
 		}
 	})
 }
+
+// TestAppendDeepAndCyclic: a value nested deeper than Append recurses is
+// written as Marshal writes it, and a map that holds itself is refused as
+// Marshal refuses it, not a stack overflow.
+func TestAppendDeepAndCyclic(t *testing.T) {
+	var deep any = "x"
+	for range 5000 {
+		deep = []any{map[string]any{"a": deep}}
+	}
+	want, _ := json.Marshal(deep)
+	if got, err := jsonenc.Append(nil, deep); err != nil || !bytes.Equal(got, want) {
+		t.Errorf("5000 levels: %d bytes, %v; want %d bytes", len(got), err, len(want))
+	}
+	cycle := map[string]any{"kind": "K"}
+	cycle["spec"] = cycle
+	if _, err := jsonenc.Append(nil, cycle); err == nil {
+		t.Error("a map holding itself was encoded")
+	}
+}
