@@ -30,7 +30,7 @@ var stages = []stage{
 	{label: "— status: computed and written", cueop: []string{"engine/reconcile.(*run).writeStatus"}, baseline: []string{"bench/baseline.(*Reconciler).applyStatus"}},
 	{label: "— cache reads", cueop: []string{"engine/reconcile.(*run).observe"}, baseline: []string{"bench/baseline.(*Reconciler).get", "pkg/cache.(*informerCache).List"}},
 	{label: "— Events recorded", cueop: []string{"engine/reconcile.(*run).emitEvents"}},
-	{label: "render answers read from the workers (framing, JSON decode)", cueop: []string{"engine/worker.(*proc).send.func2"}},
+	{label: "render answers read from the workers (framing, decode)", cueop: []string{"engine/worker.(*proc).send.func2"}},
 	{label: "Events sent (the recorder's goroutine)", cueop: []string{"tools/record.(*eventBroadcasterImpl).StartEventWatcher.func1"}, baseline: []string{"tools/record.(*eventBroadcasterImpl).StartEventWatcher.func1"}},
 	{label: "conversion webhook: reviews served (the handler; TLS and HTTP/2 around it not included)", cueop: []string{"engine/webhook.(*Handler).ServeHTTP"}},
 	{label: "watch events decoded (informers)", cueop: []string{"k8s.io/apimachinery/pkg/watch.(*StreamWatcher).receive"}, baseline: []string{"k8s.io/apimachinery/pkg/watch.(*StreamWatcher).receive"}},
