@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"sort"
 	"strings"
 	"sync"
@@ -274,10 +275,19 @@ func sameStatus(old any, st map[string]any, owned map[string]bool) bool {
 		mine["conditions"] = conditionsValue(ownConditions(oldConditions(m), owned))
 	}
 	// Compared as JSON (keys sorted, 3 and 3.0 alike): what the API
-	// server would store of either.
+	// server would store of either. Equal bytes are equal values; other
+	// bytes may be too (2.0 as CUE writes a float, 2 as the API server
+	// gives it back), so those are decoded and compared.
 	a, err1 := json.Marshal(mine)
 	b, err2 := json.Marshal(st)
-	return err1 == nil && err2 == nil && bytes.Equal(a, b)
+	if err1 != nil || err2 != nil {
+		return false
+	}
+	if bytes.Equal(a, b) {
+		return true
+	}
+	var x, y any
+	return json.Unmarshal(a, &x) == nil && json.Unmarshal(b, &y) == nil && reflect.DeepEqual(x, y)
 }
 
 func oldConditions(old map[string]any) []metav1.Condition {

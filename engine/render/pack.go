@@ -322,7 +322,7 @@ func (d *decoder) value() any {
 		return l
 	case tagMap:
 		n := int(d.uvarint())
-		m := make(map[string]any, n)
+		m := make(map[string]any, min(n, 64)) // n may count repeated keys (PackedOf checks no more)
 		for range n {
 			k := d.str()
 			m[k] = d.value()

@@ -47,17 +47,17 @@ func (p *Pool) RenderPacked(ctx context.Context, in render.Inputs, opts render.O
 		return nil, nil, err
 	}
 	if resp.Packed == nil {
-		return render.Reuse(in, result(resp.Result)), nil, nil
+		// Values render.Pack does not keep as they are (a json.Number of
+		// CUE's) came as JSON, decoded to those it keeps: packed here.
+		res := render.Reuse(in, result(resp.Result))
+		packed, _ := render.Pack(res)
+		return res, packed, nil
 	}
 	packed, err := unpack(resp.Packed)
 	if err != nil {
 		return nil, nil, err
 	}
-	res := packed.Unpack()
-	if res.Status == nil {
-		res.Status = map[string]any{}
-	}
-	return render.Reuse(in, res), packed, nil
+	return render.Reuse(in, packed.Unpack()), packed, nil
 }
 
 // unpack is the Packed a worker sent, checked whole.

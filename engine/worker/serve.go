@@ -217,6 +217,9 @@ func renderResponse(res *render.Result, err error) *response {
 	if err != nil {
 		return errorResponse(err)
 	}
+	if res.Status == nil {
+		res.Status = map[string]any{} // as result gives it: the same packed and unpacked
+	}
 	if p, ok := render.Pack(res); ok {
 		data, children, ready, conditions := p.Parts()
 		out := &wirePacked{Data: data, Ready: ready, Conditions: conditions, Children: make([]wirePackedChild, len(children))}

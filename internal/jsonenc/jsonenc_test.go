@@ -3,8 +3,11 @@ package jsonenc_test
 import (
 	"bytes"
 	"encoding/json"
+	"math"
+	"math/big"
 	"testing"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 
 	"github.com/cueop/cueop/internal/jsonenc"
@@ -66,5 +69,47 @@ func TestAppendDeepAndCyclic(t *testing.T) {
 	cycle["spec"] = cycle
 	if _, err := jsonenc.Append(nil, cycle); err == nil {
 		t.Error("a map holding itself was encoded")
+	}
+}
+
+type rawMarshaler struct{ s string }
+
+func (m rawMarshaler) MarshalJSON() ([]byte, error) { return []byte(m.s), nil }
+
+type tagged struct {
+	B string `json:"b"`
+	A int    `json:"a,omitempty"`
+}
+
+// TestAppendMoreValues: every other kind of value Append leaves to
+// Marshal, and the values Marshal refuses, refused alike.
+func TestAppendMoreValues(t *testing.T) {
+	big1, _ := new(big.Int).SetString("100000000000000000000000", 10)
+	var nilp *int
+	for _, x := range []any{
+		math.Copysign(0, -1), 1e20, 1e21, 123456789012345680000.0, 1e-6, 1e-7, 5e-324, math.MaxFloat64, float32(0.1), float32(1e21),
+		int64(math.MinInt64), int64(math.MaxInt64), uint64(math.MaxUint64), int32(-5), int(-1), uint8(3),
+		big1, json.Number("2.0"), json.Number("-0"), json.Number("1e3"),
+		json.RawMessage(` { "<" : [ 1 ,  2 ] } `), rawMarshaler{`{"a" : "<&>"}`},
+		[]byte("<bytes>"), []byte(nil), nilp, tagged{B: "<"},
+		map[string]any{"raw": json.RawMessage(` {"z":1, "a":"\u2028"} `), "m": rawMarshaler{` "x" `}},
+		map[string]any{"\u2028k": 1.0, "<k>": int64(1), "\xffk": nil, "k\x00": "v", "\x7f": "del"},
+		map[string]any{"n": map[string]any(nil), "l": []any(nil), "s": []string(nil), "ms": map[string]string(nil), "e": []any{map[string]any{}, []any{}}},
+		map[string]any{"ptr": &tagged{B: "x"}, "iface": any(map[string]any{"x": []any{int64(1)}})},
+		[]any{uint(1), float32(2.5), "\xed\xa0\x80"},
+		map[string]any{"a": unstructured.Unstructured{Object: map[string]any{"kind": "K"}}},
+	} {
+		want, werr := json.Marshal(x)
+		got, gerr := jsonenc.Append(nil, x)
+		if (werr == nil) != (gerr == nil) || !bytes.Equal(got, want) {
+			t.Errorf("Append(%#v) = %s (%v); Marshal %s (%v)", x, got, gerr, want, werr)
+		}
+	}
+	for _, bad := range []any{math.NaN(), map[string]any{"f": math.Inf(1)}, []any{func() {}}, map[string]any{"c": make(chan int)}, rawMarshaler{"{"}} {
+		_, werr := json.Marshal(bad)
+		_, gerr := jsonenc.Append(nil, bad)
+		if (werr == nil) != (gerr == nil) {
+			t.Errorf("%#v: Append error %v, Marshal error %v", bad, gerr, werr)
+		}
 	}
 }
