@@ -7,6 +7,9 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/cueop/cueop/localcluster/clustertest"
 )
 
@@ -108,9 +111,27 @@ func TestForeignFieldManager(t *testing.T) {
 					return ""
 				})
 			}
+			// The CR is converged again (its status back to
+			// Reconciling=False) and the operator's caches hold it and
+			// the Pod as they are now: the events of its own writes have
+			// reached it, and a late one cannot start a write after the
+			// settle below (on a loaded machine they come seconds late).
 			// A fight or a hot loop would keep the operator busy: it
 			// must settle, and what it wrote until then is all the
 			// intrusion cost.
+			eventually(t, 2*time.Minute, func() string {
+				live := e.mustGet(t, redisGVK, ns, cr)
+				if why := redisReady(live, 3); why != "" {
+					return why
+				}
+				if tc.restored && conditionStatus(live, "Reconciling") != "False" {
+					return cr + ": Reconciling is not False"
+				}
+				if why := act.Caught(e.c, live); why != "" {
+					return why
+				}
+				return act.Caught(e.c, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: tc.pod}})
+			})
 			act.Settled(t, 0, 2*time.Minute)
 
 			writes := ct.since(n0)
