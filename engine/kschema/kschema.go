@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/client-go/applyconfigurations"
 	"k8s.io/client-go/kubernetes/scheme"
@@ -47,5 +48,10 @@ func Typed(obj *unstructured.Unstructured) (*typed.TypedValue, error) {
 
 // Known reports whether obj's kind has a built-in schema.
 func Known(obj *unstructured.Unstructured) bool {
-	return scheme.Scheme.Recognizes(obj.GroupVersionKind())
+	return KnownKind(obj.GroupVersionKind())
+}
+
+// KnownKind reports whether the kind gvk has a built-in schema.
+func KnownKind(gvk schema.GroupVersionKind) bool {
+	return scheme.Scheme.Recognizes(gvk)
 }

@@ -29,7 +29,7 @@ func (r *run) notReady() (reason, message string) {
 	for i, a := range absent {
 		msgs[i] = a.Sentence() + " (" + template.ShortPos(a.Pos) + ")"
 	}
-	if !render.AbsentMayBlock(absent, r.result_.Children, r.observed) {
+	if !render.AbsentMayBlock(absent, r.result_.Children, r.wholeObserved()) {
 		return ReasonChildrenNotReady, waiting + "; note: " + strings.Join(msgs, "; ")
 	}
 	return ReasonReadsAbsentField, strings.Join(msgs, "; ") + ": it never finds a value"

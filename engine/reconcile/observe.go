@@ -12,25 +12,32 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/cueop/cueop/engine/kschema"
 	"github.com/cueop/cueop/engine/render"
 )
 
 // observe lists, from the cache, every child the CR controls, at every
 // version watched, and what the template sees of them, keyed by child id.
-// With keep (settleview.go), a typed child is converted but for its
-// metadata and those top-level fields only, for the settled check alone.
+// With keep (partialview.go), a typed child is converted but for its
+// metadata and those top-level fields only; whole converts it all when a
+// step needs more.
 func (r *run) observe(ctx context.Context, keep map[string]bool) error {
 	var objs []*unstructured.Unstructured
 	uid := string(r.cr.GetUID())
-	r.partialView = false
+	r.sources, r.wholes = nil, nil
 	for _, gvk := range r.r.ChildKinds() {
-		items, partial, err := r.r.listChildren(ctx, gvk, r.cr.GetNamespace(), uid, keep)
+		items, sources, err := r.r.listChildren(ctx, gvk, r.cr.GetNamespace(), uid, keep)
 		if err != nil {
 			what := fmt.Sprintf("list %s in namespace %s", gvk.Kind, r.cr.GetNamespace())
 			return fmt.Errorf("%s: list %s children: %w", r.subject(), gvk.Kind, deny(what, err)) // forbidden.go
 		}
 		objs = append(objs, items...)
-		r.partialView = r.partialView || partial
+		for i, src := range sources {
+			if r.sources == nil {
+				r.sources = map[*unstructured.Unstructured]runtime.Object{}
+			}
+			r.sources[items[i]] = src
+		}
 	}
 	r.owned = sortChildren(r.cr, objs)
 	r.observed = r.owned.templateView(r.r.fieldManager())
@@ -40,61 +47,73 @@ func (r *run) observe(ctx context.Context, keep map[string]bool) error {
 // listChildren lists from the cache the children of one kind that a parent
 // owns. A kind the scheme knows is cached as typed objects, a third of the
 // memory of unstructured ones (a Pod: 7 KiB instead of 23 KiB), and each
-// child is converted for the template as it is listed (but for the fields
-// not in keep, when keep is not nil: partial, which it reports).
-func (r *Reconciler) listChildren(ctx context.Context, gvk schema.GroupVersionKind, ns, uid string, keep map[string]bool) ([]*unstructured.Unstructured, bool, error) {
+// child is converted for the template as it is listed. When keep is not
+// nil and the kind has a built-in schema, a child is converted but for the
+// fields not in keep: partial, and sources holds, at the same index, the
+// listed object it was converted from (nil when items are whole).
+func (r *Reconciler) listChildren(ctx context.Context, gvk schema.GroupVersionKind, ns, uid string, keep map[string]bool) (items []*unstructured.Unstructured, sources []runtime.Object, err error) {
 	opts := []client.ListOption{client.InNamespace(ns), client.MatchingFields{IndexOwnerUID: uid}}
 	listGVK := gvk.GroupVersion().WithKind(gvk.Kind + "List")
 	if r.Scheme == nil || !r.Scheme.Recognizes(listGVK) {
 		list := &unstructured.UnstructuredList{}
 		list.SetGroupVersionKind(listGVK)
 		if err := r.Children.List(ctx, list, opts...); err != nil {
-			return nil, false, err
+			return nil, nil, err
 		}
 		out := make([]*unstructured.Unstructured, len(list.Items))
 		for i := range list.Items {
 			out[i] = &list.Items[i]
 		}
-		return out, false, nil
+		return out, nil, nil
 	}
 	obj, err := r.Scheme.New(listGVK)
 	if err != nil {
-		return nil, false, err
+		return nil, nil, err
 	}
 	list, ok := obj.(client.ObjectList)
 	if !ok {
-		return nil, false, fmt.Errorf("%s is not a list", listGVK)
+		return nil, nil, fmt.Errorf("%s is not a list", listGVK)
 	}
 	// Without a deep copy: the cache's reader sets each item of a typed
 	// list to a struct copy of its object, and toUnstructured only sets the
 	// copy's own fields and reads the rest (a Pod's deep copy was the largest
 	// allocation of a settled CR's reconcile after the conversion itself).
 	if err := r.Children.List(ctx, list, append(opts, client.UnsafeDisableDeepCopy)...); err != nil {
-		return nil, false, err
+		return nil, nil, err
 	}
-	items, err := meta.ExtractList(list)
+	listed, err := meta.ExtractList(list)
 	if err != nil {
-		return nil, false, err
+		return nil, nil, err
+	}
+	// A kind without a built-in schema has its no-op decision compare live
+	// values (apply.NeedsApply): it is converted whole.
+	if !kschema.KnownKind(gvk) {
+		keep = nil
 	}
 	// partial and toUnstructured set the items' own fields: they must be
 	// the list's copies, not the cache's objects, as a list whose items are
 	// pointers would hand out.
 	copied := itemsCopied(list)
-	out := make([]*unstructured.Unstructured, 0, len(items))
-	for _, item := range items {
+	out := make([]*unstructured.Unstructured, 0, len(listed))
+	if keep != nil {
+		sources = make([]runtime.Object, 0, len(listed))
+	}
+	for _, item := range listed {
 		if !copied {
 			item = item.DeepCopyObject()
 		}
+		view := item
 		if keep != nil {
-			item = partial(item, keep)
+			view = partial(item, keep)
+			sources = append(sources, item)
 		}
-		u, err := toUnstructured(item, gvk)
+		u, err := toUnstructured(view, gvk)
 		if err != nil {
-			return nil, false, err
+			return nil, nil, err
 		}
 		out = append(out, u)
 	}
-	return out, keep != nil && len(out) > 0, nil
+	return out, sources, nil
 }
 
 // toUnstructured converts a typed child as the API server's JSON would

@@ -84,7 +84,7 @@ func BenchmarkListedPodConversion(b *testing.B) {
 			}
 		}
 	})
-	b.Run("partial", func(b *testing.B) { // what the settled check converts (settleview.go)
+	b.Run("partial", func(b *testing.B) { // what a reconcile converts (partialview.go)
 		keep := map[string]bool{"status": true}
 		b.ReportAllocs()
 		for b.Loop() {

@@ -1,6 +1,7 @@
 package reconcile
 
 import (
+	"context"
 	"encoding/json"
 	"maps"
 	"os"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/cueop/cueop/engine/apply"
 	"github.com/cueop/cueop/engine/render"
+	"github.com/cueop/cueop/engine/template"
 )
 
 // typedChildren are a RedisCluster's children as the children cache holds
@@ -132,9 +134,9 @@ func TestPartialViewSettlesAsTheWhole(t *testing.T) {
 	}
 	cr.Object["status"] = status
 
-	keep := view(nil).settleKeys()
+	keep := view(nil).viewKeys()
 	if want := map[string]bool{"status": true}; !maps.Equal(keep, want) {
-		t.Fatalf("settleKeys = %v, want %v (the RedisCluster reads its Pods' status.conditions)", keep, want)
+		t.Fatalf("viewKeys = %v, want %v (the RedisCluster reads its Pods' status.conditions)", keep, want)
 	}
 	part := view(listed(t, cached, keep))
 	for i, c := range cached {
@@ -176,5 +178,82 @@ func TestPartialViewSettlesAsTheWhole(t *testing.T) {
 		if w.settled() != tc.settled || p.settled() != tc.settled {
 			t.Errorf("%s: settled whole %v, partial %v, want %v", name, w.settled(), p.settled(), tc.settled)
 		}
+	}
+}
+
+// TestGatesJudgeWholeChildren: a reconcile's view of a typed child holds
+// its metadata and what the template reads (here status), yet the gate of
+// a wave judges the child whole. A claim Pending under a
+// WaitForFirstConsumer class lets the next wave pass, from its
+// spec.storageClassName, which the view does not hold: whole converts it
+// from the object listed, on demand, once, and leaves the view as it was.
+func TestGatesJudgeWholeChildren(t *testing.T) {
+	cr := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "cache.example.com/v1", "kind": "Db",
+		"metadata": map[string]any{"name": "d", "namespace": "ns", "uid": "uid-d"},
+	}}
+	yes := true
+	class := "wffc"
+	claim := &corev1.PersistentVolumeClaim{
+		Spec:   corev1.PersistentVolumeClaimSpec{StorageClassName: &class},
+		Status: corev1.PersistentVolumeClaimStatus{Phase: corev1.ClaimPending},
+	}
+	claim.SetName("d-data")
+	claim.SetNamespace("ns")
+	claim.SetUID("uid-claim")
+	claim.SetLabels(map[string]string{render.LabelID: "data"})
+	claim.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: "cache.example.com/v1", Kind: "Db", Name: "d", UID: "uid-d", Controller: &yes}})
+	gvk := corev1.SchemeGroupVersion.WithKind("PersistentVolumeClaim")
+
+	listedClaim := *claim // the list's struct copy
+	view, err := toUnstructured(partial(&listedClaim, map[string]bool{"status": true}), gvk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sc, _, _ := unstructured.NestedString(view.Object, "spec", "storageClassName"); sc != "" || view.Object["status"] == nil {
+		t.Fatalf("the view is not partial: %v", view.Object)
+	}
+	if listedClaim.Spec.StorageClassName == nil {
+		t.Fatal("partial changed the listed object")
+	}
+
+	modes := func(_ context.Context, c string) (string, error) {
+		if c == class {
+			return BindingModeWaitForFirstConsumer, nil
+		}
+		return "Immediate", nil
+	}
+	desired := func(kind, name string) *unstructured.Unstructured {
+		return &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": kind,
+			"metadata": map[string]any{"name": name, "namespace": "ns"}}}
+	}
+	r := &run{r: &Reconciler{Applier: &apply.Applier{}, BindingModes: modes}, kind: &template.Kind{Waves: true}, cr: cr}
+	r.owned = sortChildren(cr, []*unstructured.Unstructured{view})
+	r.observed = r.owned.templateView(r.r.fieldManager())
+	r.sources = map[*unstructured.Unstructured]runtime.Object{view: &listedClaim}
+	r.result_ = &render.Result{Ready: true, Children: []render.Child{
+		{ID: "data", Wave: 0, Object: desired("PersistentVolumeClaim", "d-data")},
+		{ID: "server", Wave: 1, Object: desired("ConfigMap", "d-server")},
+	}}
+
+	if g := GateWaves(context.Background(), r.result_.Children, r.live, modes); g.Held == nil {
+		t.Fatal("the view alone lets the wave pass: this test no longer shows what whole is for")
+	}
+	r.gateWaves(context.Background())
+	if r.held != nil {
+		t.Fatalf("the gate held %v: %s", r.held, r.waveWait)
+	}
+	w := r.wholeLive(r.result_.Children[0])
+	if sc, _, _ := unstructured.NestedString(w.Object, "spec", "storageClassName"); w == view || sc != class {
+		t.Fatalf("wholeLive did not convert the claim whole: %v", w.Object)
+	}
+	if r.wholeLive(r.result_.Children[0]) != w {
+		t.Fatal("the claim was converted whole twice")
+	}
+	if sc, _, _ := unstructured.NestedString(view.Object, "spec", "storageClassName"); sc != "" || r.observed["data"] != view {
+		t.Fatal("whole changed the view")
+	}
+	if got := r.wholeObserved()["data"]; got != w {
+		t.Fatalf("wholeObserved = %v, want the whole claim", got)
 	}
 }

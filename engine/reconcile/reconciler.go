@@ -48,6 +48,10 @@ type Reconciler struct {
 	Scheme *runtime.Scheme
 	// Client writes the CR status.
 	Client client.Client
+	// StatusResponses, when set, sends the status writes instead of
+	// Client, with the CR's identity: the API server answers them with
+	// the CR's metadata, not the whole CR.
+	StatusResponses *apply.MetadataResponses
 	// Applier writes the children.
 	Applier *apply.Applier
 	// Options are the administrator's render policy.
@@ -194,9 +198,10 @@ type run struct {
 
 	observed map[string]*unstructured.Unstructured // what the template sees, by child id
 	owned    liveChildren                          // every child the CR controls
-	// partialView: observe converted of the typed children only what the
-	// settled check reads (settleview.go).
-	partialView bool
+	// sources are the listed objects of the children observe converted
+	// only in part, by their partial view (partialview.go).
+	sources map[*unstructured.Unstructured]runtime.Object
+	wholes  map[*unstructured.Unstructured]*unstructured.Unstructured // converted by whole
 	// observeFailed is why the children could not be listed: the reconcile
 	// knows nothing new about them and must not say it converged.
 	observeFailed error
@@ -236,7 +241,7 @@ func (r *run) converge(ctx context.Context) error {
 	if r.stalled = budgetStall(r.cr, r.kind); r.stalled != nil {
 		return nil
 	}
-	if err := r.observe(ctx, r.settleKeys()); err != nil { // settleview.go
+	if err := r.observe(ctx, r.viewKeys()); err != nil { // partialview.go
 		r.observeFailed = err
 		return err
 	}
@@ -248,10 +253,6 @@ func (r *run) converge(ctx context.Context) error {
 			o.Settled(r.kind.Resource.Kind)
 		}
 		return nil
-	}
-	if err := r.wholeAgain(ctx); err != nil {
-		r.observeFailed = err
-		return err
 	}
 	if err := r.render(ctx); err != nil || r.result_ == nil {
 		return err

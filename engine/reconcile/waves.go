@@ -50,7 +50,7 @@ func (r *run) gateWaves(ctx context.Context) {
 	if !r.kind.Waves {
 		return
 	}
-	g := GateWaves(ctx, r.result_.Children, r.live, r.r.BindingModes)
+	g := GateWaves(ctx, r.result_.Children, r.wholeLive, r.r.BindingModes) // partialview.go
 	if g.Held == nil {
 		return
 	}
