@@ -102,12 +102,13 @@ func (r *Reconciler) listChildren(ctx context.Context, gvk schema.GroupVersionKi
 		if !copied {
 			item = item.DeepCopyObject()
 		}
-		view := item
+		var u *unstructured.Unstructured
 		if keep != nil {
-			view = partial(item, keep)
+			u, err = viewOf(item, gvk, keep) // partialview.go
 			sources = append(sources, item)
+		} else {
+			u, err = toUnstructured(item, gvk)
 		}
-		u, err := toUnstructured(view, gvk)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -135,20 +136,25 @@ func toUnstructured(obj runtime.Object, gvk schema.GroupVersionKind) (*unstructu
 	u := &unstructured.Unstructured{Object: m}
 	u.SetGroupVersionKind(gvk)
 	if len(managed) > 0 {
-		entries := make([]any, len(managed))
-		for i, e := range managed {
-			entry := map[string]any{"manager": e.Manager, "operation": string(e.Operation), "apiVersion": e.APIVersion, "fieldsType": e.FieldsType}
-			if e.Subresource != "" {
-				entry["subresource"] = e.Subresource
-			}
-			if e.FieldsV1 != nil {
-				entry["fieldsV1"] = string(e.FieldsV1.Raw)
-			}
-			entries[i] = entry
-		}
-		m["metadata"].(map[string]any)["managedFields"] = entries
+		m["metadata"].(map[string]any)["managedFields"] = managedEntries(managed)
 	}
 	return u, nil
+}
+
+// managedEntries are managedFields entries as toUnstructured gives them.
+func managedEntries(managed []metav1.ManagedFieldsEntry) []any {
+	entries := make([]any, len(managed))
+	for i, e := range managed {
+		entry := map[string]any{"manager": e.Manager, "operation": string(e.Operation), "apiVersion": e.APIVersion, "fieldsType": e.FieldsType}
+		if e.Subresource != "" {
+			entry["subresource"] = e.Subresource
+		}
+		if e.FieldsV1 != nil {
+			entry["fieldsV1"] = string(e.FieldsV1.Raw)
+		}
+		entries[i] = entry
+	}
+	return entries
 }
 
 // itemsCopied is whether the items of a typed list are structs (each a copy

@@ -89,7 +89,7 @@ func BenchmarkListedPodConversion(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
 			item := *cached
-			if _, err := toUnstructured(partial(&item, keep), gvk); err != nil {
+			if _, err := viewOf(&item, gvk, keep); err != nil {
 				b.Fatal(err)
 			}
 		}

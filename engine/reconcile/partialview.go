@@ -1,11 +1,15 @@
 package reconcile
 
 import (
+	"maps"
 	"reflect"
 	"strings"
+	"sync"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/cueop/cueop/engine/render"
 	"github.com/cueop/cueop/engine/template"
@@ -47,28 +51,78 @@ func (r *run) viewKeys() map[string]bool {
 	return keys
 }
 
-// partial is a shallow copy of obj, a typed object, with every top-level
-// field but its type, its metadata and keep set to its zero value; obj and
-// what it points to are not touched. An object that is not a pointer to a
-// struct is returned as is.
-func partial(obj runtime.Object, keep map[string]bool) runtime.Object {
+// viewOf converts of obj, a typed object the caller owns (a struct copy of
+// the cache's), its metadata and its top-level fields named in keep, as
+// toUnstructured converts them; obj is not modified. Each field is
+// converted on its own, in a struct of that one field with the same JSON
+// tag, so that the converter's rules (omitempty, omitzero, custom
+// converters) apply to it as within obj, and the fields not kept are not
+// walked at all (a Pod's zero spec cost as much as its metadata). An
+// object that is not a pointer to a struct is converted whole.
+func viewOf(obj runtime.Object, gvk schema.GroupVersionKind, keep map[string]bool) (*unstructured.Unstructured, error) {
 	v := reflect.ValueOf(obj)
-	if v.Kind() != reflect.Pointer || v.Elem().Kind() != reflect.Struct {
-		return obj
+	if v.Kind() != reflect.Pointer || v.IsNil() || v.Elem().Kind() != reflect.Struct {
+		return toUnstructured(obj, gvk)
 	}
-	t := v.Elem().Type()
-	cp := reflect.New(t)
-	s := cp.Elem()
-	s.Set(v.Elem())
+	s := v.Elem()
+	m := map[string]any{}
+	var managed []metav1.ManagedFieldsEntry
+	for _, f := range topFields(s.Type()) {
+		if f.name != "metadata" && !keep[f.name] {
+			continue
+		}
+		w := reflect.New(f.wrapper)
+		fv := w.Elem().Field(0)
+		fv.Set(s.Field(f.index))
+		if om, ok := fv.Addr().Interface().(*metav1.ObjectMeta); ok && f.name == "metadata" {
+			managed, om.ManagedFields = om.ManagedFields, nil // the wrapper's copy only
+		}
+		part, err := runtime.DefaultUnstructuredConverter.ToUnstructured(w.Interface())
+		if err != nil {
+			return nil, err
+		}
+		maps.Copy(m, part)
+	}
+	if len(managed) > 0 {
+		md, _ := m["metadata"].(map[string]any)
+		if md == nil {
+			md = map[string]any{}
+			m["metadata"] = md
+		}
+		md["managedFields"] = managedEntries(managed)
+	}
+	u := &unstructured.Unstructured{Object: m}
+	u.SetGroupVersionKind(gvk)
+	return u, nil
+}
+
+// topField is a top-level field of a typed object's struct with a JSON
+// name of its own (not TypeMeta, which is inline), and a struct type of
+// that one field, with its tag.
+type topField struct {
+	index   int
+	name    string
+	wrapper reflect.Type
+}
+
+var topFieldsOf sync.Map // reflect.Type → []topField
+
+func topFields(t reflect.Type) []topField {
+	if fs, ok := topFieldsOf.Load(t); ok {
+		return fs.([]topField)
+	}
+	var fs []topField
 	for i := range t.NumField() {
 		f := t.Field(i)
 		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
-		if !f.IsExported() || f.Anonymous || name == "" || name == "-" || name == "metadata" || keep[name] {
+		if !f.IsExported() || name == "" || name == "-" {
 			continue
 		}
-		s.Field(i).SetZero()
+		w := reflect.StructOf([]reflect.StructField{{Name: "F", Type: f.Type, Tag: f.Tag}})
+		fs = append(fs, topField{index: i, name: name, wrapper: w})
 	}
-	return cp.Interface().(runtime.Object)
+	topFieldsOf.Store(t, fs)
+	return fs
 }
 
 // whole is o, a child observe listed, converted whole: o itself unless
@@ -83,7 +137,7 @@ func (r *run) whole(o *unstructured.Unstructured) *unstructured.Unstructured {
 	if w, ok := r.wholes[o]; ok {
 		return w
 	}
-	w, err := toUnstructured(src, o.GroupVersionKind()) // src is the list's copy, converted once
+	w, err := toUnstructured(src, o.GroupVersionKind()) // the list's copy, converted once
 	if err != nil {
 		w = o
 	}

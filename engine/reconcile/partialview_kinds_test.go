@@ -64,9 +64,14 @@ func TestPartialKeepsWhatTheConverterNames(t *testing.T) {
 					t.Fatal(err)
 				}
 				got, _ := meta.ExtractList(list)
-				u, err := toUnstructured(partial(got[0], map[string]bool{key: true}), gvk)
+				u, err := viewOf(got[0], gvk, map[string]bool{key: true})
 				if err != nil {
 					t.Fatalf("%s: %v", gvk, err)
+				}
+				for k := range u.Object {
+					if k != key && k != "metadata" && k != "apiVersion" && k != "kind" {
+						t.Errorf("%s: the view of %q has %q too", gvk, key, k)
+					}
 				}
 				if !reflect.DeepEqual(u.Object[key], whole.Object[key]) {
 					t.Errorf("%s: key %q differs: partial %v, whole %v", gvk, key, u.Object[key], whole.Object[key])
@@ -75,7 +80,7 @@ func TestPartialKeepsWhatTheConverterNames(t *testing.T) {
 					t.Errorf("%s: metadata differs", gvk)
 				}
 				if !reflect.DeepEqual(cached, before) {
-					t.Errorf("%s: partial changed the listed object", gvk)
+					t.Errorf("%s: viewOf changed the listed object", gvk)
 				}
 				checked++
 			}

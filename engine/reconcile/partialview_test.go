@@ -5,15 +5,19 @@ import (
 	"encoding/json"
 	"maps"
 	"os"
+	"path/filepath"
 	"reflect"
 	"testing"
 
+	"github.com/go-logr/logr"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 
 	"github.com/cueop/cueop/engine/apply"
 	"github.com/cueop/cueop/engine/render"
@@ -83,10 +87,13 @@ func listed(t *testing.T, cached []runtime.Object, keep map[string]bool) []*unst
 			cp := *c
 			item = &cp
 		}
+		var u *unstructured.Unstructured
+		var err error
 		if keep != nil {
-			item = partial(item, keep)
+			u, err = viewOf(item, gvk, keep)
+		} else {
+			u, err = toUnstructured(item, gvk)
 		}
-		u, err := toUnstructured(item, gvk)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -206,7 +213,7 @@ func TestGatesJudgeWholeChildren(t *testing.T) {
 	gvk := corev1.SchemeGroupVersion.WithKind("PersistentVolumeClaim")
 
 	listedClaim := *claim // the list's struct copy
-	view, err := toUnstructured(partial(&listedClaim, map[string]bool{"status": true}), gvk)
+	view, err := viewOf(&listedClaim, gvk, map[string]bool{"status": true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -214,7 +221,7 @@ func TestGatesJudgeWholeChildren(t *testing.T) {
 		t.Fatalf("the view is not partial: %v", view.Object)
 	}
 	if listedClaim.Spec.StorageClassName == nil {
-		t.Fatal("partial changed the listed object")
+		t.Fatal("viewOf changed the listed object")
 	}
 
 	modes := func(_ context.Context, c string) (string, error) {
@@ -255,5 +262,102 @@ func TestGatesJudgeWholeChildren(t *testing.T) {
 	}
 	if got := r.wholeObserved()["data"]; got != w {
 		t.Fatalf("wholeObserved = %v, want the whole claim", got)
+	}
+}
+
+// kindFromSource loads the kind of one CUE file, src, in a module of its
+// own (the project's templates' cue.mod).
+func kindFromSource(t *testing.T, group, kind, src string) *template.Kind {
+	t.Helper()
+	dir := t.TempDir()
+	mod, err := os.ReadFile("../../templates/cue.mod/module.cue")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for p, data := range map[string][]byte{"cue.mod/module.cue": mod, "k/k.cue": []byte(src)} {
+		if err := os.MkdirAll(filepath.Join(dir, filepath.Dir(p)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, p), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	k := loadKinds(t, dir).Lookup(group, kind)
+	if k == nil {
+		t.Fatalf("no kind %s.%s", kind, group)
+	}
+	return k
+}
+
+// TestDefaultReadyJudgesWholeChildren: a template that gives `ready` only
+// under a condition has `ready` on its kind, so a reconcile observes its
+// children in part (viewKeys); for a CR whose render has no `ready`, Ready
+// is the engine's default, kstatus over the children, and it judges them
+// whole: an available Deployment of 3 replicas is ready, as from its
+// whole object, not in progress as its view without spec.replicas reads.
+func TestDefaultReadyJudgesWholeChildren(t *testing.T) {
+	k := kindFromSource(t, "x.example.com", "Thing", `package k
+
+resource: {group: "x.example.com", version: "v1", kind: "Thing"}
+#Spec: {fast: *false | bool}
+#Status: {avail: int}
+parent: {metadata: {name: string, namespace: string}, spec: #Spec}
+observed: [string]: {...}
+children: deploy: {
+	apiVersion: "apps/v1"
+	kind:       "Deployment"
+	metadata: name: parent.metadata.name
+	spec: {
+		replicas: 3
+		selector: matchLabels: app: parent.metadata.name
+		template: {metadata: labels: app: parent.metadata.name, spec: containers: [{name: "c", image: "nginx"}]}
+	}
+}
+status: avail: *observed.deploy.status.availableReplicas | 0
+if !parent.spec.fast {
+	ready: status.avail >= 3
+}
+`)
+	yes := true
+	d := &appsv1.Deployment{
+		Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](3)},
+		Status: appsv1.DeploymentStatus{ObservedGeneration: 1, Replicas: 3, UpdatedReplicas: 3, ReadyReplicas: 3, AvailableReplicas: 3,
+			Conditions: []appsv1.DeploymentCondition{{Type: appsv1.DeploymentAvailable, Status: "True"},
+				{Type: appsv1.DeploymentProgressing, Status: "True", Reason: "NewReplicaSetAvailable"}}},
+	}
+	d.SetName("t")
+	d.SetNamespace("ns")
+	d.SetUID("uid-dep")
+	d.SetGeneration(1)
+	d.SetLabels(map[string]string{render.LabelID: "deploy"})
+	d.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: "x.example.com/v1", Kind: "Thing", Name: "t", UID: "uid-t", Controller: &yes}})
+	gvk := appsv1.SchemeGroupVersion.WithKind("Deployment")
+
+	for _, fast := range []bool{true, false} {
+		cr := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "x.example.com/v1", "kind": "Thing",
+			"metadata": map[string]any{"name": "t", "namespace": "ns", "uid": "uid-t", "generation": int64(1)},
+			"spec":     map[string]any{"fast": fast}}}
+		r := &run{r: &Reconciler{Applier: &apply.Applier{}}, kind: k, cr: cr, log: logr.Discard()}
+		keys := r.viewKeys()
+		if !maps.Equal(keys, map[string]bool{"status": true}) {
+			t.Fatalf("viewKeys = %v, want the status alone", keys)
+		}
+		listedDeploy := *d
+		view, err := viewOf(&listedDeploy, gvk, keys)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.owned = sortChildren(cr, []*unstructured.Unstructured{view})
+		r.observed = r.owned.templateView(r.r.fieldManager())
+		r.sources = map[*unstructured.Unstructured]runtime.Object{view: &listedDeploy}
+		if err := r.render(context.Background()); err != nil || r.result_ == nil {
+			t.Fatalf("fast %v: render: %v, %v", fast, err, r.stalled)
+		}
+		if !r.result_.Ready || r.result_.ReadyByDefault != fast {
+			t.Errorf("fast %v: Ready %v, by default %v; want Ready, by default %v", fast, r.result_.Ready, r.result_.ReadyByDefault, fast)
+		}
+		if fast && render.Reuse(render.Inputs{Kind: k, Observed: r.observed}, r.result_).Ready {
+			t.Error("kstatus over the view without spec.replicas is ready: this test no longer shows what the whole children are for")
+		}
 	}
 }

@@ -297,6 +297,10 @@ func (r *run) render(ctx context.Context) error {
 		return fmt.Errorf("%s: render: %w", r.subject(), err)
 	}
 	r.r.busy.forget(key)
+	if res.ReadyByDefault && len(r.sources) > 0 {
+		// The default readiness judges the children whole (partialview.go).
+		res = render.Reuse(render.Inputs{Kind: r.kind, Observed: r.wholeObserved()}, res)
+	}
 	r.result_, r.waiting = r.r.withChildLabels(res), ""
 	if !res.Ready {
 		r.waiting = "waiting for children to be ready"

@@ -243,7 +243,7 @@ func (h *hasher) object(t map[string]any) bool {
 // for Ready when the kind has no `ready` field, which the engine computes
 // from the whole live objects (kstatus), not from what the digest covers.
 func Reuse(in Inputs, prev *Result) *Result {
-	if in.Kind.Value.LookupPath(template.PathReady).Exists() {
+	if !prev.ReadyByDefault {
 		return prev
 	}
 	res := *prev

@@ -66,9 +66,11 @@ func TestPackRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// A child's wave and readiness (waves, readyWhen) are kept too.
+	// A child's wave and readiness (waves, readyWhen) are kept too, and
+	// whether Ready is the default.
 	ready := false
 	res.Children[0].Wave, res.Children[0].ReadyWhen = 1, &ready
+	res.ReadyByDefault = true
 	p, ok := render.Pack(res)
 	if !ok {
 		t.Fatal("not packable")
@@ -105,7 +107,7 @@ func FuzzPackedOf(f *testing.F) {
 	f.Add([]byte{0, 0, 0}, uint8(0))
 	f.Fuzz(func(t *testing.T, data []byte, n uint8) {
 		children := make([]render.Child, n)
-		p, err := render.PackedOf(data, children, false, nil)
+		p, err := render.PackedOf(data, children, render.Readiness{}, nil)
 		if err != nil {
 			return
 		}

@@ -20,7 +20,7 @@ type Packed struct {
 	// children are the children without their objects (id, policy, wave,
 	// readiness), which are in data.
 	children   []Child
-	ready      bool
+	ready      Readiness
 	conditions []Condition // never written after Pack
 }
 
@@ -29,7 +29,7 @@ type Packed struct {
 // bools, nulls).
 func Pack(res *Result) (p *Packed, ok bool) {
 	e := &encoder{}
-	p = &Packed{ready: res.Ready, children: make([]Child, len(res.Children)), conditions: slices.Clone(res.Conditions)}
+	p = &Packed{ready: Readiness{res.Ready, res.ReadyByDefault}, children: make([]Child, len(res.Children)), conditions: slices.Clone(res.Conditions)}
 	e.b = binary.AppendUvarint(e.b, uint64(len(res.Children)))
 	for i, c := range res.Children {
 		p.children[i] = c
@@ -68,7 +68,7 @@ func (p *Packed) Size() int {
 func (p *Packed) Unpack() *Result {
 	d := &decoder{b: p.data}
 	n := int(d.uvarint())
-	res := &Result{Ready: p.ready, Children: make([]Child, n), Conditions: slices.Clone(p.conditions)}
+	res := &Result{Ready: p.ready.Ready, ReadyByDefault: p.ready.ByDefault, Children: make([]Child, n), Conditions: slices.Clone(p.conditions)}
 	for i := range n {
 		obj, _ := d.value().(map[string]any)
 		c := p.children[i]
@@ -83,10 +83,13 @@ func (p *Packed) Unpack() *Result {
 	return res
 }
 
+// Readiness is a Result's Ready and ReadyByDefault.
+type Readiness struct{ Ready, ByDefault bool }
+
 // Parts are what p holds, for a worker to send: the packed objects, status
 // and immutable values (data), the children without their objects, Ready
 // and the conditions. PackedOf takes them back.
-func (p *Packed) Parts() (data []byte, children []Child, ready bool, conditions []Condition) {
+func (p *Packed) Parts() (data []byte, children []Child, ready Readiness, conditions []Condition) {
 	return p.data, p.children, p.ready, p.conditions
 }
 
@@ -94,7 +97,7 @@ func (p *Packed) Parts() (data []byte, children []Child, ready bool, conditions 
 // checked whole before anything is built of them: data must hold one
 // object per child, then the status and the immutable values, and nothing
 // else. data is kept: the caller must not write it afterwards.
-func PackedOf(data []byte, children []Child, ready bool, conditions []Condition) (*Packed, error) {
+func PackedOf(data []byte, children []Child, ready Readiness, conditions []Condition) (*Packed, error) {
 	c := &checker{b: data}
 	if n, err := c.uvarint(); err != nil || n != uint64(len(children)) {
 		return nil, fmt.Errorf("packed result: %d objects for %d children (%v)", n, len(children), err)

@@ -70,7 +70,7 @@ func TestPackedOfEdges(t *testing.T) {
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
-			p, err := render.PackedOf(c.data, make([]render.Child, c.n), false, nil)
+			p, err := render.PackedOf(c.data, make([]render.Child, c.n), render.Readiness{}, nil)
 			if (err == nil) != c.ok {
 				t.Fatalf("PackedOf error %v, want ok=%v", err, c.ok)
 			}
@@ -89,7 +89,7 @@ func TestPackedOfEdges(t *testing.T) {
 			body = append(body, tList, 1)
 		}
 		body = append(body, tNil)
-		p, err := render.PackedOf(packedOne(body), make([]render.Child, 1), false, nil)
+		p, err := render.PackedOf(packedOne(body), make([]render.Child, 1), render.Readiness{}, nil)
 		t.Logf("depth %d: %v", depth, err)
 		if err == nil {
 			p.Unpack()

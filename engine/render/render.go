@@ -80,6 +80,10 @@ type Result struct {
 	// Ready is the template's `ready`, or by default whether every child
 	// exists and is ready by kstatus rules.
 	Ready bool
+	// ReadyByDefault: the template gave no `ready` for this parent (it has
+	// none, or only under a condition this parent does not meet), so Ready
+	// is the default, which Reuse computes again from whole children.
+	ReadyByDefault bool
 	// Immutable are the values of the kind's immutable spec fields, for the
 	// controller to record in status.immutable; nil when the kind has none.
 	Immutable map[string]any
@@ -124,11 +128,11 @@ func evaluate(k *template.Kind, parent *unstructured.Unstructured, in Inputs, op
 		return nil, err
 	}
 	opts.tracker.Phase("ready")
-	ready, err := exportReady(v, children, observed)
+	ready, byDefault, err := exportReady(v, children, observed)
 	if err != nil {
 		return nil, err
 	}
-	return &Result{Children: children, Status: status, Ready: ready, Immutable: immutable, Conditions: conditions}, nil
+	return &Result{Children: children, Status: status, Ready: ready, ReadyByDefault: byDefault, Immutable: immutable, Conditions: conditions}, nil
 }
 
 // fill unifies the compiled template with the parent and the observed
@@ -219,16 +223,18 @@ func exportStatus(k *template.Kind, v cue.Value) (map[string]any, error) {
 	return normalize(status).(map[string]any), nil
 }
 
-func exportReady(v cue.Value, children []Child, observed map[string]*unstructured.Unstructured) (bool, error) {
+// exportReady is the template's `ready`, or when it gives none for this
+// parent the default readiness (byDefault).
+func exportReady(v cue.Value, children []Child, observed map[string]*unstructured.Unstructured) (ready, byDefault bool, err error) {
 	rv := v.LookupPath(template.PathReady)
 	if !rv.Exists() {
-		return defaultReady(children, observed), nil
+		return defaultReady(children, observed), true, nil
 	}
-	ready, err := rv.Bool()
+	ready, err = rv.Bool()
 	if err != nil {
-		return false, evalError(err)
+		return false, false, evalError(err)
 	}
-	return ready, nil
+	return ready, false, nil
 }
 
 func sortedIDs(v cue.Value) ([]string, map[string]cue.Value, error) {

@@ -66,7 +66,7 @@ func unpack(w *wirePacked) (*render.Packed, error) {
 	for i, c := range w.Children {
 		children[i] = render.Child{ID: c.ID, Policy: c.Policy, Wave: c.Wave, ReadyWhen: c.ReadyWhen}
 	}
-	p, err := render.PackedOf(w.Data, children, w.Ready, w.Conditions)
+	p, err := render.PackedOf(w.Data, children, render.Readiness{Ready: w.Ready, ByDefault: w.ReadyByDefault}, w.Conditions)
 	if err != nil {
 		return nil, fmt.Errorf("worker answer: %w", err)
 	}
@@ -185,7 +185,7 @@ func result(r *wireResult) *render.Result {
 	if r == nil {
 		return &render.Result{}
 	}
-	res := &render.Result{Status: r.Status, Ready: r.Ready, Immutable: r.Immutable, Conditions: r.Conditions,
+	res := &render.Result{Status: r.Status, Ready: r.Ready, ReadyByDefault: r.ReadyByDefault, Immutable: r.Immutable, Conditions: r.Conditions,
 		Children: make([]render.Child, len(r.Children))}
 	if res.Status == nil {
 		res.Status = map[string]any{}

@@ -222,13 +222,13 @@ func renderResponse(res *render.Result, err error) *response {
 	}
 	if p, ok := render.Pack(res); ok {
 		data, children, ready, conditions := p.Parts()
-		out := &wirePacked{Data: data, Ready: ready, Conditions: conditions, Children: make([]wirePackedChild, len(children))}
+		out := &wirePacked{Data: data, Ready: ready.Ready, ReadyByDefault: ready.ByDefault, Conditions: conditions, Children: make([]wirePackedChild, len(children))}
 		for i, c := range children {
 			out.Children[i] = wirePackedChild{ID: c.ID, Policy: c.Policy, Wave: c.Wave, ReadyWhen: c.ReadyWhen}
 		}
 		return &response{Packed: out}
 	}
-	out := &wireResult{Status: res.Status, Ready: res.Ready, Immutable: res.Immutable, Conditions: res.Conditions}
+	out := &wireResult{Status: res.Status, Ready: res.Ready, ReadyByDefault: res.ReadyByDefault, Immutable: res.Immutable, Conditions: res.Conditions}
 	out.Children = make([]wireChild, len(res.Children))
 	for i, c := range res.Children {
 		out.Children[i] = wireChild{ID: c.ID, Object: c.Object.Object, Policy: c.Policy, Wave: c.Wave, ReadyWhen: c.ReadyWhen}

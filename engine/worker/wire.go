@@ -102,20 +102,24 @@ type hello struct {
 }
 
 type wireResult struct {
-	Children  []wireChild    `json:"children,omitempty"`
-	Status    map[string]any `json:"status,omitempty"`
-	Ready     bool           `json:"ready"`
-	Immutable map[string]any `json:"immutable,omitempty"`
+	Children []wireChild    `json:"children,omitempty"`
+	Status   map[string]any `json:"status,omitempty"`
+	Ready    bool           `json:"ready"`
+	// ReadyByDefault is render.Result's.
+	ReadyByDefault bool           `json:"readyByDefault,omitempty"`
+	Immutable      map[string]any `json:"immutable,omitempty"`
 	// Conditions are the template's own conditions.
 	Conditions []render.Condition `json:"conditions,omitempty"`
 }
 
 // wirePacked is render.Packed's Parts.
 type wirePacked struct {
-	Data       []byte             `json:"data"`
-	Children   []wirePackedChild  `json:"children,omitempty"`
-	Ready      bool               `json:"ready"`
-	Conditions []render.Condition `json:"conditions,omitempty"`
+	Data     []byte            `json:"data"`
+	Children []wirePackedChild `json:"children,omitempty"`
+	Ready    bool              `json:"ready"`
+	// ReadyByDefault is render.Result's.
+	ReadyByDefault bool               `json:"readyByDefault,omitempty"`
+	Conditions     []render.Condition `json:"conditions,omitempty"`
 }
 
 // wirePackedChild is a child without its object, which is in the data.
