@@ -176,6 +176,19 @@ func parentValue(p *unstructured.Unstructured) map[string]any {
 	return map[string]any{"apiVersion": p.GetAPIVersion(), "kind": p.GetKind(), "metadata": md, "spec": spec}
 }
 
+// WireParent is what a render reads of the CR p, for an evaluator that
+// copies the inputs elsewhere: parentValue (its type, identity, spec and
+// the metadata a template may read) and the immutable values recorded in
+// its status, not its managedFields, its other status or the rest of its
+// metadata. A render of it gives what a render of p gives.
+func WireParent(p *unstructured.Unstructured) map[string]any {
+	v := parentValue(p)
+	if recorded, ok, _ := unstructured.NestedFieldNoCopy(p.Object, "status", StatusImmutable); ok {
+		v["status"] = map[string]any{StatusImmutable: recorded}
+	}
+	return v
+}
+
 // withoutManagedFields returns obj without metadata.managedFields. obj is
 // never changed: an object that has them is copied (two levels deep), one
 // that has none is returned as is.

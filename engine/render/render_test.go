@@ -288,3 +288,37 @@ func TestRenderHeapIsFlat(t *testing.T) {
 	}
 	runtime.KeepAlive(k) // else the kind itself is collected before the last count
 }
+
+// TestWireParent: what a worker is sent of the CR renders as the CR itself
+// (its managedFields, status, finalizers and other metadata left out), and
+// keeps the immutable values its status records.
+func TestWireParent(t *testing.T) {
+	k := loadKind(t, "cache.example.com", "RedisCluster")
+	cr := redis(map[string]any{"replicas": int64(3), "version": "7.2"})
+	md := cr.Object["metadata"].(map[string]any)
+	md["labels"] = map[string]any{"team": "a"}
+	md["annotations"] = map[string]any{"note": "x"}
+	md["finalizers"] = []any{"cueop.dev/retain"}
+	md["resourceVersion"] = "42"
+	md["managedFields"] = []any{map[string]any{"manager": "kubectl", "operation": "Apply", "fieldsV1": map[string]any{"f:spec": map[string]any{}}}}
+	cr.Object["status"] = map[string]any{"readyReplicas": int64(3), render.StatusImmutable: map[string]any{"spec.version": "7.2"},
+		"conditions": []any{map[string]any{"type": "Ready", "status": "True"}}}
+	wire := &unstructured.Unstructured{Object: render.WireParent(cr)}
+	if _, ok := wire.Object["metadata"].(map[string]any)["managedFields"]; ok {
+		t.Fatalf("managedFields sent: %v", wire.Object)
+	}
+	if got := wire.Object["status"]; !reflect.DeepEqual(got, map[string]any{render.StatusImmutable: map[string]any{"spec.version": "7.2"}}) {
+		t.Fatalf("status sent: %v, want the immutable values alone", got)
+	}
+	want, err := render.Render(k, cr, fullPods(t), render.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := render.Render(k, wire, fullPods(t), render.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("rendered from the wire parent:\n%+v\nfrom the CR:\n%+v", got, want)
+	}
+}

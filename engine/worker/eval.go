@@ -28,7 +28,7 @@ func (p *Pool) RenderPacked(ctx context.Context, in render.Inputs, opts render.O
 	// The worker gets what the template reads of the observed children;
 	// the engine's default readiness is computed here from the whole
 	// objects (render.Reuse), as for a memoized render.
-	req := &request{Op: opRender, Parent: in.Parent.Object, Observed: objects(render.ObservedView(in.Kind, in.Observed)), Options: wire(opts)}
+	req := &request{Op: opRender, Parent: render.WireParent(in.Parent), Observed: objects(render.ObservedView(in.Kind, in.Observed)), Options: wire(opts)}
 	if err := p.setKind(req, in.Kind); err != nil {
 		return nil, nil, err
 	}
