@@ -21,7 +21,7 @@ const ReasonReadsAbsentField = "ReadsAbsentField"
 // ChildrenNotReady, with those reads, if any, named in a note.
 func (r *run) notReady() (reason, message string) {
 	const waiting = "waiting for children to be ready"
-	absent := render.ReadyAbsent(r.kind, r.result_.Children)
+	absent := render.ReadyAbsent(r.kind, r.result_.Children, r.result_.ReadyByDefault)
 	if len(absent) == 0 {
 		return ReasonChildrenNotReady, waiting
 	}

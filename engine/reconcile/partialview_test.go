@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/go-logr/logr"
@@ -154,8 +155,8 @@ func TestPartialViewSettlesAsTheWhole(t *testing.T) {
 	if spec := part.owned.all[0].Object["spec"]; reflect.DeepEqual(spec, whole.owned.all[0].Object["spec"]) {
 		t.Fatalf("the partial view converted the Pod's spec: %v", spec)
 	}
-	dw, okw := view(listed(t, cached, nil)).inputsDigest()
-	dp, okp := part.inputsDigest()
+	dw, okw := view(listed(t, cached, nil)).recordedDigest(false)
+	dp, okp := part.recordedDigest(false)
 	if !okw || !okp || dw != dp || dw != status[StatusInputsDigest] {
 		t.Fatalf("digests: whole %q (%v), partial %q (%v), recorded %v", dw, okw, dp, okp, status[StatusInputsDigest])
 	}
@@ -289,14 +290,9 @@ func kindFromSource(t *testing.T, group, kind, src string) *template.Kind {
 	return k
 }
 
-// TestDefaultReadyJudgesWholeChildren: a template that gives `ready` only
-// under a condition has `ready` on its kind, so a reconcile observes its
-// children in part (viewKeys); for a CR whose render has no `ready`, Ready
-// is the engine's default, kstatus over the children, and it judges them
-// whole: an available Deployment of 3 replicas is ready, as from its
-// whole object, not in progress as its view without spec.replicas reads.
-func TestDefaultReadyJudgesWholeChildren(t *testing.T) {
-	k := kindFromSource(t, "x.example.com", "Thing", `package k
+// thingSource is a kind whose `ready` is given only when !spec.fast: a
+// fast Thing takes Ready by default, kstatus over its Deployment.
+const thingSource = `package k
 
 resource: {group: "x.example.com", version: "v1", kind: "Thing"}
 #Spec: {fast: *false | bool}
@@ -317,13 +313,21 @@ status: avail: *observed.deploy.status.availableReplicas | 0
 if !parent.spec.fast {
 	ready: status.avail >= 3
 }
-`)
+`
+
+// thingDeployment is the Thing t's Deployment of 3 replicas, all
+// available; failed: its rollout past its progress deadline (kstatus
+// Failed), with the same replicas.
+func thingDeployment(failed bool) *appsv1.Deployment {
 	yes := true
+	progressing := appsv1.DeploymentCondition{Type: appsv1.DeploymentProgressing, Status: "True", Reason: "NewReplicaSetAvailable"}
+	if failed {
+		progressing = appsv1.DeploymentCondition{Type: appsv1.DeploymentProgressing, Status: "False", Reason: "ProgressDeadlineExceeded"}
+	}
 	d := &appsv1.Deployment{
 		Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](3)},
 		Status: appsv1.DeploymentStatus{ObservedGeneration: 1, Replicas: 3, UpdatedReplicas: 3, ReadyReplicas: 3, AvailableReplicas: 3,
-			Conditions: []appsv1.DeploymentCondition{{Type: appsv1.DeploymentAvailable, Status: "True"},
-				{Type: appsv1.DeploymentProgressing, Status: "True", Reason: "NewReplicaSetAvailable"}}},
+			Conditions: []appsv1.DeploymentCondition{{Type: appsv1.DeploymentAvailable, Status: "True"}, progressing}},
 	}
 	d.SetName("t")
 	d.SetNamespace("ns")
@@ -331,25 +335,45 @@ if !parent.spec.fast {
 	d.SetGeneration(1)
 	d.SetLabels(map[string]string{render.LabelID: "deploy"})
 	d.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: "x.example.com/v1", Kind: "Thing", Name: "t", UID: "uid-t", Controller: &yes}})
-	gvk := appsv1.SchemeGroupVersion.WithKind("Deployment")
+	return d
+}
 
+// thingRun is a reconcile of cr that observed d as a reconcile lists it:
+// its partial view (viewKeys), from the list's copy.
+func thingRun(t *testing.T, k *template.Kind, cr *unstructured.Unstructured, d *appsv1.Deployment) *run {
+	t.Helper()
+	r := &run{r: &Reconciler{Applier: &apply.Applier{}}, kind: k, cr: cr, log: logr.Discard()}
+	keys := r.viewKeys()
+	if !maps.Equal(keys, map[string]bool{"status": true}) {
+		t.Fatalf("viewKeys = %v, want the status alone", keys)
+	}
+	listed := *d
+	view, err := viewOf(&listed, appsv1.SchemeGroupVersion.WithKind("Deployment"), keys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.owned = sortChildren(cr, []*unstructured.Unstructured{view})
+	r.observed = r.owned.templateView(r.r.fieldManager())
+	r.sources = map[*unstructured.Unstructured]runtime.Object{view: &listed}
+	return r
+}
+
+func thing(fast bool) *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: map[string]any{"apiVersion": "x.example.com/v1", "kind": "Thing",
+		"metadata": map[string]any{"name": "t", "namespace": "ns", "uid": "uid-t", "generation": int64(1)},
+		"spec":     map[string]any{"fast": fast}}}
+}
+
+// TestDefaultReadyJudgesWholeChildren: a template that gives `ready` only
+// under a condition has `ready` on its kind, so a reconcile observes its
+// children in part (viewKeys); for a CR whose render has no `ready`, Ready
+// is the engine's default, kstatus over the children, and it judges them
+// whole: an available Deployment of 3 replicas is ready, as from its
+// whole object, not in progress as its view without spec.replicas reads.
+func TestDefaultReadyJudgesWholeChildren(t *testing.T) {
+	k := kindFromSource(t, "x.example.com", "Thing", thingSource)
 	for _, fast := range []bool{true, false} {
-		cr := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "x.example.com/v1", "kind": "Thing",
-			"metadata": map[string]any{"name": "t", "namespace": "ns", "uid": "uid-t", "generation": int64(1)},
-			"spec":     map[string]any{"fast": fast}}}
-		r := &run{r: &Reconciler{Applier: &apply.Applier{}}, kind: k, cr: cr, log: logr.Discard()}
-		keys := r.viewKeys()
-		if !maps.Equal(keys, map[string]bool{"status": true}) {
-			t.Fatalf("viewKeys = %v, want the status alone", keys)
-		}
-		listedDeploy := *d
-		view, err := viewOf(&listedDeploy, gvk, keys)
-		if err != nil {
-			t.Fatal(err)
-		}
-		r.owned = sortChildren(cr, []*unstructured.Unstructured{view})
-		r.observed = r.owned.templateView(r.r.fieldManager())
-		r.sources = map[*unstructured.Unstructured]runtime.Object{view: &listedDeploy}
+		r := thingRun(t, k, thing(fast), thingDeployment(false))
 		if err := r.render(context.Background()); err != nil || r.result_ == nil {
 			t.Fatalf("fast %v: render: %v, %v", fast, err, r.stalled)
 		}
@@ -359,5 +383,48 @@ if !parent.spec.fast {
 		if fast && render.Reuse(render.Inputs{Kind: k, Observed: r.observed}, r.result_).Ready {
 			t.Error("kstatus over the view without spec.replicas is ready: this test no longer shows what the whole children are for")
 		}
+	}
+}
+
+// TestDefaultReadySettlesOnKstatus: the digest a CR records when its Ready
+// was the default covers its children's kstatus, though the kind has
+// `ready`: the CR converged with its Deployment available does not settle
+// once the Deployment's rollout failed (its available replicas, all the
+// template reads, unchanged), and does while it stays available. A CR whose
+// render gave `ready` records the digest without kstatus.
+func TestDefaultReadySettlesOnKstatus(t *testing.T) {
+	k := kindFromSource(t, "x.example.com", "Thing", thingSource)
+	for _, fast := range []bool{true, false} {
+		cr := thing(fast)
+		r := thingRun(t, k, cr, thingDeployment(false))
+		if err := r.render(context.Background()); err != nil || r.result_ == nil {
+			t.Fatalf("render: %v, %v", err, r.stalled)
+		}
+		st := r.desiredStatus()
+		recorded, _ := st[StatusInputsDigest].(string)
+		if recorded == "" || strings.HasPrefix(recorded, byDefaultPrefix) != fast {
+			t.Fatalf("fast %v: recorded digest %q", fast, recorded)
+		}
+		cr.Object["status"] = st
+		if !thingRun(t, k, cr, thingDeployment(false)).settled() {
+			t.Errorf("fast %v: the same children do not settle", fast)
+		}
+		if got := thingRun(t, k, cr, thingDeployment(true)).settled(); got == fast {
+			t.Errorf("fast %v: with the rollout failed, settled = %v", fast, got)
+		}
+	}
+}
+
+// TestAbsentReadsOfTheDefaultReady: a CR whose render took Ready by default
+// (its `ready` under a condition it does not meet) is told of the absent
+// reads of its children's readyWhen, as a CR of a kind without `ready`.
+func TestAbsentReadsOfTheDefaultReady(t *testing.T) {
+	k := kindFromSource(t, "x.example.com", "Thing", thingSource+"readyWhen: deploy: (*observed.deploy.status.bogus | 0) == 1\n")
+	r := thingRun(t, k, thing(true), thingDeployment(false))
+	if err := r.render(context.Background()); err != nil || r.result_ == nil {
+		t.Fatalf("render: %v, %v", err, r.stalled)
+	}
+	if reason, msg := r.notReady(); reason != ReasonReadsAbsentField || !strings.Contains(msg, "status.bogus") {
+		t.Errorf("notReady = %s: %s; want %s naming status.bogus", reason, msg, ReasonReadsAbsentField)
 	}
 }

@@ -28,7 +28,8 @@ import (
 // spec, the metadata and observed paths the template reads, the referenced
 // objects' versions), of cueop's finalizers on the CR, of the live children
 // as cueop left them (identity, applied hash, cueop's field set; their
-// kstatus when the kind has no `ready`), of the render policy and child
+// kstatus when Ready was the engine's default: the kind has no `ready`, or
+// the render gave none for this CR), of the render policy and child
 // labels, and of the cueop build.
 //
 // A reconcile that finds the CR's status converged at the current
@@ -54,8 +55,29 @@ func (r *run) settled() bool {
 		return false
 	}
 	recorded, _, _ := unstructured.NestedString(r.cr.Object, "status", StatusInputsDigest)
-	d, ok := r.inputsDigest()
+	d, ok := r.recordedDigest(strings.HasPrefix(recorded, byDefaultPrefix))
 	return ok && d == recorded
+}
+
+// byDefaultPrefix marks a recorded digest that covers the children's
+// kstatus because the render's Ready was the engine's default, though the
+// kind has `ready` (under a condition the CR did not meet). A kind without
+// `ready` always covers it, unmarked.
+const byDefaultPrefix = "default:"
+
+// recordedDigest is the digest to record, or to compare with the one
+// recorded, for a render whose Ready was the default (byDefault) or not.
+// The children's kstatus is computed from their whole objects
+// (partialview.go).
+func (r *run) recordedDigest(byDefault bool) (string, bool) {
+	if !r.kind.Value.LookupPath(template.PathReady).Exists() {
+		return r.inputsDigest(true)
+	}
+	if !byDefault {
+		return r.inputsDigest(false)
+	}
+	d, ok := r.inputsDigest(true)
+	return byDefaultPrefix + d, ok
 }
 
 // maySettle is true when the CR's status records a convergence at its
@@ -98,13 +120,14 @@ func (r *run) recordDigest(st map[string]any) {
 	if r.rerendered || !r.converged() {
 		return
 	}
-	if d, ok := r.inputsDigest(); ok {
+	if d, ok := r.recordedDigest(r.result_ != nil && r.result_.ReadyByDefault); ok {
 		st[StatusInputsDigest] = d
 	}
 }
 
-// inputsDigest is the digest StatusInputsDigest describes, hex encoded.
-func (r *run) inputsDigest() (string, bool) {
+// inputsDigest is the digest StatusInputsDigest describes, hex encoded,
+// with the children's kstatus or without.
+func (r *run) inputsDigest(kstatus bool) (string, bool) {
 	in := render.Inputs{Kind: r.kind, Parent: r.cr, Observed: r.observed, Referenced: r.referenced}
 	d, ok := in.Digest()
 	if !ok {
@@ -116,7 +139,7 @@ func (r *run) inputsDigest() (string, bool) {
 	for _, f := range Finalizers { // finalizers.go: a reconcile puts them back
 		writeField(h, fmt.Sprint(f, slices.Contains(r.cr.GetFinalizers(), f)))
 	}
-	if !r.childrenFingerprint(h) {
+	if !r.childrenFingerprint(h, kstatus) {
 		return "", false
 	}
 	return hex.EncodeToString(h.Sum(nil)), true
@@ -124,10 +147,9 @@ func (r *run) inputsDigest() (string, bool) {
 
 // childrenFingerprint writes to h, for every child the CR controls in a
 // fixed order, what drift detection compares: its identity, its applied
-// hash and cueop's field set; and its kstatus when the engine computes
-// Ready from it (a kind without `ready`).
-func (r *run) childrenFingerprint(h hash.Hash) bool {
-	kstatus := !r.kind.Value.LookupPath(template.PathReady).Exists()
+// hash and cueop's field set; and with kstatus its kstatus, of the whole
+// child.
+func (r *run) childrenFingerprint(h hash.Hash, kstatus bool) bool {
 	all := slices.Clone(r.owned.all)
 	slices.SortFunc(all, func(a, b *unstructured.Unstructured) int { return strings.Compare(childName(a), childName(b)) })
 	for _, o := range all {
@@ -140,7 +162,7 @@ func (r *run) childrenFingerprint(h hash.Hash) bool {
 		writeField(h, o.GetAnnotations()[apply.AnnotationAppliedHash])
 		writeField(h, fields)
 		if kstatus {
-			res, err := status.Compute(o)
+			res, err := status.Compute(r.whole(o))
 			if err != nil {
 				return false
 			}

@@ -83,10 +83,11 @@ func ReadWarnings(in Inputs, opts Options) []string {
 }
 
 // ReadyAbsent are the absent reads that Ready depends on, for the children
-// rendered, once per position: those of the template's ready, or, where it
-// gives none, of the readyWhen of the children rendered (the default ready
+// rendered, once per position: those of the template's ready, or, where the
+// render took Ready by default (byDefault: the template gave none for this
+// parent), of the readyWhen of the children rendered (the default ready
 // needs every child ready).
-func ReadyAbsent(k *template.Kind, children []Child) []AbsentRead {
+func ReadyAbsent(k *template.Kind, children []Child, byDefault bool) []AbsentRead {
 	if k.Outputs == nil || len(k.Outputs.Reads) == 0 {
 		return nil
 	}
@@ -95,7 +96,7 @@ func ReadyAbsent(k *template.Kind, children []Child) []AbsentRead {
 		kinds[c.ID] = c.Object.GroupVersionKind()
 	}
 	root := "readyWhen"
-	if k.Outputs.Ready {
+	if k.Outputs.Ready && !byDefault {
 		root = "ready"
 	}
 	var reads []template.ObservedRead

@@ -84,7 +84,7 @@ ready: status.ready == 3 && children.job.metadata.name == "j"
 		t.Fatal(err)
 	}
 	children := []render.Child{child("deploy", "apps/v1", "Deployment"), child("job", "batch/v1", "Job")}
-	if got := render.ReadyAbsent(k, children); len(got) != 0 {
+	if got := render.ReadyAbsent(k, children, false); len(got) != 0 {
 		t.Errorf("ReadyAbsent = %v, want none: ready reads status.ready only", got)
 	}
 	got := strings.Join(render.LoadWarnings(k), "\n")
@@ -119,10 +119,10 @@ if parent.spec.n != _|_ {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := render.ReadyAbsent(k, []render.Child{child("deploy", "apps/v1", "Deployment")}); len(got) != 0 {
+	if got := render.ReadyAbsent(k, []render.Child{child("deploy", "apps/v1", "Deployment")}, false); len(got) != 0 {
 		t.Errorf("ReadyAbsent without cm = %v, want none", got)
 	}
-	got := render.ReadyAbsent(k, []render.Child{child("deploy", "apps/v1", "Deployment"), child("cm", "v1", "ConfigMap")})
+	got := render.ReadyAbsent(k, []render.Child{child("deploy", "apps/v1", "Deployment"), child("cm", "v1", "ConfigMap")}, false)
 	if len(got) != 1 || !strings.Contains(got[0].String(), "readyWhen.cm reads observed.deploy.status.gateBogus") {
 		t.Errorf("ReadyAbsent with cm = %v, want the read of readyWhen.cm", got)
 	}
@@ -177,7 +177,7 @@ ready: status.bogus > 0
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := render.ReadyAbsent(k, []render.Child{child("deploy", "apps/v1", "Deployment")})
+	got := render.ReadyAbsent(k, []render.Child{child("deploy", "apps/v1", "Deployment")}, false)
 	if len(got) != 1 || !strings.HasSuffix(got[0].String(), "app.cue:7:17: ready reads observed.deploy.status.bogus (through status), which Deployment apps/v1 does not have") {
 		t.Errorf("ReadyAbsent = %v, want the read of status.bogus", got)
 	}
