@@ -15,7 +15,7 @@ func TestFrameDecodesAsMarshal(t *testing.T) {
 		"render": {Op: opRender, Root: "/t", Kind: "redis", Revision: "r1",
 			Parent: map[string]any{"apiVersion": "x/v1", "metadata": map[string]any{"name": "a<&>\u2028é"},
 				"spec": map[string]any{"n": int64(3), "f": 1.5, "l": []any{true, nil, "s"}}},
-			Observed: map[string]map[string]any{"pod-1": {"status": map[string]any{"phase": "Running"}}, "pod-0": {}, "gone": nil},
+			Observed:   map[string]map[string]any{"pod-1": {"status": map[string]any{"phase": "Running"}}, "pod-0": {}, "gone": nil},
 			Referenced: map[string]wireReferenced{"cfg": {Objects: []map[string]any{{"data": map[string]any{"k": "v"}}}, List: true}},
 			Files:      map[string][]byte{"k.cue": []byte("package k")}},
 		"convert": {Op: "convert", Object: map[string]any{"spec": map[string]any{"x": "y"}}, ToVersion: "v2"},
