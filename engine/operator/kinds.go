@@ -168,10 +168,12 @@ func (o *Operator) start(ctx context.Context, k *template.Kind) error {
 	rec.OnStatusFailing = o.statusFailing(k.Resource.CRDName()) // statusfailing.go
 	rec.Live = o.mgr.GetAPIReader()                             // reconcile/staleentries.go
 	rec.Bound = o.boundIn(k)                                    // forbidden.go
+	log := o.log.WithValues("kind", k.Resource.Kind)
 	c, err := controller.NewUnmanaged("cueop-"+k.Name, controller.Options{
 		Reconciler: rec, MaxConcurrentReconciles: o.opts.MaxConcurrent,
-		SkipNameValidation: ptr.To(true), Logger: o.log.WithValues("kind", k.Resource.Kind),
-		RateLimiter: rateLimiter(),
+		SkipNameValidation: ptr.To(true), Logger: log,
+		LogConstructor: reconcileLogger(log, "cueop-"+k.Name), // lazylog.go
+		RateLimiter:    rateLimiter(),
 	})
 	if err != nil {
 		o.releaseBundle(b, nil)
