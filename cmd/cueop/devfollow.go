@@ -358,7 +358,7 @@ func isDigest(v any) bool {
 	if !ok {
 		return false
 	}
-	s = strings.TrimPrefix(s, "sha256:")
+	s = strings.TrimPrefix(strings.TrimPrefix(s, "default:"), "sha256:") // resync.go: byDefaultPrefix
 	if len(s) < 32 {
 		return false
 	}

@@ -21,16 +21,15 @@ func reconcileLogger(base logr.Logger, controller string) func(*reconcile.Reques
 	}
 }
 
-// lazy is l, its WithValues kept until a line is written (lazySink).
+// lazy is l, its WithValues kept until a line is written (lazySink); l
+// itself when its sink cannot be told of lazySink's frame (the lines would
+// name it as their caller).
 func lazy(l logr.Logger) logr.Logger {
-	sink := l.GetSink()
-	if sink == nil {
+	cd, ok := l.GetSink().(logr.CallDepthLogSink)
+	if !ok {
 		return l
 	}
-	if cd, ok := sink.(logr.CallDepthLogSink); ok {
-		sink = cd.WithCallDepth(1) // lazySink's own frame
-	}
-	return logr.New(&lazySink{sink: sink}).V(l.GetV())
+	return logr.New(&lazySink{sink: cd.WithCallDepth(1)}).V(l.GetV())
 }
 
 // lazySink hands the key-value pairs of WithValues to the sink it wraps

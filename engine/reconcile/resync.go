@@ -46,7 +46,7 @@ import (
 const StatusInputsDigest = template.StatusInputsDigest
 
 // digestFormat changes when what the digest covers changes.
-const digestFormat = "cueop-inputs-1"
+const digestFormat = "cueop-inputs-2" // 2: the kstatus of a render whose Ready was the default
 
 // settled is true when the CR's status records a convergence at exactly
 // the inputs and children it has now (see StatusInputsDigest).
