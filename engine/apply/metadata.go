@@ -2,6 +2,7 @@ package apply
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
@@ -16,8 +17,6 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/log"
-
-	"github.com/cueop/cueop/internal/jsonenc"
 )
 
 // MetadataResponses sends applies whose answer is the object's metadata
@@ -82,9 +81,34 @@ func (m *MetadataResponses) resource(gvk schema.GroupVersionKind) (metadata.Gett
 // and returns what the answer says of the object: its uid, its
 // resourceVersion and the applied entry of manager.
 func (m *MetadataResponses) apply(ctx context.Context, obj *unstructured.Unstructured, manager string) (answered, error) {
-	got, err := m.patch(ctx, obj, manager)
+	r, namespaced, err := m.resource(obj.GroupVersionKind())
 	if err != nil {
 		return answered{}, err
+	}
+	// The checks client-go's requests make of the path's segments (the
+	// metadata client makes none but for an empty name).
+	name, ns := obj.GetName(), obj.GetNamespace()
+	if msgs := rest.IsValidPathSegmentName(name); len(msgs) > 0 {
+		return answered{}, fmt.Errorf("invalid name %q: %s", name, strings.Join(msgs, "; "))
+	}
+	var ri metadata.ResourceInterface = r
+	if namespaced {
+		if msgs := rest.IsValidPathSegmentName(ns); ns == "" || len(msgs) > 0 {
+			return answered{}, fmt.Errorf("invalid namespace %q of a namespaced object: %s", ns, strings.Join(msgs, "; "))
+		}
+		ri = r.Namespace(ns)
+	}
+	body, err := json.Marshal(obj.Object)
+	if err != nil {
+		return answered{}, err
+	}
+	got, err := ri.Patch(ctx, name, types.ApplyPatchType, body,
+		metav1.PatchOptions{FieldManager: manager, Force: ptr.To(true)})
+	if err != nil {
+		return answered{}, err
+	}
+	if got == nil {
+		return answered{}, fmt.Errorf("no object in the answer")
 	}
 	ans := answered{uid: string(got.UID), resourceVersion: got.ResourceVersion}
 	for _, e := range got.ManagedFields {
@@ -94,52 +118,4 @@ func (m *MetadataResponses) apply(ctx context.Context, obj *unstructured.Unstruc
 		}
 	}
 	return ans, nil
-}
-
-// ApplyStatus sends obj as a server-side apply of manager to its status
-// subresource, forcing ownership, and returns the resourceVersion the
-// answer gives the object. The API server answers with the object's
-// metadata, not the whole object that a status apply of a client decodes
-// into maps (a CR's spec and status, for one field).
-func (m *MetadataResponses) ApplyStatus(ctx context.Context, obj *unstructured.Unstructured, manager string) (string, error) {
-	got, err := m.patch(ctx, obj, manager, "status")
-	if err != nil {
-		return "", err
-	}
-	return got.ResourceVersion, nil
-}
-
-// patch sends obj as a server-side apply of manager, forcing ownership, to
-// the object or to its subresource, and returns the answer's metadata.
-func (m *MetadataResponses) patch(ctx context.Context, obj *unstructured.Unstructured, manager string, subresource ...string) (*metav1.PartialObjectMetadata, error) {
-	r, namespaced, err := m.resource(obj.GroupVersionKind())
-	if err != nil {
-		return nil, err
-	}
-	// The checks client-go's requests make of the path's segments (the
-	// metadata client makes none but for an empty name).
-	name, ns := obj.GetName(), obj.GetNamespace()
-	if msgs := rest.IsValidPathSegmentName(name); len(msgs) > 0 {
-		return nil, fmt.Errorf("invalid name %q: %s", name, strings.Join(msgs, "; "))
-	}
-	var ri metadata.ResourceInterface = r
-	if namespaced {
-		if msgs := rest.IsValidPathSegmentName(ns); ns == "" || len(msgs) > 0 {
-			return nil, fmt.Errorf("invalid namespace %q of a namespaced object: %s", ns, strings.Join(msgs, "; "))
-		}
-		ri = r.Namespace(ns)
-	}
-	body, err := jsonenc.Append(nil, obj.Object)
-	if err != nil {
-		return nil, err
-	}
-	got, err := ri.Patch(ctx, name, types.ApplyPatchType, body,
-		metav1.PatchOptions{FieldManager: manager, Force: ptr.To(true)}, subresource...)
-	if err != nil {
-		return nil, err
-	}
-	if got == nil {
-		return nil, fmt.Errorf("no object in the answer")
-	}
-	return got, nil
 }

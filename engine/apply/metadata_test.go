@@ -6,8 +6,6 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
-	"reflect"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -113,63 +111,4 @@ func TestMetadataResponses(t *testing.T) {
 			t.Fatalf("PATCH answers: %v, want the objects' metadata only (PartialObjectMetadata)", rec.kinds)
 		}
 	}
-}
-
-// ApplyStatus applies to the status subresource only, as the field
-// manager given, and is answered with the object's metadata: the
-// resourceVersion it returns is the object's after the write, the status
-// holds what was applied and the rest of the object is as it was.
-func TestApplyStatus(t *testing.T) {
-	e := newEnv(t)
-	ctx := context.Background()
-	cfg := clustertest.Config()
-	rec := &answers{}
-	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { rec.rt = rt; return rec })
-	responses, err := apply.NewMetadataResponses(cfg, nil, e.c.RESTMapper())
-	if err != nil {
-		t.Fatal(err)
-	}
-	svc := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Service",
-		"metadata": map[string]any{"name": "st", "namespace": e.ns},
-		"spec":     map[string]any{"ports": []any{map[string]any{"port": int64(80)}}}}}
-	if err := e.c.Create(ctx, svc); err != nil {
-		t.Fatal(err)
-	}
-	status := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Service",
-		"metadata": map[string]any{"name": "st", "namespace": e.ns},
-		"status": map[string]any{"conditions": []any{map[string]any{"type": "Probed", "status": "True",
-			"reason": "Checked", "message": "", "lastTransitionTime": "2026-12-06T00:00:00Z"}}}}}
-	sent := status.DeepCopy()
-	rv, err := responses.ApplyStatus(ctx, status, "cueop-test")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !reflect.DeepEqual(status.Object, sent.Object) {
-		t.Fatalf("ApplyStatus changed the object it sent: %v", status.Object)
-	}
-	live := e.live(t, svc)
-	if rv == "" || rv != live.GetResourceVersion() {
-		t.Fatalf("ApplyStatus returned resourceVersion %q, the Service is at %q", rv, live.GetResourceVersion())
-	}
-	conds, _, _ := unstructured.NestedSlice(live.Object, "status", "conditions")
-	if len(conds) != 1 || conds[0].(map[string]any)["reason"] != "Checked" {
-		t.Fatalf("status after ApplyStatus: %v", live.Object["status"])
-	}
-	if ports, _, _ := unstructured.NestedSlice(live.Object, "spec", "ports"); len(ports) != 1 {
-		t.Fatalf("spec after ApplyStatus: %v", live.Object["spec"])
-	}
-	found := false
-	for _, mf := range live.GetManagedFields() {
-		found = found || mf.Manager == "cueop-test" && mf.Subresource == "status" && mf.Operation == metav1.ManagedFieldsOperationApply
-	}
-	if !found {
-		t.Fatalf("no status apply entry of cueop-test: %v", live.GetManagedFields())
-	}
-	rec.mu.Lock()
-	kinds := slices.Clone(rec.kinds)
-	rec.mu.Unlock()
-	if len(kinds) != 1 || kinds[0] != "PartialObjectMetadata" {
-		t.Fatalf("PATCH answers: %v, want one of the object's metadata only (PartialObjectMetadata)", kinds)
-	}
-
 }

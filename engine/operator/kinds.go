@@ -156,7 +156,6 @@ func (o *Operator) start(ctx context.Context, k *template.Kind) error {
 	}
 	rec := reconcile.NewReconciler(k)
 	rec.Parents, rec.Children, rec.Client, rec.Scheme = o.parents, b.cache, o.mgr.GetClient(), o.mgr.GetScheme()
-	rec.StatusResponses = o.applier.Responses // the operator's identity, as rec.Client
 	rec.ChildKinds, rec.WatchKind, rec.Owned = b.watchedKinds, b.watchKind, b.ownedLive
 	rec.Applier, rec.Recorder, rec.Observer = b.applier, o.recorder, o.metrics
 	rec.Options.AllowedKinds, rec.Options.Scope = o.opts.AllowedKinds, o.scope

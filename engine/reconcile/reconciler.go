@@ -48,10 +48,6 @@ type Reconciler struct {
 	Scheme *runtime.Scheme
 	// Client writes the CR status.
 	Client client.Client
-	// StatusResponses, when set, sends the status writes instead of
-	// Client, with the CR's identity: the API server answers them with
-	// the CR's metadata, not the whole CR.
-	StatusResponses *apply.MetadataResponses
 	// Applier writes the children.
 	Applier *apply.Applier
 	// Options are the administrator's render policy.

@@ -197,30 +197,17 @@ func (r *run) writeStatus(ctx context.Context) error {
 		"metadata": map[string]any{"name": r.cr.GetName(), "namespace": r.cr.GetNamespace()},
 		"status":   st,
 	}}
-	written, err := r.r.applyStatus(ctx, obj)
+	err := r.r.Client.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(obj),
+		client.FieldOwner(r.r.fieldManager()), client.ForceOwnership)
 	if err != nil && r.repairEntries(ctx, err) { // staleentries.go
-		written, err = r.r.applyStatus(ctx, obj)
+		err = r.r.Client.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(obj),
+			client.FieldOwner(r.r.fieldManager()), client.ForceOwnership)
 	}
 	if err != nil {
 		return fmt.Errorf("%s: status write failed: %w", r.subject(), err)
 	}
-	r.r.written.wrote(client.ObjectKeyFromObject(r.cr), r.cr.GetResourceVersion(), written)
+	r.r.written.wrote(client.ObjectKeyFromObject(r.cr), r.cr.GetResourceVersion(), obj.GetResourceVersion())
 	return nil
-}
-
-// applyStatus applies obj, a CR's status, as cueop's field manager,
-// forcing ownership, and returns the resourceVersion the CR has after it.
-// obj is not modified.
-func (r *Reconciler) applyStatus(ctx context.Context, obj *unstructured.Unstructured) (string, error) {
-	if r.StatusResponses != nil {
-		return r.StatusResponses.ApplyStatus(ctx, obj, r.fieldManager())
-	}
-	// Apply decodes the answer into the object it is given; a fresh
-	// Unstructured keeps obj's maps as they are (as apply.Applier.send).
-	out := &unstructured.Unstructured{Object: obj.Object}
-	err := r.Client.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(out),
-		client.FieldOwner(r.fieldManager()), client.ForceOwnership)
-	return out.GetResourceVersion(), err
 }
 
 // statusWrites remembers, per CR, the resourceVersion the cache held when
