@@ -423,6 +423,18 @@ func testShardedTemplateRemovalClearsEveryRange(t *testing.T, f shard.Filter) {
 		byRange[r.Index] = append(byRange[r.Index], name)
 	}
 	t.Logf("WebApps by range: %v", byRange)
+	// The replica serves WebApp before its template goes: the CRD may be
+	// Established by an earlier test's operator, and a template removed
+	// before the first load is never served, so nothing would release.
+	eventually(t, 60*time.Second, func() string {
+		for _, n := range byRange[0] {
+			conds, _, _ := unstructured.NestedSlice(object(t, c, webAppGVK, ns, n).Object, "status", "conditions")
+			if len(conds) == 0 {
+				return fmt.Sprintf("WebApp %s (range 0) has no status yet: replica a does not serve WebApp", n)
+			}
+		}
+		return ""
+	})
 
 	mustRun(t, "rm", "-r", dir+"/webapp")
 	eventually(t, 60*time.Second, func() string {
