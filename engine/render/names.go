@@ -87,29 +87,88 @@ func checkNames(id string, v cue.Value, obj *unstructured.Unstructured) string {
 }
 
 // walkLabels calls f with every label map of x: the `labels` of any
-// `metadata` and any `matchLabels`, with their paths.
+// `metadata` and any `matchLabels`, with their paths, in the order of a
+// walk through sorted keys and list indexes. It walks x unsorted with one
+// path stack, copies the path of each label map found and sorts only
+// those: a child is mostly maps without labels, walked for every render.
 func walkLabels(x any, p []string, f func([]string, map[string]string)) {
+	w := labelWalk{path: make([]pathElem, 0, 16)}
+	for _, e := range p {
+		w.path = append(w.path, pathElem{key: e, index: -1})
+	}
+	w.walk(x)
+	sort.SliceStable(w.found, func(i, j int) bool { return lessPath(w.found[i].path, w.found[j].path) })
+	for _, l := range w.found {
+		f(l.strings(), stringMap(l.labels))
+	}
+}
+
+// pathElem is a map key, or a list index when index >= 0.
+type pathElem struct {
+	key   string
+	index int
+}
+
+type foundLabels struct {
+	path   []pathElem
+	labels map[string]any
+}
+
+// strings is the path as checkNames reports it, an index as "[i]".
+func (l foundLabels) strings() []string {
+	out := make([]string, len(l.path))
+	for i, e := range l.path {
+		if e.index >= 0 {
+			out[i] = fmt.Sprintf("[%d]", e.index)
+		} else {
+			out[i] = e.key
+		}
+	}
+	return out
+}
+
+type labelWalk struct {
+	path  []pathElem
+	found []foundLabels
+}
+
+func (w *labelWalk) walk(x any) {
 	switch t := x.(type) {
 	case map[string]any:
-		keys := make([]string, 0, len(t))
-		for k := range t {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		for _, k := range keys {
-			sub := append(append([]string(nil), p...), k)
-			isLabels := k == "matchLabels" || (k == "labels" && len(p) > 0 && p[len(p)-1] == "metadata")
-			if m, ok := t[k].(map[string]any); ok && isLabels {
-				f(sub, stringMap(m))
-				continue
+		parentIsMetadata := len(w.path) > 0 && w.path[len(w.path)-1].index < 0 && w.path[len(w.path)-1].key == "metadata"
+		for k, v := range t {
+			w.path = append(w.path, pathElem{key: k, index: -1})
+			if m, ok := v.(map[string]any); ok && (k == "matchLabels" || (k == "labels" && parentIsMetadata)) {
+				w.found = append(w.found, foundLabels{path: append([]pathElem(nil), w.path...), labels: m})
+			} else {
+				w.walk(v)
 			}
-			walkLabels(t[k], sub, f)
+			w.path = w.path[:len(w.path)-1]
 		}
 	case []any:
 		for i, e := range t {
-			walkLabels(e, append(append([]string(nil), p...), fmt.Sprintf("[%d]", i)), f)
+			w.path = append(w.path, pathElem{index: i})
+			w.walk(e)
+			w.path = w.path[:len(w.path)-1]
 		}
 	}
+}
+
+// lessPath orders paths as a walk through sorted keys and list indexes
+// meets them: siblings are all keys or all indexes.
+func lessPath(a, b []pathElem) bool {
+	for i := range min(len(a), len(b)) {
+		x, y := a[i], b[i]
+		switch {
+		case x.index >= 0 && y.index >= 0:
+			if x.index != y.index {
+				return x.index < y.index
+			}
+		case x.key != y.key:
+			return x.key < y.key
+		}
+	}
+	return len(a) < len(b)
 }
 
 // stringMap keeps the string values of m; a value of another type is the
