@@ -2,7 +2,9 @@ package reconcile
 
 import (
 	"encoding/json"
+	"math"
 	"math/big"
+	"reflect"
 	"testing"
 
 	utiljson "k8s.io/apimachinery/pkg/util/json"
@@ -50,6 +52,92 @@ func TestSameStatusAfterItsOwnWrite(t *testing.T) {
 			a, _ := json.Marshal(st)
 			b, _ := json.Marshal(old)
 			t.Errorf("%s: written %s, read back %s: not the same status, written again on every reconcile", name, a, b)
+		}
+	}
+}
+
+// viaJSON is what jsonSame stands in for: both values encoded, decoded into
+// any and compared.
+func viaJSON(a, b any) (same, ok bool) {
+	x, err1 := json.Marshal(a)
+	y, err2 := json.Marshal(b)
+	if err1 != nil || err2 != nil {
+		return false, false
+	}
+	var u, v any
+	if json.Unmarshal(x, &u) != nil || json.Unmarshal(y, &v) != nil {
+		return false, false
+	}
+	return reflect.DeepEqual(u, v), true
+}
+
+// TestJSONSameAsEncoding: wherever jsonSame answers, it answers as an
+// encode and decode of both values would; where that round trip would
+// change a value, it leaves the answer to the encoding.
+func TestJSONSameAsEncoding(t *testing.T) {
+	values := []any{
+		nil, []any(nil), map[string]any(nil), []any{}, map[string]any{},
+		true, false, "", "a", "\xff", "a\u2028<>&",
+		int64(0), 0, int32(0), 0.0, math.Copysign(0, -1), int64(2), 2.0, 2.5, int64(1) << 53, int64(1)<<53 + 1, float64(1 << 53), math.MaxInt64, 1e21,
+		math.NaN(), math.Inf(1), json.Number("2.0"), float32(0.1), uint(3),
+		[]any{int64(1), "x"}, []any{1.0, "x"}, []any{int64(1)}, []any{nil}, []any{json.Number("1")},
+		map[string]any{"a": int64(1)}, map[string]any{"a": 1.0}, map[string]any{"a": nil}, map[string]any{"b": int64(1)},
+		map[string]any{"a": int64(1), "b": []any{}}, map[string]any{"\xff": "x"}, map[string]any{"a": json.Number("1")},
+		map[string]any{"c": []any{map[string]any{"type": "Ready", "status": "True", "observedGeneration": int64(3)}}},
+		map[string]any{"c": []any{map[string]any{"type": "Ready", "status": "True", "observedGeneration": 3.0}}},
+		map[string]any{"c": []any{map[string]any{"type": "Ready", "status": "False", "observedGeneration": int64(3)}}},
+	}
+	answered := 0
+	for _, a := range values {
+		for _, b := range values {
+			same, known := jsonSame(a, b)
+			if !known {
+				continue
+			}
+			answered++
+			want, ok := viaJSON(a, b)
+			if !ok {
+				t.Errorf("jsonSame(%#v, %#v) answered %v where encoding fails", a, b, same)
+				continue
+			}
+			if same != want {
+				t.Errorf("jsonSame(%#v, %#v) = %v, by encoding %v", a, b, same, want)
+			}
+		}
+	}
+	if answered < len(values)*len(values)/2 {
+		t.Errorf("jsonSame answered %d of %d pairs: it should know most values", answered, len(values)*len(values))
+	}
+	for _, a := range []any{"\xff", math.NaN(), json.Number("2.0"), float32(0.1), map[string]any{"a": json.Number("1")}, []any{int64(1), uint(2)}} {
+		if _, known := jsonSame(a, a); known {
+			t.Errorf("jsonSame(%#v, itself) answered: the round trip would change it", a)
+		}
+		if _, known := jsonSame(map[string]any{"x": a}, map[string]any{"y": "other"}); known {
+			t.Errorf("jsonSame answered on objects that differ in their keys, one holding %#v", a)
+		}
+	}
+}
+
+// BenchmarkSameStatus compares a RedisCluster's converged status with
+// itself as read back: the check of every reconcile that writes nothing.
+func BenchmarkSameStatus(b *testing.B) {
+	cond := func(typ, status, reason string) map[string]any {
+		return map[string]any{"type": typ, "status": status, "reason": reason, "message": "every child is ready",
+			"observedGeneration": int64(1), "lastTransitionTime": "2026-12-06T10:00:00Z"}
+	}
+	st := map[string]any{
+		"readyReplicas": int64(3), "phase": "Running", "selector": "app=redis,cluster=r1",
+		"observedGeneration": int64(1), "revision": "d4aa74a5df",
+		"conditions": []any{cond("Ready", "True", "Ready"), cond("Reconciling", "False", "Converged"), cond("Stalled", "False", "Converged")},
+	}
+	old := map[string]any{}
+	for k, v := range st {
+		old[k] = v
+	}
+	old["inputsDigest"] = "0123456789abcdef"
+	for b.Loop() {
+		if !sameStatus(old, st, map[string]bool{"Ready": true, "Reconciling": true, "Stalled": true}) {
+			b.Fatal("not the same status")
 		}
 	}
 }

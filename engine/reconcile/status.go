@@ -278,6 +278,9 @@ func sameStatus(old any, st map[string]any, owned map[string]bool) bool {
 	// server would store of either. Equal bytes are equal values; other
 	// bytes may be too (2.0 as CUE writes a float, 2 as the API server
 	// gives it back), so those are decoded and compared.
+	if same, known := jsonSame(mine, st); known { // jsonsame.go
+		return same
+	}
 	a, err1 := json.Marshal(mine)
 	b, err2 := json.Marshal(st)
 	if err1 != nil || err2 != nil {

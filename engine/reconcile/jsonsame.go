@@ -1,0 +1,164 @@
+package reconcile
+
+import (
+	"math"
+	"unicode/utf8"
+)
+
+// jsonSame reports whether a and b are the same JSON value, as comparing
+// them after json.Marshal and a decode into any would find (numbers as
+// float64, a nil list or map as null), without encoding either. known is
+// false when a or b holds what that round trip would change or that this
+// walk does not know (a type other than those of an unstructured object,
+// a string that is not valid UTF-8, a NaN or an infinity, a json.Number):
+// the caller then compares them by encoding.
+func jsonSame(a, b any) (same, known bool) {
+	ka, ok := jsonKindOf(a)
+	if !ok {
+		return false, false
+	}
+	kb, ok := jsonKindOf(b)
+	if !ok {
+		return false, false
+	}
+	if ka != kb {
+		// Still walk both: an unknown value anywhere must make the
+		// caller encode, as it would have before.
+		return false, jsonKnown(a) && jsonKnown(b)
+	}
+	switch ka {
+	case jsonNull:
+		return true, true
+	case jsonBool:
+		return a.(bool) == b.(bool), true
+	case jsonString:
+		return a.(string) == b.(string), true
+	case jsonNumber:
+		return jsonFloat(a) == jsonFloat(b), true
+	case jsonArray:
+		x, y := a.([]any), b.([]any)
+		same := len(x) == len(y)
+		for i := range max(len(x), len(y)) {
+			switch {
+			case i >= len(x):
+				if !jsonKnown(y[i]) {
+					return false, false
+				}
+			case i >= len(y):
+				if !jsonKnown(x[i]) {
+					return false, false
+				}
+			default:
+				s, known := jsonSame(x[i], y[i])
+				if !known {
+					return false, false
+				}
+				same = same && s
+			}
+		}
+		return same, true
+	default: // jsonObject
+		x, y := a.(map[string]any), b.(map[string]any)
+		same := len(x) == len(y)
+		for k, v := range x {
+			if !utf8.ValidString(k) {
+				return false, false
+			}
+			w, in := y[k]
+			if !in {
+				if !jsonKnown(v) {
+					return false, false
+				}
+				same = false
+				continue
+			}
+			s, known := jsonSame(v, w)
+			if !known {
+				return false, false
+			}
+			same = same && s
+		}
+		for k, w := range y {
+			if _, in := x[k]; !in && (!utf8.ValidString(k) || !jsonKnown(w)) {
+				return false, false
+			}
+		}
+		return same, true
+	}
+}
+
+type jsonKind int
+
+const (
+	jsonNull jsonKind = iota
+	jsonBool
+	jsonString
+	jsonNumber
+	jsonArray
+	jsonObject
+)
+
+// jsonKindOf is the JSON kind x encodes to, ok false when jsonSame does
+// not know it.
+func jsonKindOf(x any) (jsonKind, bool) {
+	switch t := x.(type) {
+	case nil:
+		return jsonNull, true
+	case bool:
+		return jsonBool, true
+	case string:
+		return jsonString, utf8.ValidString(t)
+	case int, int32, int64:
+		return jsonNumber, true
+	case float64:
+		return jsonNumber, !math.IsNaN(t) && !math.IsInf(t, 0)
+	case []any:
+		if t == nil {
+			return jsonNull, true
+		}
+		return jsonArray, true
+	case map[string]any:
+		if t == nil {
+			return jsonNull, true
+		}
+		return jsonObject, true
+	}
+	return 0, false
+}
+
+// jsonKnown is true when jsonSame knows every value within x.
+func jsonKnown(x any) bool {
+	k, ok := jsonKindOf(x)
+	if !ok {
+		return false
+	}
+	switch k {
+	case jsonArray:
+		for _, e := range x.([]any) {
+			if !jsonKnown(e) {
+				return false
+			}
+		}
+	case jsonObject:
+		for key, v := range x.(map[string]any) {
+			if !utf8.ValidString(key) || !jsonKnown(v) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// jsonFloat is the number x as a decode into any gives it back: a float64
+// (an integer rounded as strconv.ParseFloat rounds its decimal text).
+func jsonFloat(x any) float64 {
+	switch t := x.(type) {
+	case int:
+		return float64(t)
+	case int32:
+		return float64(t)
+	case int64:
+		return float64(t)
+	}
+	return x.(float64)
+}
