@@ -11,8 +11,21 @@ import (
 // false when a or b holds what that round trip would change or that this
 // walk does not know (a type other than those of an unstructured object,
 // a string that is not valid UTF-8, a NaN or an infinity, a json.Number):
-// the caller then compares them by encoding.
+// the caller then compares them by encoding. So does a value nested deeper
+// than maxJSONDepth (a cycle among them), as the decode refuses the
+// deepest.
 func jsonSame(a, b any) (same, known bool) {
+	return jsonSameAt(a, b, 0)
+}
+
+// maxJSONDepth is deeper than any status, and well within encoding/json's
+// bound on the nesting it decodes (10000).
+const maxJSONDepth = 1000
+
+func jsonSameAt(a, b any, depth int) (same, known bool) {
+	if depth > maxJSONDepth {
+		return false, false
+	}
 	ka, ok := jsonKindOf(a)
 	if !ok {
 		return false, false
@@ -24,7 +37,7 @@ func jsonSame(a, b any) (same, known bool) {
 	if ka != kb {
 		// Still walk both: an unknown value anywhere must make the
 		// caller encode, as it would have before.
-		return false, jsonKnown(a) && jsonKnown(b)
+		return false, jsonKnown(a, depth) && jsonKnown(b, depth)
 	}
 	switch ka {
 	case jsonNull:
@@ -41,15 +54,15 @@ func jsonSame(a, b any) (same, known bool) {
 		for i := range max(len(x), len(y)) {
 			switch {
 			case i >= len(x):
-				if !jsonKnown(y[i]) {
+				if !jsonKnown(y[i], depth+1) {
 					return false, false
 				}
 			case i >= len(y):
-				if !jsonKnown(x[i]) {
+				if !jsonKnown(x[i], depth+1) {
 					return false, false
 				}
 			default:
-				s, known := jsonSame(x[i], y[i])
+				s, known := jsonSameAt(x[i], y[i], depth+1)
 				if !known {
 					return false, false
 				}
@@ -66,20 +79,20 @@ func jsonSame(a, b any) (same, known bool) {
 			}
 			w, in := y[k]
 			if !in {
-				if !jsonKnown(v) {
+				if !jsonKnown(v, depth+1) {
 					return false, false
 				}
 				same = false
 				continue
 			}
-			s, known := jsonSame(v, w)
+			s, known := jsonSameAt(v, w, depth+1)
 			if !known {
 				return false, false
 			}
 			same = same && s
 		}
 		for k, w := range y {
-			if _, in := x[k]; !in && (!utf8.ValidString(k) || !jsonKnown(w)) {
+			if _, in := x[k]; !in && (!utf8.ValidString(k) || !jsonKnown(w, depth+1)) {
 				return false, false
 			}
 		}
@@ -126,8 +139,11 @@ func jsonKindOf(x any) (jsonKind, bool) {
 	return 0, false
 }
 
-// jsonKnown is true when jsonSame knows every value within x.
-func jsonKnown(x any) bool {
+// jsonKnown is true when jsonSame knows every value within x, x at depth.
+func jsonKnown(x any, depth int) bool {
+	if depth > maxJSONDepth {
+		return false
+	}
 	k, ok := jsonKindOf(x)
 	if !ok {
 		return false
@@ -135,13 +151,13 @@ func jsonKnown(x any) bool {
 	switch k {
 	case jsonArray:
 		for _, e := range x.([]any) {
-			if !jsonKnown(e) {
+			if !jsonKnown(e, depth+1) {
 				return false
 			}
 		}
 	case jsonObject:
 		for key, v := range x.(map[string]any) {
-			if !utf8.ValidString(key) || !jsonKnown(v) {
+			if !utf8.ValidString(key) || !jsonKnown(v, depth+1) {
 				return false
 			}
 		}

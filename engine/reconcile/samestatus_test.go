@@ -141,3 +141,31 @@ func BenchmarkSameStatus(b *testing.B) {
 		}
 	}
 }
+
+// TestJSONSameDeepOrCyclic: a value nested past what a status holds, or a
+// cycle, is left to the encoding, which refuses both.
+func TestJSONSameDeepOrCyclic(t *testing.T) {
+	nest := func(x any, n int) any {
+		for range n {
+			x = []any{x}
+		}
+		return x
+	}
+	if _, known := jsonSame(nest(math.Copysign(0, -1), 10001), nest(0.0, 10001)); known {
+		t.Error("jsonSame answered on values nested 10001 deep, which a decode refuses")
+	}
+	if same, known := jsonSame(nest("x", 50), nest("x", 50)); !known || !same {
+		t.Errorf("jsonSame(50 deep, itself) = %v, %v: want true, known", same, known)
+	}
+	m := map[string]any{}
+	m["self"] = m
+	if _, known := jsonSame(m, m); known {
+		t.Error("jsonSame answered on a cycle")
+	}
+	if _, known := jsonSame(map[string]any{"a": m}, map[string]any{}); known {
+		t.Error("jsonSame answered on a cycle under a key the other value lacks")
+	}
+	if sameStatus(map[string]any{"a": m}, map[string]any{"a": m}, nil) {
+		t.Error("sameStatus: a cycle is no status the API server stores")
+	}
+}
