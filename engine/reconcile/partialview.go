@@ -71,13 +71,12 @@ func viewOf(obj runtime.Object, gvk schema.GroupVersionKind, keep map[string]boo
 		if f.name != "metadata" && !keep[f.name] {
 			continue
 		}
-		w := reflect.New(f.wrapper)
-		fv := w.Elem().Field(0)
-		fv.Set(s.Field(f.index))
-		if om, ok := fv.Addr().Interface().(*metav1.ObjectMeta); ok && f.name == "metadata" {
-			managed, om.ManagedFields = om.ManagedFields, nil // the wrapper's copy only
+		if om, ok := s.Field(f.index).Addr().Interface().(*metav1.ObjectMeta); ok && f.name == "metadata" {
+			m["metadata"] = metaView(om) // metaview.go: without reflection
+			managed = om.ManagedFields
+			continue
 		}
-		part, err := runtime.DefaultUnstructuredConverter.ToUnstructured(w.Interface())
+		part, err := fieldView(s, f)
 		if err != nil {
 			return nil, err
 		}
@@ -94,6 +93,18 @@ func viewOf(obj runtime.Object, gvk schema.GroupVersionKind, keep map[string]boo
 	u := &unstructured.Unstructured{Object: m}
 	u.SetGroupVersionKind(gvk)
 	return u, nil
+}
+
+// fieldView converts the field f of s, in a struct of that one field, with
+// the reflective converter (an ObjectMeta's managedFields left out).
+func fieldView(s reflect.Value, f topField) (map[string]any, error) {
+	w := reflect.New(f.wrapper)
+	fv := w.Elem().Field(0)
+	fv.Set(s.Field(f.index))
+	if om, ok := fv.Addr().Interface().(*metav1.ObjectMeta); ok {
+		om.ManagedFields = nil // the wrapper's copy only
+	}
+	return runtime.DefaultUnstructuredConverter.ToUnstructured(w.Interface())
 }
 
 // topField is a top-level field of a typed object's struct with a JSON
