@@ -7,23 +7,20 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/randfill"
 )
 
-// metaView gives what the reflective converter gives of a Pod's metadata
-// (viewOf's path before metaView), on random metadata where each field is
-// absent, empty or set: zero and nil values, empty maps and slices, times
-// with and without a zone, every optional pointer.
+// viewOf's metadata (metaView and managedEntries) is what the reflective
+// converter gives of it (viewOf's path before metaView), for several kinds,
+// on random metadata where each field is absent, empty or set: zero and nil
+// values, empty maps and slices, times in and out of UTC, zero with a
+// location, before 1970 and past the year 9999, every optional pointer.
 func TestMetaViewAsConverter(t *testing.T) {
-	gvk := corev1.SchemeGroupVersion.WithKind("Pod")
-	var metaField topField
-	for _, f := range topFields(reflect.TypeOf(corev1.Pod{})) {
-		if f.name == "metadata" {
-			metaField = f
-		}
-	}
 	r := rand.New(rand.NewSource(1))
 	fill := randfill.New().RandSource(rand.NewSource(2)).NilChance(0.3).NumElements(0, 3).Funcs(
 		func(s *string, c randfill.Continue) {
@@ -37,43 +34,64 @@ func TestMetaViewAsConverter(t *testing.T) {
 			}
 		},
 		func(tm *metav1.Time, c randfill.Continue) {
-			switch c.Intn(3) {
+			switch c.Intn(6) {
 			case 0:
 			case 1:
 				*tm = metav1.NewTime(time.Unix(c.Int63n(1<<34), 0).In(time.FixedZone("x", 3600)))
+			case 2: // zero, with a location
+				*tm = metav1.NewTime(time.Time{}.In(time.FixedZone("y", -7200)))
+			case 3: // before 1970
+				*tm = metav1.NewTime(time.Unix(-c.Int63n(1<<36), 0))
+			case 4:
+				*tm = metav1.NewTime(time.Date(10000+c.Intn(1000), 1, 2, 3, 4, 5, 6, time.UTC))
 			default:
-				*tm = metav1.NewTime(time.Unix(c.Int63n(1<<34), c.Int63n(1e9)))
+				*tm = metav1.NewTime(time.Unix(c.Int63n(1<<34), c.Int63n(1e9)).UTC())
 			}
 		},
 	)
-	for i := range 3000 {
-		var pod corev1.Pod
-		fill.Fill(&pod.ObjectMeta)
-		if r.Intn(10) == 0 {
-			pod.ObjectMeta = metav1.ObjectMeta{}
+	kinds := []client.Object{&corev1.Pod{}, &corev1.Service{}, &corev1.ConfigMap{}, &appsv1.StatefulSet{}}
+	for i := range 4000 {
+		obj := kinds[i%len(kinds)].DeepCopyObject().(client.Object)
+		s := reflect.ValueOf(obj).Elem()
+		om := s.FieldByName("ObjectMeta").Addr().Interface().(*metav1.ObjectMeta)
+		if r.Intn(10) > 0 {
+			fill.Fill(om)
 		}
-		want, err := fieldView(reflect.ValueOf(&pod).Elem(), metaField)
+		gvks, _, err := scheme.Scheme.ObjectKinds(obj)
 		if err != nil {
 			t.Fatal(err)
 		}
-		u, err := viewOf(&pod, gvk, map[string]bool{})
+		var metaField topField
+		for _, f := range topFields(s.Type()) {
+			if f.name == "metadata" {
+				metaField = f
+			}
+		}
+		want, err := fieldView(s, metaField) // as viewOf converted it before metaView
 		if err != nil {
 			t.Fatal(err)
 		}
-		got := u.Object["metadata"].(map[string]any)
-		delete(got, "managedFields")
-		wantMeta, _ := want["metadata"].(map[string]any)
-		if wantMeta == nil {
-			wantMeta = map[string]any{}
+		wantMeta := want["metadata"].(map[string]any)
+		if len(om.ManagedFields) > 0 {
+			wantMeta["managedFields"] = managedEntries(om.ManagedFields)
 		}
-		if !reflect.DeepEqual(got, wantMeta) {
-			t.Fatalf("case %d: metaView\n%#v\nconverter\n%#v", i, got, wantMeta)
+		before := obj.DeepCopyObject()
+		u, err := viewOf(obj, gvks[0], map[string]bool{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := u.Object["metadata"]; !reflect.DeepEqual(got, wantMeta) {
+			t.Fatalf("case %d, %s: metaView\n%#v\nconverter\n%#v", i, gvks[0].Kind, got, wantMeta)
+		}
+		if !reflect.DeepEqual(obj, before) {
+			t.Fatalf("case %d, %s: viewOf changed the object", i, gvks[0].Kind)
 		}
 	}
 }
 
 // metaView names every field of ObjectMeta and OwnerReference: a field a
-// later apimachinery adds fails here, not silently in the view.
+// later apimachinery adds fails here, not silently in the view (a changed
+// tag option or format is TestMetaViewAsConverter's to find).
 func TestMetaViewKnowsEveryField(t *testing.T) {
 	known := map[reflect.Type]string{
 		reflect.TypeOf(metav1.ObjectMeta{}):     "name generateName namespace selfLink uid resourceVersion generation creationTimestamp deletionTimestamp deletionGracePeriodSeconds labels annotations ownerReferences finalizers managedFields",

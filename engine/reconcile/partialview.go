@@ -57,8 +57,9 @@ func (r *run) viewKeys() map[string]bool {
 // converted on its own, in a struct of that one field with the same JSON
 // tag, so that the converter's rules (omitempty, omitzero, custom
 // converters) apply to it as within obj, and the fields not kept are not
-// walked at all (a Pod's zero spec cost as much as its metadata). An
-// object that is not a pointer to a struct is converted whole.
+// walked at all (a Pod's zero spec cost as much as its metadata); the
+// metadata, an ObjectMeta, is converted by metaView, as the converter
+// would. An object that is not a pointer to a struct is converted whole.
 func viewOf(obj runtime.Object, gvk schema.GroupVersionKind, keep map[string]bool) (*unstructured.Unstructured, error) {
 	v := reflect.ValueOf(obj)
 	if v.Kind() != reflect.Pointer || v.IsNil() || v.Elem().Kind() != reflect.Struct {
@@ -101,7 +102,7 @@ func fieldView(s reflect.Value, f topField) (map[string]any, error) {
 	w := reflect.New(f.wrapper)
 	fv := w.Elem().Field(0)
 	fv.Set(s.Field(f.index))
-	if om, ok := fv.Addr().Interface().(*metav1.ObjectMeta); ok {
+	if om, ok := fv.Addr().Interface().(*metav1.ObjectMeta); ok && f.name == "metadata" {
 		om.ManagedFields = nil // the wrapper's copy only
 	}
 	return runtime.DefaultUnstructuredConverter.ToUnstructured(w.Interface())
