@@ -97,14 +97,10 @@ func viewOf(obj runtime.Object, gvk schema.GroupVersionKind, keep map[string]boo
 }
 
 // fieldView converts the field f of s, in a struct of that one field, with
-// the reflective converter (an ObjectMeta's managedFields left out).
+// the reflective converter.
 func fieldView(s reflect.Value, f topField) (map[string]any, error) {
 	w := reflect.New(f.wrapper)
-	fv := w.Elem().Field(0)
-	fv.Set(s.Field(f.index))
-	if om, ok := fv.Addr().Interface().(*metav1.ObjectMeta); ok && f.name == "metadata" {
-		om.ManagedFields = nil // the wrapper's copy only
-	}
+	w.Elem().Field(0).Set(s.Field(f.index))
 	return runtime.DefaultUnstructuredConverter.ToUnstructured(w.Interface())
 }
 
