@@ -68,6 +68,15 @@ type cpuUse struct {
 	Cores   map[string]float64 // cores used on average, by component
 }
 
+// perCR is each component's CPU from a to b in ms per CR of n.
+func (a cpuSnapshot) perCR(b cpuSnapshot, n int) map[string]float64 {
+	m := map[string]float64{}
+	for name, v := range b.procs {
+		m[name] = (v - a.procs[name]) * 1000 / float64(n)
+	}
+	return m
+}
+
 func (a cpuSnapshot) until(b cpuSnapshot, wall float64) cpuUse {
 	u := cpuUse{Cores: map[string]float64{}}
 	if dt := b.total - a.total; dt > 0 {

@@ -37,44 +37,44 @@ import (
 
 // floorRun measures the floor for n CRs and replicas clients on a control
 // plane of its own, stopped before it returns.
-func (d *driver) floorRun(ctx context.Context, sc scaleConfig, n, replicas int) (time.Duration, error) {
+func (d *driver) floorRun(ctx context.Context, sc scaleConfig, n, replicas int) (time.Duration, map[string]float64, error) {
 	ctx, cancel := context.WithCancel(ctx) // ends the floor's clients, whatever ends the run
 	defer cancel()
 	stop, err := d.startCluster(ctx, sc.clusterOptions(n, replicas))
 	defer stop()
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	tmpl, err := d.templatesCopy()
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	if err := d.installCRD(ctx, tmpl); err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	// No operator serves the conversion webhook here: the API server
 	// converts for free instead (harness.SetConversion).
 	if _, err := harness.SetConversion(ctx, d.rest, d.crd, false); err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	kind, err := harness.LoadKind(tmpl)
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	sp, err := d.spread(ctx, "bench-floor-", n, sc.PerNamespace)
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	pods, err := d.trackReadyPods(ctx, sp.served())
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	defer pods.stop()
 	fl, err := newFloor(d.cluster.Config, kind, replicas, n)
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
-	start := time.Now()
+	start, cpu0 := time.Now(), d.cpuSnapshot()
 	fl.run(ctx, func(created func(int, *unstructured.Unstructured)) error {
 		return d.createCRsThen(ctx, sp, n, created)
 	})
@@ -83,9 +83,9 @@ func (d *driver) floorRun(ctx context.Context, sc scaleConfig, n, replicas int) 
 		err = fl.err()
 	}
 	if err != nil {
-		return 0, fmt.Errorf("floor: %d of %d Pods Ready: %w", pods.readyCount(), 3*n, err)
+		return 0, nil, fmt.Errorf("floor: %d of %d Pods Ready: %w", pods.readyCount(), 3*n, err)
 	}
-	return allAt.Sub(start), nil
+	return allAt.Sub(start), cpu0.perCR(d.cpuSnapshot(), n), nil
 }
 
 // floor applies the children of the CRs it is given.

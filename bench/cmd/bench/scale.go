@@ -183,6 +183,10 @@ type scalePoint struct {
 	// time from the first create until all were.
 	Ready    int
 	AllReady time.Duration
+	// FloorCPU and CPU are each control plane component's CPU (by its
+	// name in localcluster) from the first create until every Pod (the
+	// floor) or every CR (cueop) was Ready, in ms per CR.
+	FloorCPU, CPU map[string]float64
 	// CPUPerCR is the operator's CPU (workers included, from its synced
 	// start until it settled) per CR, in ms; all replicas together.
 	CPUPerCR float64
@@ -222,12 +226,12 @@ func (pt scalePoint) label() string {
 func (d *driver) scalePoint(ctx context.Context, sc scaleConfig, n, replicas int, rep *scaleReport) scalePoint {
 	pt := scalePoint{N: n, Replicas: replicas}
 	d.logf("point %s: floor", pt.label())
-	floor, err := d.floorRun(ctx, sc, n, replicas)
+	floor, floorCPU, err := d.floorRun(ctx, sc, n, replicas)
 	if err != nil {
 		pt.FloorErr = err.Error()
 		d.logf("point %s: %v", pt.label(), err)
 	}
-	pt.Floor = floor
+	pt.Floor, pt.FloorCPU = floor, floorCPU
 	d.logf("point %s: floor %.1fs; cueop", pt.label(), floor.Seconds())
 	if err := d.operatorPoint(ctx, sc, &pt, rep); err != nil {
 		pt.Err = err.Error()
@@ -285,7 +289,7 @@ func (d *driver) scaleConverge(ctx context.Context, sc scaleConfig, pt *scalePoi
 	}
 	defer cr.stop()
 	s0 := f.each()
-	start := time.Now()
+	start, cpu0 := time.Now(), d.cpuSnapshot()
 	if err := d.createCRsThen(ctx, sp, pt.N, nil); err != nil {
 		return err
 	}
@@ -304,7 +308,7 @@ func (d *driver) scaleConverge(ctx context.Context, sc scaleConfig, pt *scalePoi
 		measured()
 		return fmt.Errorf("%d of %d CRs Ready: %w", pt.Ready, pt.N, err)
 	}
-	pt.AllReady = allAt.Sub(start)
+	pt.AllReady, pt.CPU = allAt.Sub(start), cpu0.perCR(d.cpuSnapshot(), pt.N)
 	if _, _, err := f.settle(ctx, timeout, 0); err != nil {
 		return err
 	}

@@ -63,8 +63,10 @@ func TestScaleMarkdown(t *testing.T) {
 	good := scalePoint{N: 3000, Replicas: 1, Ready: 3000, AllReady: 110 * time.Second, Floor: 100 * time.Second,
 		CPUPerCR: 12.5, PeakRSS: 300 << 20, PeakHeap: 200 << 20, RSSPerCR: 80 << 10, HeapPerCR: 60 << 10,
 		P99: 42 * time.Millisecond, WritesPerCR: 7.5, Resync: 20 * time.Second,
-		Writes: harness.Counts{WritesBy: map[string]int64{"PATCH pods": 9000, "POST events": 1500}},
-		Idle:   harness.Counts{Reads: 2, Watches: 3, WritesBy: map[string]int64{}}}
+		FloorCPU: map[string]float64{"kube-apiserver": 20, "etcd": 3, "kwok": 2, "kube-scheduler": 1, "kube-controller-manager": 3},
+		CPU:      map[string]float64{"kube-apiserver": 25.5, "etcd": 3.5, "kwok": 2.5, "kube-controller-manager": 2.5},
+		Writes:   harness.Counts{WritesBy: map[string]int64{"PATCH pods": 9000, "POST events": 1500}},
+		Idle:     harness.Counts{Reads: 2, Watches: 3, WritesBy: map[string]int64{}}}
 	sharded := good
 	sharded.Replicas, sharded.AllReady, sharded.ResyncWrites = 3, 130*time.Second, 2
 	sharded.Idle = harness.Counts{Writes: 60, WritesBy: map[string]int64{"PUT leases": 60}}
@@ -77,7 +79,8 @@ func TestScaleMarkdown(t *testing.T) {
 		scaleTitle + "\n",
 		"| figure | target | 3000 | 12000 | 3000, 3 replicas |",
 		"| all CRs Ready (s) | every CR | 110.0; met | 11000 of 12000 Ready; **missed** | 130.0; met |",
-		"| all Ready / floor | ≤ 1.1 | 1.10; met | n/a | 1.30; **missed** |",
+		"| all Ready / floor | ≤ 1.2 | 1.10; met | n/a | 1.30; **missed** |",
+		"| control plane CPU per CR until all Ready, floor / cueop (ms): kube-apiserver; etcd; the others |  | 20.0 / 25.5; 3.0 / 3.5; 6.0 / 5.0 | n/a | 20.0 / 25.5; 3.0 / 3.5; 6.0 / 5.0 |",
 		"| peak RSS (MiB, largest process) | ≤ 1024 | 300; met | n/a | 300; met |",
 		"| memory per CR: RSS; heap (KiB) |  | 80.0; 60.0 | n/a | 80.0; 60.0 |",
 		"| p99 reconcile (ms) |  | 42 | n/a | 42 |",
@@ -113,5 +116,16 @@ func TestStuckPointFigures(t *testing.T) {
 		if cells[name] != want {
 			t.Errorf("%s: %q, want %q", name, cells[name], want)
 		}
+	}
+}
+
+// TestControlPlaneCPUPerCR: each component's CPU between two snapshots,
+// in ms per CR.
+func TestControlPlaneCPUPerCR(t *testing.T) {
+	a := cpuSnapshot{procs: map[string]float64{"etcd": 1, "kube-apiserver": 10}}
+	b := cpuSnapshot{procs: map[string]float64{"etcd": 1.3, "kube-apiserver": 12.5}}
+	got := a.perCR(b, 100)
+	if math.Abs(got["etcd"]-3) > 1e-9 || math.Abs(got["kube-apiserver"]-25) > 1e-9 || len(got) != 2 {
+		t.Fatalf("perCR = %v, want etcd 3 and kube-apiserver 25 ms", got)
 	}
 }
