@@ -68,11 +68,21 @@ type cpuUse struct {
 	Cores   map[string]float64 // cores used on average, by component
 }
 
-// perCR is each component's CPU from a to b in ms per CR of n.
+// perCR is each component's CPU from a to b in ms per CR of n; nil if
+// there is none, or a component is in one snapshot only or its time went
+// back (it exited or was restarted between them: procCPU of a gone pid is
+// 0, and the difference would be no CPU of it).
 func (a cpuSnapshot) perCR(b cpuSnapshot, n int) map[string]float64 {
+	if n <= 0 || len(b.procs) == 0 || len(a.procs) != len(b.procs) {
+		return nil
+	}
 	m := map[string]float64{}
 	for name, v := range b.procs {
-		m[name] = (v - a.procs[name]) * 1000 / float64(n)
+		v0, ok := a.procs[name]
+		if !ok || v < v0 {
+			return nil
+		}
+		m[name] = (v - v0) * 1000 / float64(n)
 	}
 	return m
 }

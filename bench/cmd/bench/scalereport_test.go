@@ -128,4 +128,16 @@ func TestControlPlaneCPUPerCR(t *testing.T) {
 	if math.Abs(got["etcd"]-3) > 1e-9 || math.Abs(got["kube-apiserver"]-25) > 1e-9 || len(got) != 2 {
 		t.Fatalf("perCR = %v, want etcd 3 and kube-apiserver 25 ms", got)
 	}
+	// A component gone between the snapshots (procCPU 0), missing from one,
+	// or no component at all: no figures, so the cell says n/a.
+	for _, b := range []cpuSnapshot{
+		{procs: map[string]float64{"etcd": 0, "kube-apiserver": 12.5}},
+		{procs: map[string]float64{"kube-apiserver": 12.5}},
+		{procs: map[string]float64{"etcd": 1.3, "kube-apiserver": 12.5, "kwok": 1}},
+		{procs: map[string]float64{}},
+	} {
+		if got := a.perCR(b, 100); got != nil {
+			t.Errorf("perCR(%v) = %v, want nil", b.procs, got)
+		}
+	}
 }
