@@ -105,14 +105,20 @@ func (c *Converter) convertSpecOnce(obj *unstructured.Unstructured, spec map[str
 		return specResult{}, err
 	}
 	if stored != nil {
-		restored := overlay(got, stored)
-		_, back, err := c.specPath(restored, to, from)
-		if err == nil && reflect.DeepEqual(back, in) {
+		if restored, ok := c.restore(got, stored, in, from, to); ok {
 			return specResult{spec: restored}, nil
 		}
-		if got, err = c.normalize(fillMissing(got, stored), to); err != nil {
+		filled, err := c.normalize(fillMissing(got, stored), to)
+		if err != nil {
 			return specResult{}, fmt.Errorf("restoring annotation %s%s: %w", AnnotationPrefix, to.Name, err)
 		}
+		if to.Hub {
+			// A write at from (the hub is the storage version): storing
+			// filled would drop what only the hub holds, or not store
+			// what the writer said.
+			return specResult{}, c.refuseLossyWrite(got, stored, in, from, to)
+		}
+		got = filled
 	}
 	_, back, err := c.specPath(got, to, from)
 	if err != nil {
