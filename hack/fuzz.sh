@@ -31,6 +31,9 @@ for pkg in $($go list ./...); do
 				echo "fuzz $target: the coordinator's deadline with no failing input (go.dev/issue/75804); running it again"
 				continue
 			fi
+			if grep -q 'Failing input written to' "$log"; then
+				echo "fuzz $target: a finding; once fixed, add the input to $target's f.Add seeds (testdata/fuzz is git-ignored)"
+			fi
 			exit 1
 		done
 	done

@@ -45,7 +45,7 @@ func TestRenderBadInput(t *testing.T) {
 	for file, want := range map[string]string{
 		bad:                                "spec.replicas: invalid value 0 (out of bound >=1)",
 		unknown:                            "no template serves /v1, Kind=ConfigMap",
-		garbage:                            "want one custom resource",
+		garbage:                            "garbage.yaml: document 1: yaml: did not find expected key",
 		filepath.Join(dir, "missing.yaml"): "no such file",
 	} {
 		_, err := run(t, "render", "-f", file)

@@ -70,8 +70,9 @@ func newVet(g *globals) *cobra.Command {
 
 // vetCases renders every golden case that should succeed and checks each
 // child against the schema of its kind, then the first such case with the
-// spec at the schema's bounds (vetBounds) and with the longest CR name
-// (vetNameLength, a warning written to warn).
+// spec at the schema's bounds (vetBounds), and every such case with the
+// longest CR name (vetNameLength, a warning written to warn, with the
+// least limit of the cases).
 func vetCases(g *globals, set *template.Set, crds []*apiextensionsv1.CustomResourceDefinition, dir string, opts render.Options, warn io.Writer) error {
 	var errs []error
 	for i, k := range set.Kinds {
@@ -80,13 +81,17 @@ func vetCases(g *globals, set *template.Set, crds []*apiextensionsv1.CustomResou
 			errs = append(errs, fmt.Errorf("kind %s: no golden case in %s", k.Name, filepath.Join(dir, k.Name)))
 		}
 		var base *vetBase
+		var named []nameCase
 		gates := map[string]bool{}
 		for _, p := range paths {
 			c, err := vetCase(k, p, opts)
 			if err != nil {
 				errs = append(errs, fmt.Errorf("%s: %w", p, err))
-			} else if base == nil {
-				base = c
+			} else if c != nil {
+				if base == nil {
+					base = c
+				}
+				named = append(named, nameCase{path: p, parent: c.parent})
 			}
 			vetGates(k, c, opts, gates, warn)
 		}
@@ -94,9 +99,9 @@ func vetCases(g *globals, set *template.Set, crds []*apiextensionsv1.CustomResou
 			if err := vetBounds(g.trialSetup(k), crds[i], *base); err != nil {
 				errs = append(errs, fmt.Errorf("kind %s: %w", k.Name, err))
 			}
-			if w := vetNameLength(k, base.parent, opts); w != "" {
-				fmt.Fprintln(warn, "warn", w)
-			}
+		}
+		if w := vetNameLength(k, named, opts); w != "" {
+			fmt.Fprintln(warn, "warn", w)
 		}
 	}
 	return errors.Join(errs...)

@@ -15,13 +15,38 @@ import (
 // (a DNS-1123 subdomain).
 const maxCRName = 253
 
-// vetNameLength renders parent renamed to the longest name a CR may have.
-// When a child is then refused (a name or label value derived from the CR's
-// name grows beyond what the API server takes), it returns a warning with
-// the longest CR name that still renders and the refusal of a name one
-// character longer: the child whose name sets the limit (a Job's 63, not a
-// claim's 253); else "".
-func vetNameLength(k *template.Kind, parent *unstructured.Unstructured, opts render.Options) string {
+// nameCase is a golden case that renders: its path and its parent.
+type nameCase struct {
+	path   string
+	parent *unstructured.Unstructured
+}
+
+// vetNameLength renders the parent of each case renamed to the longest
+// name a CR may have. When a child is then refused (a name or label value
+// derived from the CR's name grows beyond what the API server takes), it
+// returns a warning with the longest CR name that renders in every case
+// (the least over the cases: a child only one case renders, a backup
+// CronJob, may set it) and the refusal of a name one character longer in
+// the case that sets it: the child whose name sets the limit (a Job's 63,
+// not a claim's 253); else "".
+func vetNameLength(k *template.Kind, cases []nameCase, opts render.Options) string {
+	limit, refusal, where := maxCRName, "", ""
+	for _, c := range cases {
+		if lo, first := nameLimit(k, c.parent, opts); lo < limit {
+			limit, refusal, where = lo, first, c.path
+		}
+	}
+	if refusal == "" {
+		return ""
+	}
+	return fmt.Sprintf("kind %s: CR names of up to %d characters render, though the API server allows %d: with %d, %s (golden case %s)",
+		k.Name, limit, maxCRName, limit+1, refusal, where)
+}
+
+// nameLimit is the longest name of parent that renders (maxCRName when
+// that renders) and the first line of the refusal of a name one
+// character longer, the name written <CR name>.
+func nameLimit(k *template.Kind, parent *unstructured.Unstructured, opts render.Options) (int, string) {
 	refused := func(n int) error {
 		p := parent.DeepCopy()
 		p.SetName(strings.Repeat("a", n))
@@ -33,7 +58,7 @@ func vetNameLength(k *template.Kind, parent *unstructured.Unstructured, opts ren
 		return nil
 	}
 	if refused(maxCRName) == nil {
-		return ""
+		return maxCRName, ""
 	}
 	lo, hi := 0, maxCRName // refused(hi) != nil; lo renders or is 0
 	for hi-lo > 1 {
@@ -44,7 +69,5 @@ func vetNameLength(k *template.Kind, parent *unstructured.Unstructured, opts ren
 		}
 	}
 	first, _, _ := strings.Cut(refused(hi).Error(), "\n")
-	first = strings.ReplaceAll(first, strings.Repeat("a", hi), "<CR name>")
-	return fmt.Sprintf("kind %s: CR names of up to %d characters render, though the API server allows %d: with %d, %s",
-		k.Name, lo, maxCRName, hi, first)
+	return lo, strings.ReplaceAll(first, strings.Repeat("a", hi), "<CR name>")
 }

@@ -6,6 +6,8 @@ import (
 
 	cueerrors "cuelang.org/go/cue/errors"
 	"cuelang.org/go/cue/token"
+
+	"github.com/cueop/cueop/engine/template"
 )
 
 // SchemaError reports a CUE construct that has no structural OpenAPI
@@ -33,7 +35,7 @@ func (e *SchemaError) Error() string {
 	var b strings.Builder
 	b.WriteString(e.Field)
 	if e.Pos.IsValid() {
-		fmt.Fprintf(&b, " (%s)", e.Pos)
+		fmt.Fprintf(&b, " (%s)", template.ShortPos(e.Pos))
 	}
 	b.WriteString(": ")
 	b.WriteString(e.message())

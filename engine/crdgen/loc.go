@@ -83,7 +83,40 @@ func (l loc) checkDepth(v cue.Value) error {
 		return l.errorf(v, "nested more than %d levels deep (recursive definitions are not supported)", maxDepth)
 	}
 	if l.exprDepth > maxExprDepth {
+		if msg := selfReference(v); msg != "" {
+			return l.errorf(v, "%s", msg)
+		}
 		return l.errorf(v, "expression nested more than %d levels deep", maxExprDepth)
 	}
 	return nil
+}
+
+// selfReference explains an expression that never ends because v refers
+// to itself or to a value that encloses it (size: #Spec.size inside the
+// #Spec it names), else "". Inside versions.<name>.#Spec, #Spec names that
+// version's own #Spec, not the hub's: the usual slip, with its remedy.
+func selfReference(v cue.Value) string {
+	root, ref := v.ReferencePath()
+	if !root.Exists() {
+		return ""
+	}
+	own, to := v.Path().Selectors(), ref.Selectors()
+	if len(to) == 0 || len(to) > len(own) {
+		return ""
+	}
+	for i := range to {
+		if to[i].String() != own[i].String() {
+			return ""
+		}
+	}
+	what := "a value that encloses it"
+	if len(to) == len(own) {
+		what = "itself"
+	}
+	msg := fmt.Sprintf("the schema refers to itself: %s refers to %s, %s", v.Path(), ref, what)
+	if len(to) >= 3 && to[0].String() == "versions" && to[2].String() == "#Spec" {
+		msg += fmt.Sprintf("; inside versions.%s, #Spec names %s's own #Spec, not the hub's: to refer to the hub's schema, name it outside versions (let hubSpec = #Spec, at the top of the file) and use hubSpec",
+			to[1], to[1])
+	}
+	return msg
 }

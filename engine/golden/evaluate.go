@@ -135,7 +135,13 @@ func ParseParent(data []byte, k *template.Kind) (*unstructured.Unstructured, err
 	if len(objs) != 1 {
 		return nil, fmt.Errorf("want exactly one object, found %d", len(objs))
 	}
-	p := objs[0]
+	return Parent(objs[0], k)
+}
+
+// Parent checks that p, a CR read from a file, is of kind k at a version
+// k serves and has a name; one without a namespace is put in "default",
+// as kubectl would.
+func Parent(p *unstructured.Unstructured, k *template.Kind) (*unstructured.Unstructured, error) {
 	if gvk := p.GroupVersionKind(); gvk.GroupKind() != k.Resource.GroupVersionKind().GroupKind() || !served(k, gvk.Version) {
 		return nil, fmt.Errorf("%s %s is not a %s", gvk, p.GetName(), k.Resource.GroupVersionKind())
 	}

@@ -33,6 +33,13 @@ func FuzzParseObjects(f *testing.F) {
 		"apiVersion: v1\nkind: List\nitems: [{apiVersion: v1, kind: Pod, metadata: {name: a}}]\n",
 		"\xff\xfe\x00",
 		"apiVersion: cache.example.com/v1\nkind: RedisCluster\nmetadata: \n",
+		// Found by the fuzzer (issue 54): v2 is a served version of
+		// RedisCluster, so a v2 parent is accepted.
+		"apiVersion: cache.example.com/v2\nkind: RedisCluster\n",
+		"apiVersion: cache.example.com/v2\nkind: RedisCluster\nmetadata: {name: x}\nspec: {size: 3}\n",
+		"apiVersion: cache.example.com/v3\nkind: RedisCluster\nmetadata: {name: x}\n",
+		"apiVersion: cache.example.com\nkind: RedisCluster\nmetadata: {name: x}\n",
+		"apiVersion: other.example.com/v1\nkind: RedisCluster\nmetadata: {name: x}\n",
 	} {
 		f.Add([]byte(seed))
 	}
@@ -43,6 +50,15 @@ func FuzzParseObjects(f *testing.F) {
 	k := set.Lookup("cache.example.com", "RedisCluster")
 	if k == nil {
 		f.Fatal("no RedisCluster kind in ../../templates")
+	}
+	// The versions a parent may be at: every served version of the kind,
+	// the hub and each spoke.
+	served := map[string]bool{}
+	for _, v := range k.Versions {
+		served[v.Name] = true
+	}
+	if want := k.Resource.GroupVersionKind(); !served[want.Version] || len(served) < 2 {
+		f.Fatalf("RedisCluster serves %v, want its hub %s and at least one spoke", served, want.Version)
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		objs, err := golden.ParseObjects(data)
@@ -65,8 +81,12 @@ func FuzzParseObjects(f *testing.F) {
 			}
 		case p == nil:
 			t.Fatal("no parent and no error")
-		case p.GroupVersionKind() != k.Resource.GroupVersionKind():
+		case p.GroupVersionKind().GroupKind() != k.Resource.GroupVersionKind().GroupKind():
 			t.Fatalf("parent of kind %s accepted for %s", p.GroupVersionKind(), k.Resource.GroupVersionKind())
+		case !served[p.GroupVersionKind().Version]:
+			t.Fatalf("parent at version %s accepted, served are %v", p.GetAPIVersion(), served)
+		case p.GetName() == "" || p.GetNamespace() == "":
+			t.Fatalf("parent accepted without a name or a namespace: %q/%q", p.GetNamespace(), p.GetName())
 		}
 	})
 }

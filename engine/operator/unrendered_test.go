@@ -59,7 +59,7 @@ func TestSpokeOnlyFieldReportedOnCR(t *testing.T) {
 		if err != nil {
 			return err.Error()
 		}
-		if !strings.HasPrefix(out, "Warning spec.tier (v2): kept by the annotation cueop.dev/conversion.<version>") || !strings.Contains(out, "the hub version v1") {
+		if !strings.HasPrefix(out, "Warning spec.tier (v2): kept by the annotation cueop.dev/conversion.v2 and read back at that version") || !strings.Contains(out, "the hub version v1") {
 			return "events: " + out
 		}
 		return ""

@@ -54,12 +54,14 @@ const maxUnrenderedNamed = 10
 // those lost are "not rendered", those the hub changes (normalises)
 // "rendered as the hub holds" them; maxUnrenderedNamed named in all.
 func unrenderedMessage(fields []convert.UnrenderedField, hub string) string {
-	var lost, changed []string
+	var lost, changed, lostVersions, changedVersions []string
 	for _, f := range fields {
 		if f.Changed {
 			changed = append(changed, f.String())
+			changedVersions = appendNew(changedVersions, f.Version)
 		} else {
 			lost = append(lost, f.String())
+			lostVersions = appendNew(lostVersions, f.Version)
 		}
 	}
 	budget := maxUnrenderedNamed
@@ -75,19 +77,32 @@ func unrenderedMessage(fields []convert.UnrenderedField, hub string) string {
 		}
 		return out
 	}
-	const kept = ": kept by the annotation " + convert.AnnotationPrefix + "<version> and read back at that version, but "
 	var parts []string
 	if len(lost) > 0 {
-		parts = append(parts, named(lost)+kept+"not rendered: the template renders the hub version "+hub+", which cannot hold them")
+		parts = append(parts, named(lost)+kept(lostVersions)+"not rendered: the template renders the hub version "+hub+", which cannot hold them")
 	}
 	if len(changed) > 0 {
 		pronoun := "them"
 		if len(changed) == 1 {
 			pronoun = "it"
 		}
-		parts = append(parts, named(changed)+kept+"rendered as the hub holds "+pronoun+": the template renders the hub version "+hub+", which changes "+pronoun)
+		parts = append(parts, named(changed)+kept(changedVersions)+"rendered as the hub holds "+pronoun+": the template renders the hub version "+hub+", which changes "+pronoun)
 	}
 	return strings.Join(parts, "; ")
+}
+
+// kept says which annotations keep fields of versions (in order, each
+// once): ": kept by the annotation cueop.dev/conversion.v2 and read back
+// at that version, but ".
+func kept(versions []string) string {
+	names := make([]string, len(versions))
+	for i, v := range versions {
+		names[i] = convert.AnnotationPrefix + v
+	}
+	if len(names) == 1 {
+		return ": kept by the annotation " + names[0] + " and read back at that version, but "
+	}
+	return ": kept by the annotations " + strings.Join(names, ", ") + " and read back at their versions, but "
 }
 
 // annotated tells that cr carries a spec in a conversion annotation.

@@ -57,7 +57,7 @@ func TestSpecNotRenderedBounded(t *testing.T) {
 	}
 	ev := <-rec.Events
 	if !strings.HasPrefix(ev, "Warning SpecNotRendered spec.m.key-000.drop (v2), spec.m.key-001.drop (v2),") ||
-		!strings.Contains(ev, "spec.m.key-009.drop (v2) and 190 more: kept by the annotation") || len(ev) > 1024 {
+		!strings.Contains(ev, "spec.m.key-009.drop (v2) and 190 more: kept by the annotation cueop.dev/conversion.v2 and read back at that version") || len(ev) > 1024 {
 		t.Errorf("Event (%d bytes) = %.300s...", len(ev), ev)
 	}
 }
@@ -140,10 +140,25 @@ func TestSpecNotRenderedWording(t *testing.T) {
 		t.Fatalf("%d Events, want 1", len(rec.Events))
 	}
 	ev := <-rec.Events
-	const kept = ": kept by the annotation " + convert.AnnotationPrefix + "<version> and read back at that version, but "
+	const kept = ": kept by the annotation cueop.dev/conversion.v2 and read back at that version, but "
 	want := "Warning SpecNotRendered spec.c (v2)" + kept + "not rendered: the template renders the hub version v1, which cannot hold them; " +
 		"spec.tier (v2)" + kept + "rendered as the hub holds it: the template renders the hub version v1, which changes it"
 	if ev != want {
 		t.Errorf("Event =\n%s\nwant\n%s", ev, want)
+	}
+}
+
+// TestSpecNotRenderedNamesTheAnnotations: the Event names the annotation
+// of each version whose fields it tells of, not a placeholder.
+func TestSpecNotRenderedNamesTheAnnotations(t *testing.T) {
+	got := unrenderedMessage([]convert.UnrenderedField{
+		{Path: "spec.a", Version: "v2"}, {Path: "spec.b", Version: "v2"}, {Path: "spec.c", Version: "v3"},
+		{Path: "spec.d", Version: "v3", Changed: true},
+	}, "v1")
+	want := "spec.a (v2), spec.b (v2), spec.c (v3): kept by the annotations cueop.dev/conversion.v2, cueop.dev/conversion.v3 and read back at their versions, " +
+		"but not rendered: the template renders the hub version v1, which cannot hold them; " +
+		"spec.d (v3): kept by the annotation cueop.dev/conversion.v3 and read back at that version, but rendered as the hub holds it: the template renders the hub version v1, which changes it"
+	if got != want {
+		t.Errorf("message =\n%s\nwant\n%s", got, want)
 	}
 }

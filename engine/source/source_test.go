@@ -142,3 +142,34 @@ func TestParseRefs(t *testing.T) {
 		}
 	}
 }
+
+// TestErrorsNameModuleVersions: an error in a module fetched from a
+// registry names its files by module path and version, and those of its
+// dependencies by theirs, not by where the module cache keeps them.
+func TestErrorsNameModuleVersions(t *testing.T) {
+	ctx := context.Background()
+	reg := sourcetest.Start(t)
+	publishLib(t, reg)
+	reg.Publish(t, "example.com/app@v1", "v1.2.0", map[string]string{
+		"cue.mod/module.cue": sourcetest.ModuleFile("example.com/app@v1", map[string]string{"example.com/lib@v0": "v0.1.0"}),
+		"web/web.cue":        strings.Replace(appKind, `lib.greeting + " %s"`, "lib.greeting & 7", 1),
+	})
+	cache := t.TempDir()
+	s := open(t, reg.Ref("example.com/app", "v1.2.0"), cache, template.Limits{})
+	if err := s.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	_, err := template.Load(s.Dir())
+	if err == nil {
+		t.Fatal("a template unifying a string with 7 loaded")
+	}
+	msg := err.Error()
+	for _, want := range []string{"example.com/app@v1.2.0:web/web.cue:6:", "example.com/lib@v0.1.0:lib.cue:2:"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("error lacks %q:\n%s", want, msg)
+		}
+	}
+	if strings.Contains(msg, cache) || strings.Contains(msg, "trees") {
+		t.Errorf("error names the module cache:\n%s", msg)
+	}
+}

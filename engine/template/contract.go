@@ -182,7 +182,7 @@ func constrainedBy(pkg, x cue.Value, def cue.Path) bool {
 
 func posOf(v cue.Value) string {
 	if p := v.Pos(); p.IsValid() {
-		return p.String()
+		return ShortPos(p)
 	}
 	return "template"
 }
@@ -284,9 +284,14 @@ func Positions(e cueerrors.Error) []string {
 	return pos
 }
 
-// ShortPos formats p as file:line:column with a short file name.
+// ShortPos formats p as file:line:column with a short file name: relative
+// to the working directory, or module@version:path in a module fetched from
+// a registry (DisplayName).
 func ShortPos(p token.Pos) string {
 	name := p.Filename()
+	if d := DisplayName(name); d != name {
+		return fmt.Sprintf("%s:%d:%d", d, p.Line(), p.Column())
+	}
 	if wd, err := os.Getwd(); err == nil {
 		if rel, err := filepath.Rel(wd, name); err == nil && !strings.HasPrefix(rel, "..") {
 			name = rel

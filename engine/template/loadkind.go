@@ -20,8 +20,9 @@ import (
 // (no resource) is nil, nil.
 func LoadKind(root, name string, opts LoadOptions) (*Kind, error) {
 	if dir, pkg, ok := moduleOf(name, onDisk(root)); ok {
+		registerModulesAt(root)
 		k, err := LoadKind(filepath.Join(root, dir), pkg, opts)
-		return k.withModule(dir, err)
+		return k.withModule(dir, inModuleNames(err))
 	}
 	snap, err := openSnapshot(filepath.Clean(root))
 	if err != nil {
@@ -36,8 +37,9 @@ func LoadKind(root, name string, opts LoadOptions) (*Kind, error) {
 // root's files.
 func LoadKindFiles(root, name string, files map[string][]byte, opts LoadOptions) (*Kind, error) {
 	if dir, pkg, ok := moduleOf(name, inFiles(files)); ok {
+		registerModulesAt(root)
 		k, err := LoadKindFiles(filepath.Join(root, dir), pkg, filesOf(files, dir), opts)
-		return k.withModule(dir, err)
+		return k.withModule(dir, inModuleNames(err))
 	}
 	tmp, err := os.MkdirTemp("", "cueop-revision-")
 	if err != nil {

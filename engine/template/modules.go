@@ -60,18 +60,20 @@ func readModules(root string, limits Limits) (mods []ModuleDir, ok bool, err err
 // loadModules loads every module of the directory of modules root.
 func loadModules(root string, mods []ModuleDir, opts LoadOptions) (*Set, error) {
 	set := &Set{Root: root, Broken: map[string]error{}}
+	registerModules(root, mods)
 	var errs []error
 	for _, m := range mods {
-		sub, err := LoadWith(filepath.Join(root, m.Dir), opts)
+		dir := filepath.Join(root, m.Dir)
+		sub, err := LoadWith(dir, opts)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("module %s: %w", m.Source.Describe(), err))
+			errs = append(errs, fmt.Errorf("module %s: %w", m.Source.Describe(), inModuleNames(err)))
 		}
 		if sub == nil {
-			set.Broken[m.Dir] = err
+			set.Broken[m.Dir] = inModuleNames(err)
 			continue
 		}
 		for name, err := range sub.Broken {
-			set.Broken[m.Dir+"/"+name] = fmt.Errorf("module %s: %w", m.Source.Describe(), err)
+			set.Broken[m.Dir+"/"+name] = fmt.Errorf("module %s: %w", m.Source.Describe(), inModuleNames(err))
 		}
 		for _, k := range sub.Kinds {
 			set.Kinds = append(set.Kinds, k.inModule(m.Dir, m.Source))
@@ -82,6 +84,44 @@ func loadModules(root string, mods []ModuleDir, opts LoadOptions) (*Set, error) 
 		return nil, err
 	}
 	return set, errors.Join(errs...)
+}
+
+// inModuleNames rewrites the file names of the module cache in err's text
+// as positions name them (DisplayName): many errors give a position as
+// CUE formats it, the absolute file name.
+func inModuleNames(err error) error {
+	if err == nil {
+		return nil
+	}
+	return renamed{err}
+}
+
+// renamed is an error whose text names files by DisplayName.
+type renamed struct{ err error }
+
+func (r renamed) Unwrap() error { return r.err }
+
+func (r renamed) Error() string {
+	text := r.err.Error()
+	moduleDirs.Range(func(dir, _ any) bool {
+		prefix := dir.(string) + string(filepath.Separator)
+		var b strings.Builder
+		for {
+			i := strings.Index(text, prefix)
+			if i < 0 {
+				break
+			}
+			end := i + len(prefix)
+			for end < len(text) && !strings.ContainsRune(": \n\t\"',)", rune(text[end])) {
+				end++
+			}
+			b.WriteString(text[:i] + DisplayName(text[i:end]))
+			text = text[end:]
+		}
+		text = b.String() + text
+		return true
+	})
+	return text
 }
 
 // inModule renames k, loaded from the module in subdirectory dir, as a kind

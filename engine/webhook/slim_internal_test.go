@@ -42,6 +42,9 @@ func FuzzSlim(f *testing.F) {
 		`{"kind":"K","a":1.0,"b":[-2.5e3]}`,
 		`{"apiVersion":"a/b/v1","kind":"K"}`,
 		`{"apiVersion":"a/v1/","kind":"K","metadata":{"managedFields":[]}}`,
+		// Found by the fuzzer.
+		"{\"kind\":\"0\",\"\xc4\":\"\"}",
+		`{"kind":""}`,
 	} {
 		f.Add([]byte(s))
 	}
