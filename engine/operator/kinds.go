@@ -38,6 +38,8 @@ type kindController struct {
 // gets a controller, a removed kind's controller stops. A broken package
 // keeps its last good revision serving, and the error is reported.
 func (o *Operator) reload(ctx context.Context) error {
+	o.reloading.Lock()
+	defer o.reloading.Unlock()
 	set, err := o.loadTemplates(ctx)
 	// The load error was logged by loadFailed: the caller logs the rest.
 	return without(o.reloadSet(ctx, set, err), err)

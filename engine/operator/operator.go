@@ -120,6 +120,12 @@ type Operator struct {
 	shared  *bundle                                // the operator's own identity's children and references (identities.go)
 	bundles map[bundleKey]*bundle                  // the kinds' own, with Options.Identities; guarded by mu
 
+	// reloading is held across a reload's load and its serve: the watch
+	// loop's and the retries' (unserved.go) reloads must not interleave,
+	// or one that read the files before an edit could serve its older
+	// result after the edit was served.
+	reloading sync.Mutex
+
 	mu    sync.Mutex
 	kinds map[string]*kindController // by kind name
 	// waiting are the kinds waiting for their CRD (crdwait.go), by kind
@@ -445,7 +451,9 @@ func (o *Operator) Start(ctx context.Context) error {
 	// exiting would make a restarted operator crash-loop on the CRs it
 	// protects; it waits for a fixed template instead (schemaguard.go). A
 	// kind waiting for its CRD (crdwait.go) is a kind to serve.
+	o.reloading.Lock()
 	err = o.reloadSet(ctx, first.set, first.err)
+	o.reloading.Unlock()
 	o.conv.firstLoadDone()
 	if err != nil {
 		if len(o.kindNames()) == 0 && !o.anyWaiting() && !o.anyRefused() {
