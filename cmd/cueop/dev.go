@@ -86,7 +86,14 @@ func newDev(g *globals, zapOpts *zap.Options) *cobra.Command {
 	return cmd
 }
 
-func runDev(ctx context.Context, cmd *cobra.Command, out io.Writer, g *globals, f *devFlags) error {
+// runDev starts the local control plane and the operator. When it fails,
+// at start or later, nothing it started outlives it: the operator has
+// stopped before the control plane does, and the kubeconfig it wrote, of
+// a cluster now gone, is removed (the operator's log stays, it tells why).
+func runDev(ctx context.Context, cmd *cobra.Command, out io.Writer, g *globals, f *devFlags) (err error) {
+	if err := f.check(); err != nil {
+		return err
+	}
 	if err := ensureBinaries(cmd); err != nil {
 		return err
 	}
@@ -101,6 +108,14 @@ func runDev(ctx context.Context, cmd *cobra.Command, out io.Writer, g *globals, 
 	if err := writeKubeconfig(cluster.KubeconfigPath, f.kubeconfigOut); err != nil {
 		return err
 	}
+	defer func() {
+		if err == nil {
+			return
+		}
+		if rmErr := os.Remove(f.kubeconfigOut); rmErr != nil && !os.IsNotExist(rmErr) {
+			err = errors.Join(err, fmt.Errorf("remove the kubeconfig of the stopped cluster: %w", rmErr))
+		}
+	}()
 	set, err := g.load()
 	if set == nil {
 		return err
@@ -118,17 +133,45 @@ func runDev(ctx context.Context, cmd *cobra.Command, out io.Writer, g *globals, 
 	}
 	runErr := make(chan error, 1)
 	opCtx, stopOp := context.WithCancel(ctx)
-	defer stopOp()
-	go func() { runErr <- runOp(opCtx) }()
+	opDone := make(chan struct{})
+	go func() {
+		defer close(opDone)
+		runErr <- runOp(opCtx)
+	}()
+	// The operator stops before the control plane it talks to.
+	defer func() {
+		stopOp()
+		<-opDone
+	}()
 	return followDev(ctx, out, op, set, cluster, f, runErr)
+}
+
+// check refuses, before any process starts, the flags that cannot work.
+func (f *devFlags) check() error {
+	if _, err := f.identity.config(); err != nil {
+		return err
+	}
+	if (f.shards > 1 || f.replicas > 1) && (f.shards < 1 || f.replicas < 1) {
+		return fmt.Errorf("--shards %d --replicas %d: want 1 or more of each", f.shards, f.replicas)
+	}
+	return nil
 }
 
 // devHint is the kubectl command that lists the CRs of the kinds set
 // serves, in every namespace.
+// A plural two kinds share (two groups' staticsites) is given with its
+// group.
 func devHint(kubeconfig string, set *template.Set) string {
 	var plurals []string
 	for _, k := range set.Kinds {
-		plurals = append(plurals, k.Resource.Plural)
+		plural := k.Resource.Plural
+		for _, o := range set.Kinds {
+			if o.Resource.Plural == plural && o.Resource.Group != k.Resource.Group {
+				plural += "." + k.Resource.Group
+				break
+			}
+		}
+		plurals = append(plurals, plural)
 	}
 	if len(plurals) == 0 {
 		return fmt.Sprintf("no kind to serve in %s; kubectl --kubeconfig %s get crds", set.Root, kubeconfig)

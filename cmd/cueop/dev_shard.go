@@ -42,9 +42,6 @@ func devOperators(out io.Writer, g *globals, f *devFlags, cluster *localcluster.
 		}
 		return op, op.Run, nil
 	}
-	if f.shards < 1 || f.replicas < 1 {
-		return nil, nil, fmt.Errorf("--shards %d --replicas %d: want 1 or more of each", f.shards, f.replicas)
-	}
 	opts, err := g.renderOptions()
 	if err != nil {
 		return nil, nil, err

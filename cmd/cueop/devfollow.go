@@ -1,11 +1,13 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -54,7 +56,7 @@ func followDev(ctx context.Context, out io.Writer, op devView, set *template.Set
 	}
 	tick := time.NewTicker(500 * time.Millisecond)
 	defer tick.Stop()
-	rollouts, migrations := map[string]string{}, map[string]string{}
+	rollouts, migrations := map[schema.GroupKind]string{}, map[string]string{}
 	allReady := p.allReady
 	for {
 		select {
@@ -105,13 +107,17 @@ func readSamples(dir string) ([]*unstructured.Unstructured, error) {
 	return objs, nil
 }
 
-// applySamples applies the samples with server-side apply, waiting for
-// their CRDs to be served.
+// applySamples applies the samples with server-side apply, their
+// Namespaces first, waiting for their CRDs to be served.
 func applySamples(ctx context.Context, cluster *localcluster.Cluster, samples []*unstructured.Unstructured) error {
 	c, err := client.New(cluster.Config, client.Options{})
 	if err != nil {
 		return err
 	}
+	samples = slices.Clone(samples)
+	slices.SortStableFunc(samples, func(a, b *unstructured.Unstructured) int {
+		return cmp.Compare(sampleOrder(a), sampleOrder(b))
+	})
 	deadline := time.Now().Add(time.Minute)
 	for _, s := range samples {
 		for {
@@ -128,21 +134,59 @@ func applySamples(ctx context.Context, cluster *localcluster.Cluster, samples []
 	return nil
 }
 
+// sampleOrder puts the Namespaces before the objects they hold.
+func sampleOrder(o *unstructured.Unstructured) int {
+	if gvk := o.GroupVersionKind(); gvk.Group == "" && gvk.Kind == "Namespace" {
+		return 0
+	}
+	return 1
+}
+
 // printer prints one line per CR status change and tells when every sample
 // is Ready.
 type printer struct {
 	out      io.Writer
 	op       devView
+	followed map[schema.GroupVersionKind]bool // by follow's goroutine only
+
 	mu       sync.Mutex
-	last     map[string]string
-	ready    map[string]bool // by sample
-	followed map[schema.GroupVersionKind]bool
+	kinds    []schema.GroupKind // followed, for their names (kindName)
+	last     map[crID]string
+	ready    map[crID]bool // by sample
 	allReady chan struct{}
 	closed   bool
 }
 
+// crID is a CR: its kind by group and kind, as two kinds of one name in
+// two groups are two kinds (a StaticSite of web.example.com and one of
+// web.example.org), and its namespace and name.
+type crID struct {
+	kind            schema.GroupKind
+	namespace, name string
+}
+
+func crKey(cr *unstructured.Unstructured) crID {
+	return crID{kind: cr.GroupVersionKind().GroupKind(), namespace: cr.GetNamespace(), name: cr.GetName()}
+}
+
+// label is how the console names the CR, kinds the kinds followed.
+func (id crID) label(kinds []schema.GroupKind) string {
+	return kindName(id.kind, kinds) + " " + id.namespace + "/" + id.name
+}
+
+// kindName is how the console names gk among kinds: its Kind, or
+// Kind.group when another of kinds has the same Kind.
+func kindName(gk schema.GroupKind, kinds []schema.GroupKind) string {
+	for _, k := range kinds {
+		if k.Kind == gk.Kind && k.Group != gk.Group {
+			return gk.String()
+		}
+	}
+	return gk.Kind
+}
+
 func newPrinter(out io.Writer, op devView, samples []*unstructured.Unstructured) *printer {
-	p := &printer{out: out, op: op, last: map[string]string{}, ready: map[string]bool{},
+	p := &printer{out: out, op: op, last: map[crID]string{}, ready: map[crID]bool{},
 		followed: map[schema.GroupVersionKind]bool{}, allReady: make(chan struct{})}
 	for _, s := range samples {
 		p.ready[crKey(s)] = false
@@ -175,6 +219,11 @@ func (p *printer) follow(ctx context.Context, gvks []schema.GroupVersionKind) er
 			continue
 		}
 		p.followed[gvk] = true
+		p.mu.Lock()
+		if !slices.Contains(p.kinds, gvk.GroupKind()) {
+			p.kinds = append(p.kinds, gvk.GroupKind())
+		}
+		p.mu.Unlock()
 		u := &unstructured.Unstructured{}
 		u.SetGroupVersionKind(gvk)
 		inf, err := p.op.Parents().GetInformer(ctx, u)
@@ -193,10 +242,6 @@ func (p *printer) follow(ctx context.Context, gvks []schema.GroupVersionKind) er
 		}
 	}
 	return nil
-}
-
-func crKey(cr *unstructured.Unstructured) string {
-	return cr.GetKind() + " " + cr.GetNamespace() + "/" + cr.GetName()
 }
 
 // lockedWriter serialises the writes of several goroutines.
@@ -227,7 +272,7 @@ func (p *printer) show(cr *unstructured.Unstructured) {
 		return
 	}
 	p.last[key] = line
-	fmt.Fprintf(p.out, "%s  %-40s %s\n", time.Now().Format("15:04:05"), key, line)
+	fmt.Fprintf(p.out, "%s  %-40s %s\n", time.Now().Format("15:04:05"), key.label(p.kinds), line)
 	if _, sample := p.ready[key]; !sample {
 		return
 	}
@@ -253,9 +298,9 @@ func (p *printer) notReady() string {
 	var out []string
 	for key, ready := range p.ready {
 		if line, seen := p.last[key]; seen && !ready {
-			out = append(out, key+": "+line)
+			out = append(out, key.label(p.kinds)+": "+line)
 		} else if !seen {
-			out = append(out, key+": no status yet")
+			out = append(out, key.label(p.kinds)+": no status yet")
 		}
 	}
 	sort.Strings(out)
@@ -303,17 +348,23 @@ func isReady(cr *unstructured.Unstructured) bool {
 	return c != nil && c["status"] == "True" && gen == cr.GetGeneration()
 }
 
-// printRollouts prints one line per kind whose rollout state changed.
-func printRollouts(out io.Writer, op devView, last map[string]string) {
-	for _, p := range op.Progress() {
-		line := rolloutLine(p)
-		if last[p.Kind] == line {
+// printRollouts prints one line per kind whose rollout state changed;
+// last holds each kind's last state, by group and kind.
+func printRollouts(out io.Writer, op devView, last map[schema.GroupKind]string) {
+	progress := op.Progress()
+	kinds := make([]schema.GroupKind, len(progress))
+	for i, p := range progress {
+		kinds[i] = p.GVK.GroupKind()
+	}
+	for i, p := range progress {
+		gk, line := kinds[i], rolloutLine(p)
+		if last[gk] == line {
 			continue
 		}
-		if _, seen := last[p.Kind]; seen || p.Previous != "" {
-			fmt.Fprintf(out, "%s  %-40s %s\n", time.Now().Format("15:04:05"), "rollout "+p.Kind, line)
+		if _, seen := last[gk]; seen || p.Previous != "" {
+			fmt.Fprintf(out, "%s  %-40s %s\n", time.Now().Format("15:04:05"), "rollout "+kindName(gk, kinds), line)
 		}
-		last[p.Kind] = line
+		last[gk] = line
 	}
 }
 

@@ -61,6 +61,10 @@ type devIdentities struct {
 	// be refused (a breaking schema change) and keep its last revision
 	// serving, which must keep the rights it had.
 	rights map[schema.GroupKind]rbacgen.Kind
+	// good is the last revision of each kind a load compiled, by package:
+	// a package that breaks later keeps it serving, so it keeps its
+	// identity, its rights and its place in the printed line.
+	good map[string]*template.Kind
 }
 
 // newDevIdentities is nil with --shared-identity; else it creates the
@@ -86,6 +90,16 @@ func newDevIdentities(ctx context.Context, out io.Writer, g *globals, f *devFlag
 		applier: &apply.Applier{Client: c, FieldManager: devIdentityManager}}
 	if err := ensureNamespace(ctx, cs, cfg.Namespace); err != nil {
 		return nil, fmt.Errorf("identity namespace %s: %w", cfg.Namespace, err)
+	}
+	// dev owns the cluster: the namespaces a kind is bound in exist before
+	// its RoleBindings are applied there (a sample Namespace, applied
+	// later, only sets its labels).
+	for _, gk := range slices.SortedFunc(maps.Keys(cfg.Namespaces), func(a, b schema.GroupKind) int { return strings.Compare(a.String(), b.String()) }) {
+		for _, ns := range cfg.BoundNamespaces(gk) {
+			if err := ensureNamespace(ctx, cs, ns); err != nil {
+				return nil, fmt.Errorf("--bind-namespaces %s=%s: namespace %s: %w", gk, strings.Join(cfg.BoundNamespaces(gk), ","), ns, err)
+			}
+		}
 	}
 	if err := d.sync(ctx, set); err != nil {
 		return nil, err
@@ -141,6 +155,7 @@ func (d *devIdentities) sync(ctx context.Context, set *template.Set) error {
 	if err != nil {
 		return err
 	}
+	set, broken := d.served(set)
 	// A case that does not render adds no right: the CR's own status says
 	// why it does not render.
 	kinds, rightsErr := kindRights(set, d.testdata, d.samples, opts) // manifests_kinds.go
@@ -174,8 +189,33 @@ func (d *devIdentities) sync(ctx context.Context, set *template.Set) error {
 	if err := d.settle(ctx, settle); err != nil {
 		d.log.Info("a role's rights are not granted yet", "error", err.Error())
 	}
-	d.print(set, ids, kinds)
+	d.print(set, ids, kinds, broken)
 	return nil
+}
+
+// served is set as the operator serves it: its kinds, and of each package
+// broken in set, the last revision that compiled, which keeps serving;
+// broken are the packages of those. A package neither in set nor broken
+// is gone, and forgotten.
+func (d *devIdentities) served(set *template.Set) (*template.Set, map[string]bool) {
+	if d.good == nil {
+		d.good = map[string]*template.Kind{}
+	}
+	for name := range d.good {
+		if set.Broken[name] == nil {
+			delete(d.good, name)
+		}
+	}
+	out := &template.Set{Root: set.Root, Kinds: slices.Clone(set.Kinds), Broken: set.Broken}
+	broken := map[string]bool{}
+	for name, k := range d.good {
+		out.Kinds, broken[name] = append(out.Kinds, k), true
+	}
+	for _, k := range set.Kinds {
+		d.good[k.Name] = k
+	}
+	slices.SortFunc(out.Kinds, func(a, b *template.Kind) int { return strings.Compare(a.Name, b.Name) })
+	return out, broken
 }
 
 // grow adds kinds' rights to those granted so far, and returns kinds with
@@ -286,14 +326,24 @@ func resourceText(a *authorizationv1.ResourceAttributes) string {
 }
 
 // print prints, when it differs from the last one, one line naming the
-// ServiceAccount each kind of set acts as.
+// ServiceAccount each kind of set acts as, a kind by Kind.group when
+// another has the same Kind.
 // A kind none of whose samples and golden cases renders a child or a
 // reference has a role with no right on children: the line says so, or
-// its first CR would read Forbidden with no hint why.
-func (d *devIdentities) print(set *template.Set, ids []rbacgen.Identity, kinds []rbacgen.Kind) {
+// its first CR would read Forbidden with no hint why. A kind of a broken
+// package (in broken) is served at its last good revision: the line says
+// so too.
+func (d *devIdentities) print(set *template.Set, ids []rbacgen.Identity, kinds []rbacgen.Kind, broken map[string]bool) {
+	gks := make([]schema.GroupKind, len(kinds))
+	for i, k := range kinds {
+		gks[i] = k.GroupKind
+	}
 	parts := make([]string, 0, len(ids))
 	for i, id := range ids {
-		part := set.Kinds[i].Resource.Kind + " as " + id.ServiceAccount.String()
+		part := kindName(gks[i], gks) + " as " + id.ServiceAccount.String()
+		if broken[set.Kinds[i].Name] {
+			part += " (template broken: its last good revision serves)"
+		}
 		if id.Namespaces != nil {
 			part += " (in " + strings.Join(id.Namespaces, ",") + ")"
 		}
