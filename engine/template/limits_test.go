@@ -107,6 +107,35 @@ func TestLoadRefusesSpecialFiles(t *testing.T) {
 
 var otherKind = strings.ReplaceAll(okKind, "App", "Other")
 
+// TestLoadNeverOpensAPipeAsADirectory: an @embed glob lists the directory
+// part of its pattern (every entry of the package directory, with a
+// wildcard there): a named pipe in that place is no directory, as a
+// regular file there is not, and the load goes on at once. It was opened
+// plainly, which waits for a writer: the compile ran out of its wall-clock
+// budget after 40 s and ran on, abandoned, for good, and once
+// --render-max-abandoned of them hung the kind's later compiles were
+// refused as busy, whatever was edited.
+func TestLoadNeverOpensAPipeAsADirectory(t *testing.T) {
+	for name, tc := range map[string]struct{ glob, pipe string }{
+		"in place of the pattern's directory": {"conf.d/*.conf", "conf.d"},
+		"among the entries a wildcard lists":  {"*/*.conf", "extra"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			src := embedKind + `_files: _ @embed(glob="` + tc.glob + `", type=text, allowEmptyGlob)` + "\n" + `_data: "\(len(_files))"` + "\n"
+			dir := writeTemplates(t, map[string]string{"app/app.cue": src, "other/other.cue": otherKind})
+			mkfifo(t, filepath.Join(dir, "app", tc.pipe))
+			start := time.Now()
+			set, err := loadWithin(t, dir, template.Limits{})
+			if err != nil {
+				t.Fatalf("load took %s and failed: %v", time.Since(start).Round(time.Millisecond), err)
+			}
+			if len(set.Kinds) != 2 {
+				t.Errorf("loaded %d kinds, want app and other", len(set.Kinds))
+			}
+		})
+	}
+}
+
 // wantOnlyOther fails unless set serves the kind other, loaded beside the
 // refused one.
 func wantOnlyOther(t *testing.T, set *template.Set) {
