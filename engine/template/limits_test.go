@@ -116,14 +116,30 @@ var otherKind = strings.ReplaceAll(okKind, "App", "Other")
 // --render-max-abandoned of them hung the kind's later compiles were
 // refused as busy, whatever was edited.
 func TestLoadNeverOpensAPipeAsADirectory(t *testing.T) {
-	for name, tc := range map[string]struct{ glob, pipe string }{
-		"in place of the pattern's directory": {"conf.d/*.conf", "conf.d"},
-		"among the entries a wildcard lists":  {"*/*.conf", "extra"},
+	pipe := func(t *testing.T, p string) { mkfifo(t, p) }
+	for name, tc := range map[string]struct {
+		glob, at string
+		make     func(t *testing.T, p string)
+	}{
+		"in place of the pattern's directory": {"conf.d/*.conf", "conf.d", pipe},
+		"among the entries a wildcard lists":  {"*/*.conf", "extra", pipe},
+		"in a nested directory":               {"conf/*/*.conf", "conf/extra", pipe},
+		"behind a symlink": {"conf.d/*.conf", "conf.d", func(t *testing.T, p string) {
+			mkfifo(t, p+".pipe")
+			must(t, os.Symlink(filepath.Base(p)+".pipe", p))
+		}},
+		"a socket": {"conf.d/*.conf", "conf.d", func(t *testing.T, p string) {
+			l, err := net.Listen("unix", p)
+			must(t, err)
+			t.Cleanup(func() { l.Close() })
+		}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			src := embedKind + `_files: _ @embed(glob="` + tc.glob + `", type=text, allowEmptyGlob)` + "\n" + `_data: "\(len(_files))"` + "\n"
 			dir := writeTemplates(t, map[string]string{"app/app.cue": src, "other/other.cue": otherKind})
-			mkfifo(t, filepath.Join(dir, "app", tc.pipe))
+			p := filepath.Join(dir, "app", filepath.FromSlash(tc.at))
+			must(t, os.MkdirAll(filepath.Dir(p), 0o755))
+			tc.make(t, p)
 			start := time.Now()
 			set, err := loadWithin(t, dir, template.Limits{})
 			if err != nil {
