@@ -107,6 +107,51 @@ func TestLoadRefusesSpecialFiles(t *testing.T) {
 
 var otherKind = strings.ReplaceAll(okKind, "App", "Other")
 
+// TestLoadNeverOpensAPipeAsADirectory: an @embed glob lists the directory
+// part of its pattern (every entry of the package directory, with a
+// wildcard there): a named pipe in that place is no directory, as a
+// regular file there is not, and the load goes on at once. It was opened
+// plainly, which waits for a writer: the compile ran out of its wall-clock
+// budget after 40 s and ran on, abandoned, for good, and once
+// --render-max-abandoned of them hung the kind's later compiles were
+// refused as busy, whatever was edited.
+func TestLoadNeverOpensAPipeAsADirectory(t *testing.T) {
+	pipe := func(t *testing.T, p string) { mkfifo(t, p) }
+	for name, tc := range map[string]struct {
+		glob, at string
+		make     func(t *testing.T, p string)
+	}{
+		"in place of the pattern's directory": {"conf.d/*.conf", "conf.d", pipe},
+		"among the entries a wildcard lists":  {"*/*.conf", "extra", pipe},
+		"in a nested directory":               {"conf/*/*.conf", "conf/extra", pipe},
+		"behind a symlink": {"conf.d/*.conf", "conf.d", func(t *testing.T, p string) {
+			mkfifo(t, p+".pipe")
+			must(t, os.Symlink(filepath.Base(p)+".pipe", p))
+		}},
+		"a socket": {"conf.d/*.conf", "conf.d", func(t *testing.T, p string) {
+			l, err := net.Listen("unix", p)
+			must(t, err)
+			t.Cleanup(func() { l.Close() })
+		}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			src := embedKind + `_files: _ @embed(glob="` + tc.glob + `", type=text, allowEmptyGlob)` + "\n" + `_data: "\(len(_files))"` + "\n"
+			dir := writeTemplates(t, map[string]string{"app/app.cue": src, "other/other.cue": otherKind})
+			p := filepath.Join(dir, "app", filepath.FromSlash(tc.at))
+			must(t, os.MkdirAll(filepath.Dir(p), 0o755))
+			tc.make(t, p)
+			start := time.Now()
+			set, err := loadWithin(t, dir, template.Limits{})
+			if err != nil {
+				t.Fatalf("load took %s and failed: %v", time.Since(start).Round(time.Millisecond), err)
+			}
+			if len(set.Kinds) != 2 {
+				t.Errorf("loaded %d kinds, want app and other", len(set.Kinds))
+			}
+		})
+	}
+}
+
 // wantOnlyOther fails unless set serves the kind other, loaded beside the
 // refused one.
 func wantOnlyOther(t *testing.T, set *template.Set) {

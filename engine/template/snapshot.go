@@ -14,6 +14,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -81,7 +82,7 @@ func (s *snapshot) Open(name string) (fs.File, error) {
 		return nil, err
 	}
 	if fi.IsDir() {
-		f, err := s.r.Open(name)
+		f, err := s.openDir(name)
 		if err != nil {
 			return nil, s.explain("open", name, err)
 		}
@@ -138,7 +139,7 @@ func (s *snapshot) ReadDir(name string) ([]fs.DirEntry, error) {
 	if !fs.ValidPath(name) {
 		return nil, &fs.PathError{Op: "readdir", Path: name, Err: fs.ErrInvalid}
 	}
-	entries, err := fs.ReadDir(s.r.FS(), name)
+	entries, err := s.readDir(name)
 	if err != nil {
 		return nil, s.explain("readdir", name, err)
 	}
@@ -162,6 +163,34 @@ func (s *snapshot) ReadDir(name string) ([]fs.DirEntry, error) {
 		out = append(out, e)
 	}
 	return out, nil
+}
+
+// readDir lists the directory name, sorted by file name, as fs.ReadDir
+// does, but never blocks on what is not a directory (openDir).
+func (s *snapshot) readDir(name string) ([]fs.DirEntry, error) {
+	f, err := s.openDir(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	entries, err := f.ReadDir(-1)
+	sort.Slice(entries, func(i, j int) bool { return entries[i].Name() < entries[j].Name() })
+	return entries, err
+}
+
+// openDir opens the directory name. CUE asks to list paths that may be no
+// directory: an @embed glob lists the directory part of its pattern, and
+// with a wildcard there (glob="*/*.yaml") every entry of the package
+// directory; a directory may also be swapped for something else after its
+// stat. os.ReadDir opens with O_DIRECTORY, but the os.Root's fs.FS opens
+// plainly: a named pipe there held the load until a writer opened the
+// pipe, for good once the pipe was removed (a compile that never ended,
+// abandoned at its wall-clock budget: once --render-max-abandoned of them
+// hung, the kind's later compiles were refused as busy, and no edit
+// loaded). O_DIRECTORY refuses anything else (ENOTDIR) without opening it,
+// as a regular file in that place is: not a directory, nothing in it read.
+func (s *snapshot) openDir(name string) (*os.File, error) {
+	return s.r.OpenFile(name, os.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NONBLOCK, 0)
 }
 
 // explain turns an error of the os.Root into one that names the symlink
