@@ -30,9 +30,14 @@ type sourceFlags struct {
 
 func (f *sourceFlags) register(fl *pflag.FlagSet) {
 	fl.StringVar(&f.cache, "module-cache", defaultModuleCache(), "directory of the template modules fetched from a registry (--templates oci://...), by digest, and of the digests recorded for a restart")
-	fl.DurationVar(&f.pollInterval, "registry-poll-interval", source.DefaultPollInterval, "how often a module reference that moves (a tag, @v1) is asked for")
 	fl.DurationVar(&f.fetchTimeout, "registry-timeout", source.DefaultFetchTimeout, "how long the fetch of one module reference (its manifest, archive and dependencies) may take; a registry that hangs fails the fetch and what serves is left as it is")
 	fl.StringVar(&f.registryConfig, "registry-config", "", "docker config.json holding the registry credentials (default: anonymous)")
+}
+
+// registerPoll adds --registry-poll-interval: only run and dev follow the
+// moving references; the other commands ask the registry once.
+func (f *sourceFlags) registerPoll(fl *pflag.FlagSet) {
+	fl.DurationVar(&f.pollInterval, "registry-poll-interval", source.DefaultPollInterval, "how often a module reference that moves (a tag, @v1) is asked for")
 }
 
 func defaultModuleCache() string {
