@@ -15,6 +15,7 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
+	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -61,7 +62,11 @@ func newDev(g *globals, zapOpts *zap.Options) *cobra.Command {
 			}
 			defer closeLog()
 			ctrl.SetLogger(log)
+			klog.SetLogger(log) // client-go's lines too
 			f.log, f.logPath = log, logPath
+			if err := g.openSourceLogged(cmd, log.WithName("templates")); err != nil { // source.go
+				return err
+			}
 			// Not ctrl.SetupSignalHandler: it may be called once per
 			// process, and tests run dev more than once.
 			ctx, cancel := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)

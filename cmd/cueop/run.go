@@ -1,9 +1,11 @@
 package main
 
 import (
+	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -35,7 +37,10 @@ func newRun(g *globals, zapOpts *zap.Options) *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			allowedKindsFromEnv(cmd, g) // $CUEOP_ALLOWED_KINDS is the default of --allowed-kinds
 			f.identity.fromEnv(cmd)     // identity.go
-			ctrl.SetLogger(zap.New(zap.UseFlagOptions(zapOpts)))
+			log := runLogger(cmd, zapOpts)
+			if err := g.openSourceLogged(cmd, log.WithName("templates")); err != nil { // source.go
+				return err
+			}
 			operator.TuneGC() // GOGC=50 unless $GOGC is set (engine/operator/gc.go)
 			if f.shard.shards != 1 {
 				return runSharded(g, f) // run_shard.go
@@ -66,6 +71,21 @@ func newRun(g *globals, zapOpts *zap.Options) *cobra.Command {
 	f.webhook.register(fl)
 	f.identity.register(fl, runIdentityNamespace())
 	return cmd
+}
+
+// runLogger is the logger of cueop run, on standard error (the command's):
+// controller-runtime's, and client-go's (klog: leader election, the
+// reflectors' warnings), so that every line of the log is one of its
+// records.
+func runLogger(cmd *cobra.Command, zapOpts *zap.Options) logr.Logger {
+	opts := *zapOpts
+	if opts.DestWriter == nil {
+		opts.DestWriter = cmd.ErrOrStderr()
+	}
+	log := zap.New(zap.UseFlagOptions(&opts))
+	ctrl.SetLogger(log)
+	klog.SetLogger(log)
+	return log
 }
 
 func newOperator(g *globals, f *runFlags) (*operator.Operator, error) {
