@@ -23,6 +23,7 @@ import (
 	"github.com/cueop/cueop/engine/identity"
 	"github.com/cueop/cueop/engine/operator"
 	"github.com/cueop/cueop/engine/template"
+	"github.com/cueop/cueop/internal/useragent"
 	"github.com/cueop/cueop/localcluster"
 )
 
@@ -102,6 +103,7 @@ func runDev(ctx context.Context, cmd *cobra.Command, out io.Writer, g *globals, 
 		return err
 	}
 	defer cluster.Stop()
+	useragent.Set(cluster.Config) // dev's own requests carry cueop's User-Agent too
 	fmt.Fprintf(out, "control plane ready in %s (logs: %s)\n", time.Since(start).Round(100*time.Millisecond), cluster.LogDir)
 	if err := writeKubeconfig(cluster.KubeconfigPath, f.kubeconfigOut); err != nil {
 		return err

@@ -13,6 +13,7 @@ import (
 	"github.com/cueop/cueop/engine/render"
 	"github.com/cueop/cueop/engine/template"
 	"github.com/cueop/cueop/engine/worker"
+	"github.com/cueop/cueop/internal/useragent"
 )
 
 // globals are the flags several subcommands share (each registers the
@@ -31,6 +32,7 @@ type globals struct {
 
 func main() {
 	worker.Main() // a render worker the operator started: serves and exits
+	useragent.Version = version
 	trialMain()
 	if err := newRoot().Execute(); err != nil {
 		if !isExitOnly(err) {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/cueop/cueop/engine/migrate"
 	"github.com/cueop/cueop/engine/operator"
+	"github.com/cueop/cueop/internal/useragent"
 )
 
 type runFlags struct {
@@ -152,9 +153,15 @@ func addProbes(mgr manager.Manager) error {
 }
 
 // restConfig follows the standard kubeconfig rules, with --kubeconfig first.
+// Its requests carry cueop's User-Agent.
 func restConfig(path string) (*rest.Config, error) {
+	get := ctrl.GetConfig
 	if path != "" {
-		return clientcmd.BuildConfigFromFlags("", path)
+		get = func() (*rest.Config, error) { return clientcmd.BuildConfigFromFlags("", path) }
 	}
-	return ctrl.GetConfig()
+	cfg, err := get()
+	if err != nil {
+		return nil, err
+	}
+	return useragent.Set(cfg), nil
 }
