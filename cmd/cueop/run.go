@@ -101,7 +101,7 @@ func newOperator(g *globals, f *runFlags) (*operator.Operator, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := f.webhook.addRotator(op.Manager(), opts.Conversion); err != nil {
+	if err := f.webhook.addRotator(op.Manager(), opts.Conversion, op.ConversionNeeded()); err != nil {
 		return nil, err
 	}
 	return op, addProbes(op.Manager())
