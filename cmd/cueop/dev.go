@@ -15,6 +15,7 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
+	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -22,6 +23,7 @@ import (
 	"github.com/cueop/cueop/engine/identity"
 	"github.com/cueop/cueop/engine/operator"
 	"github.com/cueop/cueop/engine/template"
+	"github.com/cueop/cueop/internal/useragent"
 	"github.com/cueop/cueop/localcluster"
 )
 
@@ -61,7 +63,11 @@ func newDev(g *globals, zapOpts *zap.Options) *cobra.Command {
 			}
 			defer closeLog()
 			ctrl.SetLogger(log)
+			klog.SetLogger(log) // client-go's lines too
 			f.log, f.logPath = log, logPath
+			if err := g.openSourceLogged(cmd, log.WithName("templates")); err != nil { // source.go
+				return err
+			}
 			// Not ctrl.SetupSignalHandler: it may be called once per
 			// process, and tests run dev more than once.
 			ctx, cancel := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
@@ -104,6 +110,7 @@ func runDev(ctx context.Context, cmd *cobra.Command, out io.Writer, g *globals, 
 		return err
 	}
 	defer cluster.Stop()
+	useragent.Set(cluster.Config) // dev's own requests carry cueop's User-Agent too
 	fmt.Fprintf(out, "control plane ready in %s (logs: %s)\n", time.Since(start).Round(100*time.Millisecond), cluster.LogDir)
 	if err := writeKubeconfig(cluster.KubeconfigPath, f.kubeconfigOut); err != nil {
 		return err

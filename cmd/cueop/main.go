@@ -8,13 +8,16 @@ import (
 	"os"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/cueop/cueop/engine/render"
 	"github.com/cueop/cueop/engine/template"
 	"github.com/cueop/cueop/engine/worker"
+	"github.com/cueop/cueop/internal/useragent"
 )
 
-// globals are the flags every subcommand shares.
+// globals are the flags several subcommands share (each registers the
+// groups it uses: addTemplateFlags, addRenderFlags).
 type globals struct {
 	templates    string
 	allowedKinds string
@@ -29,6 +32,7 @@ type globals struct {
 
 func main() {
 	worker.Main() // a render worker the operator started: serves and exits
+	useragent.Version = version
 	trialMain()
 	if err := newRoot().Execute(); err != nil {
 		if !isExitOnly(err) {
@@ -47,21 +51,46 @@ func newRoot() *cobra.Command {
 		SilenceErrors: true,
 	}
 	g.templates = "./templates"
-	root.PersistentFlags().Var(&templatesValue{s: &g.templates}, "templates", "templates directory (a CUE module), or CUE module references oci://host/module@v1.2.0 (@v1 follows the newest v1, @v1.2.0@sha256:... pins a digest; comma-separated, repeated, or @file)")
 	root.PersistentPreRunE = g.openSource // source.go
-	root.PersistentFlags().StringVar(&g.allowedKinds, "allowed-kinds", render.DefaultAllowedKinds,
-		"comma-separated child kinds templates may create (Kind or Kind.group)")
-	root.PersistentFlags().StringVar(&g.readableKinds, "readable-kinds", render.DefaultReadableKinds,
-		"comma-separated kinds templates may reference (read), in the CR's namespace (Kind or Kind.group); Secrets only when listed")
-	root.PersistentFlags().StringVar(&g.dataKinds, "data-kinds", render.DefaultDataKinds,
-		"comma-separated kinds that hold data (Kind or Kind.group): such a child is released, not deleted, when pruned or when its CR is deleted, unless its policy says prune: always / onDelete: delete")
-	g.budget.register(root.PersistentFlags())
-	g.limits.register(root.PersistentFlags())
-	g.source.register(root.PersistentFlags())
-	root.AddCommand(newRender(g), newCRD(g), newVet(g), newTest(g), newVersion())
-	root.AddCommand(newManifests(g), newDiff(g), newWorker())
-	addServeCommands(root, g)
+	render, crd, vet, test := newRender(g), newCRD(g), newVet(g), newTest(g)
+	manifests, diff := newManifests(g), newDiff(g)
+	run, dev := newServeCommands(g) // serve.go
+	// Each command takes the flags it uses, no others: --help lists what
+	// matters. Flags are the command's own, yet may still come before its
+	// name (`cueop --templates dir vet`): cobra parses them all with the
+	// command's flags.
+	for _, c := range []*cobra.Command{render, crd, vet, test, manifests, diff, run, dev} {
+		g.addTemplateFlags(c.Flags()) // every command that loads templates
+	}
+	for _, c := range []*cobra.Command{render, vet, test, manifests, diff, run, dev} {
+		g.addRenderFlags(c.Flags()) // every command that renders
+	}
+	for _, c := range []*cobra.Command{run, dev} {
+		g.source.registerPoll(c.Flags()) // the commands that follow moving references
+	}
+	root.AddCommand(render, crd, vet, test, newVersion(), manifests, diff, newWorker(), run, dev)
 	return root
+}
+
+// addTemplateFlags adds the flags of loading the templates: where they
+// are (a directory or module references, and the registry's settings),
+// and the bounds of their files and of evaluating them.
+func (g *globals) addTemplateFlags(fl *pflag.FlagSet) {
+	fl.Var(&templatesValue{s: &g.templates}, "templates", "templates directory (a CUE module), or CUE module references oci://host/module@v1.2.0 (@v1 follows the newest v1, @v1.2.0@sha256:... pins a digest; comma-separated, repeated, or @file)")
+	g.budget.register(fl)
+	g.limits.register(fl)
+	g.source.register(fl)
+}
+
+// addRenderFlags adds the flags of rendering CRs: the kinds templates may
+// create, read and must keep.
+func (g *globals) addRenderFlags(fl *pflag.FlagSet) {
+	fl.StringVar(&g.allowedKinds, "allowed-kinds", render.DefaultAllowedKinds,
+		"comma-separated child kinds templates may create (Kind or Kind.group)")
+	fl.StringVar(&g.readableKinds, "readable-kinds", render.DefaultReadableKinds,
+		"comma-separated kinds templates may reference (read), in the CR's namespace (Kind or Kind.group); Secrets only when listed")
+	fl.StringVar(&g.dataKinds, "data-kinds", render.DefaultDataKinds,
+		"comma-separated kinds that hold data (Kind or Kind.group): such a child is released, not deleted, when pruned or when its CR is deleted, unless its policy says prune: always / onDelete: delete")
 }
 
 func (g *globals) load() (*template.Set, error) {

@@ -1,9 +1,11 @@
 package main
 
 import (
+	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -12,6 +14,7 @@ import (
 
 	"github.com/cueop/cueop/engine/migrate"
 	"github.com/cueop/cueop/engine/operator"
+	"github.com/cueop/cueop/internal/useragent"
 )
 
 type runFlags struct {
@@ -35,7 +38,10 @@ func newRun(g *globals, zapOpts *zap.Options) *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			allowedKindsFromEnv(cmd, g) // $CUEOP_ALLOWED_KINDS is the default of --allowed-kinds
 			f.identity.fromEnv(cmd)     // identity.go
-			ctrl.SetLogger(zap.New(zap.UseFlagOptions(zapOpts)))
+			log := runLogger(cmd, zapOpts)
+			if err := g.openSourceLogged(cmd, log.WithName("templates")); err != nil { // source.go
+				return err
+			}
 			operator.TuneGC() // GOGC=50 unless $GOGC is set (engine/operator/gc.go)
 			if f.shard.shards != 1 {
 				return runSharded(g, f) // run_shard.go
@@ -68,6 +74,21 @@ func newRun(g *globals, zapOpts *zap.Options) *cobra.Command {
 	return cmd
 }
 
+// runLogger is the logger of cueop run, on standard error (the command's):
+// controller-runtime's, and client-go's (klog: leader election, the
+// reflectors' warnings), so that every line of the log is one of its
+// records.
+func runLogger(cmd *cobra.Command, zapOpts *zap.Options) logr.Logger {
+	opts := *zapOpts
+	if opts.DestWriter == nil {
+		opts.DestWriter = cmd.ErrOrStderr()
+	}
+	log := zap.New(zap.UseFlagOptions(&opts))
+	ctrl.SetLogger(log)
+	klog.SetLogger(log)
+	return log
+}
+
 func newOperator(g *globals, f *runFlags) (*operator.Operator, error) {
 	cfg, opts, err := operatorOptions(g, f)
 	if err != nil {
@@ -80,7 +101,7 @@ func newOperator(g *globals, f *runFlags) (*operator.Operator, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := f.webhook.addRotator(op.Manager(), opts.Conversion); err != nil {
+	if err := f.webhook.addRotator(op.Manager(), opts.Conversion, op.ConversionNeeded()); err != nil {
 		return nil, err
 	}
 	return op, addProbes(op.Manager())
@@ -132,9 +153,15 @@ func addProbes(mgr manager.Manager) error {
 }
 
 // restConfig follows the standard kubeconfig rules, with --kubeconfig first.
+// Its requests carry cueop's User-Agent.
 func restConfig(path string) (*rest.Config, error) {
+	get := ctrl.GetConfig
 	if path != "" {
-		return clientcmd.BuildConfigFromFlags("", path)
+		get = func() (*rest.Config, error) { return clientcmd.BuildConfigFromFlags("", path) }
 	}
-	return ctrl.GetConfig()
+	cfg, err := get()
+	if err != nil {
+		return nil, err
+	}
+	return useragent.Set(cfg), nil
 }

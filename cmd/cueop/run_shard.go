@@ -62,7 +62,7 @@ func newSharded(g *globals, f *runFlags) (*operator.Sharded, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := f.webhook.addRotator(s.Manager(), opts.Conversion); err != nil { // webhook.go
+	if err := f.webhook.addRotator(s.Manager(), opts.Conversion, s.ConversionNeeded()); err != nil { // webhook.go
 		return nil, err
 	}
 	return s, addProbes(s.Manager())

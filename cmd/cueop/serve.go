@@ -7,11 +7,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 )
 
-// addServeCommands adds the commands that talk to a cluster.
-func addServeCommands(root *cobra.Command, g *globals) {
+// newServeCommands are the commands that run the operator, run and dev,
+// with controller-runtime's logging flags.
+func newServeCommands(g *globals) (run, dev *cobra.Command) {
 	zapOpts := &zap.Options{Development: false}
 	fs := flag.NewFlagSet("zap", flag.ContinueOnError)
 	zapOpts.BindFlags(fs)
-	root.PersistentFlags().AddGoFlagSet(fs)
-	root.AddCommand(newRun(g, zapOpts), newDev(g, zapOpts))
+	run, dev = newRun(g, zapOpts), newDev(g, zapOpts)
+	run.Flags().AddGoFlagSet(fs)
+	dev.Flags().AddGoFlagSet(fs)
+	return run, dev
 }

@@ -30,9 +30,14 @@ type sourceFlags struct {
 
 func (f *sourceFlags) register(fl *pflag.FlagSet) {
 	fl.StringVar(&f.cache, "module-cache", defaultModuleCache(), "directory of the template modules fetched from a registry (--templates oci://...), by digest, and of the digests recorded for a restart")
-	fl.DurationVar(&f.pollInterval, "registry-poll-interval", source.DefaultPollInterval, "how often a module reference that moves (a tag, @v1) is asked for")
 	fl.DurationVar(&f.fetchTimeout, "registry-timeout", source.DefaultFetchTimeout, "how long the fetch of one module reference (its manifest, archive and dependencies) may take; a registry that hangs fails the fetch and what serves is left as it is")
 	fl.StringVar(&f.registryConfig, "registry-config", "", "docker config.json holding the registry credentials (default: anonymous)")
+}
+
+// registerPoll adds --registry-poll-interval: only run and dev follow the
+// moving references; the other commands ask the registry once.
+func (f *sourceFlags) registerPoll(fl *pflag.FlagSet) {
+	fl.DurationVar(&f.pollInterval, "registry-poll-interval", source.DefaultPollInterval, "how often a module reference that moves (a tag, @v1) is asked for")
 }
 
 func defaultModuleCache() string {
@@ -63,8 +68,25 @@ func (v *templatesValue) Set(s string) error {
 // openSource, when --templates names modules, fetches them (or takes the
 // recorded digests) into the module cache and points the command at the
 // layout: run and dev then follow the moving references in the background;
-// the other commands ask the registry once.
+// the other commands ask the registry once. It is every command's
+// PersistentPreRunE but run's and dev's: they open the source themselves
+// once their logger is set (openSourceLogged), so that its lines are
+// records of the operator's log, not text among them.
 func (g *globals) openSource(cmd *cobra.Command, _ []string) error {
+	if servesWithOwnLog(cmd) {
+		return nil
+	}
+	return g.openSourceLogged(cmd, logr.FromSlogHandler(slog.NewTextHandler(cmd.ErrOrStderr(), nil)))
+}
+
+// servesWithOwnLog tells the commands that run the operator, with a
+// logger of their own.
+func servesWithOwnLog(cmd *cobra.Command) bool {
+	return cmd.Name() == "run" || cmd.Name() == "dev"
+}
+
+// openSourceLogged is openSource logging to log.
+func (g *globals) openSourceLogged(cmd *cobra.Command, log logr.Logger) error {
 	if !source.IsRefs(g.templates) {
 		return nil
 	}
@@ -72,7 +94,6 @@ func (g *globals) openSource(cmd *cobra.Command, _ []string) error {
 	if err != nil {
 		return err
 	}
-	log := logr.FromSlogHandler(slog.NewTextHandler(os.Stderr, nil))
 	s, err := source.New(source.Options{Refs: refs, CacheDir: g.source.cache, PollInterval: g.source.pollInterval,
 		RegistryConfig: g.source.registryConfig, FetchTimeout: g.source.fetchTimeout, Limits: g.limits.limits(), Log: log})
 	if err != nil {
@@ -82,13 +103,12 @@ func (g *globals) openSource(cmd *cobra.Command, _ []string) error {
 		return fmt.Errorf("--templates: %w", err)
 	}
 	g.templates, g.source.accepted = s.Dir(), s.Accept
-	switch cmd.Name() {
-	case "run", "dev":
+	if servesWithOwnLog(cmd) {
 		go s.Run(context.Background())
-	default:
-		if _, err := s.Poll(context.Background()); err != nil {
-			log.Error(err, "template modules: serving the recorded digests")
-		}
+		return nil
+	}
+	if _, err := s.Poll(context.Background()); err != nil {
+		log.Error(err, "template modules: serving the recorded digests")
 	}
 	return nil
 }

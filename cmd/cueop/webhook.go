@@ -58,8 +58,9 @@ func (f *webhookFlags) conversion() (*operator.Conversion, error) {
 }
 
 // addRotator adds to mgr the Rotator that keeps c's certificates in the
-// Secret of f.
-func (f *webhookFlags) addRotator(mgr manager.Manager, c *operator.Conversion) error {
+// Secret of f, once needed is closed (a kind converts): an operator of
+// single-version kinds reads and writes no Secret.
+func (f *webhookFlags) addRotator(mgr manager.Manager, c *operator.Conversion, needed <-chan struct{}) error {
 	if f.local {
 		return nil // its certificates are made in memory
 	}
@@ -67,6 +68,6 @@ func (f *webhookFlags) addRotator(mgr manager.Manager, c *operator.Conversion) e
 	return mgr.Add(&webhook.Rotator{
 		Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Namespace: e.ServiceNamespace, Name: f.secret,
 		Hosts: webhook.ServiceHosts(e.ServiceNamespace, e.ServiceName), Certs: e.Certs, External: f.external,
-		Log: mgr.GetLogger().WithName("webhook-cert"),
+		Needed: needed, Log: mgr.GetLogger().WithName("webhook-cert"),
 	})
 }

@@ -59,6 +59,11 @@ type Progress struct {
 
 func (p Progress) String() string {
 	s := fmt.Sprintf("%s -> %s: no CR to rewrite", strings.Join(p.From, ","), p.To)
+	if p.Listed == 0 && p.Pages == 0 && !p.Done {
+		// Nothing listed yet: the pass starts (or retries the CRs
+		// refused before), the count unknown.
+		s = fmt.Sprintf("%s -> %s: rewriting the stored CRs", strings.Join(p.From, ","), p.To)
+	}
 	if p.Listed > 0 {
 		pages := "pages"
 		if p.Pages == 1 {

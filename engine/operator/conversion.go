@@ -353,6 +353,37 @@ func (l *conversionLoader) load(ctx context.Context) error {
 	return nil
 }
 
+// ConversionNeeded is closed once the conversion endpoint's certificate
+// is needed: a kind served converts between versions, or a CRD is pointed
+// at the endpoint (webhook.Rotator.Needed). It is never closed when no
+// kind has several versions.
+func (o *Operator) ConversionNeeded() <-chan struct{} {
+	var reg *webhook.Registry
+	if o.conv != nil {
+		reg = o.conv.reg
+	}
+	return conversionNeeded(reg, o.opts.Conversion)
+}
+
+func conversionNeeded(reg *webhook.Registry, c *Conversion) <-chan struct{} {
+	var converting, wanted <-chan struct{} // nil: never
+	if reg != nil {
+		converting = reg.Converting()
+	}
+	if c != nil && c.Endpoint.Certs != nil {
+		wanted = c.Endpoint.Certs.Wanted()
+	}
+	needed := make(chan struct{})
+	go func() {
+		select {
+		case <-converting:
+		case <-wanted:
+		}
+		close(needed)
+	}()
+	return needed
+}
+
 // endpoint is where the CRDs point; nil without conversion.
 func (c *Conversion) endpoint() *webhook.Endpoint {
 	if c == nil {

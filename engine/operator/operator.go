@@ -34,6 +34,7 @@ import (
 	"github.com/cueop/cueop/engine/shard"
 	"github.com/cueop/cueop/engine/template"
 	"github.com/cueop/cueop/engine/worker"
+	"github.com/cueop/cueop/internal/useragent"
 )
 
 // Options configure an Operator.
@@ -349,10 +350,10 @@ const (
 	DefaultBurst = 200
 )
 
-// clientDefaults is cfg with cueop's rate limits where it sets none and
+// clientDefaults is cfg with cueop's User-Agent and rate limits where it sets none and
 // without compression unless opts.APICompression asks for it.
 func clientDefaults(cfg *rest.Config, opts Options) *rest.Config {
-	cfg = rest.CopyConfig(cfg)
+	cfg = useragent.Set(rest.CopyConfig(cfg)) // the identities' configs are copies of it (identities.go)
 	if cfg.QPS == 0 && cfg.RateLimiter == nil {
 		cfg.QPS, cfg.Burst = DefaultQPS, DefaultBurst
 	}

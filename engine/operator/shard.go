@@ -104,6 +104,16 @@ type Sharded struct {
 	ops map[int]*Operator // by range index
 }
 
+// ConversionNeeded is Operator.ConversionNeeded of the replica: closed
+// once a kind its endpoint serves converts, or a range's operator points a
+// CRD at it.
+func (s *Sharded) ConversionNeeded() <-chan struct{} {
+	if s.conv != nil {
+		return s.conv.ConversionNeeded()
+	}
+	return conversionNeeded(nil, s.opts.Conversion)
+}
+
 // NewSharded builds a sharded replica on cfg; Run starts it. opts.Manager's
 // metrics and probe addresses are the replica's; it takes no part in
 // leader election (the shard Leases elect a holder per range).

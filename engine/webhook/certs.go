@@ -121,6 +121,20 @@ type Certs struct {
 
 	mu      sync.Mutex
 	changed chan struct{} // closed and replaced at each Set
+	// wanted is closed by the first WaitBundle (Wanted).
+	wanted     chan struct{}
+	wantedOnce sync.Once
+}
+
+// Wanted is closed once a CA bundle was waited for (a CRD pointed at the
+// endpoint): the certificates are needed from then on.
+func (c *Certs) Wanted() <-chan struct{} {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.wanted == nil {
+		c.wanted = make(chan struct{})
+	}
+	return c.wanted
 }
 
 // Set makes serving the pair served and bundle the CAs that verify it.
@@ -156,6 +170,8 @@ func (c *Certs) BundleChanged() <-chan struct{} {
 
 // WaitBundle waits until a CA bundle is set.
 func (c *Certs) WaitBundle(ctx context.Context) ([]byte, error) {
+	c.Wanted()
+	c.wantedOnce.Do(func() { close(c.wanted) })
 	for {
 		ch := c.BundleChanged()
 		if b := c.CABundle(); len(b) > 0 {

@@ -21,6 +21,20 @@ type Registry struct {
 	mu      sync.Mutex // writers only
 	m       atomic.Pointer[map[schema.GroupKind]Converter]
 	changed chan struct{} // closed and replaced by each Set
+	// converting is closed by the first Set of a converter (Converting).
+	converting     chan struct{}
+	convertingOnce sync.Once
+}
+
+// Converting is closed once a kind has a converter: from then on the
+// endpoint may be asked to convert, and needs its certificate.
+func (r *Registry) Converting() <-chan struct{} {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.converting == nil {
+		r.converting = make(chan struct{})
+	}
+	return r.converting
 }
 
 // Changed is closed by the next Set: a review held for a converter
@@ -58,6 +72,10 @@ func (r *Registry) Set(gk schema.GroupKind, c Converter) {
 		delete(next, gk)
 	} else {
 		next[gk] = c
+		if r.converting == nil {
+			r.converting = make(chan struct{})
+		}
+		r.convertingOnce.Do(func() { close(r.converting) })
 	}
 	r.m.Store(&next)
 	if r.changed != nil {

@@ -3,6 +3,7 @@ package webhook
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -48,7 +49,12 @@ type Rotator struct {
 	// External: another issuer (cert-manager) keeps the Secret; the
 	// Rotator only loads it, and waits while it is missing.
 	External bool
-	Log      logr.Logger
+	// Needed, when set, is closed once the certificate is needed (a kind
+	// converts, a CRD is pointed at the endpoint: Registry.Converting,
+	// Certs.Wanted): until then the Rotator sends no request. Nil: at
+	// once.
+	Needed <-chan struct{}
+	Log    logr.Logger
 }
 
 // ServiceHosts are the DNS names of Service name in namespace.
@@ -59,24 +65,55 @@ func ServiceHosts(namespace, name string) []string {
 // NeedLeaderElection: every replica serves conversions.
 func (r *Rotator) NeedLeaderElection() bool { return false }
 
-// Start syncs at once, then every Interval, until ctx is done.
+// Start syncs once Needed, then every Interval, until ctx is done. A sync
+// that fails is retried with backoff (retryMin, doubling to retryMax or
+// Interval); each distinct error is logged once, and its end too.
 func (r *Rotator) Start(ctx context.Context) error {
 	interval := r.Interval
 	if interval == 0 {
 		interval = time.Hour
 	}
+	if r.Needed != nil {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-r.Needed:
+		}
+	}
+	retry, failed := time.Duration(0), ""
 	for {
-		if err := r.Sync(ctx); err != nil {
-			r.Log.Error(err, "conversion webhook certificate")
-			interval = min(interval, 10*time.Second) // retry soon
+		wait := interval
+		switch err := r.Sync(ctx); {
+		case err == nil && failed != "":
+			r.Log.Info("conversion webhook certificate: in place again", "secret", r.Namespace+"/"+r.Name)
+			retry, failed = 0, ""
+		case err == nil:
+			retry = 0
+		case ctx.Err() != nil:
+			return nil
+		default:
+			retry = min(max(2*retry, retryMin), retryMax, interval)
+			wait = retry
+			if msg := err.Error(); msg != failed {
+				r.Log.Error(err, "conversion webhook certificate: retrying with backoff, logged again only if the error changes", "retryIn", retry.String())
+				failed = msg
+			} else {
+				r.Log.V(1).Info("conversion webhook certificate: still failing", "error", msg, "retryIn", retry.String())
+			}
 		}
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-time.After(interval):
+		case <-time.After(wait):
 		}
 	}
 }
+
+// The backoff of a failed sync.
+const (
+	retryMin = time.Second
+	retryMax = 5 * time.Minute
+)
 
 // Sync makes or renews what the Secret holds as needed and loads it.
 func (r *Rotator) Sync(ctx context.Context) error {
@@ -105,11 +142,24 @@ func (r *Rotator) Sync(ctx context.Context) error {
 			return r.Sync(ctx) // another replica wrote first: take its
 		}
 		if err != nil {
-			return fmt.Errorf("secret %s/%s: %w", r.Namespace, r.Name, err)
+			return fmt.Errorf("secret %s/%s: %w", r.Namespace, r.Name, namespaceMissing(err, r.Namespace))
 		}
 		r.Log.Info("conversion webhook certificate renewed", "secret", r.Namespace+"/"+r.Name)
 	}
 	return r.Certs.Set(KeyPair{Cert: s.Data[keyCert], Key: s.Data[keyCertKey]}, bundle(s))
+}
+
+// namespaceMissing says so when err is the API server's refusal to write
+// into namespace because it does not exist.
+func namespaceMissing(err error, namespace string) error {
+	var status apierrors.APIStatus
+	if !apierrors.IsNotFound(err) || !errors.As(err, &status) {
+		return err
+	}
+	if d := status.Status().Details; d == nil || d.Kind != "namespaces" {
+		return err
+	}
+	return fmt.Errorf("namespace %s does not exist: the conversion webhook's Service and certificate Secret live there (create it, as config/ does, or point cueop at another): %w", namespace, err)
 }
 
 func (r *Rotator) write(ctx context.Context, s *corev1.Secret, create bool) error {

@@ -1,0 +1,104 @@
+package operator_test
+
+import (
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/cueop/cueop/engine/operator"
+	"github.com/cueop/cueop/engine/operator/operatortest"
+	"github.com/cueop/cueop/engine/template"
+	"github.com/cueop/cueop/engine/webhook"
+	"github.com/cueop/cueop/localcluster/clustertest"
+)
+
+// certKind is a kind of group cert.test.example, one version, whose CR is
+// Ready at once.
+func certKind(kind string) string {
+	return `package ` + strings.ToLower(kind) + `
+
+resource: {group: "cert.test.example", version: "v1", kind: "` + kind + `"}
+#Spec: {}
+parent: {metadata: {name: string, namespace: string}, spec: #Spec}
+observed: [string]: {...}
+children: {}
+status: {}
+ready: true
+`
+}
+
+// TestWebhookCertOnlyOnceAKindConverts: an operator serving only kinds
+// with one version, its webhook's Service in a namespace that does not
+// exist, sends no request for the certificate Secret (it read and wrote it
+// every 10 s, logging an error each time). Once a kind converts, it tries,
+// and the failure is logged once, naming the missing namespace, while the
+// retries back off.
+func TestWebhookCertOnlyOnceAKindConverts(t *testing.T) {
+	ns := clustertest.Namespace(t)
+	for _, crd := range []string{"plains.cert.test.example", "dials.cert.test.example"} {
+		t.Cleanup(func() { _, _ = kubectl(t, "", "delete", "--ignore-not-found", "--wait", "--timeout=60s", "crd/"+crd) })
+	}
+	absent := "absent-" + ns
+	var secretRequests atomic.Int64
+	cfg := clustertest.Config()
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripFunc(func(req *http.Request) (*http.Response, error) {
+			if strings.Contains(req.URL.Path, "/namespaces/"+absent+"/secrets") {
+				secretRequests.Add(1)
+			}
+			return rt.RoundTrip(req)
+		})
+	})
+	conv, err := operator.LocalConversion()
+	must(t, err)
+	conv.Endpoint = webhook.Endpoint{ServiceNamespace: absent, ServiceName: webhook.ServiceName, Certs: &webhook.Certs{}}
+	conv.New = func(k *template.Kind) (webhook.Converter, error) { // Dial converts, Plain has one version
+		if k.Resource.Kind == "Dial" {
+			return webhook.Rename{HubVersion: "v1", Hub: "a", Spoke: "b"}, nil
+		}
+		return nil, nil
+	}
+	dir := kindsDir(t, map[string]string{"plain": certKind("Plain")})
+	opts := operatortest.Options(dir, ns)
+	opts.Conversion = conv
+	cfg, a := operatortest.Observe(cfg, &opts)
+	op, err := operator.New(cfg, opts)
+	must(t, err)
+	mgr := op.Manager()
+	// As cueop run adds it (cmd/cueop/webhook.go).
+	must(t, mgr.Add(&webhook.Rotator{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Namespace: absent, Name: webhook.SecretName,
+		Hosts: webhook.ServiceHosts(absent, webhook.ServiceName), Certs: conv.Endpoint.Certs,
+		Needed: op.ConversionNeeded(), Log: mgr.GetLogger().WithName("webhook-cert")}))
+	operatortest.Run(t, op)
+
+	waitEstablished(t, "plains.cert.test.example")
+	mustKubectl(t, "apiVersion: cert.test.example/v1\nkind: Plain\nmetadata: {name: p, namespace: "+ns+"}\nspec: {}\n", "apply", "-f", "-")
+	mustKubectl(t, "", "wait", "-n", ns, "--for=condition=Ready", "plains.cert.test.example/p", "--timeout=90s")
+	if n := secretRequests.Load(); n != 0 {
+		t.Fatalf("%d requests for the Secret %s/%s while no kind converts", n, absent, webhook.SecretName)
+	}
+
+	// A kind that converts: the certificate is needed now.
+	must(t, os.MkdirAll(filepath.Join(dir, "dial"), 0o755))
+	must(t, os.WriteFile(filepath.Join(dir, "dial", "dial.cue"), []byte(certKind("Dial")), 0o644))
+	eventually(t, 60*time.Second, func() string {
+		if n := secretRequests.Load(); n < 4 { // the first attempt (a read, a create) and a retry
+			return fmt.Sprintf("%d requests for the Secret, want the first attempt and a retry", n)
+		}
+		return ""
+	})
+	var errs []string
+	for _, l := range a.Logged("conversion webhook certificate") {
+		if l.Values["error"] != "" {
+			errs = append(errs, l.Values["error"])
+		}
+	}
+	if len(errs) != 1 || !strings.Contains(errs[0], "namespace "+absent+" does not exist") {
+		t.Errorf("errors logged for the certificate: %q, want one naming namespace %s missing", errs, absent)
+	}
+}
