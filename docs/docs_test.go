@@ -13,6 +13,11 @@
 // another language (```cue, ```yaml, ```) are never run. A block that
 // expects a command to fail says so in the shell (`! cmd`), and the test
 // fails when it succeeds.
+//
+// The tour of README.md runs the same way (readme_test.go), in a copy of
+// the repository: its ```sh background block (make run) in the background,
+// the others once it printed the lines shown after it; times, ages and
+// revision hashes in the lines shown match any.
 package docs_test
 
 import (

@@ -24,6 +24,9 @@ type shBlock struct {
 	line int
 	text string
 	want []wantLine
+	// background: opened with ```sh background, a command that runs until
+	// stopped (README.md's make run).
+	background bool
 }
 
 // wantLine is a line a block must print; `...` in it stands for any text.
@@ -47,6 +50,11 @@ func tutorialBlocks(t *testing.T) []shBlock {
 	if err != nil {
 		t.Fatalf("docs/tutorial.md: %v", err)
 	}
+	for _, b := range blocks {
+		if b.background {
+			t.Fatalf("docs/tutorial.md:%d: the tutorial runs in one shell: start a command in the background with &", b.line)
+		}
+	}
 	return blocks
 }
 
@@ -64,15 +72,15 @@ func runBlocks(text string) ([]shBlock, error) {
 			open, lang, body = i+1, strings.Join(strings.Fields(strings.TrimPrefix(trimmed, "```")), " "), nil
 		case open > 0 && trimmed == "```":
 			switch {
-			case lang == "sh":
-				blocks = append(blocks, shBlock{line: open, text: strings.Join(body, "\n")})
+			case lang == "sh" || lang == "sh background":
+				blocks = append(blocks, shBlock{line: open, text: strings.Join(body, "\n"), background: lang != "sh"})
 			case lang == "text" && prevRun:
 				last := &blocks[len(blocks)-1]
 				for j, w := range body {
 					last.want = append(last.want, wantLine{line: open + 1 + j, text: w})
 				}
 			}
-			prevRun = lang == "sh"
+			prevRun = lang == "sh" || lang == "sh background"
 			open = 0
 		case open > 0:
 			body = append(body, l)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/cueop/cueop/engine/diff"
 	"github.com/cueop/cueop/engine/operator"
+	"github.com/cueop/cueop/engine/template"
 )
 
 // exitError ends cueop with code; err, when set, is printed.
@@ -56,6 +57,9 @@ type diffFlags struct {
 	qps                                                  float32
 	serverSide                                           bool
 	apply                                                diff.ApplyMode // from --server-side, when given
+	// identity is which ServiceAccount each kind acts as, as `cueop run`
+	// is told (identity.go): its label is on every child.
+	identity identityFlags
 }
 
 func newDiff(g *globals) *cobra.Command {
@@ -74,6 +78,10 @@ JSON merge patch, three-way from the live CR's last-applied-configuration, the
 file and the live CR) when the live CR was applied client-side, server-side
 otherwise; --server-side or --server-side=false chooses, and a line per CR
 says which it previews.
+The children carry the label of the ServiceAccount their kind acts as, as
+the operator writes them: give diff the identity flags cueop run was given
+(--identity-namespace, --service-account, --shared-identity; the defaults
+are run's, and cueop dev's).
 It writes nothing. Exit code: 0 nothing would change, 1 something would, 2 an error
 (a CR that cannot be rendered, a child the API server refuses, a failed request).`,
 		Args: cobra.NoArgs,
@@ -81,6 +89,7 @@ It writes nothing. Exit code: 0 nothing would change, 1 something would, 2 an er
 			// As cueop run: $CUEOP_ALLOWED_KINDS and $CUEOP_READABLE_KINDS
 			// unless --allowed-kinds and --readable-kinds.
 			allowedKindsFromEnv(cmd, g)
+			f.identity.fromEnv(cmd) // as cueop run, in the operator's pod
 			if cmd.Flags().Changed("server-side") {
 				f.apply = diff.ApplyClientSide
 				if f.serverSide {
@@ -103,6 +112,7 @@ It writes nothing. Exit code: 0 nothing would change, 1 something would, 2 an er
 	fl.IntVar(&f.workers, "concurrency", diff.DefaultWorkers, "CRs diffed at once")
 	fl.Float32Var(&f.qps, "kube-api-qps", operator.DefaultQPS, "client-side limit of API requests per second")
 	fl.IntVar(&f.burst, "kube-api-burst", operator.DefaultBurst, "client-side burst of API requests")
+	f.identity.registerActing(fl, runIdentityNamespace())
 	return cmd
 }
 
@@ -156,6 +166,10 @@ func diffOptions(g *globals, f *diffFlags) (diff.Options, error) {
 	if err != nil {
 		return diff.Options{}, err
 	}
+	ids, err := f.identity.config() // nil: the shared identity
+	if err != nil {
+		return diff.Options{}, err
+	}
 	cfg, err := restConfig(f.kubeconfig)
 	if err != nil {
 		return diff.Options{}, err
@@ -166,7 +180,8 @@ func diffOptions(g *globals, f *diffFlags) (diff.Options, error) {
 		return diff.Options{}, err
 	}
 	return diff.Options{Client: c, Set: set, Render: ropts, Namespace: f.namespace, Selector: sel,
-		Kinds: f.kinds, Files: files, Apply: f.apply, Workers: f.workers}, nil
+		Kinds: f.kinds, Files: files, Apply: f.apply, Workers: f.workers,
+		ChildLabels: func(k *template.Kind) map[string]string { return operator.ChildLabels(ids, k) }}, nil
 }
 
 // diffFiles reads the CRs of file ("" for none).

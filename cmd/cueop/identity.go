@@ -39,11 +39,18 @@ type identityFlags struct {
 // register adds the flags; namespace is the default of
 // --identity-namespace.
 func (f *identityFlags) register(fl *pflag.FlagSet, namespace string) {
+	f.registerActing(fl, namespace)
+	fl.StringArrayVar(&f.bindNamespaces, "bind-namespaces", nil,
+		"Kind.group=ns1,ns2: bind a kind's rights in these namespaces only (RoleBindings; default: every namespace); repeatable")
+}
+
+// registerActing adds the flags that say which ServiceAccount each kind
+// acts as, not where it is bound (`cueop diff`: the label of the identity
+// is on every child).
+func (f *identityFlags) registerActing(fl *pflag.FlagSet, namespace string) {
 	fl.StringVar(&f.namespace, "identity-namespace", namespace, "namespace of the kinds' ServiceAccounts")
 	fl.StringArrayVar(&f.serviceAccounts, "service-account", nil,
 		"Kind.group=name: the ServiceAccount a kind acts as (default cueop-<crd name>); repeatable")
-	fl.StringArrayVar(&f.bindNamespaces, "bind-namespaces", nil,
-		"Kind.group=ns1,ns2: bind a kind's rights in these namespaces only (RoleBindings; default: every namespace); repeatable")
 	fl.BoolVar(&f.shared, "shared-identity", false,
 		"every kind acts as the operator itself, with one role holding every kind's rights (default: each kind acts as its own ServiceAccount)")
 }
@@ -67,7 +74,7 @@ func (f *identityFlags) fromEnv(cmd *cobra.Command) {
 	if v, ok := os.LookupEnv(serviceAccountsEnv); ok && !fl.Changed("service-account") {
 		f.serviceAccounts = strings.Fields(v)
 	}
-	if v, ok := os.LookupEnv(bindNamespacesEnv); ok && !fl.Changed("bind-namespaces") {
+	if v, ok := os.LookupEnv(bindNamespacesEnv); ok && fl.Lookup("bind-namespaces") != nil && !fl.Changed("bind-namespaces") {
 		f.bindNamespaces = strings.Fields(v)
 	}
 	if b, err := strconv.ParseBool(os.Getenv(sharedIdentityEnv)); err == nil && !fl.Changed("shared-identity") {

@@ -22,12 +22,21 @@ func cueop(t *testing.T) string {
 	return bin
 }
 
-// runDiffCommand runs bin diff with the templates of dir in namespace ns
-// and returns its output and exit code.
+// runDiffCommand runs bin diff with the templates of dir in namespace ns,
+// with --shared-identity (the operator of operatortest.Options acts as
+// itself: its children carry no identity's label), and returns its output
+// and exit code.
 func runDiffCommand(t *testing.T, bin, dir, ns string, args ...string) (string, int) {
 	t.Helper()
+	return outputAndCode(t, diffCommand(t, bin, dir, ns, append([]string{"--shared-identity"}, args...)...))
+}
+
+// diffCommand is the command bin diff with the templates of dir in
+// namespace ns, and args.
+func diffCommand(t *testing.T, bin, dir, ns string, args ...string) *exec.Cmd {
+	t.Helper()
 	args = append([]string{"--templates", dir, "diff", "--kubeconfig", clustertest.Cluster().KubeconfigPath, "-n", ns}, args...)
-	return outputAndCode(t, exec.Command(bin, args...))
+	return exec.Command(bin, args...)
 }
 
 // outputAndCode runs cmd and returns its combined output and exit code.

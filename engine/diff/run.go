@@ -52,6 +52,11 @@ type Options struct {
 	Apply ApplyMode
 	// Workers bounds the CRs diffed at once; 0 means DefaultWorkers.
 	Workers int
+	// ChildLabels, when set, are the labels the operator sets on every
+	// child of a kind besides cueop's own (operator.ChildLabels: the
+	// identity the kind acts as): the children are rendered with them, as
+	// the reconciles apply them. Nil: none (the operator's shared identity).
+	ChildLabels func(*template.Kind) map[string]string
 }
 
 // differ is one Run.
@@ -146,7 +151,7 @@ func (d *differ) cr(ctx context.Context, j job) CR {
 	}
 	var p *reconcile.Preview
 	if err == nil {
-		p, err = reconcile.PreviewRender(j.kind, j.cr, j.objs, referenced, d.manager, d.o.Render)
+		p, err = reconcile.PreviewRender(j.kind, j.cr, j.objs, referenced, d.manager, d.childLabels(j.kind), d.o.Render)
 	}
 	if err == nil {
 		p, err = d.atRenderedVersions(ctx, j, referenced, p)
@@ -198,6 +203,15 @@ func (d *differ) children(ctx context.Context, j job, p *reconcile.Preview, out 
 	} else if len(refused) > 0 {
 		hold(out.Children, refused)
 	}
+}
+
+// childLabels are the labels the operator sets on the children of k
+// besides cueop's own (Options.ChildLabels).
+func (d *differ) childLabels(k *template.Kind) map[string]string {
+	if d.o.ChildLabels == nil {
+		return nil
+	}
+	return d.o.ChildLabels(k)
 }
 
 // waiting says which lower wave a held child waits for: the controller

@@ -37,7 +37,7 @@ func (d *differ) atRenderedVersions(ctx context.Context, j job, referenced map[s
 	if len(more) == 0 {
 		return p, nil
 	}
-	return reconcile.PreviewRender(j.kind, j.cr, append(slices.Clip(j.objs), more...), referenced, d.manager, d.o.Render)
+	return reconcile.PreviewRender(j.kind, j.cr, append(slices.Clip(j.objs), more...), referenced, d.manager, d.childLabels(j.kind), d.o.Render)
 }
 
 // listAt lists the children of cr of one kind at one version.

@@ -272,7 +272,7 @@ func TestDiffWebApp(t *testing.T) {
 		bin := cueop(t)
 		diffCmd := func(env string, args ...string) (string, int) {
 			t.Helper()
-			args = append([]string{"--templates", copyTemplates(t), "diff", "--kubeconfig", clustertest.Cluster().KubeconfigPath, "-n", ns, "--kind", "WebApp"}, args...)
+			args = append([]string{"--templates", copyTemplates(t), "diff", "--kubeconfig", clustertest.Cluster().KubeconfigPath, "-n", ns, "--kind", "WebApp", "--shared-identity"}, args...)
 			cmd := exec.Command(bin, args...)
 			cmd.Env = append(os.Environ(), "CUEOP_READABLE_KINDS="+env)
 			return outputAndCode(t, cmd)

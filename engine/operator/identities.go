@@ -20,6 +20,7 @@ import (
 	"github.com/cueop/cueop/engine/apply"
 	"github.com/cueop/cueop/engine/identity"
 	"github.com/cueop/cueop/engine/render"
+	"github.com/cueop/cueop/engine/shard"
 	"github.com/cueop/cueop/engine/template"
 )
 
@@ -86,7 +87,7 @@ func (o *Operator) bundleFor(ctx context.Context, k *template.Kind) (*bundle, er
 		return o.shared, nil
 	}
 	gk := k.Resource.GroupVersionKind().GroupKind()
-	sa := o.opts.Identities.For(gk, k.Resource.CRDName())
+	sa := kindIdentity(o.opts.Identities, k)
 	nss := o.identityNamespaces(gk)
 	key := bundleKey{sa: sa, namespaces: strings.Join(nss, ",")}
 	if b := o.bundles[key]; b != nil {
@@ -273,19 +274,44 @@ func (o *Operator) identitySelector(sa identity.ServiceAccount) labels.Set {
 	return set
 }
 
+// kindIdentity is the ServiceAccount k acts as under ids.
+func kindIdentity(ids *identity.Config, k *template.Kind) identity.ServiceAccount {
+	return ids.For(k.Resource.GroupVersionKind().GroupKind(), k.Resource.CRDName())
+}
+
 // childLabels are the labels the children of a kind acting as b's
 // identity carry, besides cueop's own: the shard's when sharded, and the
 // identity's.
 func (b *bundle) childLabels() map[string]string {
-	out := childLabels(b.o.opts.Shard)
-	if b.sa == nil {
+	return identityChildLabels(b.sa, b.o.opts.Shard)
+}
+
+// identityChildLabels are the labels the children of a kind acting as sa
+// (nil: the operator's own identity) carry, besides cueop's own: the
+// shard's when r is set, and the identity's.
+func identityChildLabels(sa *identity.ServiceAccount, r *shard.Range) map[string]string {
+	out := childLabels(r)
+	if sa == nil {
 		return out
 	}
 	if out == nil {
 		out = map[string]string{}
 	}
-	out[LabelIdentity] = identityLabel(*b.sa)
+	out[LabelIdentity] = identityLabel(*sa)
 	return out
+}
+
+// ChildLabels are the labels an operator that is not sharded, given
+// Options.Identities ids, sets on every child of k besides cueop's own:
+// the label of the ServiceAccount k acts as, none with the shared identity
+// (ids nil). cueop diff renders the children with them, as the reconciles
+// apply them (reconcile.PreviewRender).
+func ChildLabels(ids *identity.Config, k *template.Kind) map[string]string {
+	if ids == nil {
+		return nil
+	}
+	sa := kindIdentity(ids, k)
+	return identityChildLabels(&sa, nil)
 }
 
 // identityLabel is sa as a label value, namespace.name, or a hash of it

@@ -9,10 +9,18 @@ import (
 )
 
 // withChildLabels is res with Reconciler.ChildLabels set on every child
-// (a sharded replica's shard label). res is not modified: a render result
-// may be shared, so each child's object, metadata and labels are copied.
+// (a sharded replica's shard label, the label of the identity the kind
+// acts as).
 func (r *Reconciler) withChildLabels(res *render.Result) *render.Result {
-	if len(r.ChildLabels) == 0 || res == nil || len(res.Children) == 0 {
+	return WithChildLabels(res, r.ChildLabels)
+}
+
+// WithChildLabels is res with childLabels set on every child, as a
+// reconcile applies them (Reconciler.ChildLabels); cueop diff renders its
+// children so. res is not modified: a render result may be shared, so each
+// child's object, metadata and labels are copied.
+func WithChildLabels(res *render.Result, childLabels map[string]string) *render.Result {
+	if len(childLabels) == 0 || res == nil || len(res.Children) == 0 {
 		return res
 	}
 	out := *res
@@ -29,7 +37,7 @@ func (r *Reconciler) withChildLabels(res *render.Result) *render.Result {
 		if labels == nil {
 			labels = map[string]any{}
 		}
-		for k, v := range r.ChildLabels {
+		for k, v := range childLabels {
 			labels[k] = v
 		}
 		md["labels"] = labels

@@ -32,8 +32,11 @@ type Preview struct {
 // children (those cr does not control are left out, as observe does), and
 // the objects its references resolved to (ReadReferences), and says what a
 // reconcile would apply and prune. manager is the field manager of cueop's
-// applies. A render error is returned as RenderInputs returns it.
-func PreviewRender(k *template.Kind, cr *unstructured.Unstructured, objs []*unstructured.Unstructured, referenced map[string]render.Referenced, manager string, opts render.Options) (*Preview, error) {
+// applies; childLabels are the labels the operator sets on every child of
+// k besides the engine's own (Reconciler.ChildLabels: the identity's, the
+// shard's), set on the rendered children as a reconcile sets them. A
+// render error is returned as RenderInputs returns it.
+func PreviewRender(k *template.Kind, cr *unstructured.Unstructured, objs []*unstructured.Unstructured, referenced map[string]render.Referenced, manager string, childLabels map[string]string, opts render.Options) (*Preview, error) {
 	owned := sortChildren(cr, objs)
 	in := render.Inputs{Kind: k, Parent: cr, Observed: owned.templateView(manager), Referenced: referenced}
 	res, err := render.RenderInputs(in, opts)
@@ -46,6 +49,7 @@ func PreviewRender(k *template.Kind, cr *unstructured.Unstructured, objs []*unst
 			return nil, err
 		}
 	}
+	res = WithChildLabels(res, childLabels)
 	p := &Preview{Result: res, Live: map[string]*unstructured.Unstructured{}, Prune: pruneVictims(res.Children, owned)}
 	for _, c := range res.Children {
 		if o := owned.matchLive(c.Object); o != nil {
