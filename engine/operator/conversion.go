@@ -288,15 +288,12 @@ func (o *Operator) conversionHandler(mgr manager.Manager) (*webhook.Handler, err
 	return h, mgr.Add(reports)
 }
 
-// webhookServer is the manager's webhook server of c.
+// webhookServer is the manager's webhook server of c: engine/webhook's,
+// whose connections are bounded (Limits.MaxConnections, a header read
+// timeout).
 func webhookServer(c *Conversion) ctrlwebhook.Server {
-	return ctrlwebhook.NewServer(ctrlwebhook.Options{
-		Host: c.Host, Port: c.Port,
-		TLSOpts: []func(*tls.Config){func(cfg *tls.Config) {
-			cfg.GetCertificate = c.Endpoint.Certs.GetCertificate
-			cfg.NextProtos = []string{"h2", "http/1.1"}
-		}},
-	})
+	return &webhook.Server{Host: c.Host, Port: c.Port, MaxConnections: c.Limits.MaxConnections,
+		TLS: &tls.Config{GetCertificate: c.Endpoint.Certs.GetCertificate, NextProtos: []string{"h2", "http/1.1"}}}
 }
 
 // conversionLoader loads the templates for the converters on a replica
