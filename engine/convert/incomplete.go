@@ -67,7 +67,9 @@ func incomplete(out *unstructured.Unstructured, subject string, from *template.V
 			si, sj := len(keys[i])+len(a[keys[i]]), len(keys[j])+len(a[keys[j]])
 			return si > sj || si == sj && keys[i] < keys[j]
 		})
-		marker := func(dropped int) string { return fmt.Sprintf("%d fields, %d annotations", len(tooLarge.Fields), dropped) }
+		marker := func(dropped int) string {
+			return fmt.Sprintf("%d fields, %d annotations", len(tooLarge.Fields), dropped)
+		}
 		fits := func(dropped int) bool {
 			return size+len(key)+len(marker(dropped)) <= apivalidation.TotalAnnotationSizeLimitB
 		}

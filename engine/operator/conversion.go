@@ -279,7 +279,7 @@ func (o *Operator) serveConversion(mgr manager.Manager, leaderElection bool) err
 // counted in cueop's metrics, the CRs it refuses reported on them by a
 // runnable of mgr (conversionrefused.go).
 func (o *Operator) conversionHandler(mgr manager.Manager) (*webhook.Handler, error) {
-	reports := newConversionReports(mgr, o.log.WithName("conversion"))
+	reports := newConversionReports(mgr, o.conv.reg, o.log.WithName("conversion"))
 	h := &webhook.Handler{Registry: o.conv.reg, Log: o.log.WithName("conversion"), Observe: NewMetrics().Converted,
 		Loaded: o.conv.loaded, Report: reports.report}
 	if c := o.opts.Conversion; c != nil {
