@@ -138,9 +138,23 @@ func (r *conversionReports) write(ctx context.Context, rep conversionReport) err
 		r.wrote(live.GetUID(), msg)
 		return nil
 	}
+	return r.apply(ctx, live, msg)
+}
+
+// apply writes the Convertible condition of msg (none when empty) to the
+// CR's status, as obj holds it (its uid and resourceVersion are
+// preconditions: a CR deleted and created again under its name, or
+// changed since, is left alone), and its Event.
+func (r *conversionReports) apply(ctx context.Context, live *unstructured.Unstructured, msg string) error {
+	md := map[string]any{"name": live.GetName(), "namespace": live.GetNamespace()}
+	if uid := live.GetUID(); uid != "" {
+		md["uid"] = string(uid)
+	}
+	if rv := live.GetResourceVersion(); rv != "" {
+		md["resourceVersion"] = rv
+	}
 	obj := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": live.GetAPIVersion(), "kind": live.GetKind(), "metadata": map[string]any{
-			"name": live.GetName(), "namespace": live.GetNamespace(), "uid": string(live.GetUID()), "resourceVersion": live.GetResourceVersion()},
+		"apiVersion": live.GetAPIVersion(), "kind": live.GetKind(), "metadata": md,
 	}}
 	if msg != "" {
 		obj.Object["status"] = map[string]any{"conditions": []any{map[string]any{
