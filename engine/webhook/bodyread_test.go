@@ -3,6 +3,7 @@ package webhook_test
 import (
 	"bufio"
 	"bytes"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -148,4 +149,41 @@ func answeredAndClosed(conn net.Conn, d time.Duration) (int, error) {
 		return resp.StatusCode, fmt.Errorf("answered %d, connection not closed: %v", resp.StatusCode, err)
 	}
 	return resp.StatusCode, nil
+}
+
+// TestServerBoundsConnections: with MaxConnections 4, six clients that
+// connect and send nothing hold 4 connections of the server; the others
+// wait to be accepted, and are once one closes.
+func TestServerBoundsConnections(t *testing.T) {
+	s := &webhook.Server{MaxConnections: 4, TLS: &tls.Config{}}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer webhook.ServeOn(s, l)()
+	var conns []net.Conn
+	for range 6 {
+		c, err := net.Dial("tcp", l.Addr().String()) // the kernel's accept queue takes it
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		conns = append(conns, c)
+	}
+	waitFor(t, func() bool { return s.Open() == 4 })
+	conns[0].Close()
+	conns[1].Close()
+	waitFor(t, func() bool { return s.Open() == 4 && s.Accepted() == 6 })
+}
+
+// waitFor waits up to 10 s for ok.
+func waitFor(t *testing.T, ok func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !ok() {
+		if time.Now().After(deadline) {
+			t.Fatal("not within 10s")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }

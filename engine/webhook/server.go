@@ -78,6 +78,17 @@ func (s *Server) Open() int64 {
 	return l.open.Load()
 }
 
+// Accepted is the number of connections accepted so far.
+func (s *Server) Accepted() int64 {
+	s.mu.Lock()
+	l := s.listener
+	s.mu.Unlock()
+	if l == nil {
+		return 0
+	}
+	return l.accepted.Load()
+}
+
 // Addr is the address listened on once started ("" before).
 func (s *Server) Addr() string {
 	s.mu.Lock()
@@ -176,10 +187,11 @@ func (s *Server) StartedChecker() healthz.Checker {
 // others, costing the process nothing).
 type limitListener struct {
 	net.Listener
-	sem  chan struct{}
-	open atomic.Int64
-	done chan struct{}
-	once sync.Once
+	sem      chan struct{}
+	open     atomic.Int64
+	accepted atomic.Int64
+	done     chan struct{}
+	once     sync.Once
 }
 
 func (l *limitListener) Accept() (net.Conn, error) {
@@ -194,6 +206,7 @@ func (l *limitListener) Accept() (net.Conn, error) {
 		return nil, err
 	}
 	l.open.Add(1)
+	l.accepted.Add(1)
 	return &limitConn{Conn: c, l: l}, nil
 }
 
