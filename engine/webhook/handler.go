@@ -72,12 +72,12 @@ const maxHeld = 64
 // ServeHTTP implements http.Handler.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost {
-		refuse(w, http.StatusMethodNotAllowed, "conversion review: want POST")
+		refuse(w, r, http.StatusMethodNotAllowed, "conversion review: want POST")
 		return
 	}
 	limit := h.Limits.maxBytes()
 	if r.ContentLength > limit {
-		refuse(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("conversion review: body of %d bytes over the webhook's limit of %d", r.ContentLength, limit))
+		refuse(w, r, http.StatusRequestEntityTooLarge, fmt.Sprintf("conversion review: body of %d bytes over the webhook's limit of %d", r.ContentLength, limit))
 		return
 	}
 	// The body is read before the review takes a slot, within
@@ -88,19 +88,19 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	var tooBig *http.MaxBytesError
 	switch {
 	case errors.As(err, &tooBig):
-		refuse(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("conversion review: body over the webhook's limit of %d bytes", limit))
+		refuse(w, r, http.StatusRequestEntityTooLarge, fmt.Sprintf("conversion review: body over the webhook's limit of %d bytes", limit))
 		return
 	case errors.Is(err, errReading):
 		w.Header().Set("Retry-After", "1")
-		refuse(w, http.StatusTooManyRequests, "conversion review: refused: "+err.Error()+"; retry")
+		refuse(w, r, http.StatusTooManyRequests, "conversion review: refused: "+err.Error()+"; retry")
 		return
 	case err != nil:
-		refuse(w, http.StatusBadRequest, fmt.Sprintf("conversion review: body not read: %v", err))
+		refuse(w, r, http.StatusBadRequest, fmt.Sprintf("conversion review: body not read: %v", err))
 		return
 	}
 	s := h.acquire(r.Context())
 	if s == nil {
-		h.busy(w)
+		h.busy(w, r)
 		return
 	}
 	defer s.free()

@@ -161,19 +161,23 @@ func slotOf(ctx context.Context) *slot {
 }
 
 // busy answers a review refused for want of a slot.
-func (h *Handler) busy(w http.ResponseWriter) {
+func (h *Handler) busy(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Retry-After", "1")
-	refuse(w, http.StatusTooManyRequests, fmt.Sprintf("conversion review: refused: %d reviews are being converted (the webhook's limit of concurrent reviews); retry", h.Limits.maxConcurrent()))
+	refuse(w, r, http.StatusTooManyRequests, fmt.Sprintf("conversion review: refused: %d reviews are being converted (the webhook's limit of concurrent reviews); retry", h.Limits.maxConcurrent()))
 }
 
 // refuse answers a refused request and ends its connection: nothing more
 // of its body is read (the server would otherwise wait for up to 256 KiB
 // of it, from a client that may never send it, before answering or
 // closing).
-func refuse(w http.ResponseWriter, code int, msg string) {
-	w.Header().Set("Connection", "close")
-	// An HTTP/2 stream cannot close its connection: the deadline ends
-	// the read of its body.
+//
+// Over HTTP/2 only the stream ends (its unread body is reset): the
+// connection carries the API server's other reviews, and "Connection:
+// close" would shut it down.
+func refuse(w http.ResponseWriter, r *http.Request, code int, msg string) {
+	if r.ProtoMajor < 2 {
+		w.Header().Set("Connection", "close")
+	}
 	_ = http.NewResponseController(w).SetReadDeadline(time.Now())
 	http.Error(w, msg, code)
 }
