@@ -19,7 +19,8 @@ type Limits struct {
 	// MaxObjects bounds the objects of one review (a Failed response
 	// beyond it); DefaultMaxObjects when zero.
 	MaxObjects int
-	// MaxConcurrent bounds the reviews read and converted at once;
+	// MaxConcurrent bounds the reviews converted at once (a review's body
+	// is read before it takes one of them, within BodyTime);
 	// DefaultMaxConcurrent when zero. A review beyond it waits up to
 	// DefaultWait for a slot, then is refused with 429 and Retry-After,
 	// which the API server's client retries.
