@@ -36,7 +36,9 @@ func (f *webhookFlags) register(fl *pflag.FlagSet) {
 	fl.Int64Var(&f.limits.MaxBytes, "webhook-max-review-bytes", webhook.DefaultMaxBytes, "bytes of one conversion review's body (413 beyond)")
 	fl.IntVar(&f.limits.MaxObjects, "webhook-max-review-objects", webhook.DefaultMaxObjects, "objects of one conversion review (refused beyond)")
 	fl.IntVar(&f.limits.MaxConcurrent, "webhook-max-concurrent-reviews", webhook.DefaultMaxConcurrent,
-		"conversion reviews read and converted at once; one beyond waits a second for a slot, then is refused with 429 and Retry-After")
+		"conversion reviews converted at once (each body is read first, within 10s); one beyond waits a second for a slot, then is refused with 429 and Retry-After")
+	fl.IntVar(&f.limits.MaxConnections, "webhook-max-connections", webhook.DefaultMaxConnections,
+		"connections to the conversion webhook open at once; more wait to be accepted until one closes")
 }
 
 // conversion is the operator's conversion endpoint of f, with certificates

@@ -162,14 +162,25 @@ func TestAnnotationTooLargeRefused(t *testing.T) {
 	}
 	mustConvert(t, c, atV2, "v1")
 
-	// Annotations so near the limit that the marker would not fit: refused
-	// as before, not answered with more than the API server takes.
+	// Annotations so near the limit that the marker would not fit: the
+	// largest are dropped to make room, and counted (before: refused, and
+	// with it every list at v2); a write of it at v2 is refused as well.
 	near := in.DeepCopy()
-	near.SetAnnotations(map[string]string{"note": strings.Repeat("n", 256<<10-10)})
+	near.SetAnnotations(map[string]string{"note": strings.Repeat("n", 256<<10-10), "a": "b"})
 	unstructured.SetNestedField(near.Object, "b", "spec", "b")
 	_, err = c.Convert(near, "v2")
-	if !errors.As(err, &tooLarge) || errors.As(err, &partial) {
-		t.Errorf("convert to v2 with annotations at the limit: %.300v, want an AnnotationTooLargeError with no object", err)
+	if !errors.As(err, &partial) || partial.Converted() == nil {
+		t.Fatalf("convert to v2 with annotations at the limit: %.300v, want an IncompleteError with the object", err)
+	}
+	a := partial.Converted().GetAnnotations()
+	if _, has := a["note"]; has || a["a"] != "b" || a[convert.IncompletePrefix+"v1"] != "1 fields, 1 annotations" {
+		t.Errorf("annotations at v2: %.300v, want note dropped, a kept, marked 1 fields, 1 annotations", a)
+	}
+	if _, has := partial.Converted().Object["spec"].(map[string]any)["b"]; has {
+		t.Error("the object read at v2 holds spec.b")
+	}
+	if _, err := c.Convert(partial.Converted(), "v1"); err == nil || !strings.Contains(err.Error(), "write it at v1") {
+		t.Errorf("a write at v2 of the object read without its annotations: %v, want it refused", err)
 	}
 }
 
@@ -235,5 +246,41 @@ func TestAnnotationOfTheSourceVersionIsStale(t *testing.T) {
 	back := mustConvert(t, c, v2, "v1")
 	if want := map[string]any{"a": int64(1)}; !reflect.DeepEqual(back.Object["spec"], want) {
 		t.Errorf("round trip: spec %v, want %v", back.Object["spec"], want)
+	}
+}
+
+// TestLenientForgedAnnotationCannotInjectFields: the webhook's lenient
+// converter treats a forged annotation as the strict one does: toward the
+// hub (a write at v2) a field the hub's schema does not declare is
+// refused, naming the object, the annotation and the field; away from the
+// hub (a read at v2) such a field is not answered, the annotation's other
+// fields restored (before: the lenient converter answered both).
+func TestLenientForgedAnnotationCannotInjectFields(t *testing.T) {
+	c, err := load(t, lossy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c = c.Lenient()
+	in := object(t, `{"apiVersion": "apps.test.example/v2", "kind": "App", "metadata": {"name": "x", "namespace": "t"}, "spec": {"a": 1}}`)
+	in.SetAnnotations(map[string]string{convert.AnnotationPrefix + "v1": `{"a":1,"evil":"x"}`})
+	out, err := c.Convert(in, "v1")
+	if err == nil {
+		t.Errorf("toward the hub: converted to %v, want refused", out.Object["spec"])
+	} else {
+		for _, want := range []string{"App t/x", convert.AnnotationPrefix + "v1", "spec.evil"} {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("toward the hub: error %q does not name %q", err, want)
+			}
+		}
+	}
+
+	hub := object(t, `{"apiVersion": "apps.test.example/v1", "kind": "App", "metadata": {"name": "x", "namespace": "t"}, "spec": {"a": 1}}`)
+	hub.SetAnnotations(map[string]string{convert.AnnotationPrefix + "v2": `{"a":1,"c":3,"evil":"x"}`})
+	read, err := c.Convert(hub, "v2")
+	if err != nil {
+		t.Fatalf("away from the hub: %v", err)
+	}
+	if want := map[string]any{"a": int64(1), "c": int64(3)}; !reflect.DeepEqual(read.Object["spec"], want) {
+		t.Errorf("away from the hub: spec %v, want %v", read.Object["spec"], want)
 	}
 }

@@ -8,7 +8,11 @@ import (
 
 	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	structuralschema "k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
+	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/pruning"
 	"k8s.io/apiextensions-apiserver/pkg/apiserver/validation"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/cueop/cueop/engine/crdgen"
@@ -30,6 +34,9 @@ type specBounds struct {
 type versionBounds struct {
 	validator validation.SchemaValidator
 	err       error
+	// structural is the version's whole schema, which the API server
+	// prunes a spec by (nil when it could not be made).
+	structural *structuralschema.Structural
 }
 
 // check refuses a spec of version v that is out of v's bounds, by the
@@ -61,23 +68,66 @@ func (b *specBounds) of(v *template.Version) *versionBounds {
 		b.by = map[string]*versionBounds{}
 	}
 	vb := &versionBounds{}
-	vb.validator, vb.err = boundsValidator(v)
+	vb.validator, vb.structural, vb.err = boundsValidator(v)
 	b.by[v.Name] = vb
 	return vb
 }
 
-func boundsValidator(v *template.Version) (validation.SchemaValidator, error) {
+func boundsValidator(v *template.Version) (validation.SchemaValidator, *structuralschema.Structural, error) {
 	s, err := crdgen.Schema(v.Spec)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
+	}
+	var structural *structuralschema.Structural
+	whole := &apiextensions.JSONSchemaProps{}
+	if apiextensionsv1.Convert_v1_JSONSchemaProps_To_apiextensions_JSONSchemaProps(s, whole, nil) == nil {
+		structural, _ = structuralschema.NewStructural(whole)
 	}
 	bounds := boundsOnly(*s)
 	internal := &apiextensions.JSONSchemaProps{}
 	if err := apiextensionsv1.Convert_v1_JSONSchemaProps_To_apiextensions_JSONSchemaProps(&bounds, internal, nil); err != nil {
-		return nil, err
+		return nil, structural, err
 	}
 	validator, _, err := validation.NewSchemaValidator(internal)
-	return validator, err
+	return validator, structural, err
+}
+
+// undeclared is spec (a copy) without the fields v's schema does not
+// declare, which the API server would prune, and their paths (spec.x),
+// sorted; spec itself when it has none, or when v's schema could not be
+// made.
+func (b *specBounds) undeclared(spec map[string]any, v *template.Version) (map[string]any, []string) {
+	s := b.of(v).structural
+	if s == nil || spec == nil {
+		return spec, nil
+	}
+	pruned := runtime.DeepCopyJSON(spec)
+	paths := pruning.PruneWithOptions(pruned, s, false, structuralschema.UnknownFieldPathOptions{TrackUnknownFieldPaths: true, ParentPath: []string{"spec"}})
+	if len(paths) == 0 {
+		return spec, nil
+	}
+	return pruned, paths
+}
+
+// storedSpecAt is the spec of version to stored in obj's annotation, or
+// nil, as a lenient converter takes it: the annotation is anyone's who may
+// write the object, and a field to's schema does not declare is refused
+// toward the hub (a write: the writer is told) and left out otherwise (a
+// read: one object's annotation fails no list). A strict converter
+// refuses such a field where it checks the result against to's #Spec.
+func (c *Converter) storedSpecAt(obj *unstructured.Unstructured, to *template.Version) (map[string]any, error) {
+	stored, err := storedSpec(obj, to.Name)
+	if err != nil || stored == nil || !c.lenient {
+		return stored, err
+	}
+	pruned, paths := c.bounds.undeclared(stored, to)
+	if len(paths) == 0 {
+		return stored, nil
+	}
+	if to.Hub {
+		return nil, fmt.Errorf("annotation %s%s: %s: not declared in %s's schema: refused", AnnotationPrefix, to.Name, strings.Join(paths, ", "), to.Name)
+	}
+	return pruned, nil
 }
 
 // boundsOnly is s with only its types and bounds: no rule (CEL, required

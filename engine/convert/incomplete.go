@@ -2,6 +2,7 @@ package convert
 
 import (
 	"fmt"
+	"sort"
 	"strings"
 
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
@@ -40,8 +41,12 @@ func (e *IncompleteError) Converted() *unstructured.Unstructured { return e.Obje
 func (e *IncompleteError) Unwrap() error { return e.AnnotationTooLargeError }
 
 // incomplete turns out, converted from the hub from with an annotation too
-// large (tooLarge), into the marked object without it; nil when even the
-// marker would not fit (the conversion is then refused).
+// large (tooLarge), into the marked object without it. When even the
+// marker would not fit beside the object's other annotations, the largest
+// of them are dropped from out until it does, and the marker counts them
+// ("1 fields, 2 annotations"): a marked object is never written back (a
+// write of it is refused), so the reader alone misses them, and one CR
+// fails no other's reads.
 func incomplete(out *unstructured.Unstructured, subject string, from *template.Version, tooLarge *AnnotationTooLargeError) *IncompleteError {
 	dropAnnotation(out, from.Name)
 	a := out.GetAnnotations()
@@ -49,12 +54,38 @@ func incomplete(out *unstructured.Unstructured, subject string, from *template.V
 		a = map[string]string{}
 	}
 	key, value := IncompletePrefix+from.Name, fmt.Sprintf("%d fields", len(tooLarge.Fields))
-	size := len(key) + len(value)
+	size := 0
 	for k, v := range a {
 		size += len(k) + len(v)
 	}
-	if size > apivalidation.TotalAnnotationSizeLimitB {
-		return nil
+	if size+len(key)+len(value) > apivalidation.TotalAnnotationSizeLimitB {
+		keys := make([]string, 0, len(a))
+		for k := range a {
+			keys = append(keys, k)
+		}
+		sort.Slice(keys, func(i, j int) bool { // largest first, then by key
+			si, sj := len(keys[i])+len(a[keys[i]]), len(keys[j])+len(a[keys[j]])
+			return si > sj || si == sj && keys[i] < keys[j]
+		})
+		marker := func(dropped int) string {
+			return fmt.Sprintf("%d fields, %d annotations", len(tooLarge.Fields), dropped)
+		}
+		fits := func(dropped int) bool {
+			return size+len(key)+len(marker(dropped)) <= apivalidation.TotalAnnotationSizeLimitB
+		}
+		dropped := 0
+		for _, k := range keys {
+			if fits(dropped) {
+				break
+			}
+			size -= len(k) + len(a[k])
+			delete(a, k)
+			dropped++
+		}
+		if !fits(dropped) {
+			return nil // not reached: the marker alone fits
+		}
+		value = marker(dropped)
 	}
 	a[key] = value
 	out.SetAnnotations(a)

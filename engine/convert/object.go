@@ -96,7 +96,7 @@ func (c *Converter) convertSpec(obj *unstructured.Unstructured, spec map[string]
 
 // convertSpecOnce is convertSpec, evaluated.
 func (c *Converter) convertSpecOnce(obj *unstructured.Unstructured, spec map[string]any, from, to *template.Version) (specResult, error) {
-	stored, err := storedSpec(obj, to.Name)
+	stored, err := c.storedSpecAt(obj, to) // bounds.go
 	if err != nil {
 		return specResult{}, err
 	}

@@ -279,7 +279,7 @@ func (o *Operator) serveConversion(mgr manager.Manager, leaderElection bool) err
 // counted in cueop's metrics, the CRs it refuses reported on them by a
 // runnable of mgr (conversionrefused.go).
 func (o *Operator) conversionHandler(mgr manager.Manager) (*webhook.Handler, error) {
-	reports := newConversionReports(mgr, o.log.WithName("conversion"))
+	reports := newConversionReports(mgr, o.conv.reg, o.log.WithName("conversion"))
 	h := &webhook.Handler{Registry: o.conv.reg, Log: o.log.WithName("conversion"), Observe: NewMetrics().Converted,
 		Loaded: o.conv.loaded, Report: reports.report}
 	if c := o.opts.Conversion; c != nil {
@@ -288,15 +288,12 @@ func (o *Operator) conversionHandler(mgr manager.Manager) (*webhook.Handler, err
 	return h, mgr.Add(reports)
 }
 
-// webhookServer is the manager's webhook server of c.
+// webhookServer is the manager's webhook server of c: engine/webhook's,
+// whose connections are bounded (Limits.MaxConnections, a header read
+// timeout).
 func webhookServer(c *Conversion) ctrlwebhook.Server {
-	return ctrlwebhook.NewServer(ctrlwebhook.Options{
-		Host: c.Host, Port: c.Port,
-		TLSOpts: []func(*tls.Config){func(cfg *tls.Config) {
-			cfg.GetCertificate = c.Endpoint.Certs.GetCertificate
-			cfg.NextProtos = []string{"h2", "http/1.1"}
-		}},
-	})
+	return &webhook.Server{Host: c.Host, Port: c.Port, MaxConnections: c.Limits.MaxConnections,
+		TLS: &tls.Config{GetCertificate: c.Endpoint.Certs.GetCertificate, NextProtos: []string{"h2", "http/1.1"}}}
 }
 
 // conversionLoader loads the templates for the converters on a replica

@@ -48,8 +48,8 @@ const wideCRD = "memos.annot.example.com"
 
 // startMemos runs an operator serving ns with the Memo kind (v1 stored, v2
 // without its text) and its own conversion endpoint, until the test ends;
-// the CRD is deleted after the operator stopped.
-func startMemos(t *testing.T, ns string) {
+// the CRD is deleted after the operator stopped. It returns the endpoint.
+func startMemos(t *testing.T, ns string) *operator.Conversion {
 	t.Helper()
 	dir := kindsDir(t, map[string]string{"memo": wideTemplate})
 	t.Cleanup(func() {
@@ -61,6 +61,7 @@ func startMemos(t *testing.T, ns string) {
 	opts.Conversion = conv
 	operatortest.StartObserved(t, clustertest.Config(), opts)
 	waitEstablished(t, wideCRD)
+	return conv
 }
 
 // TestConversionAnnotationTooLarge: a Memo whose text (a field v2 cannot

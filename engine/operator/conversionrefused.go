@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/cueop/cueop/engine/convert"
+	"github.com/cueop/cueop/engine/webhook"
 )
 
 // The condition the conversion webhook sets False on a CR it cannot
@@ -40,6 +41,8 @@ const (
 // CR's condition differs from what it would write.
 type conversionReports struct {
 	client   client.Client
+	reader   client.Reader     // the CR as the API server shows it (uncached)
+	reg      *webhook.Registry // the converters that check it
 	recorder record.EventRecorder
 	log      logr.Logger
 	queue    chan conversionReport
@@ -50,13 +53,14 @@ type conversionReports struct {
 
 type conversionReport struct {
 	obj *unstructured.Unstructured
+	to  string // the version the review converted it to
 	msg string // "" removes the condition
 }
 
 const reportQueue = 64
 
-func newConversionReports(mgr manager.Manager, log logr.Logger) *conversionReports {
-	return &conversionReports{client: mgr.GetClient(), recorder: mgr.GetEventRecorderFor("cueop"), log: log,
+func newConversionReports(mgr manager.Manager, reg *webhook.Registry, log logr.Logger) *conversionReports {
+	return &conversionReports{client: mgr.GetClient(), reader: mgr.GetAPIReader(), reg: reg, recorder: mgr.GetEventRecorderFor("cueop"), log: log,
 		queue: make(chan conversionReport, reportQueue)}
 }
 
@@ -86,7 +90,7 @@ func (r *conversionReports) report(obj *unstructured.Unstructured, to string, er
 		return
 	}
 	select {
-	case r.queue <- conversionReport{obj: obj, msg: msg}:
+	case r.queue <- conversionReport{obj: obj, to: to, msg: msg}:
 	default:
 		r.log.Info("conversion refusal not reported: too many at once; the next conversion of the CR reports it", "cr", obj.GetNamespace()+"/"+obj.GetName())
 	}
@@ -113,27 +117,49 @@ func (r *conversionReports) Start(ctx context.Context) error {
 	}
 }
 
-// write applies the Convertible condition of rep (none when its message is
-// empty) to the CR's status, at the version the review held it at. It
-// writes only the CR the review held, as the review held it (its uid and
-// resourceVersion are preconditions): a CR deleted and created again
-// under its name, or changed since, is left alone, and its next
-// conversion reports it again.
+// write applies the Convertible condition of rep to the CR, as the API
+// server shows it: a review's text is anyone's who reaches the webhook
+// (it may name any CR), so it is only a hint. The CR is read from the API
+// server at the version the review held it at, must have the review's
+// uid, and is converted again to the review's target version; the
+// condition written (or removed) is what that conversion says, with the
+// live CR's uid and resourceVersion as preconditions. A CR that converts
+// and has no standing condition gets nothing, whatever the review said.
 func (r *conversionReports) write(ctx context.Context, rep conversionReport) error {
-	md := map[string]any{"name": rep.obj.GetName(), "namespace": rep.obj.GetNamespace()}
-	if uid := rep.obj.GetUID(); uid != "" {
+	live, msg, err := r.recheck(ctx, rep)
+	if err != nil || live == nil {
+		return err
+	}
+	cur := findCondition(live, ConditionConvertible)
+	standing := cur != nil && cur["status"] == string(metav1.ConditionFalse) && cur["reason"] == ReasonAnnotationTooLarge
+	curMsg, _ := cur["message"].(string)
+	names := strings.Contains(curMsg, fmt.Sprintf("conversion %s to %s: ", live.GroupVersionKind().Version, rep.to))
+	if msg == "" && (!standing || !names) || msg != "" && standing && curMsg == msg {
+		r.wrote(live.GetUID(), msg)
+		return nil
+	}
+	return r.apply(ctx, live, msg)
+}
+
+// apply writes the Convertible condition of msg (none when empty) to the
+// CR's status, as obj holds it (its uid and resourceVersion are
+// preconditions: a CR deleted and created again under its name, or
+// changed since, is left alone), and its Event.
+func (r *conversionReports) apply(ctx context.Context, live *unstructured.Unstructured, msg string) error {
+	md := map[string]any{"name": live.GetName(), "namespace": live.GetNamespace()}
+	if uid := live.GetUID(); uid != "" {
 		md["uid"] = string(uid)
 	}
-	if rv := rep.obj.GetResourceVersion(); rv != "" {
+	if rv := live.GetResourceVersion(); rv != "" {
 		md["resourceVersion"] = rv
 	}
 	obj := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": rep.obj.GetAPIVersion(), "kind": rep.obj.GetKind(), "metadata": md,
+		"apiVersion": live.GetAPIVersion(), "kind": live.GetKind(), "metadata": md,
 	}}
-	if rep.msg != "" {
+	if msg != "" {
 		obj.Object["status"] = map[string]any{"conditions": []any{map[string]any{
 			"type": ConditionConvertible, "status": string(metav1.ConditionFalse), "reason": ReasonAnnotationTooLarge,
-			"message": rep.msg, "observedGeneration": rep.obj.GetGeneration(),
+			"message": msg, "observedGeneration": live.GetGeneration(),
 			"lastTransitionTime": time.Now().UTC().Format(time.RFC3339),
 		}}}
 	}
@@ -141,11 +167,54 @@ func (r *conversionReports) write(ctx context.Context, rep conversionReport) err
 		client.FieldOwner(conversionFieldManager), client.ForceOwnership); err != nil {
 		return err
 	}
-	r.wrote(rep.obj.GetUID(), rep.msg)
-	if rep.msg != "" {
-		r.recorder.Event(rep.obj, corev1.EventTypeWarning, ReasonAnnotationTooLarge, rep.msg)
+	r.wrote(live.GetUID(), msg)
+	if msg != "" {
+		r.recorder.Event(live, corev1.EventTypeWarning, ReasonAnnotationTooLarge, msg)
 	}
 	return nil
+}
+
+// recheck reads the CR rep names from the API server, at the version the
+// review held it at, and converts it to the review's target version with
+// the kind's converter: msg is the refusal to write ("" when it
+// converts). live is nil when there is nothing to write: the CR is gone,
+// is another (its uid differs from the review's), or fails to convert for
+// another reason (its render reports its spec).
+func (r *conversionReports) recheck(ctx context.Context, rep conversionReport) (live *unstructured.Unstructured, msg string, _ error) {
+	gvk := rep.obj.GroupVersionKind()
+	conv, ok := r.reg.Get(gvk.GroupKind())
+	if !ok || rep.obj.GetName() == "" || rep.to == "" {
+		return nil, "", nil
+	}
+	live = &unstructured.Unstructured{}
+	live.SetGroupVersionKind(gvk)
+	if err := r.reader.Get(ctx, client.ObjectKey{Namespace: rep.obj.GetNamespace(), Name: rep.obj.GetName()}, live); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, "", nil
+		}
+		return nil, "", err
+	}
+	if live.GetUID() != rep.obj.GetUID() {
+		r.log.V(1).Info("conversion refusal not reported: the review's object is not the CR of its name", "cr", live.GetNamespace()+"/"+live.GetName())
+		return nil, "", nil
+	}
+	in := live.DeepCopy()
+	in.SetManagedFields(nil)
+	var err error
+	if cc, ok := conv.(webhook.ContextConverter); ok {
+		_, err = cc.ConvertContext(ctx, in, rep.to)
+	} else {
+		_, err = conv.Convert(in, rep.to)
+	}
+	var tooLarge *convert.AnnotationTooLargeError
+	switch {
+	case err == nil:
+		return live, "", nil
+	case errors.As(err, &tooLarge):
+		return live, err.Error(), nil
+	default:
+		return nil, "", nil
+	}
 }
 
 // wrote remembers msg as the refusal last written to the CR of uid (""

@@ -9,10 +9,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// WriteConversionReport is the write of a conversion refusal of obj (as a
-// review held it) with message msg ("" removes the condition), for the
-// external tests.
+// WriteConversionReport is the write of a conversion refusal of obj (as
+// the API server showed it) with message msg ("" removes the condition),
+// for the external tests.
 func WriteConversionReport(ctx context.Context, c client.Client, rec record.EventRecorder, obj *unstructured.Unstructured, msg string) error {
 	r := &conversionReports{client: c, recorder: rec, log: logr.Discard()}
-	return r.write(ctx, conversionReport{obj: obj, msg: msg})
+	return r.apply(ctx, obj, msg)
 }

@@ -3,10 +3,15 @@ package webhook_test
 import (
 	"bufio"
 	"bytes"
+	"crypto/tls"
+	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -15,55 +20,170 @@ import (
 	"github.com/cueop/cueop/engine/webhook"
 )
 
-// TestHandlerBoundsBodyRead: clients that send a review's headers and then
-// its body never (a slot is held while the body is read) hold their slots
-// no longer than Limits.MaxTime: a review sent meanwhile is converted, not
-// refused with 429 once every slot is held for good.
-func TestHandlerBoundsBodyRead(t *testing.T) {
-	r := &webhook.Registry{}
-	r.Set(gaugeGK, webhook.Rename{HubVersion: "v1", Hub: "replicas", Spoke: "size"})
-	h := &webhook.Handler{Registry: r, Limits: webhook.Limits{MaxTime: 300 * time.Millisecond, Wait: 5 * time.Second}}
-	entered := make(chan struct{}, webhook.DefaultMaxConcurrent+1)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		entered <- struct{}{}
-		h.ServeHTTP(w, req)
-	}))
+// TestSlowBodiesHoldNoSlot: 12 clients that send a review's headers and
+// one byte of its body (more than the 4 slots) hold no slot: a review
+// sent meanwhile is converted at once (before: each held a slot while its
+// body was read, for 30 s, and the review was refused with 429).
+func TestSlowBodiesHoldNoSlot(t *testing.T) {
+	h := &webhook.Handler{Registry: registry()}
+	srv := httptest.NewServer(h)
 	defer srv.Close()
-
-	answers := make(chan string, webhook.DefaultMaxConcurrent)
-	for range webhook.DefaultMaxConcurrent {
+	for range 3 * webhook.DefaultMaxConcurrent {
 		conn, err := net.Dial("tcp", srv.Listener.Addr().String())
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer conn.Close()
 		fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{", webhook.Path)
-		<-entered
-		go func() {
-			resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
-			if err != nil {
-				answers <- err.Error()
-				return
-			}
-			resp.Body.Close()
-			answers <- resp.Status
-		}()
 	}
-
 	body := reviewBody(t, []runtime.RawExtension{gauge("v1", "g", `{"replicas":3}`)})
-	start := time.Now()
 	resp, err := http.Post(srv.URL+webhook.Path, "application/json", bytes.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
-	<-entered
 	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("review beside %d stalled bodies: %s after %s, want converted once their time is up", webhook.DefaultMaxConcurrent, resp.Status, time.Since(start).Round(time.Millisecond))
+		t.Fatalf("review beside %d stalled bodies: %s, want converted", 3*webhook.DefaultMaxConcurrent, resp.Status)
 	}
-	for range webhook.DefaultMaxConcurrent {
-		if a := <-answers; a == "" {
-			t.Errorf("stalled body: no answer")
+}
+
+// TestHandlerBoundsBodyRead: a body not sent within Limits.BodyTime ends
+// its connection, answered.
+func TestHandlerBoundsBodyRead(t *testing.T) {
+	h := &webhook.Handler{Registry: registry(), Limits: webhook.Limits{BodyTime: 200 * time.Millisecond}}
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	conn, err := net.Dial("tcp", srv.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{", webhook.Path)
+	if status, err := answeredAndClosed(conn, 10*time.Second); err != nil || status != http.StatusBadRequest {
+		t.Errorf("stalled body: %d %v, want 400 and the connection closed", status, err)
+	}
+}
+
+// TestRefusedConnectionsAreClosed: 1,000 reviews refused with 429 (the
+// one slot held by a review converting) are each answered and their
+// connections closed by the webhook (before: a refused review's unread
+// body under 256 KiB was waited for, and its connection stayed open:
+// thousands of them held the operator's files and memory), and so are
+// reviews refused with 413 by their Content-Length, headers alone sent.
+func TestRefusedConnectionsAreClosed(t *testing.T) {
+	b := blocking{started: make(chan string, 1), release: make(chan struct{})}
+	r := &webhook.Registry{}
+	r.Set(gaugeGK, b)
+	h := &webhook.Handler{Registry: r, Limits: webhook.Limits{MaxConcurrent: 1, Wait: time.Millisecond, MaxBytes: 64 << 10}}
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	body := reviewBody(t, []runtime.RawExtension{gauge("v1", "g", `{"replicas":3}`)})
+	held := make(chan error, 1)
+	go func() {
+		resp, err := http.Post(srv.URL+webhook.Path, "application/json", bytes.NewReader(body))
+		if err == nil {
+			resp.Body.Close()
 		}
+		held <- err
+	}()
+	<-b.started
+	defer func() { close(b.release); <-held }()
+
+	const n = 1000
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	sem := make(chan struct{}, 200) // connections open at once in the test
+	for i := range n {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			conn, err := net.Dial("tcp", srv.Listener.Addr().String())
+			if err != nil {
+				errs <- err
+				return
+			}
+			defer conn.Close()
+			want := http.StatusTooManyRequests
+			if i%2 == 0 {
+				fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", webhook.Path, len(body), body)
+			} else { // declared over MaxBytes, under the server's 256 KiB of unread body it drains
+				want = http.StatusRequestEntityTooLarge
+				fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n{", webhook.Path, 128<<10)
+			}
+			status, err := answeredAndClosed(conn, 20*time.Second)
+			if err == nil && status != want {
+				err = fmt.Errorf("status %d, want %d", status, want)
+			}
+			if err != nil {
+				errs <- fmt.Errorf("connection %d: %w", i, err)
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	failed := 0
+	for err := range errs {
+		if failed++; failed <= 3 {
+			t.Error(err)
+		}
+	}
+	if failed > 0 {
+		t.Errorf("%d of %d refused connections not answered and closed", failed, n)
+	}
+}
+
+// answeredAndClosed reads conn's response and then waits for the server
+// to close conn, within d.
+func answeredAndClosed(conn net.Conn, d time.Duration) (int, error) {
+	_ = conn.SetReadDeadline(time.Now().Add(d))
+	br := bufio.NewReader(conn)
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		return 0, fmt.Errorf("no answer: %w", err)
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if _, err := br.ReadByte(); !errors.Is(err, io.EOF) && !strings.Contains(fmt.Sprint(err), "reset") {
+		return resp.StatusCode, fmt.Errorf("answered %d, connection not closed: %v", resp.StatusCode, err)
+	}
+	return resp.StatusCode, nil
+}
+
+// TestServerBoundsConnections: with MaxConnections 4, six clients that
+// connect and send nothing hold 4 connections of the server; the others
+// wait to be accepted, and are once one closes.
+func TestServerBoundsConnections(t *testing.T) {
+	s := &webhook.Server{MaxConnections: 4, TLS: &tls.Config{}}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer webhook.ServeOn(s, l)()
+	var conns []net.Conn
+	for range 6 {
+		c, err := net.Dial("tcp", l.Addr().String()) // the kernel's accept queue takes it
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		conns = append(conns, c)
+	}
+	waitFor(t, func() bool { return s.Open() == 4 })
+	conns[0].Close()
+	conns[1].Close()
+	waitFor(t, func() bool { return s.Open() == 4 && s.Accepted() == 6 })
+}
+
+// waitFor waits up to 10 s for ok.
+func waitFor(t *testing.T, ok func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !ok() {
+		if time.Now().After(deadline) {
+			t.Fatal("not within 10s")
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }

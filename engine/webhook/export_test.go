@@ -1,4 +1,17 @@
 package webhook
 
+import (
+	"context"
+	"net"
+)
+
 // MaxHeld is maxHeld, for the tests.
 const MaxHeld = maxHeld
+
+// ServeOn serves s on l (a listener of the test's), for the tests; stop
+// ends it.
+func ServeOn(s *Server, l net.Listener) (stop func()) {
+	srv, tl := s.serve(context.Background(), l)
+	go func() { _ = srv.Serve(tl) }()
+	return func() { _ = srv.Close() }
+}

@@ -55,6 +55,7 @@ type Handler struct {
 	Loaded <-chan struct{}
 
 	held      atomic.Int64  // reviews held now
+	reading   atomic.Int64  // bytes of the bodies read or held now (limits.go)
 	slots     chan struct{} // reviews read and converted now (limits.go)
 	slotsOnce sync.Once
 }
@@ -71,26 +72,38 @@ const maxHeld = 64
 // ServeHTTP implements http.Handler.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost {
-		http.Error(w, "conversion review: want POST", http.StatusMethodNotAllowed)
+		refuse(w, r, http.StatusMethodNotAllowed, "conversion review: want POST")
 		return
 	}
 	limit := h.Limits.maxBytes()
 	if r.ContentLength > limit {
-		http.Error(w, fmt.Sprintf("conversion review: body of %d bytes over the webhook's limit of %d", r.ContentLength, limit), http.StatusRequestEntityTooLarge)
+		refuse(w, r, http.StatusRequestEntityTooLarge, fmt.Sprintf("conversion review: body of %d bytes over the webhook's limit of %d", r.ContentLength, limit))
+		return
+	}
+	// The body is read before the review takes a slot, within
+	// Limits.BodyTime: a client that sends it slowly or never holds a
+	// connection for that long at most, and no slot.
+	body, release, err := h.readBody(w, r, limit, h.Limits.bodyTime()) // limits.go
+	defer release()
+	var tooBig *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooBig):
+		refuse(w, r, http.StatusRequestEntityTooLarge, fmt.Sprintf("conversion review: body over the webhook's limit of %d bytes", limit))
+		return
+	case errors.Is(err, errReading):
+		w.Header().Set("Retry-After", "1")
+		refuse(w, r, http.StatusTooManyRequests, "conversion review: refused: "+err.Error()+"; retry")
+		return
+	case err != nil:
+		refuse(w, r, http.StatusBadRequest, fmt.Sprintf("conversion review: body not read: %v", err))
 		return
 	}
 	s := h.acquire(r.Context())
 	if s == nil {
-		h.busy(w)
+		h.busy(w, r)
 		return
 	}
 	defer s.free()
-	body, err := readBody(w, r, limit, h.Limits.maxTime()) // limits.go
-	var tooBig *http.MaxBytesError
-	if errors.As(err, &tooBig) {
-		http.Error(w, fmt.Sprintf("conversion review: body over the webhook's limit of %d bytes", limit), http.StatusRequestEntityTooLarge)
-		return
-	}
 	var rr *reviewRequest
 	if err == nil {
 		rr, err = decodeReview(body, h.Limits.maxObjects()) // envelope.go: the objects stay in body

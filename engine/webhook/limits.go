@@ -2,6 +2,7 @@ package webhook
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -18,7 +19,8 @@ type Limits struct {
 	// MaxObjects bounds the objects of one review (a Failed response
 	// beyond it); DefaultMaxObjects when zero.
 	MaxObjects int
-	// MaxConcurrent bounds the reviews read and converted at once;
+	// MaxConcurrent bounds the reviews converted at once (a review's body
+	// is read before it takes one of them, within BodyTime);
 	// DefaultMaxConcurrent when zero. A review beyond it waits up to
 	// DefaultWait for a slot, then is refused with 429 and Retry-After,
 	// which the API server's client retries.
@@ -28,6 +30,14 @@ type Limits struct {
 	// MaxTime bounds the conversion of one review; MaxReviewTime when
 	// zero.
 	MaxTime time.Duration
+	// BodyTime bounds the read of a review's body, which is read before
+	// the review takes a slot (a client that sends its body slowly or
+	// never holds no slot); DefaultBodyTime when zero. A body not read in
+	// time ends its connection.
+	BodyTime time.Duration
+	// MaxConnections bounds the connections open at once (Server);
+	// DefaultMaxConnections when zero.
+	MaxConnections int
 }
 
 // Defaults of Limits. A list page of 500 CRs of 16 KiB is 8 MiB; 5,000
@@ -38,6 +48,7 @@ const (
 	DefaultMaxObjects    = 5000
 	DefaultMaxConcurrent = 4
 	DefaultWait          = time.Second
+	DefaultBodyTime      = 10 * time.Second
 )
 
 // MaxReviewTime bounds the conversion of one review: the API server gives
@@ -71,6 +82,20 @@ func (l Limits) maxTime() time.Duration {
 		return l.MaxTime
 	}
 	return MaxReviewTime
+}
+
+func (l Limits) bodyTime() time.Duration {
+	if l.BodyTime > 0 {
+		return l.BodyTime
+	}
+	return DefaultBodyTime
+}
+
+// maxReading bounds the bytes of the bodies read or held at once: a body
+// is read before its review takes a slot, so without it every connection
+// could hold a whole body.
+func (l Limits) maxReading() int64 {
+	return 2 * int64(l.maxConcurrent()+1) * l.maxBytes()
 }
 
 func (l Limits) wait() time.Duration {
@@ -137,27 +162,71 @@ func slotOf(ctx context.Context) *slot {
 }
 
 // busy answers a review refused for want of a slot.
-func (h *Handler) busy(w http.ResponseWriter) {
+func (h *Handler) busy(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Retry-After", "1")
-	http.Error(w, fmt.Sprintf("conversion review: refused: %d reviews are being converted (the webhook's limit of concurrent reviews); retry", h.Limits.maxConcurrent()),
-		http.StatusTooManyRequests)
+	refuse(w, r, http.StatusTooManyRequests, fmt.Sprintf("conversion review: refused: %d reviews are being converted (the webhook's limit of concurrent reviews); retry", h.Limits.maxConcurrent()))
 }
 
-// readBody reads r's body, at most limit bytes, within d: a review holds
-// its slot while its body is read, and a client that sends its body slowly
-// or never would hold it for good. The deadline is lifted once the body is
-// read whole (the server's read of the connection after it must not cancel
-// the review); a body not read in time ends its connection. A
-// ResponseWriter that cannot set one reads without it.
-func readBody(w http.ResponseWriter, r *http.Request, limit int64, d time.Duration) ([]byte, error) {
-	rc := http.NewResponseController(w)
-	set := rc.SetReadDeadline(time.Now().Add(d)) == nil
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
-	if set && err == nil {
-		_ = rc.SetReadDeadline(time.Time{})
-	}
-	if err != nil {
+// refuse answers a refused request and ends its connection: nothing more
+// of its body is read (the server would otherwise wait for up to 256 KiB
+// of it, from a client that may never send it, before answering or
+// closing).
+//
+// Over HTTP/2 only the stream ends (its unread body is reset): the
+// connection carries the API server's other reviews, and "Connection:
+// close" would shut it down.
+func refuse(w http.ResponseWriter, r *http.Request, code int, msg string) {
+	if r.ProtoMajor < 2 {
 		w.Header().Set("Connection", "close")
 	}
-	return body, err
+	_ = http.NewResponseController(w).SetReadDeadline(time.Now())
+	http.Error(w, msg, code)
+}
+
+// errReading is a body refused for the bytes of the bodies read at once.
+var errReading = errors.New("too many bytes of review bodies being read at once")
+
+// readBody reads r's body, at most limit bytes, within d, reserving its
+// bytes from h's share of bodies read at once as they come (a client that
+// sends slowly reserves little); release gives them back. The deadline is
+// lifted once the body is read whole (the server's read of the
+// connection after it must not cancel the review). A ResponseWriter that
+// cannot set one reads without it.
+func (h *Handler) readBody(w http.ResponseWriter, r *http.Request, limit int64, d time.Duration) (body []byte, release func(), err error) {
+	rc := http.NewResponseController(w)
+	set := rc.SetReadDeadline(time.Now().Add(d)) == nil
+	var reserved int64
+	release = func() { h.reading.Add(-reserved) }
+	max := h.Limits.maxReading()
+	src := http.MaxBytesReader(w, r.Body, limit)
+	n := r.ContentLength
+	if n < 0 || n > 512<<10 {
+		n = 512 << 10
+	}
+	buf := make([]byte, 0, n+1)
+	for {
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)]
+		}
+		if grow := int64(cap(buf)) - reserved; grow > 0 {
+			if h.reading.Add(grow) > max {
+				h.reading.Add(-grow)
+				return nil, release, errReading
+			}
+			reserved += grow
+		}
+		var k int
+		k, err = src.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+k]
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, release, err
+		}
+	}
+	if set {
+		_ = rc.SetReadDeadline(time.Time{})
+	}
+	return buf, release, nil
 }

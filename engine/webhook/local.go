@@ -1,11 +1,10 @@
 package webhook
 
 import (
+	"context"
 	"crypto/tls"
 	"errors"
 	"fmt"
-	"io"
-	"log"
 	"net"
 	"net/http"
 )
@@ -23,14 +22,11 @@ func ServeLocal(reg *Registry) (e *Endpoint, stop func() error, err error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("conversion webhook: listen: %w", err)
 	}
-	mux := http.NewServeMux()
-	mux.Handle(Path, &Handler{Registry: reg})
-	srv := &http.Server{Handler: mux, TLSConfig: &tls.Config{GetCertificate: certs.GetCertificate, NextProtos: []string{"h2", "http/1.1"}},
-		// Probes that only open a connection (tests waiting for the
-		// endpoint) end their handshakes early: not worth a line each.
-		ErrorLog: log.New(io.Discard, "", 0)}
+	s := &Server{TLS: &tls.Config{GetCertificate: certs.GetCertificate}}
+	s.Register(Path, &Handler{Registry: reg})
+	srv, tl := s.serve(context.Background(), l)
 	done := make(chan error, 1)
-	go func() { done <- srv.ServeTLS(l, "", "") }()
+	go func() { done <- srv.Serve(tl) }()
 	stop = func() error {
 		err := srv.Close()
 		if serr := <-done; !errors.Is(serr, http.ErrServerClosed) {
