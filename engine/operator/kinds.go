@@ -83,6 +83,11 @@ func (o *Operator) reloadSet(ctx context.Context, set *template.Set, err error) 
 			o.releaseOrdered(ctx, kc) // ordered.go: after its reconciles, which would set it again
 		}
 	}
+	for name, err := range set.Claims { // template/claims.go: it serves; its Template names the package refused
+		if failed[name] == nil {
+			failed[name] = err
+		}
+	}
 	o.reportTemplates(ctx, set, failed) // templatestatus.go
 	err = errors.Join(append(errs, err)...)
 	o.accepted(set, err) // accepted.go
