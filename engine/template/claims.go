@@ -19,8 +19,9 @@ import (
 //     serving it, or the one the CRD in the cluster was applied for),
 //     while that package is still among the templates, loaded or broken;
 //  2. else the one claimant that is established: its Kind.group and CRD
-//     name are those of a CRD already in the cluster (the API server would
-//     refuse the other's CRD: spec.names.kind is immutable);
+//     name are those of a CRD already in the cluster, applied for it or for
+//     a package no longer among the templates (the API server would refuse
+//     the other's CRD: spec.names.kind is immutable);
 //  3. else a sole claimant;
 //  4. else nobody: every claimant is refused, since neither is
 //     established and load order is no reason to give one a kind.
@@ -126,7 +127,7 @@ func resolveClaims(set *Set, holders Holders) error {
 		var established []*Kind
 		for _, k := range ks {
 			for _, h := range holdings(k) {
-				if h.Kind == k.Resource.ID() && h.CRD == k.Resource.CRDName() && (h.Package == "" || h.Package == k.Name) {
+				if h.Kind == k.Resource.ID() && h.CRD == k.Resource.CRDName() && (h.Package == "" || h.Package == k.Name || !inSet(h.Package)) {
 					established = append(established, k)
 					break
 				}
