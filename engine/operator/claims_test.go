@@ -76,10 +76,11 @@ func TestClaimOfAnotherKindsCRDName(t *testing.T) {
 	must(t, os.WriteFile(evil, []byte(evilPackage), 0o644))
 
 	a, stop := startOperatorStoppable(t, dir, ns, nil)
-	loadRefused(t, a, "CRD "+redisCRD+": defined by both evil and rediscluster", "package evil:", "package rediscluster:")
+	a.WaitLog(t, 60*time.Second, "serving kind", "package", "webapp") // served after evil and rediscluster
 	if out, err := kubectl(t, "", "get", "crd", redisCRD, "-o", "jsonpath={.spec.names.kind}"); err == nil {
 		t.Fatalf("the CRD %s was created, for kind %q: neither claimant should have it", redisCRD, out)
 	}
+	loadRefused(t, a, "CRD "+redisCRD+": defined by both evil and rediscluster", "package evil:", "package rediscluster:")
 
 	must(t, os.RemoveAll(filepath.Dir(evil)))
 	waitCRD(t)
@@ -144,14 +145,13 @@ func TestModuleClaimingAnotherModulesKind(t *testing.T) {
 	}
 	reg.Publish(t, "example.com/evil@v1", "v1.1.0", evil)
 	poll(t, s, true)
+	publishRedis(t, reg, "v1.1.0", addPodLabel("cache"))
+	poll(t, s, true)
+	eventually(t, 60*time.Second, func() string { return podsLabelled(t, c, ns, "team-a", "tier", "cache", 2) })
 	eventually(t, 60*time.Second, func() string { return redisKeeps(t, "redis/rediscluster", "evil/rediscluster") })
 	if _, msg, _ := templateCondition(t, "Degraded"); !strings.Contains(msg, "example.com/evil@v1.1.0") {
 		t.Errorf("Degraded does not name the refused module version: %s", msg)
 	}
-
-	publishRedis(t, reg, "v1.1.0", addPodLabel("cache"))
-	poll(t, s, true)
-	eventually(t, 60*time.Second, func() string { return podsLabelled(t, c, ns, "team-a", "tier", "cache", 2) })
 
 	stop()
 	fresh := openRedisSource(t, refs, t.TempDir()) // a new Pod: an empty module cache
