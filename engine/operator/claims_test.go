@@ -1,6 +1,8 @@
 package operator_test
 
 import (
+	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -131,7 +133,8 @@ func TestModuleClaimingAnotherModulesKind(t *testing.T) {
 	}
 	reg.Publish(t, "example.com/evil@v1", "v1.0.0", evil)
 	refs := reg.Ref("example.com/redis", "v1") + "," + reg.Ref("example.com/evil", "v1")
-	s := openRedisSource(t, refs, t.TempDir())
+	cache := t.TempDir()
+	s := openRedisSource(t, refs, cache)
 	_, stop := operatortest.StartObserved(t, clustertest.Config(), registryOptions(s, ns))
 	c := newClient(t)
 	waitCRD(t)
@@ -152,6 +155,9 @@ func TestModuleClaimingAnotherModulesKind(t *testing.T) {
 	if _, msg, _ := templateCondition(t, "Degraded"); !strings.Contains(msg, "example.com/evil@v1.1.0") {
 		t.Errorf("Degraded does not name the refused module version: %s", msg)
 	}
+	eventually(t, 60*time.Second, func() string { // a restart on this cache comes back on A's new version, B's last good one
+		return acceptedVersions(t, cache, reg.Ref("example.com/redis", "v1"), "v1.1.0", reg.Ref("example.com/evil", "v1"), "v1.0.0")
+	})
 
 	stop()
 	fresh := openRedisSource(t, refs, t.TempDir()) // a new Pod: an empty module cache
@@ -170,4 +176,26 @@ func TestModuleClaimingAnotherModulesKind(t *testing.T) {
 		}
 		return ""
 	})
+}
+
+// acceptedVersions says why the module cache does not record, for each
+// reference, the version given after it as the one the operator accepted.
+func acceptedVersions(t *testing.T, cache string, refVersions ...string) string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(cache, "pinned.json"))
+	if err != nil {
+		return err.Error()
+	}
+	var p struct {
+		Accepted map[string]struct{ Version string } `json:"accepted"`
+	}
+	if err := json.Unmarshal(data, &p); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i+1 < len(refVersions); i += 2 {
+		if got := p.Accepted[refVersions[i]].Version; got != refVersions[i+1] {
+			return fmt.Sprintf("accepted %s: %q, want %s", refVersions[i], got, refVersions[i+1])
+		}
+	}
+	return ""
 }
