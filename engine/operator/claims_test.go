@@ -82,7 +82,7 @@ func TestClaimOfAnotherKindsCRDName(t *testing.T) {
 	if out, err := kubectl(t, "", "get", "crd", redisCRD, "-o", "jsonpath={.spec.names.kind}"); err == nil {
 		t.Fatalf("the CRD %s was created, for kind %q: neither claimant should have it", redisCRD, out)
 	}
-	loadRefused(t, a, "CRD "+redisCRD+": defined by both evil and rediscluster", "package evil:", "package rediscluster:")
+	loadRefused(t, a, "CRD "+redisCRD+": defined by both evil and rediscluster", "package evil (resource at ", "evil.cue:2:", "package rediscluster (resource at ")
 
 	must(t, os.RemoveAll(filepath.Dir(evil)))
 	waitCRD(t)

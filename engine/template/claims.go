@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+
+	"cuelang.org/go/cue"
 )
 
 // A kind's identity is its Kind.group and its CRD name (plural.group):
@@ -171,7 +173,7 @@ func resolveClaims(set *Set, holders Holders) error {
 			keep = append(keep, k)
 			continue
 		}
-		err := fmt.Errorf("package %s: %s", k.Name, strings.Join(why, "; "))
+		err := fmt.Errorf("package %s (resource at %s): %s", k.Name, resourcePos(k), strings.Join(why, "; "))
 		if k.Source.Module != "" {
 			err = fmt.Errorf("module %s: %w", k.Source.Describe(), err)
 		}
@@ -192,4 +194,18 @@ func describeKind(set *Set, pkg string) string {
 		}
 	}
 	return pkg
+}
+
+// resourcePos is where k declares its resource: the file:line:column of
+// its kind, or of the resource when that is not found.
+func resourcePos(k *Kind) string {
+	v := k.Value.LookupPath(cue.MakePath(cue.Str("resource"), cue.Str("kind")))
+	if !v.Exists() {
+		v = k.Value.LookupPath(PathResource)
+	}
+	p := v.Pos()
+	if !p.IsValid() {
+		return "unknown position"
+	}
+	return fmt.Sprintf("%s:%d:%d", DisplayName(p.Filename()), p.Line(), p.Column())
 }

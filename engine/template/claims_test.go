@@ -48,8 +48,8 @@ func TestLoadRefusesDuplicateCRDName(t *testing.T) {
 		t.Errorf("kinds = %s, want other alone", got)
 	}
 	for _, pkg := range []string{"app", "evil"} {
-		if e := set.Broken[pkg]; e == nil || !strings.Contains(e.Error(), "package "+pkg+":") {
-			t.Errorf("Broken[%s] = %v, want the refusal", pkg, e)
+		if e := set.Broken[pkg]; e == nil || !strings.Contains(e.Error(), "package "+pkg+" (resource at ") || !strings.Contains(e.Error(), pkg+".cue:2:") {
+			t.Errorf("Broken[%s] = %v, want the refusal at its resource's position", pkg, e)
 		}
 	}
 }
@@ -116,7 +116,7 @@ func TestLoadModuleClaimingAnothersKind(t *testing.T) {
 		return nil
 	}
 	set, err := template.LoadWith(root, template.LoadOptions{Holders: held})
-	if err == nil || !strings.Contains(err.Error(), "module test.example/evil@v1.0.1 (sha256:bb): package evil/app: kind App.apps.test.example: claimed by both redis/app (module test.example/redis@v1.1.0 (sha256:aa)) and evil/app") {
+	if err == nil || !strings.Contains(err.Error(), "module test.example/evil@v1.0.1 (sha256:bb): package evil/app (resource at test.example/evil@v1.0.1:app/app.cue:2:55): kind App.apps.test.example: claimed by both redis/app (module test.example/redis@v1.1.0 (sha256:aa)) and evil/app") {
 		t.Fatalf("error = %v, want evil/app refused naming both modules", err)
 	}
 	if got := kindNames(set); got != "evil/other redis/app" {
