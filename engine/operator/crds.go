@@ -40,6 +40,12 @@ func (o *Operator) installCRDThen(ctx context.Context, k *template.Kind, beforeA
 	if err != nil {
 		return err
 	}
+	ann := u.GetAnnotations()
+	if ann == nil {
+		ann = map[string]string{}
+	}
+	ann[PackageAnnotation] = k.Name // claims.go: who holds the kind
+	u.SetAnnotations(ann)
 	if err := o.opts.Conversion.endpoint().Point(ctx, u); err != nil { // conversion.go
 		return err
 	}

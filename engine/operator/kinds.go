@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"sort"
 	"time"
 
@@ -85,9 +86,15 @@ func (o *Operator) reloadSet(ctx context.Context, set *template.Set, err error) 
 			o.releaseOrdered(ctx, kc) // ordered.go: after its reconciles, which would set it again
 		}
 	}
-	o.reportTemplates(ctx, set, failed) // templatestatus.go
+	reports := maps.Clone(failed)
+	for name, err := range set.Claims { // template/claims.go: it serves; its Template names the package refused
+		if reports[name] == nil {
+			reports[name] = err
+		}
+	}
+	o.reportTemplates(ctx, set, reports) // templatestatus.go
 	err = errors.Join(append(errs, err)...)
-	o.accepted(set, err) // accepted.go
+	o.accepted(set, failed, err) // accepted.go
 	return err
 }
 

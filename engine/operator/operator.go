@@ -58,8 +58,9 @@ type Options struct {
 	// TemplateLimits bound the files a template load reads; the zero value
 	// is the defaults.
 	TemplateLimits template.Limits
-	// TemplatesAccepted, when set, is told the sources of a load whose
-	// every kind serves (accepted.go); a module source records them.
+	// TemplatesAccepted, when set, is told the sources of a load that
+	// serve every kind of theirs (accepted.go); a module source records
+	// them.
 	TemplatesAccepted func([]template.Source)
 	// TemplatesLoaded, when set, is told each load of the templates that
 	// gave a set (some kinds may be broken), before the controllers are

@@ -42,9 +42,10 @@ func (o *Operator) loadTemplates(ctx context.Context) (*template.Set, error) {
 // loadOptions compile each package in a worker first: only what a worker
 // compiled within the budget is compiled again in the operator, so that a
 // template that would crash or hang the compile ends a worker, not the
-// operator, and its kind keeps serving its last good revision.
+// operator, and its kind keeps serving its last good revision. They tell
+// the load who holds each kind's claims (claims.go).
 func (o *Operator) loadOptions(ctx context.Context) template.LoadOptions {
-	opts := template.LoadOptions{Budget: o.opts.Budget, Limits: o.opts.TemplateLimits}
+	opts := template.LoadOptions{Budget: o.opts.Budget, Limits: o.opts.TemplateLimits, Holders: o.holders(ctx)}
 	if o.pool != nil {
 		opts.Admit = func(root, name string) (func(*template.Kind) error, error) {
 			return o.pool.Compile(ctx, root, name, o.opts.Budget)

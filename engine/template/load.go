@@ -27,6 +27,10 @@ type Set struct {
 	// package name, so that a caller can keep serving the last good revision
 	// of a broken kind while the others move on.
 	Broken map[string]error
+	// Claims holds, by package, why another package claiming its kind's
+	// Kind.group or CRD name was refused (claims.go): the package keeps
+	// serving, and its report names the refused one.
+	Claims map[string]error
 }
 
 // Lookup returns the kind serving gvk's group and kind, or nil.
@@ -54,6 +58,11 @@ type LoadOptions struct {
 	// (loadkind.go): an error refuses the package (it is Broken with that
 	// error), and check, when not nil, is asked about the compiled kind.
 	Admit func(root, name string) (check func(*Kind) error, err error)
+	// Holders, when set, says who holds a kind's Kind.group and CRD name
+	// already (claims.go): a second package claiming one is refused.
+	Holders Holders
+
+	inModule bool // loading one module of a directory of modules
 }
 
 // CompileBudgetFactor is how many renders' worth of budget compiling one
@@ -118,11 +127,11 @@ func LoadWith(dir string, opts LoadOptions) (*Set, error) {
 		}
 	}
 	sort.Slice(set.Kinds, func(i, j int) bool { return set.Kinds[i].Name < set.Kinds[j].Name })
-	if err := checkUnique(set.Kinds); err != nil {
-		return nil, err
-	}
 	if len(set.Kinds) == 0 && len(errs) == 0 {
 		return nil, fmt.Errorf("templates %s: no kind found (no package defines %q)", dir, PathResource)
+	}
+	if !opts.inModule {
+		errs = append(errs, resolveClaims(set, opts.Holders)) // claims.go
 	}
 	return set, errors.Join(errs...)
 }
@@ -167,19 +176,6 @@ func packageDirs(root string) ([]string, error) {
 		return nil
 	})
 	return dirs, err
-}
-
-func checkUnique(kinds []*Kind) error {
-	seen := map[string]string{}
-	var errs []error
-	for _, k := range kinds {
-		key := k.Resource.ID()
-		if other, ok := seen[key]; ok {
-			errs = append(errs, fmt.Errorf("kind %s: defined by both %s and %s", key, other, k.Name))
-		}
-		seen[key] = k.Name
-	}
-	return errors.Join(errs...)
 }
 
 // compileBudgeted compiles inst within b, on a CUE context of its own: an

@@ -62,9 +62,11 @@ func loadModules(root string, mods []ModuleDir, opts LoadOptions) (*Set, error) 
 	set := &Set{Root: root, Broken: map[string]error{}}
 	registerModules(root, mods)
 	var errs []error
+	modOpts := opts
+	modOpts.inModule = true // the claims are resolved across the modules, below
 	for _, m := range mods {
 		dir := filepath.Join(root, m.Dir)
-		sub, err := LoadWith(dir, opts)
+		sub, err := LoadWith(dir, modOpts)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("module %s: %w", m.Source.Describe(), inModuleNames(err)))
 		}
@@ -80,9 +82,9 @@ func loadModules(root string, mods []ModuleDir, opts LoadOptions) (*Set, error) 
 		}
 	}
 	sort.Slice(set.Kinds, func(i, j int) bool { return set.Kinds[i].Name < set.Kinds[j].Name })
-	if err := checkUnique(set.Kinds); err != nil {
-		return nil, err
-	}
+	// One module's claim of another's kind refuses that module's kind,
+	// never the others (claims.go).
+	errs = append(errs, resolveClaims(set, opts.Holders))
 	return set, errors.Join(errs...)
 }
 
