@@ -99,6 +99,13 @@ type Options struct {
 	// versions and points their CRDs at it (conversion.go); nil is
 	// LocalConversion, for an API server on this machine (tests, dev).
 	Conversion *Conversion
+	// ReleaseKey, when set, is the key of the proofs released children
+	// carry (releasekey.go), at least MinReleaseKeyBytes long; every
+	// replica must be given the same. Unset, the key is kept in the Secret
+	// ReleaseKeySecret of ReleaseKeyNamespace (DefaultReleaseKeyNamespace
+	// when empty), created at first need.
+	ReleaseKey          []byte
+	ReleaseKeyNamespace string
 	// Identities, when set, makes every kind act as its own ServiceAccount
 	// (identities.go): each request for a kind's children and references
 	// is made as it, by impersonation. nil is the shared identity: every
@@ -119,6 +126,8 @@ type Operator struct {
 	served  map[schema.GroupKind]*meta.RESTMapping // allowed kinds the API server serves, at their preferred version (children.go)
 	shared  *bundle                                // the operator's own identity's children and references (identities.go)
 	bundles map[bundleKey]*bundle                  // the kinds' own, with Options.Identities; guarded by mu
+
+	releaseKeys releaseKeys // releasekey.go
 
 	mu    sync.Mutex
 	kinds map[string]*kindController // by kind name
