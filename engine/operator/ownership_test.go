@@ -182,7 +182,7 @@ func TestForgedReleaseMarkNotAdopted(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			mustKubectl(t, "apiVersion: v1\nkind: Service\nmetadata:\n  name: "+tc.name+"\n  namespace: "+ns+
 				"\n  annotations:\n    cueop.dev/released-from: RedisCluster.cache.example.com "+ns+"/"+tc.name+tc.proof+
-				"\nspec: {type: NodePort, externalIPs: [192.0.2.10], selector: {app: tenant}, ports: [{port: 80}]}\n", "apply", "-f", "-")
+				"\nspec: {type: NodePort, externalIPs: [192.0.2.10], selector: {app: tenant}, ports: [{name: redis, port: 6379}]}\n", "apply", "-f", "-")
 			svc := object(t, c, serviceGVK, ns, tc.name)
 			nodePort, _, _ := unstructured.NestedSlice(svc.Object, "spec", "ports")
 			mustKubectl(t, redisYAML(ns, tc.name, 1, "7.0"), "apply", "-f", "-")

@@ -77,10 +77,10 @@ func ClaimOf(cr *unstructured.Unstructured, c render.Child, obj *unstructured.Un
 		return Claim{Adopt: true, Released: true}
 	case c.Policy.Adopt == render.AdoptReleased && from == fmt.Sprintf("%s %s/%s", cr.GetKind(), cr.GetNamespace(), cr.GetName()):
 		// The mark of a cueop that did not name the group: it may be of
-		// a kind of the same name in another group, so only a person
-		// may say it is this CR's.
-		head += fmt.Sprintf(" with no controller (released from %s, a mark without the kind's group, as cueop wrote it before it named the group: annotated %s=%q, it is this CR's to adopt)",
-			from, AnnotationReleasedFrom, subjectOf(cr))
+		// a kind of the same name in another group, and it carries no
+		// proof (releaseproof.go), so only a person may say it is this
+		// CR's, by its policy.
+		head += fmt.Sprintf(" with no controller (released from %s, a mark without the kind's group or a proof, as cueop wrote it before it named the group)", from)
 	case from != "":
 		head += " with no controller (released from " + from + ")"
 	default:
