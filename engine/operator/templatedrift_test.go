@@ -2,6 +2,7 @@ package operator_test
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -100,8 +101,8 @@ func kubectlCondition(t *testing.T, resource, typ string) (status, message strin
 // --field-manager=cueop (the manager name anyone allowed to patch
 // templates/status may give), and one patched after the Template's
 // cueop.dev/templates mark was changed to another operator's, claiming
-// Degraded=False, revision=forged and serviceAccount=kube-system/forged,
-// is put back to what the operator wrote: the forged fields gone, the
+// Degraded=False, revision=forged and serviceAccount=kube-system/forged
+// over a broken edit of the kind, is put back to what the operator wrote: the forged fields gone, the
 // mark back, and cueop_template_restores_total counts it.
 func TestTemplateStatusForgedIsPutBack(t *testing.T) {
 	t.Cleanup(func() { // registered first, run last: after the operator stopped
@@ -109,11 +110,27 @@ func TestTemplateStatusForgedIsPutBack(t *testing.T) {
 	})
 	_, dir := startRedisFleet(t)
 	abs, _ := filepath.Abs(dir)
-	var want map[string]any
 	eventually(t, 60*time.Second, func() string { // written by this test's operator, not an earlier one
 		s, msg, obj := templateCondition(t, "Ready")
 		if obj == nil || obj.GetAnnotations()["cueop.dev/templates"] != abs || s != "True" {
 			return fmt.Sprintf("Template not Ready (%s: %s) and marked with %s: %v", s, msg, abs, obj)
+		}
+		return ""
+	})
+	// A broken edit: the status a forger would hide.
+	file := filepath.Join(dir, "rediscluster", "rediscluster.cue")
+	good, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(file, append(append([]byte{}, good...), []byte("\nbroken: 1 & 2\n")...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var want map[string]any
+	eventually(t, 60*time.Second, func() string {
+		s, msg, obj := templateCondition(t, "Degraded")
+		if s != "True" || !strings.Contains(msg, "rediscluster.cue:") {
+			return "Degraded " + s + ": " + msg
 		}
 		want, _, _ = unstructured.NestedMap(obj.Object, "status")
 		return ""
@@ -142,7 +159,7 @@ func TestTemplateStatusForgedIsPutBack(t *testing.T) {
 				t.Fatalf("the forged status was not written: %s", out)
 			}
 			// The status comes back: kubectl waits on the Template's watch.
-			mustKubectl(t, "", "wait", "--for=jsonpath={.status.revision}="+want["revision"].(string), "--timeout=60s", redisTemplate)
+			mustKubectl(t, "", "wait", "--for=condition=Degraded=True", "--timeout=60s", redisTemplate)
 			eventually(t, 60*time.Second, func() string {
 				_, _, obj := templateCondition(t, "Ready")
 				if obj == nil {
