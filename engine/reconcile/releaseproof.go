@@ -64,7 +64,9 @@ func (r *run) releaseKey(ctx context.Context) ([]byte, error) {
 	}
 	key, err := r.r.ReleaseKey(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("release key: %w", err)
+		// Not wrapped: a refusal to read the operator's own Secret is not
+		// a refusal of the child's request (forbidden.go).
+		return nil, fmt.Errorf("release key: %v", err)
 	}
 	return key, nil
 }
