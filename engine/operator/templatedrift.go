@@ -140,13 +140,17 @@ func (w *templateWriter) restore(ctx context.Context, name string) error {
 			return nil
 		}
 	}
-	if wait := w.budget(name).take(time.Now()); wait > 0 {
+	b, now := w.budget(name), time.Now()
+	if wait := b.take(now); wait > 0 {
 		if w.o.metrics != nil {
 			w.o.metrics.templateRestore(name, "held")
 		}
-		w.o.log.Info("Template keeps being changed by another writer; it is left as it is for a while, then written again",
-			"template", name, "restores", templateRestoreBurst, "within", templateRestoreWindow.String(), "retryIn", wait.Round(time.Second).String())
-		time.AfterFunc(wait, func() { w.drifted(name) })
+		if !now.Before(b.heldUntil) { // once per hold: one log line, one wake-up at its end
+			b.heldUntil = now.Add(wait)
+			w.o.log.Info("Template keeps being changed by another writer; it is left as it is for a while, then written again",
+				"template", name, "restores", templateRestoreBurst, "within", templateRestoreWindow.String(), "retryIn", wait.Round(time.Second).String())
+			time.AfterFunc(wait, func() { w.drifted(name) })
+		}
 		return nil
 	}
 	next := observed(prev.status, gen)
@@ -176,8 +180,12 @@ const (
 	templateRestoreWindow = time.Minute
 )
 
-// restoreBudget is the times of a Template's recent restores.
-type restoreBudget struct{ at []time.Time }
+// restoreBudget is the times of a Template's recent restores, and the end
+// of the last hold, when a wake-up is due.
+type restoreBudget struct {
+	at        []time.Time
+	heldUntil time.Time
+}
 
 // budget is name's restore budget; owned by run.
 func (w *templateWriter) budget(name string) *restoreBudget {

@@ -103,7 +103,9 @@ func kubectlCondition(t *testing.T, resource, typ string) (status, message strin
 // cueop.dev/templates mark was changed to another operator's, claiming
 // Degraded=False, revision=forged and serviceAccount=kube-system/forged
 // over a broken edit of the kind, is put back to what the operator wrote: the forged fields gone, the
-// mark back, and cueop_template_restores_total counts it.
+// mark back, and cueop_template_restores_total counts it. A writer that
+// keeps forging it is answered a few times a minute, then held, then
+// answered again once the minute is over.
 func TestTemplateStatusForgedIsPutBack(t *testing.T) {
 	t.Cleanup(func() { // registered first, run last: after the operator stopped
 		_, _ = kubectl(t, "", "delete", "--ignore-not-found", redisTemplate)
@@ -179,4 +181,35 @@ func TestTemplateStatusForgedIsPutBack(t *testing.T) {
 	if got := metricSum(t, "cueop_template_restores_total", "template", redisCRD, "result", "restored"); got < before+2 {
 		t.Errorf("cueop_template_restores_total{template=%s} = %v, want at least %v", redisCRD, got, before+2)
 	}
+
+	// A writer that keeps forging it: the operator answers a few times a
+	// minute, then holds (counted), then, once the minute is over, puts
+	// its status back again.
+	held := metricSum(t, "cueop_template_restores_total", "template", redisCRD, "result", "held")
+	for i := 0; ; i++ {
+		if i == 10 {
+			t.Fatalf("10 forgeries in a row each restored: no bound")
+		}
+		restored := metricSum(t, "cueop_template_restores_total", "template", redisCRD, "result", "restored")
+		mustKubectl(t, "", "patch", redisTemplate, "--subresource=status", "--type=merge", "--field-manager=cueop", "-p", forged)
+		var answer string
+		eventually(t, 60*time.Second, func() string {
+			switch {
+			case metricSum(t, "cueop_template_restores_total", "template", redisCRD, "result", "held") > held:
+				answer = "held"
+			case metricSum(t, "cueop_template_restores_total", "template", redisCRD, "result", "restored") > restored:
+				answer = "restored"
+			default:
+				return "forgery neither restored nor held"
+			}
+			return ""
+		})
+		if answer == "held" {
+			break
+		}
+	}
+	if s, msg, _ := templateCondition(t, "Degraded"); s != "False" || msg != "forged" {
+		t.Fatalf("held, yet Degraded is %s: %s", s, msg)
+	}
+	mustKubectl(t, "", "wait", "--for=condition=Degraded=True", "--timeout=90s", redisTemplate)
 }
