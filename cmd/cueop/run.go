@@ -1,8 +1,12 @@
 package main
 
 import (
+	"fmt"
+	"os"
+
 	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
@@ -27,6 +31,33 @@ type runFlags struct {
 	workers                                                        workerFlags   // worker.go
 	webhook                                                        webhookFlags  // webhook.go
 	identity                                                       identityFlags // identity.go
+	releaseKey                                                     releaseKeyFlags
+}
+
+// releaseKeyFlags say where the key of the release proofs is
+// (engine/operator/releasekey.go).
+type releaseKeyFlags struct{ file, namespace string }
+
+func (f *releaseKeyFlags) register(fl *pflag.FlagSet) {
+	fl.StringVar(&f.file, "release-key-file", "", "file holding the key (at least 32 bytes) of the proofs a released child carries; every replica the same (default: the Secret "+operator.ReleaseKeySecret+" of --release-key-namespace, made by cueop)")
+	fl.StringVar(&f.namespace, "release-key-namespace", runIdentityNamespace(), "namespace of the Secret "+operator.ReleaseKeySecret+" holding the release proofs' key, made by cueop at first need (default: the pod's)")
+}
+
+// options sets the release key options of opts.
+func (f *releaseKeyFlags) options(opts *operator.Options) error {
+	opts.ReleaseKeyNamespace = f.namespace
+	if f.file == "" {
+		return nil
+	}
+	key, err := os.ReadFile(f.file)
+	if err != nil {
+		return fmt.Errorf("--release-key-file: %w", err)
+	}
+	if len(key) < operator.MinReleaseKeyBytes {
+		return fmt.Errorf("--release-key-file %s: %d bytes, fewer than %d", f.file, len(key), operator.MinReleaseKeyBytes)
+	}
+	opts.ReleaseKey = key
+	return nil
 }
 
 func newRun(g *globals, zapOpts *zap.Options) *cobra.Command {
@@ -71,6 +102,7 @@ func newRun(g *globals, zapOpts *zap.Options) *cobra.Command {
 	f.workers.register(fl)
 	f.webhook.register(fl)
 	f.identity.register(fl, runIdentityNamespace())
+	f.releaseKey.register(fl)
 	return cmd
 }
 
@@ -131,7 +163,7 @@ func operatorOptions(g *globals, f *runFlags) (*rest.Config, operator.Options, e
 	if err != nil {
 		return nil, operator.Options{}, err
 	}
-	return cfg, operator.Options{
+	o := operator.Options{
 		Templates: g.templates, InstallCRDs: f.installCRDs, AllowedKinds: opts.AllowedKinds, ReadableKinds: opts.ReadableKinds, DataKinds: opts.DataKinds, Budget: opts.Budget,
 		TemplateLimits: g.limits.limits(), Workers: workers, InProcess: inProcess,
 		MaxConcurrent: f.maxConcurrent, APICompression: f.apiCompression, Namespace: f.namespace, RolloutMaxInFlight: f.rolloutMaxInFlight, Conversion: conv,
@@ -141,7 +173,11 @@ func operatorOptions(g *globals, f *runFlags) (*rest.Config, operator.Options, e
 			Metrics:                metricsserver.Options{BindAddress: f.metricsAddr},
 			HealthProbeBindAddress: f.probeAddr,
 		},
-	}, nil
+	}
+	if err := f.releaseKey.options(&o); err != nil {
+		return nil, operator.Options{}, err
+	}
+	return cfg, o, nil
 }
 
 // addProbes answers /healthz and /readyz.

@@ -31,3 +31,7 @@ func Preload(ctx context.Context, dir string) (noted <-chan struct{}, result fun
 	}
 	return p.noted, result, func() { p.stop(); _ = w.Close() }, nil
 }
+
+// ReleaseKey is the operator's release key (releasekey.go), for the
+// external tests.
+func (o *Operator) ReleaseKey(ctx context.Context) ([]byte, error) { return o.releaseKey(ctx) }

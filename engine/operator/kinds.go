@@ -176,6 +176,7 @@ func (o *Operator) start(ctx context.Context, k *template.Kind) error {
 	rec.OnStatusFailing = o.statusFailing(k.Resource.CRDName()) // statusfailing.go
 	rec.Live = o.mgr.GetAPIReader()                             // reconcile/staleentries.go
 	rec.Bound = o.boundIn(k)                                    // forbidden.go
+	rec.ReleaseKey = o.releaseKey                               // releasekey.go
 	log := o.log.WithValues("kind", k.Resource.Kind)
 	c, err := controller.NewUnmanaged("cueop-"+k.Name, controller.Options{
 		Reconciler: rec, MaxConcurrentReconciles: o.opts.MaxConcurrent,

@@ -235,12 +235,15 @@ func released(o *unstructured.Unstructured) string {
 		}
 	}
 	for k := range o.GetAnnotations() {
-		if strings.HasPrefix(k, "cueop.dev/") && k != reconcile.AnnotationReleasedFrom {
+		if strings.HasPrefix(k, "cueop.dev/") && k != reconcile.AnnotationReleasedFrom && k != reconcile.AnnotationReleaseProof {
 			return "annotation " + k
 		}
 	}
 	if from := o.GetAnnotations()[reconcile.AnnotationReleasedFrom]; !strings.HasPrefix(from, "Keeper.lifecycle.example.com ") && !strings.HasPrefix(from, "Depot.") {
 		return fmt.Sprintf("annotation %s is %q", reconcile.AnnotationReleasedFrom, from)
+	}
+	if proof := o.GetAnnotations()[reconcile.AnnotationReleaseProof]; !strings.HasPrefix(proof, "v1:") {
+		return fmt.Sprintf("annotation %s is %q", reconcile.AnnotationReleaseProof, proof)
 	}
 	for _, e := range o.GetManagedFields() {
 		if e.Manager == "cueop" {

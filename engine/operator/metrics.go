@@ -26,6 +26,7 @@ type Metrics struct {
 	conversions   *prometheus.CounterVec
 	reviewSeconds *prometheus.HistogramVec
 	statusFailed  *prometheus.CounterVec
+	restores      *prometheus.CounterVec
 }
 
 var (
@@ -74,9 +75,12 @@ func newMetrics() *Metrics {
 		statusFailed: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "cueop_status_write_failures_total", Help: "Status writes of CRs the API server refused or did not answer (the CR keeps its last written status).",
 		}, []string{"kind"}),
+		restores: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "cueop_template_restores_total", Help: "Template statuses another writer changed, by result: restored (written again), held (left for a while: restored too often within a minute, another writer keeps changing it).",
+		}, []string{"template", "result"}),
 	}
 	metrics.Registry.MustRegister(m.renderSeconds, m.applies, m.revisions, m.loadErrors, m.refused, m.migrations, m.settled,
-		m.conversions, m.reviewSeconds, m.statusFailed, rolloutCollector{})
+		m.conversions, m.reviewSeconds, m.statusFailed, m.restores, rolloutCollector{})
 	return m
 }
 
@@ -101,6 +105,11 @@ func (m *Metrics) Applied(kind string, a apply.Action, err error) {
 // StatusWriteFailed counts a status write of a CR of kind that failed
 // (reconcile.StatusObserver).
 func (m *Metrics) StatusWriteFailed(kind string) { m.statusFailed.WithLabelValues(kind).Inc() }
+
+// templateRestore counts a Template status another writer changed.
+func (m *Metrics) templateRestore(template, result string) {
+	m.restores.WithLabelValues(template, result).Inc()
+}
 
 // Settled counts a reconcile that found a CR converged by its inputs
 // digest (reconcile/resync.go).

@@ -101,6 +101,13 @@ type Options struct {
 	// versions and points their CRDs at it (conversion.go); nil is
 	// LocalConversion, for an API server on this machine (tests, dev).
 	Conversion *Conversion
+	// ReleaseKey, when set, is the key of the proofs released children
+	// carry (releasekey.go), at least MinReleaseKeyBytes long; every
+	// replica must be given the same. Unset, the key is kept in the Secret
+	// ReleaseKeySecret of ReleaseKeyNamespace (DefaultReleaseKeyNamespace
+	// when empty), created at first need.
+	ReleaseKey          []byte
+	ReleaseKeyNamespace string
 	// Identities, when set, makes every kind act as its own ServiceAccount
 	// (identities.go): each request for a kind's children and references
 	// is made as it, by impersonation. nil is the shared identity: every
@@ -127,6 +134,8 @@ type Operator struct {
 	// or one that read the files before an edit could serve its older
 	// result after the edit was served.
 	reloading sync.Mutex
+
+	releaseKeys releaseKeys // releasekey.go
 
 	mu    sync.Mutex
 	kinds map[string]*kindController // by kind name

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/cueop/cueop/engine/operator"
 	"github.com/cueop/cueop/engine/operator/operatortest"
 	"github.com/cueop/cueop/engine/reconcile"
 	"github.com/cueop/cueop/localcluster/clustertest"
@@ -162,6 +163,45 @@ func TestHostileTenantChangesNothing(t *testing.T) {
 	untouched(t, object(t, c, configMapGVK, ns, "kube-root-ca.crt"), root)
 }
 
+// TestForgedReleaseMarkNotAdopted: a tenant makes Service shop, of type
+// NodePort with an externalIP, marked as released from RedisCluster shop
+// (the cueop.dev/released-from annotation alone, then with a made-up
+// cueop.dev/release-proof), before a colleague creates RedisCluster shop.
+// The RedisCluster stalls with ChildConflict saying the mark is not
+// proven, and the Service is not adopted: not written at all, its
+// NodePort and externalIP as the tenant made them.
+func TestForgedReleaseMarkNotAdopted(t *testing.T) {
+	ns := clustertest.Namespace(t)
+	c := newClient(t)
+	a := startOperator(t, copyTemplates(t), ns, nil)
+	waitCRD(t)
+	for _, tc := range []struct{ name, proof, why string }{
+		{"shop", "", "it has no cueop.dev/release-proof annotation: cueop did not release it"},
+		{"shop2", "\n    cueop.dev/release-proof: v1:" + strings.Repeat("A", 43), "its cueop.dev/release-proof annotation does not verify"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			mustKubectl(t, "apiVersion: v1\nkind: Service\nmetadata:\n  name: "+tc.name+"\n  namespace: "+ns+
+				"\n  annotations:\n    cueop.dev/released-from: RedisCluster.cache.example.com "+ns+"/"+tc.name+tc.proof+
+				"\nspec: {type: NodePort, externalIPs: [192.0.2.10], selector: {app: tenant}, ports: [{name: redis, port: 6379}]}\n", "apply", "-f", "-")
+			svc := object(t, c, serviceGVK, ns, tc.name)
+			nodePort, _, _ := unstructured.NestedSlice(svc.Object, "spec", "ports")
+			mustKubectl(t, redisYAML(ns, tc.name, 1, "7.0"), "apply", "-f", "-")
+			eventually(t, 60*time.Second, func() string {
+				return conflicted(t, c, redisGVK, ns, tc.name, "children.service: Service "+ns+"/"+tc.name+" exists with no controller, marked released from RedisCluster.cache.example.com "+ns+"/"+tc.name, tc.why)
+			})
+			a.Settled(t, 0, 60*time.Second)
+			now := object(t, c, serviceGVK, ns, tc.name)
+			untouched(t, now, svc)
+			ports, _, _ := unstructured.NestedSlice(now.Object, "spec", "ports")
+			ips, _, _ := unstructured.NestedStringSlice(now.Object, "spec", "externalIPs")
+			typ, _, _ := unstructured.NestedString(now.Object, "spec", "type")
+			if typ != "NodePort" || !reflect.DeepEqual(ports, nodePort) || !reflect.DeepEqual(ips, []string{"192.0.2.10"}) {
+				t.Fatalf("Service %s changed: type %s, ports %v (were %v), externalIPs %v", tc.name, typ, ports, nodePort, ips)
+			}
+		})
+	}
+}
+
 // TestTwoCRsRenderingOneName: a RedisCluster and a StaticSite both named
 // shop render Service shop. The first keeps it; the second stalls with
 // ChildConflict naming the Service and its controller, and writes to it
@@ -294,9 +334,15 @@ func TestReleasedChildReadopted(t *testing.T) {
 	})
 	mustKubectl(t, "", "-n", ns, "delete", "keeper", "again", "--wait=true", "--timeout=60s")
 	eventually(t, 30*time.Second, func() string { return released(object(t, c, configMapGVK, ns, "again-kept")) })
-	if from := object(t, c, configMapGVK, ns, "again-kept").GetAnnotations()[reconcile.AnnotationReleasedFrom]; from != "Keeper.lifecycle.example.com "+ns+"/again" {
+	ann := object(t, c, configMapGVK, ns, "again-kept").GetAnnotations()
+	if from := ann[reconcile.AnnotationReleasedFrom]; from != "Keeper.lifecycle.example.com "+ns+"/again" {
 		t.Fatalf("released-from = %q", from)
 	}
+	if proof := ann[reconcile.AnnotationReleaseProof]; !strings.HasPrefix(proof, "v1:") {
+		t.Fatalf("release-proof = %q", proof)
+	}
+	// The key is the operator's, in a Secret of its namespace (the test's).
+	exists(t, c, schema.GroupVersionKind{Version: "v1", Kind: "Secret"}, ns, operator.ReleaseKeySecret)
 	mustKubectl(t, "", "-n", ns, "patch", "configmap", "again-kept", "--type=merge", "-p", `{"data":{"user":"added"}}`)
 
 	applyKeeper(t, ns, "again", "kept: true")
@@ -311,6 +357,9 @@ func TestReleasedChildReadopted(t *testing.T) {
 		}
 		if from, ok := cm.GetAnnotations()[reconcile.AnnotationReleasedFrom]; ok {
 			return "released-from still " + from
+		}
+		if proof, ok := cm.GetAnnotations()[reconcile.AnnotationReleaseProof]; ok {
+			return "release-proof still " + proof
 		}
 		return ""
 	})

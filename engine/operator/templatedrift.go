@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"path/filepath"
+	"reflect"
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -26,7 +27,12 @@ import (
 // or broken by a load that failed, only the Templates of its own
 // templates, so that two operators on one cluster (other teams, other
 // templates) leave each other's alone. A kind an operator serves is its to
-// write whatever the mark: it takes the Template over.
+// write whatever the mark: it takes the Template over. Its status is the
+// operator's alone: one that differs from what the operator wrote last is
+// written again whoever wrote it (the field manager cueop included, which
+// anyone who may patch the status may name), a few times a minute at most
+// (restoreBudget), saying so in the log and in
+// cueop_template_restores_total{template,result}.
 
 // TemplatesAnnotation names, on a Template, the templates its writer loads
 // (the directory; for registry modules, the directory they are laid out
@@ -105,9 +111,14 @@ func (w *templateWriter) restoreAll(ctx context.Context) bool {
 }
 
 // restore writes the Template name again where it is one of this
-// operator's kinds' and differs from what was written last: deleted, its
-// status edited, its mark removed, or its spec edited (a new generation,
-// which the conditions then observe).
+// operator's kinds' and its status differs, by content, from what was
+// written last: deleted, its status edited (whatever field manager wrote
+// it: a status patched with --field-manager=cueop is no more this
+// operator's than any other), its mark removed or changed, or its spec
+// edited (a new generation, which the conditions then observe). A kind
+// this operator serves is its to write whatever the mark. Restores are
+// bounded (restoreBudget): a writer that keeps changing a Template is not
+// fought without end.
 func (w *templateWriter) restore(ctx context.Context, name string) error {
 	prev := w.last[name]
 	if prev == nil || !prev.ours || !w.serves(prev.status.Package, name) {
@@ -124,23 +135,23 @@ func (w *templateWriter) restore(ctx context.Context, name string) error {
 			return nil // what was written last, or a change not yet seen
 		}
 		gen = live.GetGeneration()
-		mark := live.GetAnnotations()[TemplatesAnnotation]
-		if mark != "" && mark != w.o.TemplatesMark() {
-			// Another operator's templates serve the kind: it is theirs
-			// until this one's state of the kind changes (writeReport).
-			prev.ours, prev.taken = false, true
-			return nil
-		}
-		if gen == prev.gen && mark != "" && sameJSON(statusOf(live), prev.status) {
+		if gen == prev.gen && live.GetAnnotations()[TemplatesAnnotation] == w.o.TemplatesMark() && sameStatus(live, prev.status) {
 			prev.rv = live.GetResourceVersion()
 			return nil
 		}
-		if mark != "" && lastStatusWriter(live) == apply.DefaultFieldManager {
-			// Another cueop of the same templates wrote it (a replica):
-			// take its status as the one written last, never fight it.
-			w.last[name] = &liveTemplate{status: statusOf(live), gen: gen, rv: live.GetResourceVersion(), ours: true}
-			return nil
+	}
+	b, now := w.budget(name), time.Now()
+	if wait := b.take(now); wait > 0 {
+		if w.o.metrics != nil {
+			w.o.metrics.templateRestore(name, "held")
 		}
+		if !now.Before(b.heldUntil) { // once per hold: one log line, one wake-up at its end
+			b.heldUntil = now.Add(wait)
+			w.o.log.Info("Template keeps being changed by another writer; it is left as it is for a while, then written again",
+				"template", name, "restores", templateRestoreBurst, "within", templateRestoreWindow.String(), "retryIn", wait.Round(time.Second).String())
+			time.AfterFunc(wait, func() { w.drifted(name) })
+		}
+		return nil
 	}
 	next := observed(prev.status, gen)
 	rv, err := w.write(ctx, name, next, !exists || live.GetAnnotations()[TemplatesAnnotation] != w.o.TemplatesMark())
@@ -148,10 +159,74 @@ func (w *templateWriter) restore(ctx context.Context, name string) error {
 		return err
 	}
 	if rv != prev.rv { // else the watch was behind this writer's own last write
-		w.o.log.Info("Template changed by another writer; its status is written again", "template", name)
+		if w.o.metrics != nil {
+			w.o.metrics.templateRestore(name, "restored")
+		}
+		writer := "" // deleted
+		if live != nil {
+			writer = lastStatusWriter(live)
+		}
+		w.o.log.Info("Template changed by another writer; its status is written again", "template", name, "statusWriter", writer)
 	}
 	w.last[name] = &liveTemplate{status: next, gen: gen, rv: rv, ours: true}
 	return nil
+}
+
+// Restores of one Template: at most templateRestoreBurst within
+// templateRestoreWindow; beyond, the Template is left until the window
+// ends (a write war with another writer costs a few writes a minute).
+const (
+	templateRestoreBurst  = 5
+	templateRestoreWindow = time.Minute
+)
+
+// restoreBudget is the times of a Template's recent restores, and the end
+// of the last hold, when a wake-up is due.
+type restoreBudget struct {
+	at        []time.Time
+	heldUntil time.Time
+}
+
+// budget is name's restore budget; owned by run.
+func (w *templateWriter) budget(name string) *restoreBudget {
+	if w.restores == nil {
+		w.restores = map[string]*restoreBudget{}
+	}
+	b := w.restores[name]
+	if b == nil {
+		b = &restoreBudget{}
+		w.restores[name] = b
+	}
+	return b
+}
+
+// take counts a restore at now and answers 0, or, when the budget is
+// spent, how long until it is not.
+func (b *restoreBudget) take(now time.Time) time.Duration {
+	kept := b.at[:0]
+	for _, t := range b.at {
+		if now.Sub(t) < templateRestoreWindow {
+			kept = append(kept, t)
+		}
+	}
+	b.at = kept
+	if len(b.at) >= templateRestoreBurst {
+		return templateRestoreWindow - now.Sub(b.at[0])
+	}
+	b.at = append(b.at, now)
+	return 0
+}
+
+// sameStatus tells whether live's status is, as JSON, status: a field the
+// operator did not write, or one written otherwise, is a difference.
+func sameStatus(live *unstructured.Unstructured, status *templateState) bool {
+	var a, b any
+	x, err1 := json.Marshal(live.Object["status"])
+	y, err2 := json.Marshal(status)
+	if err1 != nil || err2 != nil || json.Unmarshal(x, &a) != nil || json.Unmarshal(y, &b) != nil {
+		return false
+	}
+	return reflect.DeepEqual(a, b)
 }
 
 // serves tells whether name is the Template of pkg and pkg is in the
@@ -174,7 +249,8 @@ func statusOf(item *unstructured.Unstructured) *templateState {
 }
 
 // lastStatusWriter is the field manager that wrote the status of item
-// last; one that is not cueop wins a tie (times are in seconds).
+// last, for the log; one that is not cueop wins a tie (times are in
+// seconds).
 func lastStatusWriter(item *unstructured.Unstructured) string {
 	var last string
 	var at time.Time

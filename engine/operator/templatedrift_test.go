@@ -2,7 +2,10 @@ package operator_test
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
+	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -91,4 +94,122 @@ func kubectlCondition(t *testing.T, resource, typ string) (status, message strin
 	status, _ = c["status"].(string)
 	message, _ = c["message"].(string)
 	return status, message, obj
+}
+
+// TestTemplateStatusForgedIsPutBack: a Template's status is the
+// operator's whatever field manager writes it. A status patched with
+// --field-manager=cueop (the manager name anyone allowed to patch
+// templates/status may give), and one patched after the Template's
+// cueop.dev/templates mark was changed to another operator's, claiming
+// Degraded=False, revision=forged and serviceAccount=kube-system/forged
+// over a broken edit of the kind, is put back to what the operator wrote: the forged fields gone, the
+// mark back, and cueop_template_restores_total counts it. A writer that
+// keeps forging it is answered a few times a minute, then held, then
+// answered again once the minute is over.
+func TestTemplateStatusForgedIsPutBack(t *testing.T) {
+	t.Cleanup(func() { // registered first, run last: after the operator stopped
+		_, _ = kubectl(t, "", "delete", "--ignore-not-found", redisTemplate)
+	})
+	_, dir := startRedisFleet(t)
+	abs, _ := filepath.Abs(dir)
+	eventually(t, 60*time.Second, func() string { // written by this test's operator, not an earlier one
+		s, msg, obj := templateCondition(t, "Ready")
+		if obj == nil || obj.GetAnnotations()["cueop.dev/templates"] != abs || s != "True" {
+			return fmt.Sprintf("Template not Ready (%s: %s) and marked with %s: %v", s, msg, abs, obj)
+		}
+		return ""
+	})
+	// A broken edit: the status a forger would hide.
+	file := filepath.Join(dir, "rediscluster", "rediscluster.cue")
+	good, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(file, append(append([]byte{}, good...), []byte("\nbroken: 1 & 2\n")...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var want map[string]any
+	eventually(t, 60*time.Second, func() string {
+		s, msg, obj := templateCondition(t, "Degraded")
+		if s != "True" || !strings.Contains(msg, "rediscluster.cue:") {
+			return "Degraded " + s + ": " + msg
+		}
+		want, _, _ = unstructured.NestedMap(obj.Object, "status")
+		return ""
+	})
+	if want["serviceAccount"] == "kube-system/forged" || want["revision"] == "forged" {
+		t.Fatalf("status before the forgery: %v", want)
+	}
+	forged := `{"status":{"revision":"forged","serviceAccount":"kube-system/forged","lastError":"none",` +
+		`"conditions":[{"type":"Degraded","status":"False","reason":"Serving","message":"forged","lastTransitionTime":"2026-01-01T00:00:00Z"},` +
+		`{"type":"Ready","status":"True","reason":"Serving","message":"forged","lastTransitionTime":"2026-01-01T00:00:00Z"}]}}`
+	before := metricSum(t, "cueop_template_restores_total", "template", redisCRD, "result", "restored")
+
+	for _, tc := range []struct {
+		name    string
+		prepare []string // a kubectl command run before the forged status
+	}{
+		{name: "field manager cueop"},
+		{name: "mark changed", prepare: []string{"annotate", "--overwrite", "--field-manager=cueop", redisTemplate, "cueop.dev/templates=/elsewhere/templates"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.prepare != nil {
+				mustKubectl(t, "", tc.prepare...)
+			}
+			out := mustKubectl(t, "", "patch", redisTemplate, "--subresource=status", "--type=merge", "--field-manager=cueop", "-p", forged, "-o", "json")
+			if !strings.Contains(out, `"kube-system/forged"`) {
+				t.Fatalf("the forged status was not written: %s", out)
+			}
+			// The status comes back: kubectl waits on the Template's watch.
+			mustKubectl(t, "", "wait", "--for=condition=Degraded=True", "--timeout=60s", redisTemplate)
+			eventually(t, 60*time.Second, func() string {
+				_, _, obj := templateCondition(t, "Ready")
+				if obj == nil {
+					return "no Template"
+				}
+				got, _, _ := unstructured.NestedMap(obj.Object, "status")
+				if !reflect.DeepEqual(got, want) {
+					return fmt.Sprintf("status %v, want %v", got, want)
+				}
+				if m := obj.GetAnnotations()["cueop.dev/templates"]; m != abs {
+					return fmt.Sprintf("marked %q, want %q", m, abs)
+				}
+				return ""
+			})
+		})
+	}
+	if got := metricSum(t, "cueop_template_restores_total", "template", redisCRD, "result", "restored"); got < before+2 {
+		t.Errorf("cueop_template_restores_total{template=%s} = %v, want at least %v", redisCRD, got, before+2)
+	}
+
+	// A writer that keeps forging it: the operator answers a few times a
+	// minute, then holds (counted), then, once the minute is over, puts
+	// its status back again.
+	held := metricSum(t, "cueop_template_restores_total", "template", redisCRD, "result", "held")
+	for i := 0; ; i++ {
+		if i == 10 {
+			t.Fatalf("10 forgeries in a row each restored: no bound")
+		}
+		restored := metricSum(t, "cueop_template_restores_total", "template", redisCRD, "result", "restored")
+		mustKubectl(t, "", "patch", redisTemplate, "--subresource=status", "--type=merge", "--field-manager=cueop", "-p", forged)
+		var answer string
+		eventually(t, 60*time.Second, func() string {
+			switch {
+			case metricSum(t, "cueop_template_restores_total", "template", redisCRD, "result", "held") > held:
+				answer = "held"
+			case metricSum(t, "cueop_template_restores_total", "template", redisCRD, "result", "restored") > restored:
+				answer = "restored"
+			default:
+				return "forgery neither restored nor held"
+			}
+			return ""
+		})
+		if answer == "held" {
+			break
+		}
+	}
+	if s, msg, _ := templateCondition(t, "Degraded"); s != "False" || msg != "forged" {
+		t.Fatalf("held, yet Degraded is %s: %s", s, msg)
+	}
+	mustKubectl(t, "", "wait", "--for=condition=Degraded=True", "--timeout=90s", redisTemplate)
 }

@@ -12,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
@@ -42,8 +43,9 @@ type templateWriter struct {
 
 	// Owned by run.
 	seeded, quiet, watching bool
-	last                    map[string]*liveTemplate // by Template name
-	store                   toolscache.Store         // the Templates as watched
+	last                    map[string]*liveTemplate  // by Template name
+	store                   toolscache.Store          // the Templates as watched
+	restores                map[string]*restoreBudget // by Template name (templatedrift.go)
 }
 
 // liveTemplate is a Template's status as last written or found.
@@ -52,7 +54,6 @@ type liveTemplate struct {
 	gen    int64
 	rv     string // the resourceVersion of the last write; "" when found
 	ours   bool   // marked with this operator's templates (templatedrift.go)
-	taken  bool   // written by this operator, then marked by another's
 }
 
 // Retries of a failed write, from templateRetry to templateRetryMax.
@@ -222,7 +223,7 @@ func (w *templateWriter) writeReport(ctx context.Context, r kindReport) error {
 		gen, status = prev.gen, prev.status
 	}
 	next := r.merge(status, gen)
-	if prev != nil && (prev.ours || prev.taken) && sameJSON(prev.status, next) {
+	if prev != nil && prev.ours && sameJSON(prev.status, next) {
 		return nil
 	}
 	create := prev == nil || !prev.ours
@@ -271,6 +272,21 @@ func (w *templateWriter) write(ctx context.Context, name string, status *templat
 	obj.Object["status"] = s
 	if err := c.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(obj), client.FieldOwner(apply.DefaultFieldManager), client.ForceOwnership); err != nil {
 		return "", fmt.Errorf("Template %s status: %w", name, err)
+	}
+	if !sameStatus(obj, status) {
+		// Fields another manager set (by update, under any name, cueop's
+		// too) that status does not have outlive an apply: the status is
+		// replaced whole, at the resourceVersion applied.
+		patch, err := json.Marshal([]map[string]any{
+			{"op": "test", "path": "/metadata/resourceVersion", "value": obj.GetResourceVersion()},
+			{"op": "add", "path": "/status", "value": s},
+		})
+		if err != nil {
+			return "", err
+		}
+		if err := c.Status().Patch(ctx, obj, client.RawPatch(types.JSONPatchType, patch), client.FieldOwner(apply.DefaultFieldManager)); err != nil {
+			return "", fmt.Errorf("Template %s status: %w", name, err)
+		}
 	}
 	return obj.GetResourceVersion(), nil
 }

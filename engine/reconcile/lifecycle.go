@@ -31,9 +31,21 @@ var releasedKeys = []string{
 // "Kind.group ns/name" (subjectOf).
 const AnnotationReleasedFrom = "cueop.dev/released-from"
 
-// release lets go of o (apply.Release), marking it with the CR it came from.
+// release lets go of o (apply.Release), marking it with the CR it came from
+// and the proof that cueop released it (releaseproof.go).
 func (r *run) release(ctx context.Context, o *unstructured.Unstructured) error {
-	mark := map[string]string{AnnotationReleasedFrom: subjectOf(r.cr)}
+	from := subjectOf(r.cr)
+	mark := map[string]string{AnnotationReleasedFrom: from}
+	key, err := r.releaseKey(ctx)
+	if err != nil {
+		return err
+	}
+	if key != nil {
+		if o.GetKind() == "" || o.GetUID() == "" {
+			return fmt.Errorf("release of %s/%s: its kind and uid are not known, no proof can be made", o.GetNamespace(), o.GetName())
+		}
+		mark[AnnotationReleaseProof] = ReleaseProof(key, o, from)
+	}
 	return r.r.Applier.Release(ctx, o, r.cr.GetUID(), releasedKeys, mark)
 }
 

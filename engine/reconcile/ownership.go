@@ -44,6 +44,10 @@ type Claim struct {
 	// Adopt is set when the CR does not control the object but its policy
 	// lets it take it over.
 	Adopt bool
+	// Released is set with Adopt when the adoption rests on the object's
+	// AnnotationReleasedFrom alone: it holds only if the object's
+	// AnnotationReleaseProof verifies (releaseproof.go).
+	Released bool
 	// Conflict, when not "", says why the CR may not write to the object:
 	// the child id, the object and its controller.
 	Conflict string
@@ -53,7 +57,9 @@ type Claim struct {
 // over it when cr controls it; adopt it when it has no controller and c's
 // policy allows (adopt: "uncontrolled", or the default "released" for an
 // object cueop released from a CR of cr's kind, namespace and name);
-// otherwise leave it alone, a conflict.
+// otherwise leave it alone, a conflict. An adoption by the released-from
+// mark (Claim.Released) holds only once the mark's proof verifies, which
+// the reconciler checks with its key.
 func ClaimOf(cr *unstructured.Unstructured, c render.Child, obj *unstructured.Unstructured) Claim {
 	ctl := metav1.GetControllerOfNoCopy(obj)
 	if ctl != nil && ctl.UID == cr.GetUID() {
@@ -68,13 +74,13 @@ func ClaimOf(cr *unstructured.Unstructured, c render.Child, obj *unstructured.Un
 	case c.Policy.Adopt == render.AdoptUncontrolled:
 		return Claim{Adopt: true}
 	case c.Policy.Adopt == render.AdoptReleased && from == subjectOf(cr):
-		return Claim{Adopt: true}
+		return Claim{Adopt: true, Released: true}
 	case c.Policy.Adopt == render.AdoptReleased && from == fmt.Sprintf("%s %s/%s", cr.GetKind(), cr.GetNamespace(), cr.GetName()):
 		// The mark of a cueop that did not name the group: it may be of
-		// a kind of the same name in another group, so only a person
-		// may say it is this CR's.
-		head += fmt.Sprintf(" with no controller (released from %s, a mark without the kind's group, as cueop wrote it before it named the group: annotated %s=%q, it is this CR's to adopt)",
-			from, AnnotationReleasedFrom, subjectOf(cr))
+		// a kind of the same name in another group, and it carries no
+		// proof (releaseproof.go), so only a person may say it is this
+		// CR's, by its policy.
+		head += fmt.Sprintf(" with no controller (released from %s, a mark without the kind's group or a proof, as cueop wrote it before it named the group)", from)
 	case from != "":
 		head += " with no controller (released from " + from + ")"
 	default:
@@ -167,7 +173,11 @@ func (r *run) create(ctx context.Context, c render.Child) (apply.Action, *claime
 		action, err := a.Apply(ctx, c.Object, nil)
 		return action, nil, deny("create "+objectText(c.Object), err)
 	}
-	return "", &claimed{child: c, obj: obj, Claim: ClaimOf(r.cr, c, obj)}, nil
+	cl := &claimed{child: c, obj: obj, Claim: ClaimOf(r.cr, c, obj)}
+	if err := r.prove(ctx, cl); err != nil { // releaseproof.go
+		return "", nil, err
+	}
+	return "", cl, nil
 }
 
 // claimAll applies each child over the object of its name, which the CR
@@ -190,7 +200,7 @@ func (r *run) claimAll(ctx context.Context, claims []claimed) []error {
 	return failed
 }
 
-// dropReleasedMark removes AnnotationReleasedFrom from live, a child the CR
+// dropReleasedMark removes AnnotationReleasedFrom, and its proof, from live, a child the CR
 // controls again (adopted), unless the template renders it; action is what
 // the apply before it did, and what the reconcile did to the child.
 func (r *run) dropReleasedMark(ctx context.Context, c render.Child, live *unstructured.Unstructured, action apply.Action) (apply.Action, error) {
@@ -203,7 +213,7 @@ func (r *run) dropReleasedMark(ctx context.Context, c render.Child, live *unstru
 	if action == apply.Unchanged {
 		action = apply.Updated
 	}
-	return action, deny("patch "+objectText(live), r.r.Applier.RemoveAnnotations(ctx, live, AnnotationReleasedFrom))
+	return action, deny("patch "+objectText(live), r.r.Applier.RemoveAnnotations(ctx, live, AnnotationReleasedFrom, AnnotationReleaseProof))
 }
 
 // conflictMemo remembers, per CR, the children found in conflict by its last

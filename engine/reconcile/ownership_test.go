@@ -34,13 +34,13 @@ func TestClaimOf(t *testing.T) {
 		"controlled by an earlier CR of the name": {refs: []metav1.OwnerReference{earlier}, adopt: render.AdoptUncontrolled,
 			wantText: []string{"is controlled by an earlier RedisCluster ns/r (uid deleted-uid), not this one (uid " + string(crUID) + ")"}},
 		"no controller, adopt uncontrolled": {adopt: render.AdoptUncontrolled, want: Claim{Adopt: true}},
-		"released from this CR":             {released: "RedisCluster.cache.example.com ns/r", want: Claim{Adopt: true}},
+		"released from this CR":             {released: "RedisCluster.cache.example.com ns/r", want: Claim{Adopt: true, Released: true}},
 		"released from another CR":          {released: "RedisCluster.cache.example.com ns/q", wantText: []string{"with no controller (released from RedisCluster.cache.example.com ns/q)"}},
 		"released, adopt never":             {released: "RedisCluster.cache.example.com ns/r", adopt: render.AdoptNever, wantText: []string{"with no controller (released from RedisCluster.cache.example.com ns/r)"}},
 		"released from a kind of the name in another group": {released: "RedisCluster.other.example.org ns/r",
 			wantText: []string{"with no controller (released from RedisCluster.other.example.org ns/r)"}},
-		"released by a mark without a group": {released: "RedisCluster ns/r", wantText: []string{"with no controller (released from RedisCluster ns/r, a mark without the kind's group",
-			`annotated cueop.dev/released-from="RedisCluster.cache.example.com ns/r", it is this CR's to adopt`}},
+		"released by a mark without a group": {released: "RedisCluster ns/r", wantText: []string{"with no controller (released from RedisCluster ns/r, a mark without the kind's group or a proof",
+			`adopt: "uncontrolled" would take it over`}},
 		"released by a mark without a group, adopt never": {released: "RedisCluster ns/r", adopt: render.AdoptNever, wantText: []string{"with no controller (released from RedisCluster ns/r);"}},
 	} {
 		t.Run(name, func(t *testing.T) {

@@ -50,6 +50,10 @@ type Reconciler struct {
 	Client client.Client
 	// Applier writes the children.
 	Applier *apply.Applier
+	// ReleaseKey, when set, is the key of the proofs a released child
+	// carries, that cueop released it (releaseproof.go); nil: releases
+	// carry no proof and no child is adopted by its released-from mark.
+	ReleaseKey func(context.Context) ([]byte, error)
 	// Options are the administrator's render policy.
 	Options render.Options
 	// Evaluator runs the renders and the references' evaluations; nil

@@ -10,7 +10,8 @@ const (
 	AdoptNever = "never"
 	// AdoptReleased, the default, takes over an object with no controller
 	// that cueop released from a CR of the same kind, namespace and name
-	// (its cueop.dev/released-from annotation names that CR): a child
+	// (its cueop.dev/released-from annotation names that CR, and its
+	// cueop.dev/release-proof proves that cueop wrote it): a child
 	// retained, or left by prune: never, and rendered again by a CR of
 	// that name.
 	AdoptReleased = "released"

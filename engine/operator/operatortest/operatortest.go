@@ -25,7 +25,10 @@ import (
 func Options(dir, ns string) operator.Options {
 	return operator.Options{
 		Templates: dir, InstallCRDs: true, MaxConcurrent: 4, Namespace: ns, Conversion: SharedConversion(),
-		Manager: ctrl.Options{Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0"},
+		// The release key's Secret goes with the test's namespace (none:
+		// operator.DefaultReleaseKeyNamespace).
+		ReleaseKeyNamespace: ns,
+		Manager:             ctrl.Options{Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0"},
 	}
 }
 

@@ -1,0 +1,90 @@
+package reconcile
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/cueop/cueop/engine/render"
+)
+
+// A released child's AnnotationReleasedFrom is text anyone who may write
+// the object may write: alone, it would let anyone make an object of
+// their own, with fields of their choosing, which a CR of the name it
+// gives then takes over. So cueop marks what it releases with a proof
+// only it can make, AnnotationReleaseProof: an HMAC-SHA256, under a key
+// only the operator reads (Reconciler.ReleaseKey), of the object's uid,
+// group, kind, namespace and name and the CR it was released from. A mark
+// whose proof is missing, or does not verify (another object's, another
+// CR's, another key's), is a conflict: the CR stalls with ChildConflict
+// and the object is left as it is.
+
+// AnnotationReleaseProof is, on a released child, the proof that cueop
+// released it from the CR AnnotationReleasedFrom names (ReleaseProof).
+const AnnotationReleaseProof = "cueop.dev/release-proof"
+
+// ReleaseProof is the proof, under key, that obj was released from the
+// CR from (AnnotationReleasedFrom's value): "v1:" and the base64 (raw URL
+// encoding) HMAC-SHA256 of each of obj's uid, group, kind, namespace and
+// name and from, each preceded by its length.
+func ReleaseProof(key []byte, obj *unstructured.Unstructured, from string) string {
+	gk := obj.GroupVersionKind().GroupKind()
+	mac := hmac.New(sha256.New, key)
+	for _, s := range []string{"cueop.dev/release-proof/v1", string(obj.GetUID()), gk.Group, gk.Kind, obj.GetNamespace(), obj.GetName(), from} {
+		fmt.Fprintf(mac, "%d:%s", len(s), s)
+	}
+	return "v1:" + base64.RawURLEncoding.EncodeToString(mac.Sum(nil))
+}
+
+// proven tells whether obj's AnnotationReleaseProof proves, under key,
+// that it was released from from; "" when it does, else why not.
+func proven(key []byte, obj *unstructured.Unstructured, from string) string {
+	proof, ok := obj.GetAnnotations()[AnnotationReleaseProof]
+	switch {
+	case !ok:
+		return "it has no " + AnnotationReleaseProof + " annotation: cueop did not release it"
+	case len(key) == 0:
+		return "no release key to verify its " + AnnotationReleaseProof + " annotation"
+	case !hmac.Equal([]byte(proof), []byte(ReleaseProof(key, obj, from))):
+		return "its " + AnnotationReleaseProof + " annotation does not verify: cueop did not release this object from " + from
+	}
+	return ""
+}
+
+// releaseKey is the key of the release proofs; nil when the reconciler has
+// none (Reconciler.ReleaseKey unset: releases carry no proof, and nothing
+// is adopted by its released-from mark).
+func (r *run) releaseKey(ctx context.Context) ([]byte, error) {
+	if r.r.ReleaseKey == nil {
+		return nil, nil
+	}
+	key, err := r.r.ReleaseKey(ctx)
+	if err != nil {
+		// Not wrapped: a refusal to read the operator's own Secret is not
+		// a refusal of the child's request (forbidden.go).
+		return nil, fmt.Errorf("release key: %v", err)
+	}
+	return key, nil
+}
+
+// prove turns cl, an adoption that rests on obj's released-from mark, into
+// a conflict unless obj's proof verifies.
+func (r *run) prove(ctx context.Context, cl *claimed) error {
+	if !cl.Adopt || !cl.Released {
+		return nil
+	}
+	key, err := r.releaseKey(ctx)
+	if err != nil {
+		return err
+	}
+	from := cl.obj.GetAnnotations()[AnnotationReleasedFrom]
+	if why := proven(key, cl.obj, from); why != "" {
+		cl.Claim = Claim{Conflict: fmt.Sprintf("children.%s: %s %s/%s exists with no controller, marked released from %s, but %s; policies: %s: adopt: %q would take it over",
+			cl.child.ID, cl.obj.GetKind(), cl.obj.GetNamespace(), cl.obj.GetName(), from, why, cl.child.ID, render.AdoptUncontrolled)}
+	}
+	return nil
+}

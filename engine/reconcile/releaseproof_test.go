@@ -1,0 +1,58 @@
+package reconcile
+
+import (
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// TestReleaseProof: a release proof verifies for the object, the CR and
+// the key it was made for, and for nothing else: not another object's
+// uid, kind, group, namespace or name, another CR, another key; a missing
+// proof never verifies, nor any proof without a key.
+func TestReleaseProof(t *testing.T) {
+	key := []byte(strings.Repeat("k", 32))
+	const from = "RedisCluster.cache.example.com ns/shop"
+	obj := func(apiVersion, kind, ns, name, uid string) *unstructured.Unstructured {
+		o := &unstructured.Unstructured{}
+		o.SetAPIVersion(apiVersion)
+		o.SetKind(kind)
+		o.SetNamespace(ns)
+		o.SetName(name)
+		o.SetUID(types.UID(uid))
+		return o
+	}
+	genuine := obj("v1", "Service", "ns", "shop", "u1")
+	proof := ReleaseProof(key, genuine, from)
+	if !strings.HasPrefix(proof, "v1:") || proof != ReleaseProof(key, genuine.DeepCopy(), from) {
+		t.Fatalf("proof %q is not stable", proof)
+	}
+	marked := func(o *unstructured.Unstructured) *unstructured.Unstructured {
+		o.SetAnnotations(map[string]string{AnnotationReleasedFrom: from, AnnotationReleaseProof: proof})
+		return o
+	}
+	if why := proven(key, marked(genuine), from); why != "" {
+		t.Fatalf("the genuine proof does not verify: %s", why)
+	}
+	for name, tc := range map[string]struct {
+		o    *unstructured.Unstructured
+		from string
+		key  []byte
+	}{
+		"another uid":       {o: marked(obj("v1", "Service", "ns", "shop", "u2")), from: from, key: key},
+		"another kind":      {o: marked(obj("v1", "ConfigMap", "ns", "shop", "u1")), from: from, key: key},
+		"another group":     {o: marked(obj("other.example.com/v1", "Service", "ns", "shop", "u1")), from: from, key: key},
+		"another namespace": {o: marked(obj("v1", "Service", "ns2", "shop", "u1")), from: from, key: key},
+		"another name":      {o: marked(obj("v1", "Service", "ns", "shop2", "u1")), from: from, key: key},
+		"another CR":        {o: marked(obj("v1", "Service", "ns", "shop", "u1")), from: "RedisCluster.cache.example.com ns/shop2", key: key},
+		"another key":       {o: marked(obj("v1", "Service", "ns", "shop", "u1")), from: from, key: []byte(strings.Repeat("x", 32))},
+		"no key":            {o: marked(obj("v1", "Service", "ns", "shop", "u1")), from: from},
+		"no proof":          {o: obj("v1", "Service", "ns", "shop", "u1"), from: from, key: key},
+	} {
+		if why := proven(tc.key, tc.o, tc.from); why == "" {
+			t.Errorf("%s: the proof verifies", name)
+		}
+	}
+}
