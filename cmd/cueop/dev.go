@@ -15,7 +15,6 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
-	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -63,7 +62,7 @@ func newDev(g *globals, zapOpts *zap.Options) *cobra.Command {
 			}
 			defer closeLog()
 			ctrl.SetLogger(log)
-			klog.SetLogger(log) // client-go's lines too
+			setKlogLogger(log) // client-go's lines too (klog.go)
 			f.log, f.logPath = log, logPath
 			if err := g.openSourceLogged(cmd, log.WithName("templates")); err != nil { // source.go
 				return err

@@ -9,7 +9,6 @@ import (
 	"github.com/spf13/pflag"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
-	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -117,7 +116,7 @@ func runLogger(cmd *cobra.Command, zapOpts *zap.Options) logr.Logger {
 	}
 	log := zap.New(zap.UseFlagOptions(&opts))
 	ctrl.SetLogger(log)
-	klog.SetLogger(log)
+	setKlogLogger(log) // klog.go
 	return log
 }
 

@@ -37,7 +37,7 @@ func (s *syncBuffer) String() string {
 // JSON records of its logger on its standard error, no text line among
 // them. The run stops at its kubeconfig, which does not exist.
 func TestRunLogsOnlyJSONRecords(t *testing.T) {
-	t.Cleanup(klog.ClearLogger)
+	t.Cleanup(func() { setKlogLogger(klogStderr) })
 	reg := sourcetest.Start(t)
 	reg.Publish(t, "example.com/redis@v1", "v1.0.0", sourcetest.RedisModule(t, "../..", "example.com/redis@v1"))
 	root := newRoot()

@@ -28,7 +28,13 @@ func (o *Operator) holders(ctx context.Context) template.Holders {
 		served = append(served, template.Holding{Package: name, Kind: kc.rec.Kind().Resource.ID(), CRD: kc.crdName})
 	}
 	o.mu.Unlock()
-	reader := o.mgr.GetAPIReader()
+	var reader client.Reader
+	switch {
+	case o.mgr != nil:
+		reader = o.mgr.GetAPIReader()
+	case o.conv != nil: // a sharded replica's conversion loader (serveReplicaConversion)
+		reader = o.conv.reader
+	}
 	return func(kindID, crdName string) []template.Holding {
 		var out []template.Holding
 		own := false
@@ -39,6 +45,9 @@ func (o *Operator) holders(ctx context.Context) template.Holders {
 			}
 		}
 		if own {
+			return out
+		}
+		if reader == nil {
 			return out
 		}
 		crd := &apiextensionsv1.CustomResourceDefinition{}
