@@ -65,7 +65,7 @@ func (c *cache) extract(ctx context.Context, mv module.Version, digest string, a
 	var total int64
 	for _, f := range zr.File {
 		if err := ctx.Err(); err != nil {
-			return fmt.Errorf("module %s: extracting its archive: %w", who, err)
+			return fmt.Errorf("module %s: %w extracting: %w", who, errCheckStopped, err)
 		}
 		n, err := c.extractFile(tmp, f, c.maxModule()-total)
 		if err != nil {

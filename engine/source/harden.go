@@ -78,7 +78,7 @@ func (c *cache) checkNames(ctx context.Context, zr *zip.Reader) (work int, err e
 	var total uint64
 	for i, f := range zr.File {
 		if err := ctx.Err(); err != nil {
-			return work, fmt.Errorf("checking its archive at entry %d of %d: %w", i+1, len(zr.File), err)
+			return work, fmt.Errorf("%w at entry %d of %d: %w", errCheckStopped, i+1, len(zr.File), err)
 		}
 		if len(f.Name) > MaxEntryName {
 			return work, fmt.Errorf("entry %q: a name of %d bytes, more than the %d a module's file may have: refused", clip(f.Name), len(f.Name), MaxEntryName)
@@ -167,8 +167,15 @@ func checkWritable(dir string) error {
 	return os.Remove(f.Name())
 }
 
+// errCheckStopped is a module's archive whose check or extraction was
+// stopped by its context.
+var errCheckStopped = errors.New("checking its archive: stopped")
+
 // timedOut explains a resolution that ran out of time.
 func timedOut(ctx context.Context, ref Ref, timeout time.Duration, err error) error {
+	if err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) && errors.Is(err, errCheckStopped) {
+		return fmt.Errorf("module reference %s: its archive was not checked within %s (--registry-timeout): %w", ref.Raw, timeout, err)
+	}
 	if err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		return fmt.Errorf("module reference %s: registry %s did not answer within %s (--registry-timeout): %w", ref.Raw, ref.Registry, timeout, err)
 	}

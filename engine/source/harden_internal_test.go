@@ -108,7 +108,7 @@ func TestCheckEntriesCancelled(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	work, err := testCache().checkNames(ctx, zr)
-	if !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "checking its archive at entry 1 of 100") {
+	if !errors.Is(err, context.Canceled) || !errors.Is(err, errCheckStopped) || !strings.Contains(err.Error(), "checking its archive: stopped at entry 1 of 100") {
 		t.Errorf("err = %v, want the check cancelled at its first entry", err)
 	}
 	if work != 0 {
@@ -127,5 +127,19 @@ func BenchmarkCheckEntries(b *testing.B) {
 				c.checkNames(context.Background(), zr)
 			}
 		})
+	}
+}
+
+// TestCheckEntriesTimedOut: a check stopped by --registry-timeout says so,
+// not that the registry did not answer.
+func TestCheckEntriesTimedOut(t *testing.T) {
+	zr, _ := deepArchive(t, 100, 8)
+	ctx, cancel := context.WithTimeout(context.Background(), -time.Second)
+	defer cancel()
+	_, err := testCache().checkNames(ctx, zr)
+	ref := Ref{Raw: "oci://r.example/example.com/evil@v0", Registry: "r.example"}
+	got := timedOut(ctx, ref, 5*time.Second, err)
+	if want := "module reference oci://r.example/example.com/evil@v0: its archive was not checked within 5s (--registry-timeout): checking its archive: stopped at entry 1 of 100: context deadline exceeded"; got == nil || got.Error() != want {
+		t.Errorf("err = %v, want %q", got, want)
 	}
 }
