@@ -3,6 +3,7 @@ package source
 import (
 	"archive/zip"
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -45,15 +46,16 @@ func (c *cache) maxModule() int64 { return 4 * c.limits.MaxTotalSize }
 
 // extract writes the files of a module's archive to its directory, each
 // within the file limit and all within maxModule; the module file must
-// name the module fetched.
-func (c *cache) extract(mv module.Version, digest string, archive []byte) error {
+// name the module fetched. It stops when ctx is done. An archive refused
+// for what it holds, not for the time or the disk, is a *refusedError.
+func (c *cache) extract(ctx context.Context, mv module.Version, digest string, archive []byte) error {
 	who := describe(mv, digest)
 	zr, err := zip.NewReader(bytes.NewReader(archive), int64(len(archive)))
 	if err != nil {
-		return fmt.Errorf("module %s: archive: %w", who, err)
+		return &refusedError{fmt.Errorf("module %s: archive: %w", who, err)}
 	}
-	if err := c.checkEntries(zr); err != nil {
-		return fmt.Errorf("module %s: %w", who, err)
+	if err := c.checkEntries(ctx, zr); err != nil {
+		return refused(ctx, fmt.Errorf("module %s: %w", who, err))
 	}
 	tmp, err := os.MkdirTemp(filepath.Join(c.dir, "modules"), ".extract-")
 	if err != nil {
@@ -62,14 +64,21 @@ func (c *cache) extract(mv module.Version, digest string, archive []byte) error 
 	defer os.RemoveAll(tmp)
 	var total int64
 	for _, f := range zr.File {
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("module %s: %w extracting: %w", who, errCheckStopped, err)
+		}
 		n, err := c.extractFile(tmp, f, c.maxModule()-total)
 		if err != nil {
-			return fmt.Errorf("module %s: %w", who, err)
+			var pe *fs.PathError
+			if errors.As(err, &pe) { // the disk's, not the archive's
+				return fmt.Errorf("module %s: %w", who, err)
+			}
+			return refused(ctx, fmt.Errorf("module %s: %w", who, err))
 		}
 		total += n
 	}
 	if err := checkModuleFile(tmp, mv); err != nil {
-		return fmt.Errorf("module %s: %w", who, err)
+		return &refusedError{fmt.Errorf("module %s: %w", who, err)}
 	}
 	dst := c.moduleDir(digest)
 	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {

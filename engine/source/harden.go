@@ -9,8 +9,8 @@ import (
 	"io/fs"
 	"net/http"
 	"os"
-	"path"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -30,49 +30,114 @@ const (
 
 // checkEntries refuses an archive before any of its files is written: more
 // entries than maxFiles, a name that is not a slash path inside the module
-// (../x, /x, x/../y), one that is not a regular file (a symlink, a
-// device), one given twice, one below cue.mod/deps (the layout's, never a
-// module's), or declared sizes over the limits. The sizes are checked
-// again while reading (extractFile): a header may lie.
-func (c *cache) checkEntries(zr *zip.Reader) error {
+// (../x, /x, x/../y), one deeper than MaxEntryDepth or longer than
+// MaxEntryName, one that is not a regular file (a symlink, a device), one
+// given twice, one inside a file, one below cue.mod/deps (the layout's,
+// never a module's), or declared sizes over the limits. The sizes are checked again while reading
+// (extractFile): a header may lie. Its work is linear in the size of the
+// archive's names (checkNames), and it stops when ctx is done.
+func (c *cache) checkEntries(ctx context.Context, zr *zip.Reader) error {
+	_, err := c.checkNames(ctx, zr)
+	return err
+}
+
+const (
+	// MaxEntryDepth is the most path elements an entry of a module's
+	// archive may have, and MaxEntryName the longest its name may be: a
+	// template module is not a deep tree, and the bounds keep the check of
+	// an entry's parents within a constant of its name's length.
+	MaxEntryDepth = 64
+	MaxEntryName  = 1024
+)
+
+// checkNames is checkEntries; it answers its work as well, the bytes of
+// names and parent names it hashed or scanned, for the tests to bound.
+func (c *cache) checkNames(ctx context.Context, zr *zip.Reader) (work int, err error) {
 	if len(zr.File) > c.maxFiles {
-		return fmt.Errorf("its archive holds %d entries, more than the %d a module may: refused before extraction", len(zr.File), c.maxFiles)
+		return 0, fmt.Errorf("its archive holds %d entries, more than the %d a module may: refused before extraction", len(zr.File), c.maxFiles)
 	}
-	isDir := make(map[string]bool, len(zr.File)) // by name, each entry's
+	// One pass over a tree of the names: each name is found element by
+	// element from the root, by its parent's node and the element, so its
+	// work is its own length however deep it is.
+	type edge struct {
+		parent int
+		elem   string
+	}
+	type node struct{ entry, file, parent bool }
+	nodes := []node{{parent: true}} // the root
+	ids := make(map[edge]int, len(zr.File))
+	find := func(parent int, elem string) int {
+		work += len(elem) + 1
+		if id, ok := ids[edge{parent, elem}]; ok {
+			return id
+		}
+		nodes = append(nodes, node{})
+		ids[edge{parent, elem}] = len(nodes) - 1
+		return len(nodes) - 1
+	}
 	var total uint64
-	for _, f := range zr.File {
+	for i, f := range zr.File {
+		if err := ctx.Err(); err != nil {
+			return work, fmt.Errorf("%w at entry %d of %d: %w", errCheckStopped, i+1, len(zr.File), err)
+		}
+		if len(f.Name) > MaxEntryName {
+			return work, fmt.Errorf("entry %q: a name of %d bytes, more than the %d a module's file may have: refused", clip(f.Name), len(f.Name), MaxEntryName)
+		}
 		name := strings.TrimSuffix(f.Name, "/")
 		dir := name != f.Name
+		work += len(f.Name)
+		if depth := strings.Count(name, "/") + 1; depth > MaxEntryDepth {
+			return work, fmt.Errorf("entry %q: %d path elements deep, more than the %d a module's file may be: refused", clip(f.Name), depth, MaxEntryDepth)
+		}
 		switch {
 		case !fs.ValidPath(name) || name == "." || strings.Contains(f.Name, `\`):
-			return fmt.Errorf("entry %q: not a path inside the module: refused", f.Name)
+			return work, fmt.Errorf("entry %q: not a path inside the module: refused", clip(f.Name))
 		case name == "cue.mod/deps" || strings.HasPrefix(name, "cue.mod/deps/"):
-			return fmt.Errorf("entry %q: cue.mod/deps is where the operator lays out the dependencies it fetched, not part of a module: refused", f.Name)
+			return work, fmt.Errorf("entry %q: cue.mod/deps is where the operator lays out the dependencies it fetched, not part of a module: refused", f.Name)
 		case !dir && !f.Mode().IsRegular():
-			return fmt.Errorf("entry %q: %s, not a regular file: refused", f.Name, entryType(f.Mode()))
+			return work, fmt.Errorf("entry %q: %s, not a regular file: refused", f.Name, entryType(f.Mode()))
 		}
-		if _, twice := isDir[name]; twice {
-			return fmt.Errorf("entry %q: given twice in the archive: refused", f.Name)
+		id, rest := 0, name
+		for {
+			elem, more, ok := strings.Cut(rest, "/")
+			id = find(id, elem)
+			if !ok {
+				break
+			}
+			if nodes[id].file {
+				return work, fmt.Errorf("entry %q: inside %q, which is a file: refused", f.Name, name[:len(name)-len(more)-1])
+			}
+			nodes[id].parent = true
+			rest = more
 		}
-		isDir[name] = dir
+		switch n := &nodes[id]; {
+		case n.entry:
+			return work, fmt.Errorf("entry %q: given twice in the archive: refused", f.Name)
+		case !dir && n.parent:
+			return work, fmt.Errorf("entry %q: a file, yet entries lie inside it: refused", f.Name)
+		default:
+			n.entry, n.file = true, !dir
+		}
 		if dir {
 			continue
 		}
 		if f.UncompressedSize64 > uint64(c.limits.MaxFileSize) {
-			return fmt.Errorf("file %s holds %d bytes, more than the %d a template file may hold: refused before extraction (raise --template-max-file-size)", f.Name, f.UncompressedSize64, c.limits.MaxFileSize)
+			return work, fmt.Errorf("file %s holds %d bytes, more than the %d a template file may hold: refused before extraction (raise --template-max-file-size)", f.Name, f.UncompressedSize64, c.limits.MaxFileSize)
 		}
 		if total += f.UncompressedSize64; total > uint64(c.maxModule()) {
-			return fmt.Errorf("its files hold more than the %d bytes a module may (four times --template-max-total-size): refused before extraction at %s", c.maxModule(), f.Name)
+			return work, fmt.Errorf("its files hold more than the %d bytes a module may (four times --template-max-total-size): refused before extraction at %s", c.maxModule(), f.Name)
 		}
 	}
-	for name := range isDir { // a file inside a file
-		for d := path.Dir(name); d != "."; d = path.Dir(d) {
-			if dir, ok := isDir[d]; ok && !dir {
-				return fmt.Errorf("entry %q: inside %q, which is a file: refused", name, d)
-			}
-		}
+	return work, nil
+}
+
+// clip shortens a hostile entry name for an error: its start and its end.
+func clip(name string) string {
+	const keep = 120
+	if len(name) <= 2*keep {
+		return name
 	}
-	return nil
+	return fmt.Sprintf("%s...(%d bytes)...%s", name[:keep], len(name)-2*keep, name[len(name)-keep:])
 }
 
 func entryType(m fs.FileMode) string {
@@ -102,8 +167,15 @@ func checkWritable(dir string) error {
 	return os.Remove(f.Name())
 }
 
+// errCheckStopped is a module's archive whose check or extraction was
+// stopped by its context.
+var errCheckStopped = errors.New("checking its archive: stopped")
+
 // timedOut explains a resolution that ran out of time.
 func timedOut(ctx context.Context, ref Ref, timeout time.Duration, err error) error {
+	if err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) && errors.Is(err, errCheckStopped) {
+		return fmt.Errorf("module reference %s: its archive was not checked within %s (--registry-timeout): %w", ref.Raw, timeout, err)
+	}
 	if err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		return fmt.Errorf("module reference %s: registry %s did not answer within %s (--registry-timeout): %w", ref.Raw, ref.Registry, timeout, err)
 	}
@@ -150,4 +222,49 @@ func (b *boundedBody) Read(p []byte) (int, error) {
 		return n + int(b.left), fmt.Errorf("%s: the registry's answer runs past the bytes a module may need: refused", b.url)
 	}
 	return n, err
+}
+
+// refusedError is an archive refused for what it holds: the same digest
+// is refused again, so a Source remembers it (Source.fetch) rather than
+// download and check it at every poll.
+type refusedError struct{ error }
+
+func (e *refusedError) Unwrap() error { return e.error }
+
+// refused marks err a refusal unless ctx ended the check.
+func refused(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return err
+	}
+	return &refusedError{err}
+}
+
+// maxRefused bounds the refused digests a Source remembers.
+const maxRefused = 64
+
+// refusedDigests remembers the archives refused, by manifest digest.
+type refusedDigests struct {
+	mu  sync.Mutex
+	err map[string]error
+}
+
+func (r *refusedDigests) get(digest string) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.err[digest]
+}
+
+func (r *refusedDigests) add(digest string, err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.err == nil {
+		r.err = map[string]error{}
+	}
+	for d := range r.err {
+		if len(r.err) < maxRefused {
+			break
+		}
+		delete(r.err, d)
+	}
+	r.err[digest] = err
 }

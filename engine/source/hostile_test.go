@@ -6,9 +6,11 @@ import (
 	"compress/flate"
 	"context"
 	"io/fs"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/cueop/cueop/engine/source"
@@ -173,5 +175,78 @@ func TestHostileArchiveSizes(t *testing.T) {
 			wantRefused(t, err, tc.want...)
 			onlyCache(t, parent)
 		})
+	}
+}
+
+// TestHostileArchiveDeep: an archive of entries deeper than a module's file
+// may be, or named longer, is refused naming the entry before a file is
+// written, whatever its size; the issue's shape (120 entries 32,000
+// directories deep, each walked parent by parent) took minutes of CPU.
+func TestHostileArchiveDeep(t *testing.T) {
+	deep := func(n, depth int) []entry {
+		es := moduleEntries()
+		for i := range n {
+			es = append(es, entry{name: "web/" + strings.Repeat("d/", depth-2) + "f" + string(rune('a'+i%26)) + ".cue", body: "package web\n"})
+		}
+		return es
+	}
+	for _, tc := range []struct {
+		name    string
+		entries []entry
+		want    []string
+	}{
+		{"depth", deep(3, source.MaxEntryDepth+1), []string{`entry "web/d/d/`, "65 path elements deep, more than the 64 a module's file may be: refused"}},
+		{"issue-shape", deep(120, 32000), []string{`entry "web/d/d/`, "(63766 bytes)", "a name of 64006 bytes, more than the 1024 a module's file may have: refused"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err, parent := startHostile(t, hostileZip(t, tc.entries...), source.Options{})
+			wantRefused(t, err, tc.want...)
+			onlyCache(t, parent)
+		})
+	}
+}
+
+// TestRefusedDigestRemembered: an archive refused is not downloaded and
+// checked again at every poll while its reference names the same digest;
+// a new digest is.
+func TestRefusedDigestRemembered(t *testing.T) {
+	ctx := context.Background()
+	reg := sourcetest.Start(t)
+	reg.PublishZip(t, "example.com/evil", "v0.1.0", hostileZip(t, moduleEntries()...), sourcetest.ModuleFile(hostileMod, nil))
+	var blobs atomic.Int32
+	reg.Intercept(func(w http.ResponseWriter, req *http.Request, next http.Handler) {
+		if req.Method == http.MethodGet && strings.Contains(req.URL.Path, "/blobs/") {
+			blobs.Add(1)
+		}
+		next.ServeHTTP(w, req)
+	})
+	s := openWith(t, reg.Ref("example.com/evil", "v0"), source.Options{})
+	if err := s.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	deep := append(moduleEntries(), entry{name: "web/" + strings.Repeat("d/", source.MaxEntryDepth) + "f.cue", body: "package web\n"})
+	reg.PublishZip(t, "example.com/evil", "v0.2.0", hostileZip(t, deep...), sourcetest.ModuleFile(hostileMod, nil))
+	var downloads []int32
+	for range 3 {
+		before := blobs.Load()
+		if _, err := s.Poll(ctx); err == nil || !strings.Contains(err.Error(), "path elements deep") || !strings.Contains(err.Error(), "module example.com/evil@v0.2.0 (sha256:") {
+			t.Fatalf("Poll = %v, want v0.2.0 refused as too deep", err)
+		}
+		downloads = append(downloads, blobs.Load()-before)
+	}
+	if downloads[0] == 0 || downloads[1] != 0 || downloads[2] != 0 {
+		t.Errorf("blobs downloaded by three polls of one refused digest: %v, want some then none", downloads)
+	}
+	if got := s.Serving()[0].Version; got != "v0.1.0" {
+		t.Errorf("serving %s, want the last good v0.1.0", got)
+	}
+	deeper := append(deep, entry{name: "web/x.cue", body: "package web\n"})
+	reg.PublishZip(t, "example.com/evil", "v0.3.0", hostileZip(t, deeper...), sourcetest.ModuleFile(hostileMod, nil))
+	before := blobs.Load()
+	if _, err := s.Poll(ctx); err == nil || !strings.Contains(err.Error(), "module example.com/evil@v0.3.0 (sha256:") {
+		t.Fatalf("Poll = %v, want v0.3.0 refused", err)
+	}
+	if blobs.Load() == before {
+		t.Error("a new digest was not downloaded")
 	}
 }

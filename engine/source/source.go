@@ -54,6 +54,7 @@ type Source struct {
 	mu       sync.Mutex // guards serving, accepted and pinned.json
 	serving  []Resolved
 	accepted map[string]Resolved // by reference, what the operator accepted (accept.go)
+	refused  refusedDigests      // archives refused for what they hold (harden.go)
 }
 
 // New makes a Source; Start lays out the first modules.
@@ -251,9 +252,16 @@ func (s *Source) fetch(ctx context.Context, rem *remote, mv module.Version, dige
 	if s.c.has(f.digest) {
 		return f.digest, nil
 	}
+	if err := s.refused.get(f.digest); err != nil {
+		return "", err // refused before: not downloaded and checked again
+	}
 	data, err := f.archive(ctx, s.c.maxModule())
 	if err != nil {
 		return "", err
 	}
-	return f.digest, s.c.extract(mv, f.digest, data)
+	err = s.c.extract(ctx, mv, f.digest, data)
+	if _, ok := err.(*refusedError); ok {
+		s.refused.add(f.digest, err)
+	}
+	return f.digest, err
 }
