@@ -135,9 +135,13 @@ children: {for i in list.Range(0, parent.spec.size, 1) {"cm-\(i)": {apiVersion: 
 }
 
 func TestVersion(t *testing.T) {
-	out, err := run(t, "version")
-	if err != nil || !strings.HasPrefix(out, "cueop ") {
-		t.Fatalf("version: %v %q", err, out)
+	root := newRoot()
+	var out bytes.Buffer
+	root.SetOut(&out)
+	root.SetErr(&out)
+	root.SetArgs([]string{"version"}) // it takes no template flag
+	if err := root.Execute(); err != nil || !strings.HasPrefix(out.String(), "cueop ") {
+		t.Fatalf("version: %v %q", err, out.String())
 	}
 }
 
