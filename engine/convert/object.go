@@ -105,7 +105,8 @@ func (c *Converter) convertSpecOnce(obj *unstructured.Unstructured, spec map[str
 		return specResult{}, err
 	}
 	if stored != nil {
-		if restored, ok := c.restore(got, stored, in, from, to); ok {
+		restored, ok, fault := c.restore(got, stored, in, from, to)
+		if ok {
 			return specResult{spec: restored}, nil
 		}
 		filled, err := c.normalize(fillMissing(got, stored), to)
@@ -116,7 +117,7 @@ func (c *Converter) convertSpecOnce(obj *unstructured.Unstructured, spec map[str
 			// A write at from (the hub is the storage version): storing
 			// filled would drop what only the hub holds, or not store
 			// what the writer said.
-			return specResult{}, c.refuseLossyWrite(got, stored, in, from, to)
+			return specResult{}, c.refuseLossyWrite(got, stored, fault, from, to)
 		}
 		got = filled
 	}
