@@ -35,11 +35,12 @@ var errTooManyEvals = errors.New("more conversions than maxRestoreEvals")
 // where they can be. A field of stored that got lacks is always kept.
 // Lists are put together element by element, by index: a result with an
 // element that holds both what the writer changed and values of stored
-// it does not show (they may be another element's: the writer inserted,
-// removed or moved one, or the conversion orders the list otherwise), or
-// that drops or changes an element of stored the writer could not see (a
-// list the spoke shows filtered), is not taken, and those elements are
-// returned. ok is false when no result is taken.
+// it does not show, beside another element changed or appended (the
+// values may be another element's: the writer inserted, removed or moved
+// one, or the conversion orders the list otherwise), or that drops or
+// changes an element of stored the writer could not see (a list the spoke
+// shows filtered), is not taken, and those elements are returned. ok is
+// false when no result is taken.
 func (c *Converter) restore(got, stored, in map[string]any, from, to *template.Version) (_ map[string]any, ok bool, fault [][]any) {
 	evals := 0
 	backTo := func(spec map[string]any) bool {
@@ -128,8 +129,9 @@ func (c *Converter) restore(got, stored, in map[string]any, from, to *template.V
 // and cannot be told to be the same element: restored's element holds
 // both values of stored got holds otherwise and values of got stored
 // holds otherwise (the writer changed the element and values it does not
-// show were kept by index: they may be another element's, when the writer
-// inserted, removed or moved one), or stored's element is not in
+// show were kept by index), and it is not the one element of its list
+// changed in place (they may be another element's, when the writer
+// inserted, removed or moved one); or stored's element is not in
 // restored's list and unseen says the writer could not see it (unseen's
 // second result false: it cannot be told, and the element is misplaced
 // too).
@@ -153,6 +155,17 @@ func misplaced(path []any, stored, got, restored any, unseen func(list []any, i 
 			return nil
 		}
 		g, _ := got.([]any)
+		// One element changed in place, the others as they were: it is
+		// the same element, what the writer changed in it and the
+		// values it does not show together. Elements changed beside
+		// another one, or beside one appended, may be another's.
+		changed := 0
+		for i, se := range s {
+			if i < len(r) && !reflect.DeepEqual(r[i], se) {
+				changed++
+			}
+		}
+		inPlace := changed == 1 && len(r) <= len(s)
 		for i, se := range s {
 			p := append(append([]any(nil), path...), i)
 			if i >= len(r) || reflect.DeepEqual(r[i], se) {
@@ -168,7 +181,7 @@ func misplaced(path []any, stored, got, restored any, unseen func(list []any, i 
 			if i < len(g) {
 				ge = g[i]
 			}
-			if mixed(se, ge, r[i]) {
+			if !inPlace && mixed(se, ge, r[i]) {
 				out = append(out, p)
 				continue
 			}

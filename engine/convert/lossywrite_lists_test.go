@@ -68,6 +68,21 @@ versions: v1: {
 }
 `
 
+// firstShown is a kind whose spoke v1 shows the first of the hub's
+// backups, without its storage class.
+const firstShown = `package pg
+resource: {group: "db.test.example", version: "v2", kind: "PostgresCluster"}
+#Backup: {schedule: string, retention: *7 | int & >=1, class: *"standard" | string}
+#Spec: backups: *[] | [...#Backup]
+parent: spec: #Spec
+children: {}
+versions: v1: {
+	#Spec: backup?: {schedule: string, retention: *7 | int & >=1}
+	toHub: {in: spec: _, out: spec: {if in.spec.backup != _|_ {backups: [in.spec.backup]}}}
+	fromHub: {in: spec: _, out: spec: {if len(in.spec.backups) > 0 {backup: {schedule: in.spec.backups[0].schedule, retention: in.spec.backups[0].retention}}}}
+}
+`
+
 // writeAtV1 reads a PostgresCluster whose v2 spec is hub at v1, edits the
 // spec read, and converts it back to v2, as the API server does for a
 // write at v1.
@@ -128,6 +143,18 @@ func TestWriteAtSpokeKeepsWhatOnlyTheHubHoldsOfAList(t *testing.T) {
 		edit: func(s map[string]any) { s["env"].(map[string]any)["c"] = "3" },
 		want: `{"env": [{"name": "b", "value": "1", "secret": true}, {"name": "a", "value": "2", "secret": false}, {"name": "c", "value": "3", "secret": false}]}`,
 	}, {
+		name: "the retention of the one backup v1 shows, beside its class v1 does not show",
+		src:  firstShown,
+		hub:  `{"backups": [{"schedule": "a", "retention": 1, "class": "cold"}, {"schedule": "b", "retention": 2, "class": "fast"}]}`,
+		edit: func(s map[string]any) { s["backup"].(map[string]any)["retention"] = int64(5) },
+		want: `{"backups": [{"schedule": "a", "retention": 5, "class": "cold"}, {"schedule": "b", "retention": 2, "class": "fast"}]}`,
+	}, {
+		name: "a variable changed",
+		src:  envMap,
+		hub:  `{"env": [{"name": "a", "value": "1", "secret": true}, {"name": "b", "value": "2"}]}`,
+		edit: func(s map[string]any) { s["env"].(map[string]any)["a"] = "3" },
+		want: `{"env": [{"name": "a", "value": "3", "secret": true}, {"name": "b", "value": "2", "secret": false}]}`,
+	}, {
 		name: "a tag of a node appended",
 		src:  nodeTags,
 		hub:  `{"nodes": [{"name": "n", "tags": [{"k": "a", "v": "1"}, {"k": "b", "v": "2"}]}]}`,
@@ -167,6 +194,12 @@ func TestWriteAtSpokeMovingElementsRefused(t *testing.T) {
 		src:   scheduled,
 		hub:   two,
 		edit:  func(s map[string]any) { s["schedules"] = []any{"z", "a", "b"} },
+		field: "spec.backups[0]",
+	}, {
+		name:  "a schedule inserted in front of the one there was",
+		src:   scheduled,
+		hub:   `{"backups": [{"schedule": "a", "retention": 1}]}`,
+		edit:  func(s map[string]any) { s["schedules"] = []any{"z", "a"} },
 		field: "spec.backups[0]",
 	}, {
 		name:  "schedules swapped",
