@@ -39,8 +39,10 @@ var errTooManyEvals = errors.New("more conversions than maxRestoreEvals")
 // values may be another element's: the writer inserted, removed or moved
 // one, or the conversion orders the list otherwise), or that drops or
 // changes an element of stored the writer could not see (a list the spoke
-// shows filtered), is not taken, and those elements are returned. ok is
-// false when no result is taken.
+// shows filtered), is not taken, and those elements are returned as
+// fault; so are, when nothing converts back to in, the fields of stored
+// the write lacks that alone keep it from converting back. ok is false
+// when no result is taken.
 func (c *Converter) restore(got, stored, in map[string]any, from, to *template.Version) (_ map[string]any, ok bool, fault [][]any) {
 	evals := 0
 	backTo := func(spec map[string]any) bool {
@@ -66,7 +68,17 @@ func (c *Converter) restore(got, stored, in map[string]any, from, to *template.V
 		return merge(s, got)
 	}
 	if !backTo(candidate(written)) {
-		return nil, false, nil
+		// The fields of stored the write lacks that keep it from
+		// converting back, each alone: what it would drop.
+		for _, p := range differing(nil, stored, got) {
+			if _, has := lookup(got, p); has || evals >= maxRestoreEvals {
+				continue
+			}
+			if backTo(removed(candidate(written), p)) {
+				fault = append(fault, p)
+			}
+		}
+		return nil, false, fault
 	}
 	// Take stored's values again, a chunk at a time, halving a chunk that
 	// does not convert back to in.
@@ -259,6 +271,15 @@ func minus(paths, drop [][]any) [][]any {
 	return out
 }
 
+// removed is m without the value at path, a list's element removed from
+// the list; m is not modified.
+func removed(m map[string]any, path []any) map[string]any {
+	if i, ok := path[len(path)-1].(int); ok {
+		return withoutElement(m, path[:len(path)-1], i)
+	}
+	return without(m, path)
+}
+
 // withoutElement returns m with the list at path lacking its element i;
 // m is not modified.
 func withoutElement(m map[string]any, path []any, i int) map[string]any {
@@ -366,10 +387,11 @@ func (e *LossyWriteError) Error() string {
 }
 
 // refuseLossyWrite refuses a write at from that restore could not put
-// together with the hub's annotation (stored). It names the list elements
-// at fault restore found, else the fields of stored that got lacks (the
-// write would drop them), else every field of stored that got holds
-// otherwise.
+// together with the hub's annotation (stored). It names the fields at
+// fault restore found (the list elements it cannot tell to be the same,
+// the fields the write lacks that keep it from converting back), else the
+// fields of stored that got lacks, else every field of stored that got
+// holds otherwise.
 func (c *Converter) refuseLossyWrite(got, stored map[string]any, fault [][]any, from, hub *template.Version) error {
 	var fields, dropped, changed []string
 	for _, p := range fault {

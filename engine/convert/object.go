@@ -109,15 +109,20 @@ func (c *Converter) convertSpecOnce(obj *unstructured.Unstructured, spec map[str
 		if ok {
 			return specResult{spec: restored}, nil
 		}
+		if to.Hub {
+			// A write at from (the hub is the storage version): storing
+			// got with what it lacks filled would drop what only the hub
+			// holds, or not store what the writer said (or not be a
+			// spec: a struct half filled).
+			if err := admits(stored, to); err != nil {
+				// An annotation no conversion wrote.
+				return specResult{}, fmt.Errorf("restoring annotation %s%s: %w", AnnotationPrefix, to.Name, err)
+			}
+			return specResult{}, c.refuseLossyWrite(got, stored, fault, from, to)
+		}
 		filled, err := c.normalize(fillMissing(got, stored), to)
 		if err != nil {
 			return specResult{}, fmt.Errorf("restoring annotation %s%s: %w", AnnotationPrefix, to.Name, err)
-		}
-		if to.Hub {
-			// A write at from (the hub is the storage version): storing
-			// filled would drop what only the hub holds, or not store
-			// what the writer said.
-			return specResult{}, c.refuseLossyWrite(got, stored, fault, from, to)
 		}
 		got = filled
 	}
