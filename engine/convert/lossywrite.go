@@ -255,16 +255,13 @@ func holds(list []any, e any) bool {
 
 // minus is paths without those of drop.
 func minus(paths, drop [][]any) [][]any {
+	dropped := make(map[string]bool, len(drop))
+	for _, d := range drop {
+		dropped[pathText(d)] = true
+	}
 	var out [][]any
 	for _, p := range paths {
-		found := false
-		for _, d := range drop {
-			if reflect.DeepEqual(p, d) {
-				found = true
-				break
-			}
-		}
-		if !found {
+		if !dropped[pathText(p)] {
 			out = append(out, p)
 		}
 	}
