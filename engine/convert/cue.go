@@ -122,6 +122,16 @@ func (c *Converter) normalize(spec map[string]any, v *template.Version) (map[str
 	return export(v.Spec.Unify(v.Spec.Context().Encode(spec)))
 }
 
+// admits is whether v's #Spec admits spec, which may lack fields it
+// requires (the fields of a spec an annotation carries).
+func admits(spec map[string]any, v *template.Version) error {
+	spec = template.WholeFloats(v.Spec, spec).(map[string]any)
+	if err := v.Spec.Unify(v.Spec.Context().Encode(spec)).Validate(); err != nil {
+		return template.Positioned(err)
+	}
+	return nil
+}
+
 // export converts a concrete struct into an unstructured map (int64 and
 // float64 numbers) or returns its errors, positioned.
 func export(v cue.Value) (map[string]any, error) {

@@ -1,6 +1,7 @@
 package convert
 
 import (
+	"errors"
 	"fmt"
 	"reflect"
 	"sort"
@@ -17,8 +18,12 @@ import (
 // that version gives again. Where the two cannot be, a write (a
 // conversion to the hub, the storage version) is refused.
 
-// maxRestoreFields bounds the fields of the annotation tried one by one.
-const maxRestoreFields = 64
+// maxRestoreEvals bounds the conversions restore evaluates to put a write
+// and the annotation together (each one a CUE evaluation): past it, the
+// write is taken as one restore cannot put together.
+const maxRestoreEvals = 32
+
+var errTooManyEvals = errors.New("more conversions than maxRestoreEvals")
 
 // restore is got with stored restored over it, when that converts back to
 // in (what was written at from). It tries the annotation over got (what
@@ -26,25 +31,34 @@ const maxRestoreFields = 64
 // got holds otherwise taken from got instead (the writer's value), and
 // of those only the ones the writer could see: each one whose value from
 // stored still converts back to in (a field only the hub holds, which
-// the writer could not change) is taken from stored again. A field of
-// stored that got lacks is always kept. ok is false when none converts
-// back to in.
-func (c *Converter) restore(got, stored, in map[string]any, from, to *template.Version) (map[string]any, bool) {
+// the writer could not change) is taken from stored again, many at once
+// where they can be. A field of stored that got lacks is always kept.
+// Lists are put together element by element, by index: a result with an
+// element that holds both what the writer changed and values of stored
+// it does not show, beside another element changed or appended (the
+// values may be another element's: the writer inserted, removed or moved
+// one, or the conversion orders the list otherwise), or that drops or
+// changes an element of stored the writer could not see (a list the spoke
+// shows filtered), is not taken, and those elements are returned as
+// fault; so are, when nothing converts back to in, the fields of stored
+// the write lacks that alone keep it from converting back. ok is false
+// when no result is taken.
+func (c *Converter) restore(got, stored, in map[string]any, from, to *template.Version) (_ map[string]any, ok bool, fault [][]any) {
+	evals := 0
 	backTo := func(spec map[string]any) bool {
+		evals++
 		_, back, err := c.specPath(spec, to, from)
 		return err == nil && reflect.DeepEqual(back, in)
 	}
-	if restored := overlay(got, stored); backTo(restored) {
-		return restored, true
+	old := overlay(got, stored) // what the writer read, as far as stored tells
+	if backTo(old) {
+		return old, true, nil
 	}
 	var written [][]any // fields of stored got holds otherwise
 	for _, p := range differing(nil, stored, got) {
 		if _, has := lookup(got, p); has {
 			written = append(written, p)
 		}
-	}
-	if len(written) > maxRestoreFields {
-		return nil, false
 	}
 	candidate := func(taken [][]any) map[string]any {
 		s := stored
@@ -54,17 +68,253 @@ func (c *Converter) restore(got, stored, in map[string]any, from, to *template.V
 		return merge(s, got)
 	}
 	if !backTo(candidate(written)) {
-		return nil, false
+		// The fields of stored the write lacks that keep it from
+		// converting back, each alone: what it would drop.
+		for _, p := range differing(nil, stored, got) {
+			if _, has := lookup(got, p); has || evals >= maxRestoreEvals {
+				continue
+			}
+			if backTo(removed(candidate(written), p)) {
+				fault = append(fault, p)
+			}
+		}
+		return nil, false, fault
 	}
-	for i := 0; i < len(written); {
-		fewer := append(append([][]any(nil), written[:i]...), written[i+1:]...)
+	// Take stored's values again, a chunk at a time, halving a chunk that
+	// does not convert back to in.
+	var keep func(chunk [][]any) bool
+	keep = func(chunk [][]any) bool {
+		if len(chunk) == 0 {
+			return true
+		}
+		if evals >= maxRestoreEvals {
+			return false
+		}
+		fewer := minus(written, chunk)
 		if backTo(candidate(fewer)) {
 			written = fewer
-			continue
+			return true
 		}
-		i++
+		if len(chunk) == 1 {
+			return true
+		}
+		h := len(chunk) / 2
+		lo, hi := chunk[:h:h], chunk[h:]
+		return keep(lo) && keep(hi)
 	}
-	return candidate(written), true
+	if !keep(append([][]any(nil), written...)) {
+		return nil, false, nil
+	}
+	restored := candidate(written)
+	seen := func(spec map[string]any) (map[string]any, error) {
+		if evals >= maxRestoreEvals {
+			return nil, errTooManyEvals
+		}
+		evals++
+		_, v, err := c.specPath(spec, to, from)
+		return v, err
+	}
+	var view map[string]any // what the writer read at from, when asked
+	var viewErr error
+	fault = misplaced(nil, stored, got, restored, func(list []any, i int) (bool, bool) {
+		if view == nil && viewErr == nil {
+			if view, viewErr = seen(old); viewErr == nil && view == nil {
+				view = map[string]any{}
+			}
+		}
+		if viewErr != nil {
+			// What the writer read does not convert (an annotation not
+			// written by a conversion): every element counts as seen.
+			return false, viewErr != errTooManyEvals
+		}
+		v, err := seen(withoutElement(old, list, i))
+		return err == nil && reflect.DeepEqual(v, view), err == nil
+	})
+	if fault != nil {
+		return nil, false, fault
+	}
+	return restored, true, nil
+}
+
+// misplaced are the list elements of stored (at path) that restored,
+// put together by index from stored and got (the write), holds otherwise
+// and cannot be told to be the same element: restored's element holds
+// both values of stored got holds otherwise and values of got stored
+// holds otherwise (the writer changed the element and values it does not
+// show were kept by index), and it is not the one element of its list
+// changed in place (they may be another element's, when the writer
+// inserted, removed or moved one); or stored's element is not in
+// restored's list and unseen says the writer could not see it (unseen's
+// second result false: it cannot be told, and the element is misplaced
+// too).
+func misplaced(path []any, stored, got, restored any, unseen func(list []any, i int) (bool, bool)) [][]any {
+	var out [][]any
+	switch s := stored.(type) {
+	case map[string]any:
+		r, ok := restored.(map[string]any)
+		if !ok {
+			return nil
+		}
+		g, _ := got.(map[string]any)
+		for _, k := range sortedKeys(s) {
+			if rv, has := r[k]; has {
+				out = append(out, misplaced(append(append([]any(nil), path...), k), s[k], g[k], rv, unseen)...)
+			}
+		}
+	case []any:
+		r, ok := restored.([]any)
+		if !ok {
+			return nil
+		}
+		g, _ := got.([]any)
+		// One element changed in place, the others as they were: it is
+		// the same element, what the writer changed in it and the
+		// values it does not show together. Elements changed beside
+		// another one, or beside one appended, may be another's.
+		changed := 0
+		for i, se := range s {
+			if i < len(r) && !reflect.DeepEqual(r[i], se) {
+				changed++
+			}
+		}
+		inPlace := changed == 1 && len(r) <= len(s)
+		for i, se := range s {
+			p := append(append([]any(nil), path...), i)
+			if i >= len(r) || reflect.DeepEqual(r[i], se) {
+				continue
+			}
+			if !holds(r, se) {
+				if invisible, told := unseen(path, i); invisible || !told {
+					out = append(out, p)
+					continue
+				}
+			}
+			var ge any
+			if i < len(g) {
+				ge = g[i]
+			}
+			if !inPlace && mixed(se, ge, r[i]) {
+				out = append(out, p)
+				continue
+			}
+			out = append(out, misplaced(p, se, ge, r[i], unseen)...)
+		}
+	}
+	return out
+}
+
+// mixed is whether r, an element put together from s (stored) and g (the
+// write), holds both a value of s that g holds otherwise or lacks and a
+// value of g that s holds otherwise or lacks, recursively into structs
+// (a list in it is a value of its own, which misplaced looks into).
+func mixed(s, g, r any) bool {
+	var fromStored, fromGot bool
+	var walk func(q []any, r any)
+	walk = func(q []any, r any) {
+		if m, ok := r.(map[string]any); ok {
+			for k, v := range m {
+				walk(append(append([]any(nil), q...), k), v)
+			}
+			return
+		}
+		if _, ok := r.([]any); ok {
+			return
+		}
+		sv, sHas := lookupAny(s, q)
+		gv, gHas := lookupAny(g, q)
+		isS := sHas && reflect.DeepEqual(sv, r)
+		isG := gHas && reflect.DeepEqual(gv, r)
+		fromStored = fromStored || isS && !isG
+		fromGot = fromGot || isG && !isS
+	}
+	walk(nil, r)
+	return fromStored && fromGot
+}
+
+// lookupAny is lookup in a value that may not be a struct.
+func lookupAny(v any, path []any) (any, bool) {
+	if len(path) == 0 {
+		return v, true
+	}
+	m, ok := v.(map[string]any)
+	if !ok {
+		return nil, false
+	}
+	return lookup(m, path)
+}
+
+// holds is whether list has an element e.
+func holds(list []any, e any) bool {
+	for _, x := range list {
+		if reflect.DeepEqual(x, e) {
+			return true
+		}
+	}
+	return false
+}
+
+// minus is paths without those of drop.
+func minus(paths, drop [][]any) [][]any {
+	dropped := make(map[string]bool, len(drop))
+	for _, d := range drop {
+		dropped[pathText(d)] = true
+	}
+	var out [][]any
+	for _, p := range paths {
+		if !dropped[pathText(p)] {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// removed is m without the value at path, a list's element removed from
+// the list; m is not modified.
+func removed(m map[string]any, path []any) map[string]any {
+	if i, ok := path[len(path)-1].(int); ok {
+		return withoutElement(m, path[:len(path)-1], i)
+	}
+	return without(m, path)
+}
+
+// withoutElement returns m with the list at path lacking its element i;
+// m is not modified.
+func withoutElement(m map[string]any, path []any, i int) map[string]any {
+	var rm func(v any, path []any) any
+	rm = func(v any, path []any) any {
+		if len(path) == 0 {
+			l, ok := v.([]any)
+			if !ok || i >= len(l) {
+				return v
+			}
+			return append(append([]any(nil), l[:i]...), l[i+1:]...)
+		}
+		switch v := v.(type) {
+		case map[string]any:
+			k, ok := path[0].(string)
+			if !ok {
+				return v
+			}
+			out := make(map[string]any, len(v))
+			for kk, vv := range v {
+				out[kk] = vv
+			}
+			if e, has := v[k]; has {
+				out[k] = rm(e, path[1:])
+			}
+			return out
+		case []any:
+			j, ok := path[0].(int)
+			if !ok || j >= len(v) {
+				return v
+			}
+			out := append([]any(nil), v...)
+			out[j] = rm(v[j], path[1:])
+			return out
+		}
+		return v
+	}
+	return rm(m, path).(map[string]any)
 }
 
 // merge returns a with what it lacks taken from b, recursively into
@@ -134,21 +384,28 @@ func (e *LossyWriteError) Error() string {
 }
 
 // refuseLossyWrite refuses a write at from that restore could not put
-// together with the hub's annotation (stored). It names the fields of
-// stored that got lacks (the write would drop them), else every field of
-// stored that got holds otherwise.
-func (c *Converter) refuseLossyWrite(got, stored, in map[string]any, from, hub *template.Version) error {
-	var dropped, changed []string
-	for _, p := range differing(nil, stored, got) {
-		if _, has := lookup(got, p); has {
-			changed = append(changed, pathText(p))
-		} else {
-			dropped = append(dropped, pathText(p))
-		}
+// together with the hub's annotation (stored). It names the fields at
+// fault restore found (the list elements it cannot tell to be the same,
+// the fields the write lacks that keep it from converting back), else the
+// fields of stored that got lacks, else every field of stored that got
+// holds otherwise.
+func (c *Converter) refuseLossyWrite(got, stored map[string]any, fault [][]any, from, hub *template.Version) error {
+	var fields, dropped, changed []string
+	for _, p := range fault {
+		fields = append(fields, pathText(p))
 	}
-	fields := dropped
 	if len(fields) == 0 {
-		fields = changed
+		for _, p := range differing(nil, stored, got) {
+			if _, has := lookup(got, p); has {
+				changed = append(changed, pathText(p))
+			} else {
+				dropped = append(dropped, pathText(p))
+			}
+		}
+		fields = dropped
+		if len(fields) == 0 {
+			fields = changed
+		}
 	}
 	if len(fields) > 10 {
 		fields = append(fields[:10], fmt.Sprintf("and %d more", len(fields)-10))

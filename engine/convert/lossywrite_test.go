@@ -134,3 +134,41 @@ func TestLossyWriteAtSpokeRefused(t *testing.T) {
 		t.Errorf("one backup removed at v1: stored %v, want %v", stored.Object["spec"], want)
 	}
 }
+
+// TestWriteAtSpokeDroppingAHalfRefused: a write at v1 removing its
+// resources, while v2 holds limits apart from the requests v1 shows, is
+// refused as a lossy write naming the resources, not the second backup
+// the write keeps (nor as an annotation that is no spec: the limits
+// alone); an annotation holding a field the hub's
+// #Spec does not declare is refused naming the annotation.
+func TestWriteAtSpokeDroppingAHalfRefused(t *testing.T) {
+	c, err := load(t, restructured)
+	if err != nil {
+		t.Fatal(err)
+	}
+	read := mustConvert(t, c, object(t, restructuredHub), "v1")
+	delete(read.Object["spec"].(map[string]any), "resources")
+	out, err := c.Convert(read, "v2")
+	var lossy *convert.LossyWriteError
+	if !errors.As(err, &lossy) {
+		t.Fatalf("write at v1 without its resources: %v, %v; want a LossyWriteError", out, err)
+	}
+	for _, want := range []string{"PostgresCluster t/two: conversion v1 to v2", "spec.resources,", "write it at v2"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not say %q", err, want)
+		}
+	}
+	if strings.Contains(err.Error(), "spec.backups") {
+		t.Errorf("error %q names the backups, which the write keeps", err)
+	}
+
+	read = mustConvert(t, c, object(t, restructuredHub), "v1")
+	delete(read.Object["spec"].(map[string]any), "resources")
+	a := read.GetAnnotations()
+	a[convert.AnnotationPrefix+"v2"] = `{"resources": {"limits": {"cpu": "2", "memory": "2Gi"}}, "evil": 1}`
+	read.SetAnnotations(a)
+	out, err = c.Convert(read, "v2")
+	if err == nil || errors.As(err, &lossy) || !strings.Contains(err.Error(), convert.AnnotationPrefix+"v2") || !strings.Contains(err.Error(), "evil") {
+		t.Errorf("write at v1 with a forged annotation: %v, %v; want refused naming the annotation and its field", out, err)
+	}
+}

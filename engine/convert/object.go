@@ -105,18 +105,24 @@ func (c *Converter) convertSpecOnce(obj *unstructured.Unstructured, spec map[str
 		return specResult{}, err
 	}
 	if stored != nil {
-		if restored, ok := c.restore(got, stored, in, from, to); ok {
+		restored, ok, fault := c.restore(got, stored, in, from, to)
+		if ok {
 			return specResult{spec: restored}, nil
+		}
+		if to.Hub {
+			// A write at from (the hub is the storage version): storing
+			// got with what it lacks filled would drop what only the hub
+			// holds, or not store what the writer said (or not be a
+			// spec: a struct half filled).
+			if err := admits(stored, to); err != nil {
+				// An annotation no conversion wrote.
+				return specResult{}, fmt.Errorf("restoring annotation %s%s: %w", AnnotationPrefix, to.Name, err)
+			}
+			return specResult{}, c.refuseLossyWrite(got, stored, fault, from, to)
 		}
 		filled, err := c.normalize(fillMissing(got, stored), to)
 		if err != nil {
 			return specResult{}, fmt.Errorf("restoring annotation %s%s: %w", AnnotationPrefix, to.Name, err)
-		}
-		if to.Hub {
-			// A write at from (the hub is the storage version): storing
-			// filled would drop what only the hub holds, or not store
-			// what the writer said.
-			return specResult{}, c.refuseLossyWrite(got, stored, in, from, to)
 		}
 		got = filled
 	}
