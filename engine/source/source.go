@@ -130,7 +130,7 @@ func (s *Source) Start(ctx context.Context) error {
 			rs[i] = rec
 			continue
 		}
-		if rs[i], err = s.resolve(ctx, ref, nil); err != nil {
+		if rs[i], err = s.resolve(ctx, ref, nil, p.pin(ref)); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -156,7 +156,7 @@ func (s *Source) Poll(ctx context.Context) (changed bool, err error) {
 		if ref.Pinned() {
 			continue
 		}
-		r, err := s.resolve(ctx, ref, &have[i])
+		r, err := s.resolve(ctx, ref, &have[i], nil)
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -203,15 +203,16 @@ func (s *Source) commit(rs []Resolved) (bool, error) {
 }
 
 // resolve asks the registry what ref names now; when it is still have's
-// digest, have is the answer.
-func (s *Source) resolve(ctx context.Context, ref Ref, have *Resolved) (Resolved, error) {
+// digest, have is the answer. pin, when set, is the record of ref's pinned
+// digest: each dependency must still be the digest it records.
+func (s *Source) resolve(ctx context.Context, ref Ref, have, pin *Resolved) (Resolved, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.opts.FetchTimeout)
 	defer cancel()
-	r, err := s.resolveWithin(ctx, ref, have)
+	r, err := s.resolveWithin(ctx, ref, have, pin)
 	return r, timedOut(ctx, ref, s.opts.FetchTimeout, err)
 }
 
-func (s *Source) resolveWithin(ctx context.Context, ref Ref, have *Resolved) (Resolved, error) {
+func (s *Source) resolveWithin(ctx context.Context, ref Ref, have, pin *Resolved) (Resolved, error) {
 	rem := s.remotes[ref.Registry]
 	vers := ref.Query
 	if !ref.Exact() {
@@ -233,7 +234,11 @@ func (s *Source) resolveWithin(ctx context.Context, ref Ref, have *Resolved) (Re
 		return *have, nil
 	}
 	deps, err := resolveDeps(ctx, s.c.moduleDir(digest), func(ctx context.Context, mv module.Version) (string, error) {
-		return s.fetch(ctx, rem, mv, "")
+		got, err := s.fetch(ctx, rem, mv, "")
+		if err == nil && pin != nil {
+			err = pin.checkDep(ref, mv, got)
+		}
+		return got, err
 	}, s.c)
 	if err != nil {
 		return Resolved{}, fmt.Errorf("module %s: dependencies: %w", describe(mv, digest), err)
