@@ -42,6 +42,9 @@ type Options struct {
 	MaxModuleFiles int
 	// Log receives the poll errors.
 	Log logr.Logger
+	// Refused, when set, is told once of each module version whose
+	// content is refused at fetch (refused.go).
+	Refused func(Refusal)
 }
 
 // Source serves the modules of Options.Refs in Dir.
@@ -54,6 +57,7 @@ type Source struct {
 	mu       sync.Mutex // guards serving, accepted and pinned.json
 	serving  []Resolved
 	accepted map[string]Resolved // by reference, what the operator accepted (accept.go)
+	refused  map[string]*Refusal // by digest, the content refused at fetch (refused.go)
 }
 
 // New makes a Source; Start lays out the first modules.
@@ -88,7 +92,7 @@ func New(opts Options) (*Source, error) {
 			auth = data
 		}
 	}
-	s := &Source{opts: opts, c: &cache{dir: opts.CacheDir, limits: opts.Limits, maxFiles: opts.MaxModuleFiles}, remotes: map[string]*remote{}}
+	s := &Source{opts: opts, c: &cache{dir: opts.CacheDir, limits: opts.Limits, maxFiles: opts.MaxModuleFiles}, remotes: map[string]*remote{}, refused: map[string]*Refusal{}}
 	for _, r := range opts.Refs {
 		if s.remotes[r.Registry] != nil {
 			continue
@@ -174,7 +178,9 @@ func (s *Source) Run(ctx context.Context) {
 	t := time.NewTicker(s.opts.PollInterval)
 	defer t.Stop()
 	for {
-		if changed, err := s.Poll(ctx); err != nil {
+		if changed, err := s.Poll(ctx); err != nil && onlyKnownRefusals(err) {
+			s.opts.Log.V(1).Info("template modules: the versions refused before are still there; what serves is unchanged", "error", err.Error())
+		} else if err != nil {
 			s.opts.Log.Error(err, "template modules: poll failed; what serves is unchanged")
 		} else if changed {
 			s.opts.Log.Info("template modules: new version laid out", "serving", s.Serving())
@@ -226,7 +232,7 @@ func (s *Source) resolveWithin(ctx context.Context, ref Ref, have, pin *Resolved
 	if err != nil {
 		return Resolved{}, fmt.Errorf("module reference %s: %w", ref.Raw, err)
 	}
-	digest, err := s.fetch(ctx, rem, mv, ref.Digest)
+	digest, err := s.fetch(ctx, ref, rem, mv, ref.Digest)
 	if err != nil {
 		return Resolved{}, err
 	}
@@ -234,7 +240,7 @@ func (s *Source) resolveWithin(ctx context.Context, ref Ref, have, pin *Resolved
 		return *have, nil
 	}
 	deps, err := resolveDeps(ctx, s.c.moduleDir(digest), func(ctx context.Context, mv module.Version) (string, error) {
-		got, err := s.fetch(ctx, rem, mv, "")
+		got, err := s.fetch(ctx, ref, rem, mv, "")
 		if err == nil && pin != nil {
 			err = pin.checkDep(ref, mv, got)
 		}
@@ -246,9 +252,11 @@ func (s *Source) resolveWithin(ctx context.Context, ref Ref, have, pin *Resolved
 	return Resolved{Ref: ref.Raw, Module: mv.Path(), Version: vers, Digest: digest, Deps: deps}, nil
 }
 
-// fetch reads mv's manifest and, unless its digest is cached, downloads
-// and extracts it; it answers the digest.
-func (s *Source) fetch(ctx context.Context, rem *remote, mv module.Version, digest string) (string, error) {
+// fetch reads mv's manifest and, unless its digest is cached or was
+// refused before, downloads and extracts it; it answers the digest. The
+// content refused (an archive over the limits, an entry refused by
+// extract) is remembered by digest and reported once.
+func (s *Source) fetch(ctx context.Context, ref Ref, rem *remote, mv module.Version, digest string) (string, error) {
 	f, err := rem.manifest(ctx, mv, digest)
 	if err != nil {
 		return "", err
@@ -256,9 +264,23 @@ func (s *Source) fetch(ctx context.Context, rem *remote, mv module.Version, dige
 	if s.c.has(f.digest) {
 		return f.digest, nil
 	}
+	if err := s.refusedBefore(f.digest); err != nil {
+		return "", err
+	}
 	data, err := f.archive(ctx, s.c.maxModule())
+	if errors.Is(err, errTooLarge) {
+		s.refuse(&Refusal{Ref: ref.Raw, Module: mv.Path(), Version: mv.Version(), Digest: f.digest, Err: err})
+	}
 	if err != nil {
 		return "", err
 	}
-	return f.digest, s.c.extract(mv, f.digest, data)
+	if err := s.c.extract(mv, f.digest, data); err != nil {
+		if cacheFailed(err) {
+			return "", err
+		}
+		rf := &Refusal{Ref: ref.Raw, Module: mv.Path(), Version: mv.Version(), Digest: f.digest, Err: err}
+		s.refuse(rf)
+		return "", rf
+	}
+	return f.digest, nil
 }
