@@ -221,7 +221,7 @@ func devOperator(g *globals, f *devFlags, cluster *localcluster.Cluster) (*opera
 	if err != nil {
 		return nil, err
 	}
-	return operator.New(cluster.Config, operator.Options{
+	op, err := operator.New(cluster.Config, operator.Options{
 		Templates: g.templates, InstallCRDs: true, AllowedKinds: opts.AllowedKinds, ReadableKinds: opts.ReadableKinds, DataKinds: opts.DataKinds, MaxConcurrent: f.maxConcurrent,
 		Budget: opts.Budget, Workers: workers, InProcess: inProcess,
 		TemplateLimits:     g.limits.limits(),
@@ -231,6 +231,11 @@ func devOperator(g *globals, f *devFlags, cluster *localcluster.Cluster) (*opera
 		TemplatesLoaded:    f.ids.hook(),
 		Manager:            ctrl.Options{Metrics: metricsserver.Options{BindAddress: f.metricsAddr}, HealthProbeBindAddress: "0", Logger: f.log},
 	})
+	if err != nil {
+		return nil, err
+	}
+	g.source.refusals.deliver(op.ModuleRefused)
+	return op, nil
 }
 
 var errNotReady = errors.New("samples not ready")

@@ -132,6 +132,7 @@ func newOperator(g *globals, f *runFlags) (*operator.Operator, error) {
 	if err != nil {
 		return nil, err
 	}
+	g.source.refusals.deliver(op.ModuleRefused)
 	if err := f.webhook.addRotator(op.Manager(), opts.Conversion, op.ConversionNeeded()); err != nil {
 		return nil, err
 	}

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -26,6 +27,38 @@ type sourceFlags struct {
 	// accepted is told what the operator accepted (Source.Accept); nil
 	// when --templates is a directory.
 	accepted func([]template.Source)
+	// refusals are the module versions refused at fetch, for the operator
+	// to report (refusals.deliver).
+	refusals refusals
+}
+
+// refusals holds the module versions refused at fetch until the operator
+// is there to report them (Operator.ModuleRefused), then hands them on.
+type refusals struct {
+	mu      sync.Mutex
+	pending []source.Refusal
+	to      func(ref string, err error)
+}
+
+func (r *refusals) report(rf source.Refusal) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.to == nil {
+		r.pending = append(r.pending, rf)
+		return
+	}
+	r.to(rf.Ref, rf.Err)
+}
+
+// deliver reports the refusals to to, those held first.
+func (r *refusals) deliver(to func(ref string, err error)) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.to = to
+	for _, rf := range r.pending {
+		to(rf.Ref, rf.Err)
+	}
+	r.pending = nil
 }
 
 func (f *sourceFlags) register(fl *pflag.FlagSet) {
@@ -95,7 +128,8 @@ func (g *globals) openSourceLogged(cmd *cobra.Command, log logr.Logger) error {
 		return err
 	}
 	s, err := source.New(source.Options{Refs: refs, CacheDir: g.source.cache, PollInterval: g.source.pollInterval,
-		RegistryConfig: g.source.registryConfig, FetchTimeout: g.source.fetchTimeout, Limits: g.limits.limits(), Log: log})
+		RegistryConfig: g.source.registryConfig, FetchTimeout: g.source.fetchTimeout, Limits: g.limits.limits(), Log: log,
+		Refused: g.source.refusals.report})
 	if err != nil {
 		return err
 	}

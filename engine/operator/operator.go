@@ -145,6 +145,9 @@ type Operator struct {
 	// refused are the kinds whose newest template was refused for a
 	// breaking schema change (schemaguard.go), by kind name.
 	refused map[string]bool
+	// moduleRefused are the module references whose newest version was
+	// refused at fetch, by reference (modulerefused.go).
+	moduleRefused map[string]moduleRefusal
 	// unserved are the kinds whose last serve failed retriably, retried
 	// while retrying (unserved.go).
 	unserved map[string]bool

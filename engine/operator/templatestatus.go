@@ -158,6 +158,7 @@ func (o *Operator) kindReport(k *template.Kind, err error) kindReport {
 		r.degraded = condition(ConditionDegraded, true, ReasonServeFailed, "revision "+k.Revision+" does not serve")
 	default:
 		r.degraded = condition(ConditionDegraded, false, ReasonServing, "the newest revision, "+k.Revision+", serves")
+		o.moduleRefusedReport(&r, k.Source.Ref, k.Source.Digest)
 	}
 	if serving {
 		r.fields = o.templateFields(kc.rec.Kind())

@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"os"
 	"strings"
-	"sync"
 	"time"
 )
 
@@ -239,32 +238,5 @@ func refused(ctx context.Context, err error) error {
 	return &refusedError{err}
 }
 
-// maxRefused bounds the refused digests a Source remembers.
+// maxRefused bounds the refused digests a Source remembers (refused.go).
 const maxRefused = 64
-
-// refusedDigests remembers the archives refused, by manifest digest.
-type refusedDigests struct {
-	mu  sync.Mutex
-	err map[string]error
-}
-
-func (r *refusedDigests) get(digest string) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.err[digest]
-}
-
-func (r *refusedDigests) add(digest string, err error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.err == nil {
-		r.err = map[string]error{}
-	}
-	for d := range r.err {
-		if len(r.err) < maxRefused {
-			break
-		}
-		delete(r.err, d)
-	}
-	r.err[digest] = err
-}

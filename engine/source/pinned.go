@@ -3,9 +3,12 @@ package source
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
+
+	"cuelang.org/go/mod/module"
 )
 
 // Resolved is what a reference resolved to: the module version and
@@ -34,6 +37,34 @@ func (p pinned) restart(ref string) (Resolved, bool) {
 	}
 	r, ok := p.Refs[ref]
 	return r, ok
+}
+
+// pin is the record of a pinned reference's digest, whichever of the
+// accepted and the last resolved holds it: the dependencies its first
+// fetch resolved, which every later fetch of the pin must find again.
+func (p pinned) pin(ref Ref) *Resolved {
+	if !ref.Pinned() {
+		return nil
+	}
+	for _, m := range []map[string]Resolved{p.Accepted, p.Refs} {
+		if r, ok := m[ref.Raw]; ok && r.Digest == ref.Digest && r.Deps != nil {
+			return &r
+		}
+	}
+	return nil
+}
+
+// checkDep refuses a dependency of the pinned module r whose tag now
+// names another digest than the one recorded with the pin: a pin covers
+// the module and what it depends on.
+func (r *Resolved) checkDep(ref Ref, mv module.Version, digest string) error {
+	for _, d := range r.Deps {
+		if d.Module == mv.Path() && d.Version == mv.Version() && d.Digest != digest {
+			return fmt.Errorf("dependency %s@%s moved: its tag names digest %s, not %s recorded in %s with the pin %s: refused (remove the module cache's %s to take the new content)",
+				mv.BasePath(), mv.Version(), digest, d.Digest, pinnedFile, ref.Raw, pinnedFile)
+		}
+	}
+	return nil
 }
 
 const pinnedFile = "pinned.json"

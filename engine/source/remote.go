@@ -3,6 +3,7 @@ package source
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -121,12 +122,16 @@ func (r *remote) manifest(ctx context.Context, mv module.Version, digest string)
 	return f, nil
 }
 
+// errTooLarge is the refusal of an archive its manifest says is over the
+// limits.
+var errTooLarge = errors.New("refused before download")
+
 // archive downloads the module's zip, refused before any read when the
 // manifest states more than max bytes, and checked against its digest.
 func (f *fetched) archive(ctx context.Context, max int64) ([]byte, error) {
 	layer := f.manifest.Layers[0]
 	if layer.Size > max {
-		return nil, fmt.Errorf("module %s: its archive holds %d bytes, more than the %d a module may (four times --template-max-total-size): refused before download", describe(f.mv, f.digest), layer.Size, max)
+		return nil, fmt.Errorf("module %s: its archive holds %d bytes, more than the %d a module may (four times --template-max-total-size): %w", describe(f.mv, f.digest), layer.Size, max, errTooLarge)
 	}
 	rc, err := f.mod.GetZip(ctx)
 	if err != nil {

@@ -42,6 +42,9 @@ type Options struct {
 	MaxModuleFiles int
 	// Log receives the poll errors.
 	Log logr.Logger
+	// Refused, when set, is told once of each module version whose
+	// content is refused at fetch (refused.go).
+	Refused func(Refusal)
 }
 
 // Source serves the modules of Options.Refs in Dir.
@@ -54,7 +57,7 @@ type Source struct {
 	mu       sync.Mutex // guards serving, accepted and pinned.json
 	serving  []Resolved
 	accepted map[string]Resolved // by reference, what the operator accepted (accept.go)
-	refused  refusedDigests      // archives refused for what they hold (harden.go)
+	refused  map[string]*Refusal // by digest, the content refused at fetch (refused.go)
 }
 
 // New makes a Source; Start lays out the first modules.
@@ -89,7 +92,7 @@ func New(opts Options) (*Source, error) {
 			auth = data
 		}
 	}
-	s := &Source{opts: opts, c: &cache{dir: opts.CacheDir, limits: opts.Limits, maxFiles: opts.MaxModuleFiles}, remotes: map[string]*remote{}}
+	s := &Source{opts: opts, c: &cache{dir: opts.CacheDir, limits: opts.Limits, maxFiles: opts.MaxModuleFiles}, remotes: map[string]*remote{}, refused: map[string]*Refusal{}}
 	for _, r := range opts.Refs {
 		if s.remotes[r.Registry] != nil {
 			continue
@@ -131,7 +134,7 @@ func (s *Source) Start(ctx context.Context) error {
 			rs[i] = rec
 			continue
 		}
-		if rs[i], err = s.resolve(ctx, ref, nil); err != nil {
+		if rs[i], err = s.resolve(ctx, ref, nil, p.pin(ref)); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -157,7 +160,7 @@ func (s *Source) Poll(ctx context.Context) (changed bool, err error) {
 		if ref.Pinned() {
 			continue
 		}
-		r, err := s.resolve(ctx, ref, &have[i])
+		r, err := s.resolve(ctx, ref, &have[i], nil)
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -175,7 +178,9 @@ func (s *Source) Run(ctx context.Context) {
 	t := time.NewTicker(s.opts.PollInterval)
 	defer t.Stop()
 	for {
-		if changed, err := s.Poll(ctx); err != nil {
+		if changed, err := s.Poll(ctx); err != nil && onlyKnownRefusals(err) {
+			s.opts.Log.V(1).Info("template modules: the versions refused before are still there; what serves is unchanged", "error", err.Error())
+		} else if err != nil {
 			s.opts.Log.Error(err, "template modules: poll failed; what serves is unchanged")
 		} else if changed {
 			s.opts.Log.Info("template modules: new version laid out", "serving", s.Serving())
@@ -204,15 +209,16 @@ func (s *Source) commit(rs []Resolved) (bool, error) {
 }
 
 // resolve asks the registry what ref names now; when it is still have's
-// digest, have is the answer.
-func (s *Source) resolve(ctx context.Context, ref Ref, have *Resolved) (Resolved, error) {
+// digest, have is the answer. pin, when set, is the record of ref's pinned
+// digest: each dependency must still be the digest it records.
+func (s *Source) resolve(ctx context.Context, ref Ref, have, pin *Resolved) (Resolved, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.opts.FetchTimeout)
 	defer cancel()
-	r, err := s.resolveWithin(ctx, ref, have)
+	r, err := s.resolveWithin(ctx, ref, have, pin)
 	return r, timedOut(ctx, ref, s.opts.FetchTimeout, err)
 }
 
-func (s *Source) resolveWithin(ctx context.Context, ref Ref, have *Resolved) (Resolved, error) {
+func (s *Source) resolveWithin(ctx context.Context, ref Ref, have, pin *Resolved) (Resolved, error) {
 	rem := s.remotes[ref.Registry]
 	vers := ref.Query
 	if !ref.Exact() {
@@ -226,7 +232,7 @@ func (s *Source) resolveWithin(ctx context.Context, ref Ref, have *Resolved) (Re
 	if err != nil {
 		return Resolved{}, fmt.Errorf("module reference %s: %w", ref.Raw, err)
 	}
-	digest, err := s.fetch(ctx, rem, mv, ref.Digest)
+	digest, err := s.fetch(ctx, ref, rem, mv, ref.Digest)
 	if err != nil {
 		return Resolved{}, err
 	}
@@ -234,7 +240,11 @@ func (s *Source) resolveWithin(ctx context.Context, ref Ref, have *Resolved) (Re
 		return *have, nil
 	}
 	deps, err := resolveDeps(ctx, s.c.moduleDir(digest), func(ctx context.Context, mv module.Version) (string, error) {
-		return s.fetch(ctx, rem, mv, "")
+		got, err := s.fetch(ctx, ref, rem, mv, "")
+		if err == nil && pin != nil {
+			err = pin.checkDep(ref, mv, got)
+		}
+		return got, err
 	}, s.c)
 	if err != nil {
 		return Resolved{}, fmt.Errorf("module %s: dependencies: %w", describe(mv, digest), err)
@@ -242,9 +252,11 @@ func (s *Source) resolveWithin(ctx context.Context, ref Ref, have *Resolved) (Re
 	return Resolved{Ref: ref.Raw, Module: mv.Path(), Version: vers, Digest: digest, Deps: deps}, nil
 }
 
-// fetch reads mv's manifest and, unless its digest is cached, downloads
-// and extracts it; it answers the digest.
-func (s *Source) fetch(ctx context.Context, rem *remote, mv module.Version, digest string) (string, error) {
+// fetch reads mv's manifest and, unless its digest is cached or was
+// refused before, downloads and extracts it; it answers the digest. The
+// content refused (an archive over the limits, an entry refused by
+// extract) is remembered by digest and reported once.
+func (s *Source) fetch(ctx context.Context, ref Ref, rem *remote, mv module.Version, digest string) (string, error) {
 	f, err := rem.manifest(ctx, mv, digest)
 	if err != nil {
 		return "", err
@@ -252,16 +264,23 @@ func (s *Source) fetch(ctx context.Context, rem *remote, mv module.Version, dige
 	if s.c.has(f.digest) {
 		return f.digest, nil
 	}
-	if err := s.refused.get(f.digest); err != nil {
+	if err := s.refusedBefore(f.digest); err != nil {
 		return "", err // refused before: not downloaded and checked again
 	}
 	data, err := f.archive(ctx, s.c.maxModule())
+	if errors.Is(err, errTooLarge) {
+		s.refuse(&Refusal{Ref: ref.Raw, Module: mv.Path(), Version: mv.Version(), Digest: f.digest, Err: err})
+	}
 	if err != nil {
 		return "", err
 	}
-	err = s.c.extract(ctx, mv, f.digest, data)
-	if _, ok := err.(*refusedError); ok {
-		s.refused.add(f.digest, err)
+	if err := s.c.extract(ctx, mv, f.digest, data); err != nil {
+		if cacheFailed(err) || ctx.Err() != nil { // not the content's fault: fetched again
+			return "", err
+		}
+		rf := &Refusal{Ref: ref.Raw, Module: mv.Path(), Version: mv.Version(), Digest: f.digest, Err: err}
+		s.refuse(rf)
+		return "", rf
 	}
-	return f.digest, err
+	return f.digest, nil
 }

@@ -2,6 +2,8 @@ package source_test
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -171,5 +173,73 @@ func TestErrorsNameModuleVersions(t *testing.T) {
 	}
 	if strings.Contains(msg, cache) || strings.Contains(msg, "trees") {
 		t.Errorf("error names the module cache:\n%s", msg)
+	}
+}
+
+// TestPinCoversDependencies: a pinned module's dependencies are those its
+// first fetch resolved. After the publisher of a dependency moves its tag
+// to new content, the warm cache serves the pinned content, and a fetch
+// of the pin anew (its module files gone, pinned.json kept) is refused,
+// naming the dependency, its version and both digests.
+func TestPinCoversDependencies(t *testing.T) {
+	ctx := context.Background()
+	reg := sourcetest.Start(t)
+	publishLib(t, reg)
+	publishApp(t, reg, "v1.0.0")
+	probe := open(t, reg.Ref("example.com/app", "v1.0.0"), t.TempDir(), template.Limits{})
+	if err := probe.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	pin := reg.Ref("example.com/app", "v1.0.0@"+probe.Serving()[0].Digest)
+
+	cache := t.TempDir()
+	s := open(t, pin, cache, template.Limits{})
+	if err := s.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := greeting(t, s.Dir()); got != "hello v1.0.0" {
+		t.Fatalf("served %q, want hello v1.0.0", got)
+	}
+	deps := s.Serving()[0].Deps
+	if len(deps) != 1 || deps[0].Module != "example.com/lib@v0" {
+		t.Fatalf("pin's dependencies = %+v", deps)
+	}
+	libDigest := deps[0].Digest
+
+	reg.Publish(t, "example.com/lib@v0", "v0.1.0", map[string]string{
+		"cue.mod/module.cue": sourcetest.ModuleFile("example.com/lib@v0", nil),
+		"lib.cue":            "package lib\ngreeting: \"evil\"\n",
+	})
+
+	warm := open(t, pin, cache, template.Limits{})
+	if err := warm.Start(ctx); err != nil {
+		t.Fatalf("warm cache: %v", err)
+	}
+	if changed, err := warm.Poll(ctx); changed || err != nil {
+		t.Errorf("warm cache: Poll of a pin = %v, %v", changed, err)
+	}
+	if got := greeting(t, warm.Dir()); got != "hello v1.0.0" {
+		t.Errorf("warm cache served %q, want the pinned hello v1.0.0", got)
+	}
+
+	if err := os.RemoveAll(filepath.Join(cache, "modules")); err != nil {
+		t.Fatal(err)
+	}
+	cold := open(t, pin, cache, template.Limits{})
+	err := cold.Start(ctx)
+	if err == nil {
+		t.Fatalf("module files gone, the dependency's tag moved: Start served %q", greeting(t, cold.Dir()))
+	}
+	for _, want := range []string{"example.com/lib@v0.1.0", "not " + libDigest, "refused"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("Start = %v, want it to name %q", err, want)
+		}
+	}
+	if _, found, _ := strings.Cut(err.Error(), "names digest "); !strings.HasPrefix(found, "sha256:") || strings.HasPrefix(found, libDigest) {
+		t.Errorf("Start = %v, want it to name the digest found", err)
+	}
+	p, _ := os.ReadFile(filepath.Join(cache, "pinned.json"))
+	if !strings.Contains(string(p), libDigest) {
+		t.Errorf("a refused fetch changed pinned.json:\n%s", p)
 	}
 }
