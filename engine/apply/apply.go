@@ -71,6 +71,23 @@ func (a *Applier) fieldManager() string {
 // unchanged and the error wraps ErrExists (create.go). The caller decides,
 // from Get, whether to apply over it.
 func (a *Applier) Apply(ctx context.Context, desired, live *unstructured.Unstructured) (Action, error) {
+	return a.apply(ctx, desired, live, false)
+}
+
+// ApplyOver is Apply of desired over live, an object read by Get whose
+// state a decision rests on (an adoption: a released child whose proof
+// verified). The apply carries live's resourceVersion: when the object of
+// the name changed since it was read, or was deleted and made again, the
+// API server refuses it (a Conflict) and nothing is written, so that what
+// is taken over is the object checked.
+func (a *Applier) ApplyOver(ctx context.Context, desired, live *unstructured.Unstructured) (Action, error) {
+	if live == nil || live.GetResourceVersion() == "" {
+		return "", fmt.Errorf("%s apply failed: no live object and resourceVersion to apply over", subject(desired))
+	}
+	return a.apply(ctx, desired, live, true)
+}
+
+func (a *Applier) apply(ctx context.Context, desired, live *unstructured.Unstructured, over bool) (Action, error) {
 	p, err := a.plan(desired, live)
 	if err != nil {
 		return "", fmt.Errorf("%s apply failed: %w", subject(desired), err)
@@ -80,6 +97,9 @@ func (a *Applier) Apply(ctx context.Context, desired, live *unstructured.Unstruc
 	}
 	if live == nil {
 		guardCreate(p.object)
+	}
+	if over {
+		p.object.Object["metadata"].(map[string]any)["resourceVersion"] = live.GetResourceVersion()
 	}
 	ans, err := a.send(ctx, p.object)
 	if err != nil && live == nil && createRefused(p.object, err) != nil {

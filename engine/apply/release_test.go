@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -134,4 +135,59 @@ func TestApplyCreatesOnly(t *testing.T) {
 	}
 	e.mustApply(t, a, free, apply.Created)
 	e.wantNeeds(t, a, free, false)
+}
+
+// TestApplyOverOnlyTheObjectRead: ApplyOver writes over the object it was
+// given as read, and over nothing else: an object changed since, or
+// deleted and made again under its name, is refused (a Conflict) and left
+// as it is; the object as read is applied over.
+func TestApplyOverOnlyTheObjectRead(t *testing.T) {
+	e := newEnv(t)
+	a := &apply.Applier{Client: e.c}
+	ctx := context.Background()
+	cm := configMap(e.ns, "released")
+	theirs := cm.DeepCopy()
+	theirs.Object["data"] = map[string]any{"a": "theirs"}
+	if err := e.c.Create(ctx, theirs, client.FieldOwner("kubectl-create")); err != nil {
+		t.Fatal(err)
+	}
+	read, err := a.Get(ctx, cm)
+	if err != nil || read == nil {
+		t.Fatalf("Get = %v, %v", read, err)
+	}
+	refused := func(what string) {
+		t.Helper()
+		before := e.live(t, cm)
+		if _, err := a.ApplyOver(ctx, cm, read); !apierrors.IsConflict(err) || !strings.Contains(err.Error(), "ConfigMap "+e.ns+"/released") {
+			t.Fatalf("ApplyOver after %s: %v, want a Conflict naming the object", what, err)
+		}
+		after := e.live(t, cm)
+		if after.GetResourceVersion() != before.GetResourceVersion() || after.Object["data"].(map[string]any)["a"] == "1" {
+			t.Fatalf("after %s, the object changed: resourceVersion %s -> %s, data %v", what, before.GetResourceVersion(), after.GetResourceVersion(), after.Object["data"])
+		}
+	}
+	e.edit(t, cm, func(live *unstructured.Unstructured) { live.Object["data"] = map[string]any{"a": "edited"} })
+	refused("an edit")
+
+	read = e.live(t, cm)
+	if err := e.c.Delete(ctx, read); err != nil {
+		t.Fatal(err)
+	}
+	again := configMap(e.ns, "released")
+	again.Object["data"] = map[string]any{"a": "theirs"}
+	if err := e.c.Create(ctx, again, client.FieldOwner("kubectl-create")); err != nil {
+		t.Fatal(err)
+	}
+	refused("a delete and a create of the name")
+
+	read = e.live(t, cm)
+	if got, err := a.ApplyOver(ctx, cm, read); err != nil || got != apply.Updated {
+		t.Fatalf("ApplyOver the object as read = %v, %v; want updated", got, err)
+	}
+	if after := e.live(t, cm); after.GetUID() != read.GetUID() || after.Object["data"].(map[string]any)["a"] != "1" {
+		t.Fatalf("the object as read was not applied over: uid %s (read %s), data %v", after.GetUID(), read.GetUID(), after.Object["data"])
+	}
+	if _, err := a.ApplyOver(ctx, cm, nil); err == nil {
+		t.Fatalf("ApplyOver nothing: no error")
+	}
 }

@@ -66,6 +66,11 @@ func (d *differ) existing(ctx context.Context, cr *unstructured.Unstructured, c 
 		return out
 	}
 	claim := reconcile.ClaimOf(cr, c, obj)
+	if claim.Released && !reconcile.HasReleaseProof(obj) {
+		// A released-from mark without its proof: the controller stalls
+		// the CR whatever its key (reconcile/releaseproof.go).
+		claim = reconcile.ProveClaim(nil, c, obj, claim)
+	}
 	if claim.Conflict != "" {
 		out.Action, out.Reason = Conflict, claim.Conflict+": the CR would stall (ChildConflict) and write nothing to it"
 		return out
@@ -74,6 +79,9 @@ func (d *differ) existing(ctx context.Context, cr *unstructured.Unstructured, c 
 	if claim.Adopt && out.Action != Refused {
 		out.Action = Adopt
 		out.Reason = fmt.Sprintf("no controller: taken over (policies: %s: adopt: %q)", c.ID, c.Policy.Adopt)
+		if claim.Released {
+			out.Reason = fmt.Sprintf("no controller, marked released from this CR: taken over if its %s verifies under the operator's key, which diff does not read; else the CR would stall (ChildConflict) and write nothing to it", reconcile.AnnotationReleaseProof)
+		}
 	}
 	return out
 }

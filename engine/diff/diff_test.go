@@ -2,6 +2,7 @@ package diff_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/cueop/cueop/engine/diff"
+	"github.com/cueop/cueop/localcluster/clustertest"
 )
 
 // The template edits of the tests.
@@ -147,6 +149,35 @@ func TestDiff(t *testing.T) {
 		} {
 			if !strings.Contains(out, want) {
 				t.Errorf("output lacks %q:\n%s", want, out)
+			}
+		}
+	})
+	t.Run("released-from mark without its proof", func(t *testing.T) {
+		// A tenant's Service of the name the template now gives, marked
+		// released from r0000 with no proof: the controller stalls the
+		// CR (ChildConflict), so diff may not show an adoption.
+		c := newClient(t, clustertest.Config())
+		svc := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Service",
+			"metadata": map[string]any{"namespace": ns, "name": "r0000-svc",
+				"annotations": map[string]any{"cueop.dev/released-from": "RedisCluster.cache.example.com " + ns + "/r0000"}},
+			"spec": map[string]any{"type": "NodePort", "ports": []any{map[string]any{"name": "redis", "port": int64(6379)}}}}}
+		if err := c.Create(context.Background(), svc); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = c.Delete(context.Background(), svc) })
+		r := run(t, edited(t, `metadata: {name: _name, labels: _selector}`, `metadata: {name: "\(_name)-svc", labels: _selector}`), opts)
+		out := text(t, r)
+		for _, want := range []string{
+			"x conflict Service " + ns + "/r0000-svc (children.service)",
+			"marked released from RedisCluster.cache.example.com " + ns + "/r0000, but it has no cueop.dev/release-proof annotation",
+		} {
+			if !strings.Contains(out, want) {
+				t.Errorf("output lacks %q:\n%s", want, out)
+			}
+		}
+		for _, line := range strings.Split(out, "\n") {
+			if strings.Contains(line, "r0000-svc") && (strings.Contains(line, "adopt ") || strings.Contains(line, "taken over")) {
+				t.Errorf("diff shows an adoption the controller refuses: %q", line)
 			}
 		}
 	})

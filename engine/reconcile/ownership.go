@@ -185,7 +185,13 @@ func (r *run) create(ctx context.Context, c render.Child) (apply.Action, *claime
 func (r *run) claimAll(ctx context.Context, claims []claimed) []error {
 	var failed []error
 	for _, cl := range claims {
-		action, err := r.r.Applier.Apply(ctx, cl.child.Object, cl.obj)
+		apply := r.r.Applier.Apply
+		if cl.Released {
+			// Over the object whose proof verified, not one that took
+			// its name since.
+			apply = r.r.Applier.ApplyOver
+		}
+		action, err := apply(ctx, cl.child.Object, cl.obj)
 		err = deny("apply "+objectText(cl.child.Object), err) // forbidden.go
 		if err == nil && cl.Adopt {
 			action = Adopted

@@ -81,10 +81,32 @@ func (r *run) prove(ctx context.Context, cl *claimed) error {
 	if err != nil {
 		return err
 	}
-	from := cl.obj.GetAnnotations()[AnnotationReleasedFrom]
-	if why := proven(key, cl.obj, from); why != "" {
-		cl.Claim = Claim{Conflict: fmt.Sprintf("children.%s: %s %s/%s exists with no controller, marked released from %s, but %s; policies: %s: adopt: %q would take it over",
-			cl.child.ID, cl.obj.GetKind(), cl.obj.GetNamespace(), cl.obj.GetName(), from, why, cl.child.ID, render.AdoptUncontrolled)}
-	}
+	cl.Claim = ProveClaim(key, cl.child, cl.obj, cl.Claim)
 	return nil
+}
+
+// ProveClaim is claim, what ClaimOf answered for obj, the live object of
+// c, once an adoption resting on obj's released-from mark (Claim.Released)
+// is checked against the mark's proof under key: a conflict, naming why,
+// unless the proof verifies. Any other claim is answered as it is. With
+// no key (cueop diff, which may not read the operator's key) a proof
+// present cannot be checked and is a conflict too; a caller without the
+// key tells a missing proof, which no key makes good, by HasReleaseProof.
+func ProveClaim(key []byte, c render.Child, obj *unstructured.Unstructured, claim Claim) Claim {
+	if !claim.Adopt || !claim.Released {
+		return claim
+	}
+	from := obj.GetAnnotations()[AnnotationReleasedFrom]
+	if why := proven(key, obj, from); why != "" {
+		return Claim{Conflict: fmt.Sprintf("children.%s: %s %s/%s exists with no controller, marked released from %s, but %s; policies: %s: adopt: %q would take it over",
+			c.ID, obj.GetKind(), obj.GetNamespace(), obj.GetName(), from, why, c.ID, render.AdoptUncontrolled)}
+	}
+	return claim
+}
+
+// HasReleaseProof tells whether obj carries a release proof at all
+// (AnnotationReleaseProof), verified or not.
+func HasReleaseProof(obj *unstructured.Unstructured) bool {
+	_, ok := obj.GetAnnotations()[AnnotationReleaseProof]
+	return ok
 }

@@ -6,6 +6,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/cueop/cueop/engine/render"
 )
 
 // TestReleaseProof: a release proof verifies for the object, the CR and
@@ -54,5 +56,54 @@ func TestReleaseProof(t *testing.T) {
 		if why := proven(tc.key, tc.o, tc.from); why == "" {
 			t.Errorf("%s: the proof verifies", name)
 		}
+	}
+}
+
+// TestProveClaim: an adoption by a released-from mark holds only with its
+// proof; without a key (cueop diff) only a missing proof is decided, as a
+// conflict naming the child, the object and why; other claims pass as
+// they are.
+func TestProveClaim(t *testing.T) {
+	key := []byte(strings.Repeat("k", 32))
+	cr := testCR()
+	svc := func(ann map[string]string) (render.Child, *unstructured.Unstructured) {
+		o := &unstructured.Unstructured{}
+		o.SetAPIVersion("v1")
+		o.SetKind("Service")
+		o.SetNamespace("ns")
+		o.SetName("shop")
+		o.SetUID("u1")
+		o.SetAnnotations(ann)
+		return render.Child{ID: "service", Object: o, Policy: render.DefaultPolicy(o.GroupVersionKind().GroupKind(), nil)}, o
+	}
+	from := subjectOf(cr)
+	c, forged := svc(map[string]string{AnnotationReleasedFrom: from})
+	claim := ClaimOf(cr, c, forged)
+	if !claim.Adopt || !claim.Released {
+		t.Fatalf("ClaimOf of a released-from mark = %+v, want an adoption resting on the mark", claim)
+	}
+	for _, k := range [][]byte{nil, key} {
+		got := ProveClaim(k, c, forged, claim)
+		if got.Adopt || !strings.Contains(got.Conflict, "children.service: Service ns/shop exists with no controller, marked released from "+from+", but it has no cueop.dev/release-proof annotation") {
+			t.Errorf("key %v: a mark without a proof: %+v, want a conflict naming the child and the missing proof", k != nil, got)
+		}
+	}
+	if HasReleaseProof(forged) {
+		t.Errorf("HasReleaseProof of an object without one")
+	}
+	c, genuine := svc(map[string]string{AnnotationReleasedFrom: from})
+	genuine.SetAnnotations(map[string]string{AnnotationReleasedFrom: from, AnnotationReleaseProof: ReleaseProof(key, genuine, from)})
+	if got := ProveClaim(key, c, genuine, claim); got != claim {
+		t.Errorf("the genuine proof: %+v, want %+v", got, claim)
+	}
+	if !HasReleaseProof(genuine) {
+		t.Errorf("HasReleaseProof of an object with one")
+	}
+	if got := ProveClaim(nil, c, genuine, claim); got.Adopt || !strings.Contains(got.Conflict, "no release key") {
+		t.Errorf("no key: %+v, want a conflict", got)
+	}
+	uncontrolled := Claim{Adopt: true}
+	if got := ProveClaim(nil, c, forged, uncontrolled); got != uncontrolled {
+		t.Errorf(`adopt: "uncontrolled": %+v, want it as it is`, got)
 	}
 }

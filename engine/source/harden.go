@@ -29,8 +29,8 @@ const (
 
 // checkEntries refuses an archive before any of its files is written: more
 // entries than maxFiles, a name that is not a slash path inside the module
-// (../x, /x, x/../y), one deeper than MaxEntryDepth or longer than
-// MaxEntryName, one that is not a regular file (a symlink, a device), one
+// (../x, /x, x/../y, a NUL), one deeper than MaxEntryDepth, longer than
+// MaxEntryName or with an element longer than MaxEntryElement, one that is not a regular file (a symlink, a device), one
 // given twice, one inside a file, one below cue.mod/deps (the layout's,
 // never a module's), or declared sizes over the limits. The sizes are checked again while reading
 // (extractFile): a header may lie. Its work is linear in the size of the
@@ -47,6 +47,11 @@ const (
 	// an entry's parents within a constant of its name's length.
 	MaxEntryDepth = 64
 	MaxEntryName  = 1024
+	// MaxEntryElement is the longest one element of an entry's name may
+	// be: the longest file name Linux file systems hold (NAME_MAX). A
+	// longer one would fail its extraction as the disk's error, not the
+	// archive's, and the archive be fetched again at every poll.
+	MaxEntryElement = 255
 )
 
 // checkNames is checkEntries; it answers its work as well, the bytes of
@@ -89,7 +94,7 @@ func (c *cache) checkNames(ctx context.Context, zr *zip.Reader) (work int, err e
 			return work, fmt.Errorf("entry %q: %d path elements deep, more than the %d a module's file may be: refused", clip(f.Name), depth, MaxEntryDepth)
 		}
 		switch {
-		case !fs.ValidPath(name) || name == "." || strings.Contains(f.Name, `\`):
+		case !fs.ValidPath(name) || name == "." || strings.ContainsAny(f.Name, "\\\x00"):
 			return work, fmt.Errorf("entry %q: not a path inside the module: refused", clip(f.Name))
 		case name == "cue.mod/deps" || strings.HasPrefix(name, "cue.mod/deps/"):
 			return work, fmt.Errorf("entry %q: cue.mod/deps is where the operator lays out the dependencies it fetched, not part of a module: refused", f.Name)
@@ -99,6 +104,9 @@ func (c *cache) checkNames(ctx context.Context, zr *zip.Reader) (work int, err e
 		id, rest := 0, name
 		for {
 			elem, more, ok := strings.Cut(rest, "/")
+			if len(elem) > MaxEntryElement {
+				return work, fmt.Errorf("entry %q: an element of %d bytes, more than the %d a file name may have: refused", clip(f.Name), len(elem), MaxEntryElement)
+			}
 			id = find(id, elem)
 			if !ok {
 				break

@@ -112,8 +112,10 @@ func wantRefused(t *testing.T, err error, parts ...string) {
 }
 
 // TestHostileArchiveEntries: a module archive whose entries climb out of
-// the module, are symlinks, are given twice, or shadow the layout's
-// cue.mod/deps is refused before a file is written, naming the module and
+// the module, are symlinks, are given twice, hold a NUL or a file name
+// longer than a file system's (before: both failed at extraction, as the
+// disk's error, and were fetched again at every poll), or shadow the
+// layout's cue.mod/deps is refused before a file is written, naming the module and
 // the entry.
 func TestHostileArchiveEntries(t *testing.T) {
 	for _, tc := range []struct {
@@ -128,6 +130,8 @@ func TestHostileArchiveEntries(t *testing.T) {
 		{"symlink", []entry{{name: "web/link.cue", body: "../../../etc/passwd", mode: fs.ModeSymlink | 0o777}}, `entry "web/link.cue": a symlink, not a regular file`},
 		{"duplicate", []entry{{name: "web/web.cue", body: "package web\nx: 1\n"}}, `entry "web/web.cue": given twice`},
 		{"file-as-dir", []entry{{name: "web/web.cue/x.cue", body: "package x\n"}}, `entry "web/web.cue/x.cue": inside "web/web.cue", which is a file`},
+		{"nul", []entry{{name: "web/a\x00.cue", body: "package web\n"}}, `entry "web/a\x00.cue": not a path inside the module`},
+		{"long-element", []entry{{name: "web/" + strings.Repeat("e", 256) + ".cue", body: "package web\n"}}, `an element of 260 bytes, more than the 255 a file name may have: refused`},
 		{"vendored", []entry{{name: "cue.mod/deps/example.com/lib@v0.1.0/lib.cue", body: "package lib\n"}}, `entry "cue.mod/deps/example.com/lib@v0.1.0/lib.cue": cue.mod/deps is where the operator`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -47,6 +47,41 @@ func TestSlowBodiesHoldNoSlot(t *testing.T) {
 	}
 }
 
+// TestDeclaredLengthsReserveNothing: 170 clients that declare a body of
+// 8 MB (under the limit) and send one byte of it reserve a few hundred
+// bytes each of the bytes read at once, not the length they declared: a
+// review sent meanwhile is converted (before: each reserved 512 KiB at
+// once, 160 of them held the whole 80 MiB, and the review was refused
+// with 429 for as long as they stalled).
+func TestDeclaredLengthsReserveNothing(t *testing.T) {
+	h := &webhook.Handler{Registry: registry()}
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	const clients = 170
+	for range clients {
+		conn, err := net.Dial("tcp", srv.Listener.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 8000000\r\n\r\n{", webhook.Path)
+	}
+	// Every client's body is being read once each reserved its start.
+	waitFor(t, func() bool { return webhook.Reading(h) >= clients*512 })
+	if got := webhook.Reading(h); got > clients*4096 {
+		t.Errorf("%d clients that sent a byte reserve %d bytes, want at most %d", clients, got, clients*4096)
+	}
+	body := reviewBody(t, []runtime.RawExtension{gauge("v1", "g", `{"replicas":3}`)})
+	resp, err := http.Post(srv.URL+webhook.Path, "application/json", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("review beside %d stalled 8 MB bodies: %s, want converted", clients, resp.Status)
+	}
+}
+
 // TestHandlerBoundsBodyRead: a body not sent within Limits.BodyTime ends
 // its connection, answered.
 func TestHandlerBoundsBodyRead(t *testing.T) {

@@ -15,3 +15,6 @@ func ServeOn(s *Server, l net.Listener) (stop func()) {
 	go func() { _ = srv.Serve(tl) }()
 	return func() { _ = srv.Close() }
 }
+
+// Reading is the bytes of the bodies h reads or holds now, for the tests.
+func Reading(h *Handler) int64 { return h.reading.Load() }

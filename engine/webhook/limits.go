@@ -186,6 +186,10 @@ func refuse(w http.ResponseWriter, r *http.Request, code int, msg string) {
 // errReading is a body refused for the bytes of the bodies read at once.
 var errReading = errors.New("too many bytes of review bodies being read at once")
 
+// initialBody is the most bytes a body's buffer starts with before any
+// is read.
+const initialBody = 511
+
 // readBody reads r's body, at most limit bytes, within d, reserving its
 // bytes from h's share of bodies read at once as they come (a client that
 // sends slowly reserves little); release gives them back. The deadline is
@@ -199,9 +203,13 @@ func (h *Handler) readBody(w http.ResponseWriter, r *http.Request, limit int64, 
 	release = func() { h.reading.Add(-reserved) }
 	max := h.Limits.maxReading()
 	src := http.MaxBytesReader(w, r.Body, limit)
+	// The buffer grows as bytes come, from a small start whatever the
+	// Content-Length: a declared length is no reason to reserve; 160
+	// clients declaring 8 MB and sending a byte would otherwise hold
+	// every byte of maxReading, and refuse the API server's reviews.
 	n := r.ContentLength
-	if n < 0 || n > 512<<10 {
-		n = 512 << 10
+	if n < 0 || n > initialBody {
+		n = initialBody
 	}
 	buf := make([]byte, 0, n+1)
 	for {
