@@ -33,6 +33,8 @@ func TestKustomizeBuilds(t *testing.T) {
 		"RoleBinding/cueop-system/cueop-leader-election",
 		"Role/cueop-system/cueop-webhook-cert",
 		"RoleBinding/cueop-system/cueop-webhook-cert",
+		"Role/cueop-system/cueop-release-key",
+		"RoleBinding/cueop-system/cueop-release-key",
 		"Service/cueop-system/cueop-webhook",
 		"NetworkPolicy/cueop-system/cueop-webhook",
 		"ConfigMap/cueop-system/cueop-templates",
