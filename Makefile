@@ -51,7 +51,7 @@ vet: ## go vet, gofmt check and `cueop vet` on the templates.
 
 .PHONY: test
 test: k8s-bins vet build ## Run every test (with -race), the golden cases, a smoke run of `make run`, and each fuzz target briefly.
-	$(GO) test -race -count=1 -timeout 25m ./...
+	$(GO) test -race -count=1 -timeout 45m ./...
 	$(BIN) test
 	$(BIN) --templates testdata/versions test --testdata testdata/versions/cases
 	$(BIN) dev --exit-when-ready --timeout 3m --zap-log-level error --kubeconfig-out $$(mktemp -d)/kubeconfig
