@@ -114,7 +114,7 @@ func (w *templateWriter) restoreAll(ctx context.Context) bool {
 // operator's kinds' and its status differs, by content, from what was
 // written last: deleted, its status edited (whatever field manager wrote
 // it: a status patched with --field-manager=cueop is no more this
-// operator's than any other), its mark removed or changed, or its spec
+// operator's than any other), its mark removed, or its spec
 // edited (a new generation, which the conditions then observe). A kind
 // this operator serves is its to write whatever the mark. Restores are
 // bounded (restoreBudget): a writer that keeps changing a Template is not
@@ -135,6 +135,16 @@ func (w *templateWriter) restore(ctx context.Context, name string) error {
 			return nil // what was written last, or a change not yet seen
 		}
 		gen = live.GetGeneration()
+		if mark := live.GetAnnotations()[TemplatesAnnotation]; mark != "" && mark != w.o.TemplatesMark() {
+			// Another operator's templates serve the kind (operators
+			// serving one kind in different namespaces): it is theirs
+			// until this one's state of the kind changes (writeReport).
+			// Whoever may write a Template's mark may take it so: an
+			// operator identity on the Template would tell operators
+			// apart from a forged mark.
+			prev.ours, prev.taken = false, true
+			return nil
+		}
 		if gen == prev.gen && live.GetAnnotations()[TemplatesAnnotation] == w.o.TemplatesMark() && sameStatus(live, prev.status) {
 			prev.rv = live.GetResourceVersion()
 			return nil

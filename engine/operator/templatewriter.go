@@ -54,6 +54,7 @@ type liveTemplate struct {
 	gen    int64
 	rv     string // the resourceVersion of the last write; "" when found
 	ours   bool   // marked with this operator's templates (templatedrift.go)
+	taken  bool   // written by this operator, then marked by another's
 }
 
 // Retries of a failed write, from templateRetry to templateRetryMax.
@@ -223,7 +224,7 @@ func (w *templateWriter) writeReport(ctx context.Context, r kindReport) error {
 		gen, status = prev.gen, prev.status
 	}
 	next := r.merge(status, gen)
-	if prev != nil && prev.ours && sameJSON(prev.status, next) {
+	if prev != nil && (prev.ours || prev.taken) && sameJSON(prev.status, next) {
 		return nil
 	}
 	create := prev == nil || !prev.ours
