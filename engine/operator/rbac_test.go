@@ -95,6 +95,11 @@ func operatorRules(crGroups []string, refused map[string][]string) []rbacv1.Poli
 		{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: allVerbs},
 		{APIGroups: []string{"storage.k8s.io"}, Resources: []string{"storageclasses"}, Verbs: []string{"get", "list", "watch"}},
 		{APIGroups: []string{""}, Resources: []string{"namespaces"}, Verbs: []string{"get", "list", "watch"}},
+		// The release key, as config/rbac/release_key_role.yaml grants it
+		// (a ClusterRole here: operatortest puts the key in the test's
+		// namespace).
+		{APIGroups: []string{""}, Resources: []string{"secrets"}, ResourceNames: []string{"cueop-release-key"}, Verbs: []string{"get"}},
+		{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"create"}},
 	}
 	for group, resources := range childResources {
 		for _, r := range resources {
