@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/cueop/cueop/engine/webhook"
+	"github.com/cueop/cueop/localcluster/clustertest"
 )
 
 // TestSlowBodiesHoldNoSlot: 12 clients that send a review's headers and
@@ -67,7 +68,12 @@ func TestDeclaredLengthsReserveNothing(t *testing.T) {
 		fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 8000000\r\n\r\n{", webhook.Path)
 	}
 	// Every client's body is being read once each reserved its start.
-	waitFor(t, func() bool { return webhook.Reading(h) >= clients*512 })
+	clustertest.Eventually(t, 10*time.Second, func() string {
+		if n := webhook.Reading(h); n < clients*512 {
+			return fmt.Sprintf("%d bytes being read, want %d", n, clients*512)
+		}
+		return ""
+	})
 	if got := webhook.Reading(h); got > clients*4096 {
 		t.Errorf("%d clients that sent a byte reserve %d bytes, want at most %d", clients, got, clients*4096)
 	}
@@ -205,20 +211,18 @@ func TestServerBoundsConnections(t *testing.T) {
 		defer c.Close()
 		conns = append(conns, c)
 	}
-	waitFor(t, func() bool { return s.Open() == 4 })
+	clustertest.Eventually(t, 10*time.Second, func() string {
+		if s.Open() != 4 {
+			return fmt.Sprintf("%d connections open, want the bound, 4", s.Open())
+		}
+		return ""
+	})
 	conns[0].Close()
 	conns[1].Close()
-	waitFor(t, func() bool { return s.Open() == 4 && s.Accepted() == 6 })
-}
-
-// waitFor waits up to 10 s for ok.
-func waitFor(t *testing.T, ok func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !ok() {
-		if time.Now().After(deadline) {
-			t.Fatal("not within 10s")
+	clustertest.Eventually(t, 10*time.Second, func() string {
+		if s.Open() != 4 || s.Accepted() != 6 {
+			return fmt.Sprintf("%d open, %d accepted; want 4 open, 6 accepted", s.Open(), s.Accepted())
 		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return ""
+	})
 }
