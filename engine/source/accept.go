@@ -1,6 +1,7 @@
 package source
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/cueop/cueop/engine/template"
@@ -12,6 +13,15 @@ import (
 // a version fetched and then refused. A source of another digest (a load
 // of an older layout) records nothing.
 func (s *Source) Accept(srcs []template.Source) {
+	if s.accept(srcs) {
+		if err := s.saveRecord(context.Background()); err != nil { // written again at the next change
+			s.opts.Log.Error(err, "template modules: accepted digests not recorded in the cluster")
+		}
+	}
+}
+
+// accept records srcs in pinned.json, and tells whether that changed.
+func (s *Source) accept(srcs []template.Source) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	p := s.record()
@@ -24,12 +34,13 @@ func (s *Source) Accept(srcs []template.Source) {
 		}
 	}
 	if !changed {
-		return
+		return false
 	}
 	s.accepted = p.Accepted
 	if err := p.write(s.opts.CacheDir); err != nil {
 		s.opts.Log.Error(fmt.Errorf("module cache %s: %w", s.opts.CacheDir, err), "template modules: accepted digests not recorded")
 	}
+	return true
 }
 
 // record is what pinned.json is to say: the digests serving and those

@@ -55,13 +55,13 @@ func (p pinned) pin(ref Ref) *Resolved {
 }
 
 // checkDep refuses a dependency of the pinned module r whose tag now
-// names another digest than the one recorded with the pin: a pin covers
-// the module and what it depends on.
-func (r *Resolved) checkDep(ref Ref, mv module.Version, digest string) error {
+// names another digest than the one recorded with the pin in where
+// (Source.recordNames): a pin covers the module and what it depends on.
+func (r *Resolved) checkDep(ref Ref, mv module.Version, digest, where string) error {
 	for _, d := range r.Deps {
 		if d.Module == mv.Path() && d.Version == mv.Version() && d.Digest != digest {
-			return fmt.Errorf("dependency %s@%s moved: its tag names digest %s, not %s recorded in %s with the pin %s: refused (remove the module cache's %s to take the new content)",
-				mv.BasePath(), mv.Version(), digest, d.Digest, pinnedFile, ref.Raw, pinnedFile)
+			return fmt.Errorf("dependency %s@%s moved: its tag names digest %s, not %s recorded in %s with the pin %s: refused (remove the pin's record from %s to take the new content)",
+				mv.BasePath(), mv.Version(), digest, d.Digest, where, ref.Raw, where)
 		}
 	}
 	return nil

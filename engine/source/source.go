@@ -45,6 +45,10 @@ type Options struct {
 	// Refused, when set, is told once of each module version whose
 	// content is refused at fetch (refused.go).
 	Refused func(Refusal)
+	// Record, when set, keeps what pinned.json records where it outlives
+	// the module cache (record.go): Start reads it before the first fetch,
+	// and it wins over pinned.json; every change is written to both.
+	Record Record
 }
 
 // Source serves the modules of Options.Refs in Dir.
@@ -58,6 +62,9 @@ type Source struct {
 	serving  []Resolved
 	accepted map[string]Resolved // by reference, what the operator accepted (accept.go)
 	refused  map[string]*Refusal // by digest, the content refused at fetch (refused.go)
+
+	saving sync.Mutex // held across a write of the Record (record.go); guards saved
+	saved  []byte     // what was last written to the Record
 }
 
 // New makes a Source; Start lays out the first modules.
@@ -118,11 +125,20 @@ func (s *Source) Serving() []Resolved {
 
 // Start lays out the first modules: the recorded digest of each reference
 // whose files are cached (no registry asked), the registry's answer for
-// the others.
+// the others. The record is pinned.json under Options.Record's, which
+// wins (record.go); a Record that cannot be read or written fails the
+// start: a pin's dependencies would be resolved anew from their tags.
 func (s *Source) Start(ctx context.Context) error {
 	p, err := readPinned(s.opts.CacheDir)
 	if err != nil {
 		s.opts.Log.Error(err, "module cache: recorded digests unreadable, resolving anew")
+	}
+	if s.opts.Record != nil {
+		durable, err := s.loadRecord(ctx)
+		if err != nil {
+			return err
+		}
+		p = overlay(p, durable)
 	}
 	s.mu.Lock()
 	s.accepted = p.Accepted
@@ -141,8 +157,10 @@ func (s *Source) Start(ctx context.Context) error {
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
-	_, err = s.commit(rs)
-	return err
+	if _, err = s.commit(rs); err != nil {
+		return err
+	}
+	return s.saveRecord(ctx)
 }
 
 // Poll follows the moving references once; when one moved it lays out the
@@ -170,7 +188,13 @@ func (s *Source) Poll(ctx context.Context) (changed bool, err error) {
 	if err := errors.Join(errs...); err != nil {
 		return false, err
 	}
-	return s.commit(rs)
+	changed, err = s.commit(rs)
+	if err == nil {
+		if err := s.saveRecord(ctx); err != nil { // written again at the next poll
+			s.opts.Log.Error(err, "template modules: the digests serving are not recorded in the cluster")
+		}
+	}
+	return changed, err
 }
 
 // Run polls now and at every interval until ctx is done, logging errors.
@@ -242,7 +266,7 @@ func (s *Source) resolveWithin(ctx context.Context, ref Ref, have, pin *Resolved
 	deps, err := resolveDeps(ctx, s.c.moduleDir(digest), func(ctx context.Context, mv module.Version) (string, error) {
 		got, err := s.fetch(ctx, ref, rem, mv, "")
 		if err == nil && pin != nil {
-			err = pin.checkDep(ref, mv, got)
+			err = pin.checkDep(ref, mv, got, s.recordNames())
 		}
 		return got, err
 	}, s.c)

@@ -1,0 +1,146 @@
+package source
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// Record keeps the record of pinned.json where it outlives the module
+// cache (Options.Record): a ConfigMap of the operator's namespace (package
+// engine/source/pinstore). The module cache of a Pod is an emptyDir; a
+// new Pod finding no pinned.json would resolve a pin's dependencies from
+// their tags again, and take a dependency whose tag moved.
+type Record interface {
+	// Load answers the record, nil when there is none yet.
+	Load(ctx context.Context) ([]byte, error)
+	// Update writes what update makes of the record there now (nil when
+	// none), reading it again and retrying when another writer changed
+	// it meanwhile.
+	Update(ctx context.Context, update func(old []byte) ([]byte, error)) error
+	// String names it in errors: ConfigMap namespace/name.
+	String() string
+}
+
+// recordTimeout bounds one read or write of the Record.
+const recordTimeout = 30 * time.Second
+
+// decodeRecord reads a record in pinned.json's encoding; from names
+// where it was read.
+func decodeRecord(data []byte, from string) (pinned, error) {
+	p := pinned{Refs: map[string]Resolved{}, Accepted: map[string]Resolved{}}
+	if len(data) == 0 {
+		return p, nil
+	}
+	if err := json.Unmarshal(data, &p); err != nil {
+		return pinned{Refs: map[string]Resolved{}, Accepted: map[string]Resolved{}}, fmt.Errorf("%s: %w", from, err)
+	}
+	if p.Refs == nil {
+		p.Refs = map[string]Resolved{}
+	}
+	if p.Accepted == nil {
+		p.Accepted = map[string]Resolved{}
+	}
+	return p, nil
+}
+
+func (p pinned) encode() ([]byte, error) { return json.MarshalIndent(p, "", "  ") }
+
+// overlay is base with every reference top records taken from top: at a
+// start, the module cache's pinned.json (base) under the cluster's
+// record (top). The cluster's record wins: it outlives every Pod and is
+// the one every replica reads, so it holds the first fetch of a pin,
+// while a pinned.json that disagrees was written later, by a fetch the
+// cluster's record did not see (its write failed, or the ConfigMap was
+// edited since). A reference only one of them records is kept.
+func overlay(base, top pinned) pinned {
+	out := pinned{Refs: map[string]Resolved{}, Accepted: map[string]Resolved{}}
+	for _, p := range []pinned{base, top} {
+		for ref, r := range p.Refs {
+			out.Refs[ref] = r
+		}
+		for ref, r := range p.Accepted {
+			out.Accepted[ref] = r
+		}
+	}
+	return out
+}
+
+// save is what the cluster's record is to say once ours is written over
+// old, the record there now: ours for each reference we serve, old's for
+// the references we do not (another operator naming the same ConfigMap,
+// a pin taken out of --templates and given again), and old's record of a
+// pin's digest, dependencies included, wherever it has one: the first
+// record of a pin is never replaced.
+func save(old, ours pinned) pinned {
+	out := overlay(old, ours)
+	for _, m := range []struct{ old, out map[string]Resolved }{{old.Refs, out.Refs}, {old.Accepted, out.Accepted}} {
+		for ref, r := range m.old {
+			if pinRecord(r) {
+				if have := m.out[ref]; have.Digest == r.Digest {
+					m.out[ref] = r
+				}
+			}
+		}
+	}
+	return out
+}
+
+// pinRecord tells a record of a pinned reference's digest with the
+// dependencies its fetch resolved.
+func pinRecord(r Resolved) bool {
+	ref, err := ParseRef(r.Ref)
+	return err == nil && ref.Pinned() && ref.Digest == r.Digest && r.Deps != nil
+}
+
+// loadRecord reads the cluster's record.
+func (s *Source) loadRecord(ctx context.Context) (pinned, error) {
+	ctx, cancel := context.WithTimeout(ctx, recordTimeout)
+	defer cancel()
+	data, err := s.opts.Record.Load(ctx)
+	if err != nil {
+		return pinned{}, fmt.Errorf("pin record %s: %w", s.opts.Record, err)
+	}
+	return decodeRecord(data, "pin record "+s.opts.Record.String())
+}
+
+// saveRecord writes what serves and what was accepted to the cluster's
+// record, when that changed since it was last written. The caller does
+// not hold s.mu: a write may wait on the API server.
+func (s *Source) saveRecord(ctx context.Context) error {
+	if s.opts.Record == nil {
+		return nil
+	}
+	s.saving.Lock()
+	defer s.saving.Unlock()
+	s.mu.Lock()
+	ours := s.record()
+	s.mu.Unlock()
+	data, err := ours.encode()
+	if err != nil || string(data) == string(s.saved) {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, recordTimeout)
+	defer cancel()
+	err = s.opts.Record.Update(ctx, func(old []byte) ([]byte, error) {
+		p, err := decodeRecord(old, "pin record "+s.opts.Record.String())
+		if err != nil {
+			return nil, err
+		}
+		return save(p, ours).encode()
+	})
+	if err != nil {
+		return fmt.Errorf("pin record %s: %w", s.opts.Record, err)
+	}
+	s.saved = data
+	return nil
+}
+
+// recordNames names where a pin's record is, in errors.
+func (s *Source) recordNames() string {
+	if s.opts.Record == nil {
+		return pinnedFile
+	}
+	return s.opts.Record.String() + " (and the module cache's " + pinnedFile + ")"
+}
