@@ -31,6 +31,7 @@ type runFlags struct {
 	webhook                                                        webhookFlags  // webhook.go
 	identity                                                       identityFlags // identity.go
 	releaseKey                                                     releaseKeyFlags
+	pins                                                           pinRecordFlags // source.go
 }
 
 // releaseKeyFlags say where the key of the release proofs is
@@ -69,6 +70,7 @@ func newRun(g *globals, zapOpts *zap.Options) *cobra.Command {
 			allowedKindsFromEnv(cmd, g) // $CUEOP_ALLOWED_KINDS is the default of --allowed-kinds
 			f.identity.fromEnv(cmd)     // identity.go
 			log := runLogger(cmd, zapOpts)
+			g.source.record = f.pins.record(g.templates, func() (*rest.Config, error) { return restConfig(f.kubeconfig) })
 			if err := g.openSourceLogged(cmd, log.WithName("templates")); err != nil { // source.go
 				return err
 			}
@@ -102,6 +104,7 @@ func newRun(g *globals, zapOpts *zap.Options) *cobra.Command {
 	f.webhook.register(fl)
 	f.identity.register(fl, runIdentityNamespace())
 	f.releaseKey.register(fl)
+	f.pins.register(fl)
 	return cmd
 }
 

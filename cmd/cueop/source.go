@@ -12,8 +12,10 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+	"k8s.io/client-go/rest"
 
 	"github.com/cueop/cueop/engine/source"
+	"github.com/cueop/cueop/engine/source/pinstore"
 	"github.com/cueop/cueop/engine/template"
 )
 
@@ -30,6 +32,29 @@ type sourceFlags struct {
 	// refusals are the module versions refused at fetch, for the operator
 	// to report (refusals.deliver).
 	refusals refusals
+	// record, when set, keeps the record of pinned.json in the cluster
+	// too (cueop run --pin-record: pinRecordFlags).
+	record source.Record
+}
+
+// pinRecordFlags say which ConfigMap cueop run keeps the record of the
+// modules' digests in (engine/source/pinstore), so that a pin's
+// dependencies survive an empty module cache.
+type pinRecordFlags struct{ name, namespace string }
+
+func (f *pinRecordFlags) register(fl *pflag.FlagSet) {
+	fl.StringVar(&f.name, "pin-record", pinstore.DefaultName, "with --templates from a registry: the ConfigMap of --pin-record-namespace keeping what the module cache's pinned.json records (the digests resolved and accepted, and the dependencies of each pin), read at start before the first fetch and winning over the file; empty: the module cache alone")
+	fl.StringVar(&f.namespace, "pin-record-namespace", runIdentityNamespace(), "namespace of the --pin-record ConfigMap (default: the pod's)")
+}
+
+// record is the ConfigMap record of cueop run, through the client config
+// names (made at its first use); nil when --templates is a directory or
+// --pin-record is empty.
+func (f *pinRecordFlags) record(templates string, config func() (*rest.Config, error)) source.Record {
+	if f.name == "" || !source.IsRefs(templates) {
+		return nil
+	}
+	return pinstore.New(config, f.namespace, f.name)
 }
 
 // refusals holds the module versions refused at fetch until the operator
@@ -129,7 +154,7 @@ func (g *globals) openSourceLogged(cmd *cobra.Command, log logr.Logger) error {
 	}
 	s, err := source.New(source.Options{Refs: refs, CacheDir: g.source.cache, PollInterval: g.source.pollInterval,
 		RegistryConfig: g.source.registryConfig, FetchTimeout: g.source.fetchTimeout, Limits: g.limits.limits(), Log: log,
-		Refused: g.source.refusals.report})
+		Refused: g.source.refusals.report, Record: g.source.record})
 	if err != nil {
 		return err
 	}

@@ -21,7 +21,11 @@
 // checks), and a refused kind keeps its last good revision serving. A
 // template load never reaches the network: it reads the layout only.
 //
-// The digests resolved are recorded in pinned.json (pinned.go). A start
+// The digests resolved are recorded in pinned.json (pinned.go), and, with
+// Options.Record, in the cluster too (record.go; a ConfigMap: package
+// pinstore), where the record outlives a module cache on an emptyDir and
+// wins over the file: a pin's dependencies are those its first fetch
+// resolved, whichever Pod fetches it next. A start
 // serves the recorded digest of each reference when its files are cached,
 // without asking the registry; a moving reference is then followed from
 // the first poll, made right away, and at every poll interval. A poll that
