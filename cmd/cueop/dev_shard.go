@@ -67,6 +67,11 @@ func devOperators(out io.Writer, g *globals, f *devFlags, cluster *localcluster.
 		}
 		d.replicas = append(d.replicas, s)
 	}
+	g.source.refusals.deliver(func(ref string, err error) { // source.go: each replica reports it
+		for _, s := range d.replicas {
+			s.ModuleRefused(ref, err)
+		}
+	})
 	fmt.Fprintf(out, "%d replicas (dev-replica-0..%d) share %d shard ranges: kubectl --kubeconfig %s get leases -n default\n",
 		f.replicas, f.replicas-1, f.shards, f.kubeconfigOut)
 	return d, d.run, nil

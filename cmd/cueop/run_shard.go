@@ -62,6 +62,8 @@ func newSharded(g *globals, f *runFlags) (*operator.Sharded, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The module versions refused at fetch, on every range's kinds (source.go).
+	g.source.refusals.deliver(s.ModuleRefused)
 	if err := f.webhook.addRotator(s.Manager(), opts.Conversion, s.ConversionNeeded()); err != nil { // webhook.go
 		return nil, err
 	}

@@ -13,6 +13,8 @@ const ReasonModuleRefused = "ModuleRefused"
 // moduleRefusal is a module version refused at fetch for the reference
 // ref, while the kinds of ref served the digest serving: it shows on
 // their Templates until the reference moves (they serve another digest).
+// serving is empty while no kind of ref was loaded when it was reported:
+// the first report of a kind of ref takes its digest.
 type moduleRefusal struct {
 	serving string
 	msg     string
@@ -23,11 +25,24 @@ type moduleRefusal struct {
 // cueop_template_load_errors_total, a ModuleRefused Event on the CRD of
 // each kind of ref, and their Templates Degraded with the reason and the
 // entry refused, until ref moves to a version that loads. What serves
-// keeps serving.
+// keeps serving. A sharded replica reports it once and marks it on each
+// range's operator (Sharded.ModuleRefused).
 func (o *Operator) ModuleRefused(ref string, err error) {
-	msg := fmt.Sprintf("module reference %s: a version was refused at fetch, and is not fetched again until the reference moves; what serves keeps serving: %v", ref, err)
+	msg := moduleRefusedMessage(ref, err)
 	o.log.Error(nil, msg)
 	o.metrics.loadError()
+	o.markModuleRefused(moduleRefusal{msg: msg}, ref)
+}
+
+func moduleRefusedMessage(ref string, err error) string {
+	return fmt.Sprintf("module reference %s: a version was refused at fetch, and is not fetched again until the reference moves; what serves keeps serving: %v", ref, err)
+}
+
+// markModuleRefused shows m on the kinds of ref: an Event on their CRDs
+// and their Templates Degraded, as serving m.serving, else the digest
+// they serve now, else the one the first of them loaded serves. It
+// answers m as recorded.
+func (o *Operator) markModuleRefused(m moduleRefusal, ref string) moduleRefusal {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	o.mu.Lock()
@@ -35,25 +50,110 @@ func (o *Operator) ModuleRefused(ref string, err error) {
 	if o.moduleRefused == nil {
 		o.moduleRefused = map[string]moduleRefusal{}
 	}
+	o.moduleRefused[ref] = m
 	for _, kc := range o.kinds {
 		k := kc.rec.Kind()
 		if k.Source.Ref != ref {
 			continue
 		}
-		o.moduleRefused[ref] = moduleRefusal{serving: k.Source.Digest, msg: msg}
-		o.crdEvent(ctx, kc.crdName, ReasonModuleRefused, msg)
+		if m.serving == "" {
+			m.serving = k.Source.Digest
+			o.moduleRefused[ref] = m
+		}
+		if m.serving != k.Source.Digest {
+			continue // moved on since: another version serves
+		}
+		if o.reportsKinds() {
+			o.crdEvent(ctx, kc.crdName, ReasonModuleRefused, m.msg)
+		}
 		if o.templates != nil {
 			o.templates.queue(o.kindReport(k, nil))
 		}
 	}
+	return m
 }
+
+// reportsKinds tells the operator reporting on the kinds (their Templates,
+// their CRDs' Events): a sharded replica's range 0 (templateWriter).
+func (o *Operator) reportsKinds() bool { return o.opts.Shard == nil || o.opts.Shard.Index == 0 }
 
 // moduleRefusedReport marks r, the report of a kind serving, Degraded by
 // the refusal of its reference's newest version, if any. The caller holds
 // o.mu.
 func (o *Operator) moduleRefusedReport(r *kindReport, ref, digest string) {
-	if m, ok := o.moduleRefused[ref]; ok && ref != "" && m.serving == digest {
+	m, ok := o.moduleRefused[ref]
+	if !ok || ref == "" {
+		return
+	}
+	if m.serving == "" { // reported before a kind of ref loaded
+		m.serving = digest
+		o.moduleRefused[ref] = m
+	}
+	if m.serving == digest {
 		r.lastError = m.msg
 		r.degraded = condition(ConditionDegraded, true, ReasonModuleRefused, m.msg)
+	}
+}
+
+// ModuleRefused reports a module version the module source refused at
+// fetch, as Operator.ModuleRefused does: once for the replica (the log
+// line, the metric), and on the kinds of each range it serves now or
+// takes later (the range 0 operator writes the Templates and the Events).
+func (s *Sharded) ModuleRefused(ref string, err error) {
+	msg := moduleRefusedMessage(ref, err)
+	s.log.Error(nil, msg)
+	NewMetrics().loadError()
+	m := moduleRefusal{msg: msg}
+	s.mu.Lock()
+	if s.moduleRefused == nil {
+		s.moduleRefused = map[string]moduleRefusal{}
+	}
+	s.moduleRefused[ref] = m
+	ops := make([]*Operator, 0, len(s.ops))
+	for _, op := range s.ops {
+		ops = append(ops, op)
+	}
+	s.mu.Unlock()
+	for _, op := range ops {
+		s.keepServing(ref, op.markModuleRefused(m, ref))
+	}
+}
+
+// replayModuleRefused marks on op, a range's operator just made, the
+// refusals reported before.
+func (s *Sharded) replayModuleRefused(op *Operator) {
+	s.mu.Lock()
+	refused := make(map[string]moduleRefusal, len(s.moduleRefused))
+	for ref, m := range s.moduleRefused {
+		refused[ref] = m
+	}
+	s.mu.Unlock()
+	for ref, m := range refused {
+		s.keepServing(ref, op.markModuleRefused(m, ref))
+	}
+}
+
+// keepModuleRefused keeps what op, a range's operator stopping, learnt of
+// the digests the refusals were reported on, for the operators made
+// later.
+func (s *Sharded) keepModuleRefused(op *Operator) {
+	op.mu.Lock()
+	bound := make(map[string]moduleRefusal, len(op.moduleRefused))
+	for ref, m := range op.moduleRefused {
+		bound[ref] = m
+	}
+	op.mu.Unlock()
+	for ref, m := range bound {
+		s.keepServing(ref, m)
+	}
+}
+
+// keepServing records the digest serving m was reported on, when that is
+// the refusal of ref the replica holds and it knew none.
+func (s *Sharded) keepServing(ref string, m moduleRefusal) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if have, ok := s.moduleRefused[ref]; ok && have.msg == m.msg && have.serving == "" && m.serving != "" {
+		s.moduleRefused[ref] = m
 	}
 }

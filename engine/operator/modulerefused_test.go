@@ -81,3 +81,72 @@ func TestModuleRefusedAtFetchShows(t *testing.T) {
 	poll(t, s, true)
 	eventually(t, 60*time.Second, func() string { return templateServes(t, ref, "v1.2.0", s.Serving()[0].Digest, "False") })
 }
+
+// TestShardedModuleRefusedShows: on a sharded replica, a module version
+// refused at fetch before the replica holds any range (as cueop run
+// --shards meets a refusal at its source's first poll) is counted once in
+// cueop_template_load_errors_total, and shows on the kind's Template
+// (Degraded ModuleRefused, naming the version and the file) and in an
+// Event on the CRD once range 0's operator loaded the kind, while the
+// last good version serves.
+func TestShardedModuleRefusedShows(t *testing.T) {
+	t.Cleanup(func() { // registered first, run last: after the replica stopped
+		_, _ = kubectl(t, "", "delete", "--ignore-not-found", redisTemplate)
+	})
+	ns := clustertest.Namespace(t)
+	reg := sourcetest.Start(t)
+	publishRedis(t, reg, "v1.0.0", func(s string) string { return s })
+	ref := reg.Ref("example.com/redis", "v1")
+	refs, err := source.ParseRefs(ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	refused := make(chan source.Refusal, 4)
+	s, err := source.New(source.Options{Refs: refs, CacheDir: t.TempDir(), Limits: registryLimits,
+		Refused: func(r source.Refusal) { refused <- r }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	serving := s.Serving()[0].Digest
+	sh, err := operator.NewSharded(clustertest.Config(), registryOptions(s, ns), operator.Sharding{
+		Shards: 2, Identity: "refusing", Namespace: ns, LeaseDuration: shardLease, RenewDeadline: shardRenew, RetryPeriod: shardRetry})
+	if err != nil {
+		t.Fatal(err)
+	}
+	publishRedis(t, reg, "v1.1.0", func(s string) string { return s + "\n_pad: \"" + strings.Repeat("x", 80<<10) + "\"\n" })
+	if _, err := s.Poll(context.Background()); err == nil || !strings.Contains(err.Error(), "example.com/redis@v1.1.0") {
+		t.Fatalf("Poll of an oversized module = %v, want it refused naming example.com/redis@v1.1.0", err)
+	}
+	loadErrors := metricSum(t, "cueop_template_load_errors_total")
+	r := <-refused
+	sh.ModuleRefused(r.Ref, r.Err)
+	if got := metricSum(t, "cueop_template_load_errors_total"); got != loadErrors+1 {
+		t.Errorf("cueop_template_load_errors_total = %v, want %v: once for the replica", got, loadErrors+1)
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- sh.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("replica: %v", err)
+		}
+	})
+	waitCRD(t)
+	eventually(t, 90*time.Second, func() string {
+		if why := templateServes(t, ref, "v1.0.0", serving, "True"); why != "" {
+			return why
+		}
+		if _, msg, _ := templateCondition(t, "Degraded"); !strings.Contains(msg, "example.com/redis@v1.1.0") || !strings.Contains(msg, "rediscluster/rediscluster.cue") {
+			return "Degraded does not name the refused version and its file: " + msg
+		}
+		return ""
+	})
+	eventually(t, 60*time.Second, func() string {
+		return crdEventOn(t, "redisclusters.cache.example.com", operator.ReasonModuleRefused, "example.com/redis@v1.1.0")
+	})
+}

@@ -102,6 +102,9 @@ type Sharded struct {
 
 	mu  sync.Mutex
 	ops map[int]*Operator // by range index
+	// moduleRefused are the module versions refused at fetch, by
+	// reference, marked on every range's operator (modulerefused.go).
+	moduleRefused map[string]moduleRefusal
 }
 
 // ConversionNeeded is Operator.ConversionNeeded of the replica: closed
@@ -236,7 +239,9 @@ func (s *Sharded) serve(ctx context.Context, r shard.Range) {
 	s.mu.Lock()
 	s.ops[r.Index] = op
 	s.mu.Unlock()
+	s.replayModuleRefused(op) // modulerefused.go
 	defer func() {
+		s.keepModuleRefused(op)
 		s.mu.Lock()
 		delete(s.ops, r.Index)
 		s.mu.Unlock()
