@@ -2,11 +2,13 @@ package e2e
 
 import (
 	"os/exec"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 
 	"github.com/cueop/cueop/engine/golden"
 	"github.com/cueop/cueop/engine/source"
@@ -54,6 +56,18 @@ func TestRegistryConfigBuilds(t *testing.T) {
 	if !vols["emptyDir module-cache"] || !vols["secret cueop-registry-credentials"] || len(spec.Volumes) != 2 {
 		t.Errorf("volumes %+v: want the module-cache emptyDir and the optional Secret cueop-registry-credentials", spec.Volumes)
 	}
+	// The pin record (--pin-record): get and update on its ConfigMap alone,
+	// and create.
+	var role rbacv1.Role
+	typed(t, find(t, objs, "Role", "cueop-pins"), &role)
+	want := []rbacv1.PolicyRule{
+		{APIGroups: []string{""}, Resources: []string{"configmaps"}, ResourceNames: []string{"cueop-pins"}, Verbs: []string{"get", "update"}},
+		{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"create"}},
+	}
+	if !reflect.DeepEqual(role.Rules, want) || role.Namespace != "cueop-system" {
+		t.Errorf("Role %s/cueop-pins rules %+v, want %+v", role.Namespace, role.Rules, want)
+	}
+	find(t, objs, "RoleBinding", "cueop-pins")
 	if sc := spec.Containers[0].SecurityContext; sc == nil || !*sc.ReadOnlyRootFilesystem {
 		t.Errorf("the root filesystem is no longer read-only: %+v", sc)
 	}
