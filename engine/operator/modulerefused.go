@@ -4,11 +4,9 @@ import (
 	"context"
 	"fmt"
 	"time"
-)
 
-// ReasonModuleRefused is the Degraded reason of a kind whose module
-// reference moved to a version refused at fetch.
-const ReasonModuleRefused = "ModuleRefused"
+	"github.com/cueop/cueop/engine/wellknown"
+)
 
 // moduleRefusal is a module version refused at fetch for the reference
 // ref, while the kinds of ref served the digest serving: it shows on
@@ -41,7 +39,7 @@ func (o *Operator) ModuleRefused(ref string, err error) {
 			continue
 		}
 		o.moduleRefused[ref] = moduleRefusal{serving: k.Source.Digest, msg: msg}
-		o.crdEvent(ctx, kc.crdName, ReasonModuleRefused, msg)
+		o.crdEvent(ctx, kc.crdName, wellknown.TemplateReasonModuleRefused, msg)
 		if o.templates != nil {
 			o.templates.queue(o.kindReport(k, nil))
 		}
@@ -54,6 +52,6 @@ func (o *Operator) ModuleRefused(ref string, err error) {
 func (o *Operator) moduleRefusedReport(r *kindReport, ref, digest string) {
 	if m, ok := o.moduleRefused[ref]; ok && ref != "" && m.serving == digest {
 		r.lastError = m.msg
-		r.degraded = condition(ConditionDegraded, true, ReasonModuleRefused, m.msg)
+		r.degraded = condition(wellknown.TemplateConditionDegraded, true, wellknown.TemplateReasonModuleRefused, m.msg)
 	}
 }

@@ -33,6 +33,7 @@ import (
 	"github.com/cueop/cueop/engine/render"
 	"github.com/cueop/cueop/engine/shard"
 	"github.com/cueop/cueop/engine/template"
+	"github.com/cueop/cueop/engine/wellknown"
 	"github.com/cueop/cueop/engine/worker"
 	"github.com/cueop/cueop/internal/useragent"
 )
@@ -236,7 +237,7 @@ func managerOptions(o ctrl.Options, namespace string) ctrl.Options {
 		utilruntime.Must(clientgoscheme.AddToScheme(o.Scheme))
 		utilruntime.Must(apiextensionsv1.AddToScheme(o.Scheme))
 	}
-	o.Cache.DefaultLabelSelector = labels.SelectorFromSet(labels.Set{render.LabelManagedBy: render.ManagedByValue})
+	o.Cache.DefaultLabelSelector = labels.SelectorFromSet(labels.Set{wellknown.LabelManagedBy: wellknown.ManagedByValue})
 	o.Client.Cache = &client.CacheOptions{Unstructured: true}
 	if o.MapperProvider == nil {
 		o.MapperProvider = cachedMapperProvider // mapper.go

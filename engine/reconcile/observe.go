@@ -13,7 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/cueop/cueop/engine/kschema"
-	"github.com/cueop/cueop/engine/render"
+	"github.com/cueop/cueop/engine/wellknown"
 )
 
 // observe lists, from the cache, every child the CR controls, at every
@@ -179,7 +179,7 @@ func isControlledBy(obj, owner *unstructured.Unstructured) bool {
 
 // OwnerUIDIndex is the index function of IndexOwnerUID.
 func OwnerUIDIndex(obj client.Object) []string {
-	if uid := obj.GetLabels()[render.LabelOwnerUID]; uid != "" {
+	if uid := obj.GetLabels()[wellknown.LabelOwnerUID]; uid != "" {
 		return []string{uid}
 	}
 	return nil

@@ -5,6 +5,8 @@ import (
 	"strings"
 
 	"cuelang.org/go/cue"
+
+	"github.com/cueop/cueop/engine/wellknown"
 )
 
 // PathConditions is the optional `conditions` field: per condition type,
@@ -20,7 +22,7 @@ const ConditionsContract = "conditions contract"
 
 // EngineConditions are the condition types cueop writes itself: a template
 // may not give them.
-var EngineConditions = []string{"Ready", "Reconciling", "Stalled"}
+var EngineConditions = []string{wellknown.ConditionReady, wellknown.ConditionReconciling, wellknown.ConditionStalled}
 
 // IsEngineCondition tells whether t is one of EngineConditions, ignoring
 // case: kubectl wait matches condition types ignoring case, and takes the
