@@ -170,7 +170,7 @@ func appendUnique(list []string, s string) []string {
 
 // specField maps parent.spec.x.y to spec.x.y.
 func specField(path []string) (string, bool) {
-	if len(path) < 2 || path[0] != "parent" || path[1] != "spec" {
+	if len(path) < 2 || path[0] != template.FieldParent || path[1] != "spec" {
 		return "", false
 	}
 	return strings.Join(path[1:], "."), true

@@ -51,12 +51,12 @@ func setWaves(wv cue.Value, byID map[string]*Child) []string {
 	for _, id := range ids {
 		c := byID[id]
 		if c == nil {
-			msgs = append(msgs, waveError("waves", id, vals[id], "no child %q is rendered: write the wave under the same condition as its child", id))
+			msgs = append(msgs, waveError(template.FieldWaves, id, vals[id], "no child %q is rendered: write the wave under the same condition as its child", id))
 			continue
 		}
 		n, err := vals[id].Int64()
 		if err != nil {
-			msgs = append(msgs, waveError("waves", id, vals[id], "%v", err))
+			msgs = append(msgs, waveError(template.FieldWaves, id, vals[id], "%v", err))
 			continue
 		}
 		c.Wave = int(n)
@@ -76,7 +76,7 @@ func setReadyWhen(rv cue.Value, byID map[string]*Child, observed map[string]*uns
 	for _, id := range ids {
 		c := byID[id]
 		if c == nil {
-			msgs = append(msgs, waveError("readyWhen", id, vals[id], "no child %q is rendered: write it under the same condition as its child", id))
+			msgs = append(msgs, waveError(template.FieldReadyWhen, id, vals[id], "no child %q is rendered: write it under the same condition as its child", id))
 			continue
 		}
 		ready := false

@@ -9,13 +9,6 @@ import (
 	"github.com/cueop/cueop/engine/wellknown"
 )
 
-// PathConditions is the optional `conditions` field: per condition type,
-// the template's own conditions (Migrated, Available, ...), computed from
-// parent and observed. cueop merges them into status.conditions beside
-// its own Ready, Reconciling and Stalled, keeping each one's
-// lastTransitionTime and setting its observedGeneration.
-var PathConditions = cue.ParsePath("conditions")
-
 // ConditionsContract is the file name positions in the conditions contract
 // carry.
 const ConditionsContract = "conditions contract"
