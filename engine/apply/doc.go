@@ -115,4 +115,8 @@
 // apply against the existing object, and wipes it on create). cueop never
 // takes over an object it was not told about, at no request more. An apply that changes nothing on the server keeps the
 // resourceVersion, but it is still a request; NeedsApply avoids it.
+//
+// It must not decide what a child should be (package render) nor write a
+// CR's status or finalizers (package reconcile): it writes the objects it is
+// given, and says what it did.
 package apply
