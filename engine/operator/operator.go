@@ -270,8 +270,8 @@ func keepOwnManagedFields(obj any) (any, error) {
 // only cueop's status entry is read, and of it only the top-level status
 // fields it names (reconcile.ownedStatusFields) and the condition types
 // (reconcile.ownedConditionTypes): the entry is kept with fieldsV1 cut down
-// to those, the others are dropped. A cached RedisCluster is about 4 KiB
-// instead of 9.
+// to those, the others are dropped: about half the size of a cached CR
+// (docs/benchmarks.md).
 func compactParent(obj any) (any, error) {
 	return rewriteManagedFields(obj, func(entry map[string]any) (map[string]any, error) {
 		if entry["manager"] != apply.DefaultFieldManager || entry["subresource"] != "status" {
@@ -302,8 +302,8 @@ func compactParent(obj any) (any, error) {
 // compactChild is the children cache's transform: keepOwnManagedFields,
 // and of an unstructured child (a kind the scheme does not know) cueop's
 // entry keeps its fieldsV1 as JSON text, which the applier reads as is
-// (apply.fieldsJSON): a string costs a fraction of the decoded tree (a
-// cached Pod 17.8 KiB instead of 23.5 KiB). Children of kinds the scheme
+// (apply.fieldsJSON): a string costs a fraction of the decoded tree
+// (docs/benchmarks.md). Children of kinds the scheme
 // knows are cached typed, where fieldsV1 is already raw JSON.
 func compactChild(obj any) (any, error) {
 	return rewriteManagedFields(obj, func(entry map[string]any) (map[string]any, error) {
