@@ -15,6 +15,7 @@ import (
 	"github.com/cueop/cueop/bench/baseline"
 	"github.com/cueop/cueop/engine/render"
 	"github.com/cueop/cueop/engine/template"
+	"github.com/cueop/cueop/engine/wellknown"
 )
 
 const templates = "../templates"
@@ -61,7 +62,7 @@ func comparable(t *testing.T, obj any) (key string, fields map[string]any) {
 	}
 	md, _ := m["metadata"].(map[string]any)
 	labels, _ := md["labels"].(map[string]any)
-	for _, l := range []string{render.LabelManagedBy, render.LabelID, render.LabelOwnerUID} {
+	for _, l := range []string{wellknown.LabelManagedBy, wellknown.LabelID, wellknown.LabelOwnerUID} {
 		delete(labels, l)
 	}
 	fields = map[string]any{

@@ -47,7 +47,8 @@ var eventCalls = map[string]bool{"Event": true, "Eventf": true, "AnnotatedEventf
 
 // codeReasons are the reasons the Go code of engine/ and cmd/ gives
 // conditions and Events, found by parsing it: the values of constants
-// named Reason*, the string literals given a Reason field or a variable
+// whose name holds Reason (engine/wellknown: Reason*, TemplateReason*,
+// CRDReason*), the string literals given a Reason field or a variable
 // named reason, those passed to an Event recorder, and the apply actions
 // a reconcile reports as Events (capitalised, as engine/reconcile's
 // eventReason does; `unchanged` is never reported). Each maps to where
@@ -85,7 +86,7 @@ func codeReasons(t *testing.T) map[string]string {
 						if i >= len(n.Values) {
 							break
 						}
-						if strings.HasPrefix(name.Name, "Reason") {
+						if strings.Contains(name.Name, "Reason") {
 							add(fset, n, n.Values[i])
 						}
 						if isActionType(n.Type) && (f.Name.Name == "apply" || f.Name.Name == "reconcile") {

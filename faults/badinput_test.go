@@ -12,8 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/cueop/cueop/engine/render"
 	"github.com/cueop/cueop/engine/template"
+	"github.com/cueop/cueop/engine/wellknown"
 	"github.com/cueop/cueop/localcluster/clustertest"
 )
 
@@ -272,7 +272,7 @@ func TestBadInputRefused(t *testing.T) {
 			t.Logf("Stalled %s after the apply", time.Since(start).Round(time.Millisecond))
 			cr := e.mustGet(t, gvk, ns, k.pkg)
 			for _, ck := range childKinds {
-				if objs := e.list(t, ck, ns, map[string]string{render.LabelOwnerUID: string(cr.GetUID())}); len(objs) != 0 {
+				if objs := e.list(t, ck, ns, map[string]string{wellknown.LabelOwnerUID: string(cr.GetUID())}); len(objs) != 0 {
 					t.Errorf("%d %s applied for a refused render", len(objs), ck.Kind)
 				}
 			}

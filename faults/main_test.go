@@ -21,8 +21,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/cueop/cueop/engine/operator/operatortest"
-	"github.com/cueop/cueop/engine/render"
 	"github.com/cueop/cueop/engine/template"
+	"github.com/cueop/cueop/engine/wellknown"
 	"github.com/cueop/cueop/localcluster"
 	"github.com/cueop/cueop/localcluster/clustertest"
 )
@@ -355,7 +355,7 @@ func (e *env) checkChildren(t *testing.T, ns string, gvk schema.GroupVersionKind
 	var problems []string
 	owned := map[string][]string{} // cr uid -> "Kind/name" of live children
 	for _, gvk := range childKinds {
-		for _, o := range e.list(t, gvk, ns, map[string]string{render.LabelManagedBy: render.ManagedByValue}) {
+		for _, o := range e.list(t, gvk, ns, map[string]string{wellknown.LabelManagedBy: wellknown.ManagedByValue}) {
 			what := gvk.Kind + "/" + o.GetName()
 			if o.GetDeletionTimestamp() != nil {
 				continue // on its way out: the garbage collector or a prune deletes it
@@ -371,8 +371,8 @@ func (e *env) checkChildren(t *testing.T, ns string, gvk schema.GroupVersionKind
 				problems = append(problems, fmt.Sprintf("%s is an orphan: its owner %s %s (uid %s) does not exist", what, refs[0].Kind, refs[0].Name, uid))
 				continue
 			}
-			if cr.GetName() != refs[0].Name || o.GetLabels()[render.LabelOwnerUID] != uid {
-				problems = append(problems, fmt.Sprintf("%s: owner reference %s/%s, label %s=%s, want the owner %s", what, refs[0].Name, uid, render.LabelOwnerUID, o.GetLabels()[render.LabelOwnerUID], cr.GetName()))
+			if cr.GetName() != refs[0].Name || o.GetLabels()[wellknown.LabelOwnerUID] != uid {
+				problems = append(problems, fmt.Sprintf("%s: owner reference %s/%s, label %s=%s, want the owner %s", what, refs[0].Name, uid, wellknown.LabelOwnerUID, o.GetLabels()[wellknown.LabelOwnerUID], cr.GetName()))
 			}
 			owned[uid] = append(owned[uid], what)
 		}
@@ -405,7 +405,7 @@ func (e *env) checkChildren(t *testing.T, ns string, gvk schema.GroupVersionKind
 func (e *env) podUIDs(t *testing.T, ns string) map[string]string {
 	t.Helper()
 	uids := map[string]string{}
-	for _, p := range e.list(t, podGVK, ns, map[string]string{render.LabelManagedBy: render.ManagedByValue}) {
+	for _, p := range e.list(t, podGVK, ns, map[string]string{wellknown.LabelManagedBy: wellknown.ManagedByValue}) {
 		if p.GetDeletionTimestamp() == nil {
 			uids[p.GetName()] = string(p.GetUID())
 		}

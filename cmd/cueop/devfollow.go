@@ -22,6 +22,7 @@ import (
 	"github.com/cueop/cueop/engine/golden"
 	"github.com/cueop/cueop/engine/operator"
 	"github.com/cueop/cueop/engine/template"
+	"github.com/cueop/cueop/engine/wellknown"
 	"github.com/cueop/cueop/localcluster"
 )
 
@@ -325,7 +326,7 @@ func summary(cr *unstructured.Unstructured) string {
 		}
 	}
 	sort.Strings(parts)
-	cond := condition(cr, "Ready")
+	cond := condition(cr, wellknown.ConditionReady)
 	if cond == nil {
 		return strings.Join(append(parts, "Ready=Unknown"), " ")
 	}
@@ -344,7 +345,7 @@ func condition(cr *unstructured.Unstructured, typ string) map[string]any {
 
 func isReady(cr *unstructured.Unstructured) bool {
 	gen, _, _ := unstructured.NestedInt64(cr.Object, "status", "observedGeneration")
-	c := condition(cr, "Ready")
+	c := condition(cr, wellknown.ConditionReady)
 	return c != nil && c["status"] == "True" && gen == cr.GetGeneration()
 }
 

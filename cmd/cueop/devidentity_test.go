@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/cueop/cueop/engine/identity"
-	"github.com/cueop/cueop/engine/operator"
+	"github.com/cueop/cueop/engine/wellknown"
 	"github.com/cueop/cueop/localcluster/clustertest"
 )
 
@@ -88,7 +88,7 @@ func TestDevKindsActAsTheirServiceAccounts(t *testing.T) {
 		t.Errorf("ClusterRole %s grants %s, want deployments", site.Name, role)
 	}
 	label := kubectlAt(t, kubeconfig, "", "get", "deployment", "-n", "default", "docs",
-		"-o", "jsonpath={.metadata.labels."+strings.ReplaceAll(operator.LabelIdentity, ".", `\.`)+"} {.metadata.managedFields[*].manager}")
+		"-o", "jsonpath={.metadata.labels."+strings.ReplaceAll(wellknown.LabelIdentity, ".", `\.`)+"} {.metadata.managedFields[*].manager}")
 	if !strings.HasPrefix(label, site.Namespace+"."+site.Name+" ") || !strings.Contains(label, "cueop") {
 		t.Errorf("StaticSite's Deployment: identity label and managers %q, want %s.%s and cueop", label, site.Namespace, site.Name)
 	}

@@ -1,6 +1,3 @@
-// Command cueop is a Kubernetes operator driven by CUE templates. Each
-// subcommand lives in a file of its own and only parses flags and calls the
-// engine packages.
 package main
 
 import (

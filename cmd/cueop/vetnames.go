@@ -9,6 +9,7 @@ import (
 
 	"github.com/cueop/cueop/engine/render"
 	"github.com/cueop/cueop/engine/template"
+	"github.com/cueop/cueop/engine/wellknown"
 )
 
 // maxCRName is the longest name the API server gives a custom resource
@@ -52,7 +53,7 @@ func nameLimit(k *template.Kind, parent *unstructured.Unstructured, opts render.
 		p.SetName(strings.Repeat("a", n))
 		_, err := render.Render(k, p, nil, opts)
 		var rerr *render.Error
-		if errors.As(err, &rerr) && rerr.Reason == render.ReasonChildRefused {
+		if errors.As(err, &rerr) && rerr.Reason == wellknown.ReasonChildRefused {
 			return err
 		}
 		return nil

@@ -19,6 +19,7 @@ import (
 	"github.com/cueop/cueop/engine/golden"
 	"github.com/cueop/cueop/engine/render"
 	"github.com/cueop/cueop/engine/template"
+	"github.com/cueop/cueop/engine/wellknown"
 )
 
 // `cueop vet` renders specs at the schema's limits, which a template may not
@@ -138,8 +139,8 @@ func runTrial(k *template.Kind, tr trial, opts render.Options) trialResult {
 	switch {
 	case err == nil:
 		return trialResult{Outcome: "ok"}
-	case errors.As(err, &rerr) && rerr.Reason == render.ReasonRenderBudget,
-		errors.As(err, &rerr) && rerr.Reason == render.ReasonChildRefused && strings.Contains(err.Error(), "render budget"):
+	case errors.As(err, &rerr) && rerr.Reason == wellknown.ReasonRenderBudget,
+		errors.As(err, &rerr) && rerr.Reason == wellknown.ReasonChildRefused && strings.Contains(err.Error(), "render budget"):
 		return trialResult{Outcome: "budget", Error: err.Error()}
 	}
 	return trialResult{Outcome: "refused", Error: err.Error()}

@@ -15,9 +15,6 @@ import (
 // Applier.FieldManager says otherwise.
 const DefaultFieldManager = "cueop"
 
-// AnnotationAppliedHash holds the hash of what the applier last applied.
-const AnnotationAppliedHash = "cueop.dev/applied-hash"
-
 // Action tells what Apply did.
 type Action string
 

@@ -42,7 +42,7 @@
 // # The no-op rule
 //
 // Before it applies an object, the applier stamps it with the annotation
-// AnnotationAppliedHash: the first 16 hex digits of the sha256 of the
+// wellknown.AnnotationAppliedHash: the first 16 hex digits of the sha256 of the
 // object's JSON (map keys sorted), computed without that annotation and
 // without what the applier never sends (status, and metadata uid,
 // resourceVersion, generation, creationTimestamp, managedFields, selfLink,
@@ -50,7 +50,7 @@
 //
 //  1. live is nil (the child does not exist, or the cache has not seen it);
 //     or
-//  2. live's AnnotationAppliedHash differs from desired's hash (the
+//  2. live's wellknown.AnnotationAppliedHash differs from desired's hash (the
 //     template, the spec or anything else that shapes the child changed);
 //     or
 //  3. owned != wanted, where owned is the field set of live's managedFields
@@ -115,4 +115,8 @@
 // apply against the existing object, and wipes it on create). cueop never
 // takes over an object it was not told about, at no request more. An apply that changes nothing on the server keeps the
 // resourceVersion, but it is still a request; NeedsApply avoids it.
+//
+// It must not decide what a child should be (package render) nor write a
+// CR's status or finalizers (package reconcile): it writes the objects it is
+// given, and says what it did.
 package apply

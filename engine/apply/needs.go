@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/structured-merge-diff/v6/typed"
 
 	"github.com/cueop/cueop/engine/kschema"
+	"github.com/cueop/cueop/engine/wellknown"
 	"github.com/cueop/cueop/internal/jsonenc"
 )
 
@@ -53,8 +54,8 @@ func (a *Applier) plan(desired, live *unstructured.Unstructured) (plan, error) {
 		p.why = "absent"
 		return p, nil
 	}
-	if got := live.GetAnnotations()[AnnotationAppliedHash]; got != hash {
-		p.why = fmt.Sprintf("%s is %q, want %q", AnnotationAppliedHash, got, hash)
+	if got := live.GetAnnotations()[wellknown.AnnotationAppliedHash]; got != hash {
+		p.why = fmt.Sprintf("%s is %q, want %q", wellknown.AnnotationAppliedHash, got, hash)
 		return p, nil
 	}
 	p.key, p.memoable = keyOf(hash, live, kschema.Known(obj), a.fieldManager()) // memo.go
@@ -266,13 +267,13 @@ func stamp(desired *unstructured.Unstructured) (*unstructured.Unstructured, stri
 	if ann == nil {
 		ann = map[string]any{}
 	}
-	ann[AnnotationAppliedHash] = hash
+	ann[wellknown.AnnotationAppliedHash] = hash
 	m["annotations"] = ann
 	return &unstructured.Unstructured{Object: obj}, hash, nil
 }
 
 // sendableMeta copies metadata without the fields in neverSent and without
-// AnnotationAppliedHash; ann is the copy's annotations map, nil when empty.
+// wellknown.AnnotationAppliedHash; ann is the copy's annotations map, nil when empty.
 func sendableMeta(v any) (m, ann map[string]any, err error) {
 	meta, ok := v.(map[string]any)
 	if !ok {
@@ -295,7 +296,7 @@ func sendableMeta(v any) (m, ann map[string]any, err error) {
 	return m, ann, nil
 }
 
-// annotations copies m's annotations without AnnotationAppliedHash.
+// annotations copies m's annotations without wellknown.AnnotationAppliedHash.
 func annotations(m map[string]any) (map[string]any, error) {
 	v, ok := m["annotations"]
 	if !ok || v == nil {
@@ -307,7 +308,7 @@ func annotations(m map[string]any) (map[string]any, error) {
 	}
 	out := make(map[string]any, len(in)+1)
 	for k, v := range in {
-		if k != AnnotationAppliedHash {
+		if k != wellknown.AnnotationAppliedHash {
 			out[k] = v
 		}
 	}

@@ -11,11 +11,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/cueop/cueop/engine/apply"
+	"github.com/cueop/cueop/engine/wellknown"
 )
 
 const ownerUID = types.UID("0b0c4a3e-5b8f-4c0e-9a55-7f1e7a1b2c3d") // the parent of rendered
 
-var releaseKeys = []string{"app.kubernetes.io/managed-by", "cueop.dev/owner-uid", "cueop.dev/id", apply.AnnotationAppliedHash}
+var releaseKeys = []string{"app.kubernetes.io/managed-by", "cueop.dev/owner-uid", "cueop.dev/id", wellknown.AnnotationAppliedHash}
 
 // TestReleaseDropsOwnership releases an applied child that another manager
 // also wrote to: the object stays with its data and the other manager's
@@ -42,7 +43,7 @@ func TestReleaseDropsOwnership(t *testing.T) {
 	if l := got.GetLabels(); l["team"] != "payments" || l["app"] != "redis" || l["cueop.dev/id"] != "" || l["app.kubernetes.io/managed-by"] != "" {
 		t.Errorf("labels %v: want the template's and the team's, not cueop's", l)
 	}
-	if ann := got.GetAnnotations(); ann[apply.AnnotationAppliedHash] != "" || ann["cueop.dev/released-from"] != "RedisCluster ns/rel" {
+	if ann := got.GetAnnotations(); ann[wellknown.AnnotationAppliedHash] != "" || ann["cueop.dev/released-from"] != "RedisCluster ns/rel" {
 		t.Errorf("annotations %v: want released-from alone of cueop's", ann)
 	}
 	if conf, _, _ := unstructured.NestedString(got.Object, "data", "redis.conf"); !strings.Contains(conf, "port") {

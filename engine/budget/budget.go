@@ -10,11 +10,10 @@ import (
 	"time"
 )
 
-// Defaults: the shipped kinds render in about a millisecond of CPU and
-// allocate well under a megabyte; at the API server's limits (a WebApp
-// whose settings ConfigMap holds 1 MiB in 10,000 keys) a render takes about
-// 0.4 s of CPU and allocates about 42 MiB, which the defaults fit about
-// three times over (engine/golden TestWebAppAtAPIServerLimitsFitsDefaultBudget).
+// Defaults: a render of a shipped kind at the API server's limits fits
+// them several times over (engine/golden
+// TestWebAppAtAPIServerLimitsFitsDefaultBudget; the figures are in
+// docs/benchmarks.md).
 const (
 	DefaultTime         = time.Second
 	DefaultMemory       = 128 << 20

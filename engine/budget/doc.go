@@ -25,4 +25,7 @@
 // over-estimate); several running together are each charged their share, so
 // a runaway evaluation dominates quickly while ordinary ones next to it stay
 // far inside the budget.
+//
+// It must not know what it bounds: no template contract, no client; any
+// evaluation handed to it is bounded alike.
 package budget

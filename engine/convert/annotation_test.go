@@ -11,6 +11,7 @@ import (
 
 	"github.com/cueop/cueop/engine/convert"
 	"github.com/cueop/cueop/engine/template"
+	"github.com/cueop/cueop/engine/wellknown"
 	"github.com/cueop/cueop/engine/worker/workertest"
 )
 
@@ -51,7 +52,7 @@ func TestAnnotationCarriesWhatTheTargetLacks(t *testing.T) {
 	}
 	in := object(t, `{"apiVersion": "apps.test.example/v1", "kind": "App", "metadata": {"name": "x"}, "spec": {"a": 1, "b": "kept"}}`)
 	v2 := mustConvert(t, c, in, "v2")
-	if got := v2.GetAnnotations()[convert.AnnotationPrefix+"v1"]; got != `{"b":"kept"}` {
+	if got := v2.GetAnnotations()[wellknown.AnnotationConversionPrefix+"v1"]; got != `{"b":"kept"}` {
 		t.Errorf("annotation = %q, want the field v2 cannot hold, b, alone", got)
 	}
 	if back := mustConvert(t, c, v2, "v1"); !reflect.DeepEqual(back.Object, in.Object) {
@@ -96,7 +97,7 @@ func TestAnnotationCarriesOnlyWhatTheTargetCannotHold(t *testing.T) {
 		t.Fatalf("convert to v2: %.300v", err)
 	}
 	var carried map[string]any
-	if err := json.Unmarshal([]byte(v2.GetAnnotations()[convert.AnnotationPrefix+"v1"]), &carried); err != nil {
+	if err := json.Unmarshal([]byte(v2.GetAnnotations()[wellknown.AnnotationConversionPrefix+"v1"]), &carried); err != nil {
 		t.Fatal(err)
 	}
 	if want := map[string]any{"b": strings.Repeat("b", 100<<10), "n": map[string]any{"drop": "d"}}; !reflect.DeepEqual(carried, want) {
@@ -140,10 +141,10 @@ func TestAnnotationTooLargeRefused(t *testing.T) {
 	if _, has := read.Object["spec"].(map[string]any)["b"]; has || read.GetAPIVersion() != "apps.test.example/v2" {
 		t.Errorf("the object read at v2 = %.300v, want it at v2 without spec.b", read.Object)
 	}
-	if got := read.GetAnnotations()[convert.IncompletePrefix+"v1"]; got != "1 fields" {
+	if got := read.GetAnnotations()[wellknown.AnnotationIncompletePrefix+"v1"]; got != "1 fields" {
 		t.Errorf("marker %q, want 1 fields", got)
 	}
-	if _, has := read.GetAnnotations()[convert.AnnotationPrefix+"v1"]; has {
+	if _, has := read.GetAnnotations()[wellknown.AnnotationConversionPrefix+"v1"]; has {
 		t.Error("the object read at v2 carries the annotation that does not fit")
 	}
 	_, err = c.Convert(read, "v1")
@@ -156,7 +157,7 @@ func TestAnnotationTooLargeRefused(t *testing.T) {
 	forged := object(t, `{"apiVersion": "apps.test.example/v1", "kind": "App", "metadata": {"name": "f", "namespace": "t", "annotations": {"cueop.dev/conversion-incomplete.v1": "x", "cueop.dev/conversion-incomplete.v2": "x"}}, "spec": {"a": "a"}}`)
 	atV2 := mustConvert(t, c, forged, "v2")
 	for k := range atV2.GetAnnotations() {
-		if strings.HasPrefix(k, convert.IncompletePrefix) {
+		if strings.HasPrefix(k, wellknown.AnnotationIncompletePrefix) {
 			t.Errorf("a forged marker %s shown at v2", k)
 		}
 	}
@@ -173,7 +174,7 @@ func TestAnnotationTooLargeRefused(t *testing.T) {
 		t.Fatalf("convert to v2 with annotations at the limit: %.300v, want an IncompleteError with the object", err)
 	}
 	a := partial.Converted().GetAnnotations()
-	if _, has := a["note"]; has || a["a"] != "b" || a[convert.IncompletePrefix+"v1"] != "1 fields, 1 annotations" {
+	if _, has := a["note"]; has || a["a"] != "b" || a[wellknown.AnnotationIncompletePrefix+"v1"] != "1 fields, 1 annotations" {
 		t.Errorf("annotations at v2: %.300v, want note dropped, a kept, marked 1 fields, 1 annotations", a)
 	}
 	if _, has := partial.Converted().Object["spec"].(map[string]any)["b"]; has {
@@ -191,7 +192,7 @@ func TestAnnotationCarriesASpokeFieldThroughTheHub(t *testing.T) {
 	}
 	in := object(t, `{"apiVersion": "apps.test.example/v2", "kind": "App", "metadata": {"name": "x"}, "spec": {"a": 1, "c": 3}}`)
 	hub := mustConvert(t, c, in, "v1")
-	if hub.Object["spec"].(map[string]any)["c"] != nil || hub.GetAnnotations()[convert.AnnotationPrefix+"v2"] == "" {
+	if hub.Object["spec"].(map[string]any)["c"] != nil || hub.GetAnnotations()[wellknown.AnnotationConversionPrefix+"v2"] == "" {
 		t.Fatalf("hub = %v, want no c and the v2 spec in the annotation", hub.Object)
 	}
 	if back := mustConvert(t, c, hub, "v2"); !reflect.DeepEqual(back.Object, in.Object) {
@@ -214,13 +215,13 @@ func TestForgedAnnotationCannotInjectFields(t *testing.T) {
 		"wrong type":       `{"a":1,"b":5}`,
 	} {
 		in := object(t, `{"apiVersion": "apps.test.example/v2", "kind": "App", "metadata": {"name": "x", "namespace": "t"}, "spec": {"a": 1}}`)
-		in.SetAnnotations(map[string]string{convert.AnnotationPrefix + "v1": forged})
+		in.SetAnnotations(map[string]string{wellknown.AnnotationConversionPrefix + "v1": forged})
 		out, err := c.Convert(in, "v1")
 		if err == nil {
 			t.Errorf("%s: converted to %v, want refused", name, out.Object["spec"])
 			continue
 		}
-		for _, want := range []string{"App t/x", convert.AnnotationPrefix + "v1"} {
+		for _, want := range []string{"App t/x", wellknown.AnnotationConversionPrefix + "v1"} {
 			if !strings.Contains(err.Error(), want) {
 				t.Errorf("%s: error %q does not name %q", name, err, want)
 			}
@@ -238,7 +239,7 @@ func TestAnnotationOfTheSourceVersionIsStale(t *testing.T) {
 		t.Fatal(err)
 	}
 	in := object(t, `{"apiVersion": "apps.test.example/v1", "kind": "App", "metadata": {"name": "x"}, "spec": {"a": 1}}`)
-	in.SetAnnotations(map[string]string{convert.AnnotationPrefix + "v1": `{"a":1,"b":"stale"}`})
+	in.SetAnnotations(map[string]string{wellknown.AnnotationConversionPrefix + "v1": `{"a":1,"b":"stale"}`})
 	v2 := mustConvert(t, c, in, "v2")
 	if a := v2.GetAnnotations(); len(a) != 0 {
 		t.Errorf("at v2: annotations %v, want none", a)
@@ -262,12 +263,12 @@ func TestLenientForgedAnnotationCannotInjectFields(t *testing.T) {
 	}
 	c = c.Lenient()
 	in := object(t, `{"apiVersion": "apps.test.example/v2", "kind": "App", "metadata": {"name": "x", "namespace": "t"}, "spec": {"a": 1}}`)
-	in.SetAnnotations(map[string]string{convert.AnnotationPrefix + "v1": `{"a":1,"evil":"x"}`})
+	in.SetAnnotations(map[string]string{wellknown.AnnotationConversionPrefix + "v1": `{"a":1,"evil":"x"}`})
 	out, err := c.Convert(in, "v1")
 	if err == nil {
 		t.Errorf("toward the hub: converted to %v, want refused", out.Object["spec"])
 	} else {
-		for _, want := range []string{"App t/x", convert.AnnotationPrefix + "v1", "spec.evil"} {
+		for _, want := range []string{"App t/x", wellknown.AnnotationConversionPrefix + "v1", "spec.evil"} {
 			if !strings.Contains(err.Error(), want) {
 				t.Errorf("toward the hub: error %q does not name %q", err, want)
 			}
@@ -275,7 +276,7 @@ func TestLenientForgedAnnotationCannotInjectFields(t *testing.T) {
 	}
 
 	hub := object(t, `{"apiVersion": "apps.test.example/v1", "kind": "App", "metadata": {"name": "x", "namespace": "t"}, "spec": {"a": 1}}`)
-	hub.SetAnnotations(map[string]string{convert.AnnotationPrefix + "v2": `{"a":1,"c":3,"evil":"x"}`})
+	hub.SetAnnotations(map[string]string{wellknown.AnnotationConversionPrefix + "v2": `{"a":1,"c":3,"evil":"x"}`})
 	read, err := c.Convert(hub, "v2")
 	if err != nil {
 		t.Fatalf("away from the hub: %v", err)

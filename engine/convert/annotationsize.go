@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/cueop/cueop/engine/template"
+	"github.com/cueop/cueop/engine/wellknown"
 )
 
 // AnnotationTooLargeError is a conversion whose annotation of the fields
@@ -26,7 +27,7 @@ type AnnotationTooLargeError struct {
 
 func (e *AnnotationTooLargeError) Error() string {
 	return fmt.Sprintf("conversion %s to %s: the fields %s that %s cannot hold would take metadata.annotations (annotation %s%s) to %d KiB, over the API server's limit of %d KiB: make them smaller, or read and write this object at %s",
-		e.From, e.To, strings.Join(e.Fields, ", "), e.To, AnnotationPrefix, e.From, (e.Size+1023)>>10, apivalidation.TotalAnnotationSizeLimitB>>10, e.From)
+		e.From, e.To, strings.Join(e.Fields, ", "), e.To, wellknown.AnnotationConversionPrefix, e.From, (e.Size+1023)>>10, apivalidation.TotalAnnotationSizeLimitB>>10, e.From)
 }
 
 // checkAnnotationSize refuses out, converted from one version to another

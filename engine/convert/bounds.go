@@ -17,6 +17,7 @@ import (
 
 	"github.com/cueop/cueop/engine/crdgen"
 	"github.com/cueop/cueop/engine/template"
+	"github.com/cueop/cueop/engine/wellknown"
 )
 
 // specBounds are the bounds of each version's #Spec, as its CRD schema
@@ -125,7 +126,7 @@ func (c *Converter) storedSpecAt(obj *unstructured.Unstructured, to *template.Ve
 		return stored, nil
 	}
 	if to.Hub {
-		return nil, fmt.Errorf("annotation %s%s: %s: not declared in %s's schema: refused", AnnotationPrefix, to.Name, strings.Join(paths, ", "), to.Name)
+		return nil, fmt.Errorf("annotation %s%s: %s: not declared in %s's schema: refused", wellknown.AnnotationConversionPrefix, to.Name, strings.Join(paths, ", "), to.Name)
 	}
 	return pruned, nil
 }

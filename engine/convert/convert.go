@@ -11,11 +11,6 @@ import (
 	"github.com/cueop/cueop/engine/template"
 )
 
-// AnnotationPrefix prefixes the annotation that carries the spec of the
-// version it names (cueop.dev/conversion.v2) through a conversion to a
-// version that cannot hold all of it.
-const AnnotationPrefix = "cueop.dev/conversion."
-
 // OwnStatus are the status fields cueop itself writes: a conversion passes
 // them unchanged.
 var OwnStatus = []string{"conditions", "observedGeneration", "revision", template.StatusInputsDigest, template.StatusImmutable}
@@ -74,7 +69,7 @@ func (c *Converter) Versions() []string {
 // Convert returns obj converted to toVersion of the kind's group. obj is
 // not modified. The result's spec is checked against toVersion's #Spec,
 // its defaults filled; the annotation rule of lossless round trips
-// (AnnotationPrefix) is applied. The conversion runs within the
+// (wellknown.AnnotationConversionPrefix) is applied. The conversion runs within the
 // converter's budget (package budget).
 func (c *Converter) Convert(obj *unstructured.Unstructured, toVersion string) (*unstructured.Unstructured, error) {
 	// What the memo answers evaluates no CUE: it needs no budget (a

@@ -36,8 +36,6 @@ func specError(conv cue.Value, version string, err error) error {
 	return &SpecError{Version: version, msg: msg}
 }
 
-var pathInStatus, pathOutStatus = cue.ParsePath("in.status"), cue.ParsePath("out.status")
-
 // step is one conversion of a path: to or from the hub.
 type step struct {
 	conv   cue.Value // ToHub or FromHub of a spoke
@@ -162,14 +160,14 @@ func (c *Converter) convertStatus(out, obj *unstructured.Unstructured, from, to 
 		return nil
 	}
 	for _, s := range c.steps(from, to) {
-		if !s.conv.LookupPath(pathOutStatus).Exists() {
+		if !s.conv.LookupPath(template.PathOutStatus).Exists() {
 			continue
 		}
 		if c.memoOnly {
 			return errNotMemoized
 		}
-		x := s.conv.FillPath(pathInStatus, s.conv.Context().Encode(status))
-		got, err := export(x.LookupPath(pathOutStatus))
+		x := s.conv.FillPath(template.PathInStatus, s.conv.Context().Encode(status))
+		got, err := export(x.LookupPath(template.PathOutStatus))
 		if err != nil {
 			return fmt.Errorf("status at %s: %w", s.target.Name, err)
 		}

@@ -10,4 +10,8 @@
 // alone, and a conversion whose annotations would pass the API server's
 // 256 KiB is refused (AnnotationTooLargeError). Every conversion is evaluated
 // within a budget (package budget), as a render is.
+//
+// It must not reach an API server, serve the webhook (package webhook) or
+// decide which conversions serve (package operator): objects in, objects
+// out.
 package convert

@@ -9,18 +9,12 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/cueop/cueop/engine/template"
+	"github.com/cueop/cueop/engine/wellknown"
 )
-
-// IncompletePrefix, followed by a version, marks an object converted from
-// that version (the hub) without the fields the target cannot hold, as
-// their annotation would not fit (AnnotationTooLargeError). Its value
-// names the fields. A conversion of a marked object back to that version
-// is refused: it would store the object without them.
-const IncompletePrefix = "cueop.dev/conversion-incomplete."
 
 // IncompleteError is a conversion away from the hub whose annotation would
 // not fit: Converted is the object without the fields, marked
-// (IncompletePrefix), which a reader may have; a writer at its version is
+// (wellknown.AnnotationIncompletePrefix), which a reader may have; a writer at its version is
 // refused. The webhook answers with Converted and reports the error on
 // the CR, so that one CR does not fail the reads and watches of every
 // other at that version.
@@ -53,7 +47,7 @@ func incomplete(out *unstructured.Unstructured, subject string, from *template.V
 	if a == nil {
 		a = map[string]string{}
 	}
-	key, value := IncompletePrefix+from.Name, fmt.Sprintf("%d fields", len(tooLarge.Fields))
+	key, value := wellknown.AnnotationIncompletePrefix+from.Name, fmt.Sprintf("%d fields", len(tooLarge.Fields))
 	size := 0
 	for k, v := range a {
 		size += len(k) + len(v)
@@ -92,14 +86,14 @@ func incomplete(out *unstructured.Unstructured, subject string, from *template.V
 	return &IncompleteError{AnnotationTooLargeError: tooLarge, Subject: subject, Object: out}
 }
 
-// dropMarkers removes every IncompletePrefix annotation of out: an object
+// dropMarkers removes every wellknown.AnnotationIncompletePrefix annotation of out: an object
 // converted from the hub is never marked but by its own conversion (a
 // marker a user set at the hub means nothing).
 func dropMarkers(out *unstructured.Unstructured) {
 	a := out.GetAnnotations()
 	n := len(a)
 	for k := range a {
-		if strings.HasPrefix(k, IncompletePrefix) {
+		if strings.HasPrefix(k, wellknown.AnnotationIncompletePrefix) {
 			delete(a, k)
 		}
 	}
@@ -112,16 +106,16 @@ func dropMarkers(out *unstructured.Unstructured) {
 }
 
 // refuseIncomplete refuses to convert obj to the hub when it is marked as
-// read without fields (IncompletePrefix, any version): storing it would
+// read without fields (wellknown.AnnotationIncompletePrefix, any version): storing it would
 // lose them.
 func (c *Converter) refuseIncomplete(obj *unstructured.Unstructured, from, to *template.Version) error {
 	if !to.Hub || from.Hub {
 		return nil
 	}
 	for k := range obj.GetAnnotations() {
-		if strings.HasPrefix(k, IncompletePrefix) {
+		if strings.HasPrefix(k, wellknown.AnnotationIncompletePrefix) {
 			return fmt.Errorf("%s: conversion %s to %s: the object was read at %s without fields %s cannot hold, too large to carry along (annotation %s): write it at %s",
-				c.subject(obj), from.Name, to.Name, from.Name, from.Name, k, strings.TrimPrefix(k, IncompletePrefix))
+				c.subject(obj), from.Name, to.Name, from.Name, from.Name, k, strings.TrimPrefix(k, wellknown.AnnotationIncompletePrefix))
 		}
 	}
 	return nil

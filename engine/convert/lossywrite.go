@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/cueop/cueop/engine/template"
+	"github.com/cueop/cueop/engine/wellknown"
 )
 
 // The annotation rule when someone wrote at the version converted from:
@@ -380,7 +381,7 @@ type LossyWriteError struct {
 
 func (e *LossyWriteError) Error() string {
 	return fmt.Sprintf("a write at %s cannot be stored at %s without dropping or changing %s, which %s holds beyond what %s shows (kept by the annotation %s%s): write it at %s",
-		e.From, e.Hub, strings.Join(e.Fields, ", "), e.Hub, e.From, AnnotationPrefix, e.Hub, e.Hub)
+		e.From, e.Hub, strings.Join(e.Fields, ", "), e.Hub, e.From, wellknown.AnnotationConversionPrefix, e.Hub, e.Hub)
 }
 
 // refuseLossyWrite refuses a write at from that restore could not put

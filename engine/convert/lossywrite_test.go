@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/cueop/cueop/engine/convert"
+	"github.com/cueop/cueop/engine/wellknown"
 )
 
 // restructured is a kind whose hub v2 holds what its spoke v1 holds in
@@ -85,7 +86,7 @@ func TestWriteAtSpokeKeepsWhatOnlyTheHubHolds(t *testing.T) {
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
 			read := mustConvert(t, c, object(t, restructuredHub), "v1")
-			if read.GetAnnotations()[convert.AnnotationPrefix+"v2"] == "" {
+			if read.GetAnnotations()[wellknown.AnnotationConversionPrefix+"v2"] == "" {
 				t.Fatalf("read at v1: %v, want the annotation carrying what v1 cannot hold", read.Object)
 			}
 			tc.edit(read.Object["spec"].(map[string]any))
@@ -165,10 +166,10 @@ func TestWriteAtSpokeDroppingAHalfRefused(t *testing.T) {
 	read = mustConvert(t, c, object(t, restructuredHub), "v1")
 	delete(read.Object["spec"].(map[string]any), "resources")
 	a := read.GetAnnotations()
-	a[convert.AnnotationPrefix+"v2"] = `{"resources": {"limits": {"cpu": "2", "memory": "2Gi"}}, "evil": 1}`
+	a[wellknown.AnnotationConversionPrefix+"v2"] = `{"resources": {"limits": {"cpu": "2", "memory": "2Gi"}}, "evil": 1}`
 	read.SetAnnotations(a)
 	out, err = c.Convert(read, "v2")
-	if err == nil || errors.As(err, &lossy) || !strings.Contains(err.Error(), convert.AnnotationPrefix+"v2") || !strings.Contains(err.Error(), "evil") {
+	if err == nil || errors.As(err, &lossy) || !strings.Contains(err.Error(), wellknown.AnnotationConversionPrefix+"v2") || !strings.Contains(err.Error(), "evil") {
 		t.Errorf("write at v1 with a forged annotation: %v, %v; want refused naming the annotation and its field", out, err)
 	}
 }

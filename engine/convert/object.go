@@ -9,6 +9,7 @@ import (
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 
 	"github.com/cueop/cueop/engine/template"
+	"github.com/cueop/cueop/engine/wellknown"
 )
 
 // convert converts obj from one version to another: the spec by the
@@ -76,7 +77,7 @@ type specResult struct {
 // A conversion found in the memo is not evaluated; one evaluated comes
 // with keep, which keeps it there (called once the budget passed it).
 func (c *Converter) convertSpec(obj *unstructured.Unstructured, spec map[string]any, from, to *template.Version) (specResult, func(), error) {
-	annotation, annotated := obj.GetAnnotations()[AnnotationPrefix+to.Name]
+	annotation, annotated := obj.GetAnnotations()[wellknown.AnnotationConversionPrefix+to.Name]
 	key, keep := memoKey(spec, from, to, c.lenient, annotation, annotated)
 	if keep && c.memo != nil {
 		if res, ok := c.memo.get(key); ok {
@@ -116,13 +117,13 @@ func (c *Converter) convertSpecOnce(obj *unstructured.Unstructured, spec map[str
 			// spec: a struct half filled).
 			if err := admits(stored, to); err != nil {
 				// An annotation no conversion wrote.
-				return specResult{}, fmt.Errorf("restoring annotation %s%s: %w", AnnotationPrefix, to.Name, err)
+				return specResult{}, fmt.Errorf("restoring annotation %s%s: %w", wellknown.AnnotationConversionPrefix, to.Name, err)
 			}
 			return specResult{}, c.refuseLossyWrite(got, stored, fault, from, to)
 		}
 		filled, err := c.normalize(fillMissing(got, stored), to)
 		if err != nil {
-			return specResult{}, fmt.Errorf("restoring annotation %s%s: %w", AnnotationPrefix, to.Name, err)
+			return specResult{}, fmt.Errorf("restoring annotation %s%s: %w", wellknown.AnnotationConversionPrefix, to.Name, err)
 		}
 		got = filled
 	}
@@ -181,13 +182,13 @@ func overlay(got, stored map[string]any) map[string]any {
 
 // storedSpec is the spec of version stored in obj's annotation, or nil.
 func storedSpec(obj *unstructured.Unstructured, version string) (map[string]any, error) {
-	s, ok := obj.GetAnnotations()[AnnotationPrefix+version]
+	s, ok := obj.GetAnnotations()[wellknown.AnnotationConversionPrefix+version]
 	if !ok {
 		return nil, nil
 	}
 	var spec map[string]any
 	if err := utiljson.Unmarshal([]byte(s), &spec); err != nil {
-		return nil, fmt.Errorf("annotation %s%s: %w", AnnotationPrefix, version, err)
+		return nil, fmt.Errorf("annotation %s%s: %w", wellknown.AnnotationConversionPrefix, version, err)
 	}
 	if spec == nil {
 		spec = map[string]any{}
@@ -219,10 +220,10 @@ func fillMissing(got, stored map[string]any) map[string]any {
 
 func dropAnnotation(obj *unstructured.Unstructured, version string) {
 	a := obj.GetAnnotations()
-	if _, ok := a[AnnotationPrefix+version]; !ok {
+	if _, ok := a[wellknown.AnnotationConversionPrefix+version]; !ok {
 		return
 	}
-	delete(a, AnnotationPrefix+version)
+	delete(a, wellknown.AnnotationConversionPrefix+version)
 	if len(a) == 0 {
 		a = nil
 	}
@@ -234,6 +235,6 @@ func setAnnotation(obj *unstructured.Unstructured, version, value string) {
 	if a == nil {
 		a = map[string]string{}
 	}
-	a[AnnotationPrefix+version] = value
+	a[wellknown.AnnotationConversionPrefix+version] = value
 	obj.SetAnnotations(a)
 }

@@ -1,6 +1,7 @@
 package convert
 
 import (
+	"github.com/cueop/cueop/engine/wellknown"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
@@ -16,7 +17,7 @@ type UnrenderedField struct {
 func (f UnrenderedField) String() string { return f.Path + " (" + f.Version + ")" }
 
 // Unrendered are the fields of obj, an object at the hub, that a spoke's
-// spec carried in its annotation (AnnotationPrefix) holds and the hub
+// spec carried in its annotation (wellknown.AnnotationConversionPrefix) holds and the hub
 // cannot: the fields the spoke's spec loses, or changes, on its way to the
 // hub and back. The annotation keeps them, so they read back at that
 // version, but the template renders the hub's spec: it never sees a lost
@@ -29,7 +30,7 @@ func (c *Converter) Unrendered(obj *unstructured.Unstructured) ([]UnrenderedFiel
 		if v.Hub {
 			continue
 		}
-		if _, ok := obj.GetAnnotations()[AnnotationPrefix+v.Name]; !ok {
+		if _, ok := obj.GetAnnotations()[wellknown.AnnotationConversionPrefix+v.Name]; !ok {
 			continue
 		}
 		at, err := c.Convert(obj, v.Name) // the spec as read at v

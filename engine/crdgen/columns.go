@@ -6,11 +6,12 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 
 	"github.com/cueop/cueop/engine/template"
+	"github.com/cueop/cueop/engine/wellknown"
 )
 
 const (
-	readyStatusPath = `.status.conditions[?(@.type=="Ready")].status`
-	readyReasonPath = `.status.conditions[?(@.type=="Ready")].reason`
+	readyStatusPath = `.status.conditions[?(@.type=="` + wellknown.ConditionReady + `")].status`
+	readyReasonPath = `.status.conditions[?(@.type=="` + wellknown.ConditionReady + `")].reason`
 	agePath         = ".metadata.creationTimestamp"
 	revisionPath    = ".status.revision"
 )

@@ -11,21 +11,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/cueop/cueop/engine/template"
+	"github.com/cueop/cueop/engine/wellknown"
 )
 
-const (
-	// ManagedByLabel marks every generated CRD as managed by cueop.
-	ManagedByLabel = "app.kubernetes.io/managed-by"
-	// ManagedBy is the value of ManagedByLabel.
-	ManagedBy = "cueop"
-	// RevisionAnnotation records the template revision a CRD was generated
-	// from.
-	RevisionAnnotation = "cueop.dev/revision"
-	// Category is the category every cueop kind belongs to, so that
-	// `kubectl get cueop` lists the resources of every kind. A kind's own
-	// categories come after it.
-	Category = "cueop"
-)
+// Category is the category every cueop kind belongs to, so that `kubectl
+// get cueop` lists the resources of every kind. A kind's own categories
+// come after it.
+const Category = "cueop"
 
 // Generate returns the CustomResourceDefinition of a kind: FromResource of
 // its resource, #Spec and #Status, annotated with the kind's revision. The
@@ -47,7 +39,7 @@ func Explain(k *template.Kind) (*apiextensionsv1.CustomResourceDefinition, []Con
 		return nil, nil, fmt.Errorf("kind %s: %w", k.Name, err)
 	}
 	if k.Revision != "" {
-		crd.Annotations = map[string]string{RevisionAnnotation: k.Revision}
+		crd.Annotations = map[string]string{wellknown.AnnotationRevision: k.Revision}
 	}
 	describeKind(crd, k)
 	return crd, rules, nil
@@ -86,7 +78,7 @@ func resourceCRD(res template.Resource, spec, status cue.Value) (*apiextensionsv
 		},
 		ObjectMeta: metav1.ObjectMeta{
 			Name:   name,
-			Labels: map[string]string{ManagedByLabel: ManagedBy},
+			Labels: map[string]string{wellknown.LabelManagedBy: wellknown.ManagedByValue},
 		},
 		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
 			Group:    res.Group,

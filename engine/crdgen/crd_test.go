@@ -9,6 +9,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 
 	"github.com/cueop/cueop/engine/template"
+	"github.com/cueop/cueop/engine/wellknown"
 )
 
 const redisSrc = `
@@ -57,7 +58,7 @@ func TestGenerateMetadata(t *testing.T) {
 	if crd.Name != "redisclusters.cache.example.com" {
 		t.Errorf("name %q", crd.Name)
 	}
-	if crd.Labels[ManagedByLabel] != "cueop" || crd.Annotations[RevisionAnnotation] != "r1" {
+	if crd.Labels[wellknown.LabelManagedBy] != "cueop" || crd.Annotations[wellknown.AnnotationRevision] != "r1" {
 		t.Errorf("labels %v, annotations %v", crd.Labels, crd.Annotations)
 	}
 	if crd.Spec.Scope != apiextensionsv1.NamespaceScoped || len(crd.Spec.Versions) != 1 {

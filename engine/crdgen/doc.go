@@ -100,4 +100,7 @@
 // items of a list or map at their own limits (AtLimits): what the API
 // server accepts at most, which `cueop vet` renders to prove the template
 // takes it within the render budget.
+//
+// It must not apply a CRD nor judge a change to one (packages schemacompat
+// and schemaguard).
 package crdgen

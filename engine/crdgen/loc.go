@@ -5,6 +5,8 @@ import (
 
 	"cuelang.org/go/cue"
 	"cuelang.org/go/cue/token"
+
+	"github.com/cueop/cueop/engine/template"
 )
 
 // loc is where the walker is: the field path for errors, the position to
@@ -114,7 +116,7 @@ func selfReference(v cue.Value) string {
 		what = "itself"
 	}
 	msg := fmt.Sprintf("the schema refers to itself: %s refers to %s, %s", v.Path(), ref, what)
-	if len(to) >= 3 && to[0].String() == "versions" && to[2].String() == "#Spec" {
+	if len(to) >= 3 && to[0].String() == template.FieldVersions && to[2].String() == template.FieldSpecDef {
 		msg += fmt.Sprintf("; inside versions.%s, #Spec names %s's own #Spec, not the hub's: to refer to the hub's schema, name it outside versions (let hubSpec = #Spec, at the top of the file) and use hubSpec",
 			to[1], to[1])
 	}

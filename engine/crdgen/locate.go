@@ -20,9 +20,9 @@ func Locate(k *template.Kind, cs []schemacompat.Change) {
 
 func locate(k *template.Kind, c *schemacompat.Change) {
 	if len(c.Path) == 0 {
-		at := cue.ParsePath("resource.version")
+		at := template.PathResourceVersion
 		if ver := k.Version(c.Version); ver != nil && !ver.Hub {
-			at = cue.MakePath(cue.Str("versions"), cue.Str(c.Version))
+			at = cue.MakePath(cue.Str(template.FieldVersions), cue.Str(c.Version))
 		}
 		if v := k.Value.LookupPath(at); v.Pos().IsValid() {
 			c.Pos = v.Pos().String()

@@ -62,14 +62,14 @@ func specSchema(spec cue.Value) (*apiextensionsv1.JSONSchemaProps, error) {
 	if !spec.Exists() {
 		return nil, fmt.Errorf("#Spec: not defined: every kind declares the schema of its spec")
 	}
-	s, err := newWalker(spec).field(spec, regularField, rootLoc(spec, "#Spec"))
+	s, err := newWalker(spec).field(spec, regularField, rootLoc(spec, template.FieldSpecDef))
 	if err != nil {
 		return nil, err
 	}
 	if s.Type != "object" || s.AdditionalProperties != nil {
-		return nil, rootLoc(spec, "#Spec").errorf(spec, "must be a struct of named fields")
+		return nil, rootLoc(spec, template.FieldSpecDef).errorf(spec, "must be a struct of named fields")
 	}
-	s.Description = definitionDoc(spec, "#Spec")
+	s.Description = definitionDoc(spec, template.FieldSpecDef)
 	return s, nil
 }
 
@@ -79,7 +79,7 @@ func statusSchema(status cue.Value) (*apiextensionsv1.JSONSchemaProps, error) {
 	s := &apiextensionsv1.JSONSchemaProps{Type: "object"}
 	if status.Exists() {
 		var err error
-		l := rootLoc(status, "#Status")
+		l := rootLoc(status, template.FieldStatusDef)
 		if s, err = newWalker(status).field(status, elementField, l); err != nil {
 			return nil, err
 		}
@@ -90,7 +90,7 @@ func statusSchema(status cue.Value) (*apiextensionsv1.JSONSchemaProps, error) {
 			return nil, err
 		}
 		s.Required = nil
-		s.Description = definitionDoc(status, "#Status")
+		s.Description = definitionDoc(status, template.FieldStatusDef)
 	}
 	if s.Description == "" {
 		s.Description = statusDoc
@@ -188,7 +188,7 @@ func immutableStatus(s *apiextensionsv1.JSONSchemaProps, spec, status cue.Value)
 	name := template.StatusImmutable
 	if _, ok := s.Properties[name]; ok {
 		f := status.LookupPath(cue.MakePath(cue.Str(name).Optional()))
-		return rootLoc(status, "#Status").field(name, f).errorf(f,
+		return rootLoc(status, template.FieldStatusDef).field(name, f).errorf(f,
 			"is written by the engine for the @cueop(immutable) fields of #Spec; choose another name")
 	}
 	s.Properties[name] = apiextensionsv1.JSONSchemaProps{

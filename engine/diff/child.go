@@ -14,6 +14,7 @@ import (
 	"github.com/cueop/cueop/engine/apply"
 	"github.com/cueop/cueop/engine/reconcile"
 	"github.com/cueop/cueop/engine/render"
+	"github.com/cueop/cueop/engine/wellknown"
 )
 
 // child classifies one rendered child of cr against live (nil when absent)
@@ -80,7 +81,7 @@ func (d *differ) existing(ctx context.Context, cr *unstructured.Unstructured, c 
 		out.Action = Adopt
 		out.Reason = fmt.Sprintf("no controller: taken over (policies: %s: adopt: %q)", c.ID, c.Policy.Adopt)
 		if claim.Released {
-			out.Reason = fmt.Sprintf("no controller, marked released from this CR: taken over if its %s verifies under the operator's key, which diff does not read; else the CR would stall (ChildConflict) and write nothing to it", reconcile.AnnotationReleaseProof)
+			out.Reason = fmt.Sprintf("no controller, marked released from this CR: taken over if its %s verifies under the operator's key, which diff does not read; else the CR would stall (ChildConflict) and write nothing to it", wellknown.AnnotationReleaseProof)
 		}
 	}
 	return out
@@ -129,7 +130,7 @@ func stamped(desired *unstructured.Unstructured) *unstructured.Unstructured {
 
 // prune classifies an owned child the render no longer has.
 func (d *differ) prune(o *unstructured.Unstructured) Child {
-	out := childOf(o.GetLabels()[render.LabelID], o)
+	out := childOf(o.GetLabels()[wellknown.LabelID], o)
 	if d.o.Render.LivePolicy(o).Prune == render.PruneNever {
 		out.Action, out.Reason = Release, "policy prune: never: left in place, no longer owned by cueop"
 		return out

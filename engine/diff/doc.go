@@ -40,4 +40,6 @@
 // Run returns a Report: a summary per kind, then per CR the changed
 // children with a unified diff of the fields cueop owns, cleaned of what the
 // server sets (managedFields, resourceVersion, uid, status, ...).
+//
+// It must not change the cluster: every write it sends is a dry run.
 package diff

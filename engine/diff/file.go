@@ -12,7 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/cueop/cueop/engine/render"
+	"github.com/cueop/cueop/engine/wellknown"
 )
 
 // placeholderUID stands for the uid of a CR that does not exist yet, so
@@ -67,7 +67,7 @@ func (d *differ) fileCR(ctx context.Context, f *unstructured.Unstructured) (afte
 	if got.GetUID() == "" {
 		got.SetUID(placeholderUID)
 	}
-	byOwner, err := d.listChildren(ctx, cr.GetNamespace(), client.MatchingLabels{render.LabelOwnerUID: string(got.GetUID())})
+	byOwner, err := d.listChildren(ctx, cr.GetNamespace(), client.MatchingLabels{wellknown.LabelOwnerUID: string(got.GetUID())})
 	if err != nil {
 		return got, nil, "", how, fmt.Errorf("%s: %w", subject, err)
 	}

@@ -12,12 +12,13 @@ import (
 	"github.com/cueop/cueop/engine/operator"
 	"github.com/cueop/cueop/engine/operator/operatortest"
 	"github.com/cueop/cueop/engine/template"
+	"github.com/cueop/cueop/engine/wellknown"
 	"github.com/cueop/cueop/localcluster/clustertest"
 )
 
 // TestDiffIdentityLabel: an operator whose kinds act as their own
 // ServiceAccounts (cueop run's default) labels every child with the
-// identity (operator.LabelIdentity). On the CRs it converged, cueop diff
+// identity (wellknown.LabelIdentity). On the CRs it converged, cueop diff
 // given the identities the operator was given renders the children with
 // that label and finds nothing to change (exit 0, no UPDATE); with
 // --shared-identity it would take the label off every child.
@@ -45,9 +46,9 @@ func TestDiffIdentityLabel(t *testing.T) {
 	waitReady(t, c, ns, 2)
 	a.Settled(t, 0, time.Minute)
 	stop()
-	pods := clustertest.MustKubectl(t, "", "-n", ns, "get", "pods", "-l", operator.LabelIdentity, "-o", "name")
+	pods := clustertest.MustKubectl(t, "", "-n", ns, "get", "pods", "-l", wellknown.LabelIdentity, "-o", "name")
 	if n := len(strings.Fields(pods)); n != 3 {
-		t.Fatalf("want the 3 Pods labelled with their identity (%s), got %d:\n%s", operator.LabelIdentity, n, pods)
+		t.Fatalf("want the 3 Pods labelled with their identity (%s), got %d:\n%s", wellknown.LabelIdentity, n, pods)
 	}
 
 	t.Run("Run", func(t *testing.T) {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/cueop/cueop/engine/render"
 	"github.com/cueop/cueop/engine/template"
+	"github.com/cueop/cueop/engine/wellknown"
 )
 
 // CRFieldManager is the field manager of the dry-run apply of a CR from a
@@ -109,7 +110,7 @@ func (d *differ) listChildren(ctx context.Context, ns string, match client.Match
 		}
 		list := &unstructured.UnstructuredList{}
 		list.SetGroupVersionKind(m.GroupVersionKind.GroupVersion().WithKind(gk.Kind + "List"))
-		opts := []client.ListOption{client.InNamespace(ns), client.HasLabels{render.LabelOwnerUID}}
+		opts := []client.ListOption{client.InNamespace(ns), client.HasLabels{wellknown.LabelOwnerUID}}
 		if len(match) > 0 {
 			opts = append(opts, match)
 		}
@@ -118,7 +119,7 @@ func (d *differ) listChildren(ctx context.Context, ns string, match client.Match
 		}
 		for i := range list.Items {
 			o := &list.Items[i]
-			uid := o.GetLabels()[render.LabelOwnerUID]
+			uid := o.GetLabels()[wellknown.LabelOwnerUID]
 			out[uid] = append(out[uid], o)
 		}
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/cueop/cueop/engine/reconcile"
 	"github.com/cueop/cueop/engine/render"
 	"github.com/cueop/cueop/engine/template"
+	"github.com/cueop/cueop/engine/wellknown"
 )
 
 // DefaultWorkers is how many CRs are diffed at once.
@@ -145,8 +146,8 @@ func (d *differ) cr(ctx context.Context, j job) CR {
 	if err == nil && missing != "" {
 		// As the controller: the CR waits for the object, and nothing of it
 		// is rendered, applied or pruned meanwhile.
-		out.Reason = render.ReasonReferenceNotFound
-		out.Error = render.ReasonReferenceNotFound + ": " + missing + ": the controller renders, applies and prunes nothing for this CR until it exists"
+		out.Reason = wellknown.ReasonReferenceNotFound
+		out.Error = wellknown.ReasonReferenceNotFound + ": " + missing + ": the controller renders, applies and prunes nothing for this CR until it exists"
 		return out
 	}
 	var p *reconcile.Preview

@@ -11,6 +11,7 @@ import (
 
 	"github.com/cueop/cueop/engine/reconcile"
 	"github.com/cueop/cueop/engine/render"
+	"github.com/cueop/cueop/engine/wellknown"
 )
 
 // atRenderedVersions renders again when the CR renders a child at another
@@ -44,7 +45,7 @@ func (d *differ) atRenderedVersions(ctx context.Context, j job, referenced map[s
 func (d *differ) listAt(ctx context.Context, gvk schema.GroupVersionKind, cr *unstructured.Unstructured) ([]*unstructured.Unstructured, error) {
 	list := &unstructured.UnstructuredList{}
 	list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
-	err := d.o.Client.List(ctx, list, client.InNamespace(cr.GetNamespace()), client.MatchingLabels{render.LabelOwnerUID: string(cr.GetUID())})
+	err := d.o.Client.List(ctx, list, client.InNamespace(cr.GetNamespace()), client.MatchingLabels{wellknown.LabelOwnerUID: string(cr.GetUID())})
 	if err != nil {
 		return nil, fmt.Errorf("%s %s/%s: list %s children at %s: %w", cr.GetKind(), cr.GetNamespace(), cr.GetName(), gvk.Kind, gvk.Version, err)
 	}

@@ -8,7 +8,7 @@ import (
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 	"sigs.k8s.io/structured-merge-diff/v6/value"
 
-	"github.com/cueop/cueop/engine/apply"
+	"github.com/cueop/cueop/engine/wellknown"
 )
 
 // noise are the metadata fields the API server sets on every write, never
@@ -26,7 +26,7 @@ func clean(o *unstructured.Unstructured) map[string]any {
 			delete(md, f)
 		}
 		if ann, ok := md["annotations"].(map[string]any); ok {
-			delete(ann, apply.AnnotationAppliedHash)
+			delete(ann, wellknown.AnnotationAppliedHash)
 			if len(ann) == 0 {
 				delete(md, "annotations")
 			}

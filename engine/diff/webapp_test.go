@@ -24,6 +24,7 @@ import (
 	"github.com/cueop/cueop/engine/operator/operatortest"
 	"github.com/cueop/cueop/engine/render"
 	"github.com/cueop/cueop/engine/template"
+	"github.com/cueop/cueop/engine/wellknown"
 	"github.com/cueop/cueop/localcluster/clustertest"
 )
 
@@ -194,7 +195,7 @@ func TestDiffWebApp(t *testing.T) {
 	notFound := func(t *testing.T, r *diff.Report) {
 		t.Helper()
 		w3 := crOf(r, "w3")
-		if w3 == nil || w3.Reason != render.ReasonReferenceNotFound || len(w3.Children) != 0 ||
+		if w3 == nil || w3.Reason != wellknown.ReasonReferenceNotFound || len(w3.Children) != 0 ||
 			!strings.Contains(w3.Error, "ReferenceNotFound: references.settings: ConfigMap w3-settings not found in namespace "+ns) {
 			t.Errorf("want w3 waiting for its settings, nothing applied:\n%s", text(t, r))
 		}
@@ -228,7 +229,7 @@ func TestDiffWebApp(t *testing.T) {
 		var back diff.Report
 		if err := json.Unmarshal(b.Bytes(), &back); err != nil || crOf(&back, "w0") == nil ||
 			crOf(&back, "w0").Children[0].Wave == nil || *crOf(&back, "w0").Children[0].Wave != 1 ||
-			crOf(&back, "w3").Reason != render.ReasonReferenceNotFound {
+			crOf(&back, "w3").Reason != wellknown.ReasonReferenceNotFound {
 			t.Errorf("JSON: want the wave of w0's Deployment and w3's reason: %v\n%s", err, b.String())
 		}
 		t.Logf("\n%s", out)
@@ -263,7 +264,7 @@ func TestDiffWebApp(t *testing.T) {
 			t.Fatalf("want every WebApp refused, no ConfigMap read (%d lists), exit 2; got exit %d:\n%s", lists, r.ExitCode(), text(t, r))
 		}
 		for _, cr := range r.CRs {
-			if cr.Reason != render.ReasonReferenceRefused || !strings.Contains(cr.Error, "references.settings: kind ConfigMap is not in the readable kinds (Secret)") {
+			if cr.Reason != wellknown.ReasonReferenceRefused || !strings.Contains(cr.Error, "references.settings: kind ConfigMap is not in the readable kinds (Secret)") {
 				t.Errorf("%s: %s: %s; want the reference refused", cr.Name, cr.Reason, cr.Error)
 			}
 		}
@@ -293,7 +294,7 @@ func TestDiffWebApp(t *testing.T) {
 		r, _ := runWebApp(t, copyTemplates(t), o)
 		out := text(t, r)
 		w8, w9 := crOf(r, "w8"), crOf(r, "w9")
-		if w8 == nil || w8.Reason != render.ReasonReferenceNotFound || len(w8.Children) != 0 || r.ExitCode() != 2 {
+		if w8 == nil || w8.Reason != wellknown.ReasonReferenceNotFound || len(w8.Children) != 0 || r.ExitCode() != 2 {
 			t.Fatalf("want w8 waiting for ConfigMap nope, nothing created, exit 2; got exit %d:\n%s", r.ExitCode(), out)
 		}
 		if w9 == nil || w9.Error != "" || len(w9.Children) != 5 {

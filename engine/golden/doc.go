@@ -5,4 +5,7 @@
 // a case that must fail. `cueop test` and the Go tests run this same code;
 // with update set, the expected sections are rewritten from what the
 // templates render now.
+//
+// It must not reach a cluster: a case is rendered, as Render renders it, and
+// compared; nothing is applied.
 package golden

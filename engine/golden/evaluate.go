@@ -16,6 +16,7 @@ import (
 
 	"github.com/cueop/cueop/engine/render"
 	"github.com/cueop/cueop/engine/template"
+	"github.com/cueop/cueop/engine/wellknown"
 )
 
 // Evaluate renders the case in ar and returns the sections it produces:
@@ -85,7 +86,7 @@ func RenderCase(k *template.Kind, parent *unstructured.Unstructured, live, refer
 func renderCase(k *template.Kind, parent *unstructured.Unstructured, live, referenced []*unstructured.Unstructured, opts render.Options) (*render.Result, map[string]*unstructured.Unstructured, error) {
 	parent, err := ToHub(k, parent)
 	if err != nil {
-		return nil, nil, &render.Error{Reason: render.ReasonInvalidSpec, Messages: []string{err.Error()}}
+		return nil, nil, &render.Error{Reason: wellknown.ReasonInvalidSpec, Messages: []string{err.Error()}}
 	}
 	in, err := resolveReferences(k, parent, referenced, opts)
 	if err != nil {
@@ -103,10 +104,10 @@ func renderCase(k *template.Kind, parent *unstructured.Unstructured, live, refer
 	for _, o := range live {
 		id, ok := ids[objectKey(o)]
 		if !ok {
-			id = o.GetLabels()[render.LabelID]
+			id = o.GetLabels()[wellknown.LabelID]
 		}
 		if id == "" {
-			return nil, nil, fmt.Errorf("observed %s %s matches no child (no child renders it and it has no %s label)", o.GetKind(), o.GetName(), render.LabelID)
+			return nil, nil, fmt.Errorf("observed %s %s matches no child (no child renders it and it has no %s label)", o.GetKind(), o.GetName(), wellknown.LabelID)
 		}
 		observed[id] = o
 	}

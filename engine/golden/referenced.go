@@ -7,6 +7,7 @@ import (
 
 	"github.com/cueop/cueop/engine/render"
 	"github.com/cueop/cueop/engine/template"
+	"github.com/cueop/cueop/engine/wellknown"
 )
 
 // SectionReferenced is the optional section of a case holding the objects
@@ -25,7 +26,7 @@ func resolveReferences(k *template.Kind, parent *unstructured.Unstructured, objs
 	}
 	got, missing := render.Resolve(refs, parent.GetNamespace(), objs)
 	if len(missing) > 0 {
-		out := &render.Error{Reason: render.ReasonReferenceNotFound}
+		out := &render.Error{Reason: wellknown.ReasonReferenceNotFound}
 		for _, m := range missing {
 			out.Messages = append(out.Messages, fmt.Sprintf("%s not found in namespace %s: give it in %s (cueop test) or --referenced (cueop render)", m, parent.GetNamespace(), SectionReferenced))
 		}

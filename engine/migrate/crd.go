@@ -5,23 +5,13 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/cueop/cueop/engine/wellknown"
 	"k8s.io/apiextensions-apiserver/pkg/apihelpers"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-)
-
-const (
-	// Annotation on the CRD holds the checkpoint of a migration under way.
-	Annotation = "cueop.dev/storage-migration"
-	// Condition is the CRD's condition type that tells the migration's
-	// state, the one Kubernetes' own migrator sets.
-	Condition = apiextensionsv1.StorageMigrating
-	// ReasonRunning and ReasonSucceeded are the condition's reasons.
-	ReasonRunning   = "StorageMigrationRunning"
-	ReasonSucceeded = "StorageMigrationSucceeded"
 )
 
 // checkpoint is the annotation's content: where the pass to To got.
@@ -55,7 +45,7 @@ func (m *Migrator) crd(ctx context.Context, name string) (*apiextensionsv1.Custo
 // page to go on from; "" (the first page) when there is none.
 func resume(crd *apiextensionsv1.CustomResourceDefinition, p *Progress) string {
 	var cp checkpoint
-	if json.Unmarshal([]byte(crd.Annotations[Annotation]), &cp) != nil || cp.To != p.To || cp.Continue == "" {
+	if json.Unmarshal([]byte(crd.Annotations[wellknown.AnnotationStorageMigration]), &cp) != nil || cp.To != p.To || cp.Continue == "" {
 		return ""
 	}
 	p.Listed, p.Migrated, p.Fields, p.Pages, p.Refused, p.Resumed = cp.Listed, cp.Migrated, cp.Fields, cp.Pages, cp.Refused, true
@@ -73,7 +63,7 @@ func (m *Migrator) save(ctx context.Context, name string, p *Progress, cont stri
 		}
 		value = string(b)
 	}
-	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]any{Annotation: value}}})
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]any{wellknown.AnnotationStorageMigration: value}}})
 	if err != nil {
 		return err
 	}
@@ -109,10 +99,10 @@ func (m *Migrator) finish(ctx context.Context, name string, p *Progress) error {
 }
 
 func setCondition(crd *apiextensionsv1.CustomResourceDefinition, p *Progress) {
-	c := apiextensionsv1.CustomResourceDefinitionCondition{Type: Condition, Status: apiextensionsv1.ConditionTrue,
-		Reason: ReasonRunning, Message: "storage migration " + p.String()}
+	c := apiextensionsv1.CustomResourceDefinitionCondition{Type: wellknown.CRDConditionStorageMigrating, Status: apiextensionsv1.ConditionTrue,
+		Reason: wellknown.CRDReasonStorageMigrationRunning, Message: "storage migration " + p.String()}
 	if p.Done {
-		c.Status, c.Reason = apiextensionsv1.ConditionFalse, ReasonSucceeded
+		c.Status, c.Reason = apiextensionsv1.ConditionFalse, wellknown.CRDReasonStorageMigrationSucceeded
 	}
 	apihelpers.SetCRDCondition(crd, c)
 }

@@ -40,4 +40,7 @@
 // that expired meanwhile starts the pass again from the first page, which
 // only costs requests. The CRD's StorageMigrating condition (the condition
 // type Kubernetes' own migrator sets) says how far it got.
+//
+// It must not decide when a kind is migrated nor report it (the operator
+// does), nor change what a CR holds: each is stored anew as it is.
 package migrate

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/cueop/cueop/engine/wellknown"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -37,7 +38,7 @@ func TestPending(t *testing.T) {
 // refused rewrite counts it, so that it does not finish.
 func TestResumeKeepsRefused(t *testing.T) {
 	crd := &apiextensionsv1.CustomResourceDefinition{}
-	crd.Annotations = map[string]string{Annotation: `{"to":"v2","continue":"next","listed":4,"migrated":3,"pages":2,"refused":1}`}
+	crd.Annotations = map[string]string{wellknown.AnnotationStorageMigration: `{"to":"v2","continue":"next","listed":4,"migrated":3,"pages":2,"refused":1}`}
 	p := Progress{To: "v2"}
 	if cont := resume(crd, &p); cont != "next" || p.Refused != 1 || p.Listed != 4 || !p.Resumed {
 		t.Fatalf("resume = %q, %+v; want next, 1 refused of 4 listed, resumed", cont, p)
@@ -47,7 +48,7 @@ func TestResumeKeepsRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	crd.Annotations[Annotation] = string(b)
+	crd.Annotations[wellknown.AnnotationStorageMigration] = string(b)
 	p = Progress{To: "v2"}
 	if resume(crd, &p); p.Refused != 2 {
 		t.Errorf("a saved checkpoint resumed with %d refused, want 2", p.Refused)

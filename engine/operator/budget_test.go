@@ -15,7 +15,7 @@ import (
 
 	"github.com/cueop/cueop/engine/budget"
 	"github.com/cueop/cueop/engine/operator/operatortest"
-	"github.com/cueop/cueop/engine/reconcile"
+	"github.com/cueop/cueop/engine/wellknown"
 	"github.com/cueop/cueop/localcluster/clustertest"
 )
 
@@ -105,10 +105,10 @@ func TestRefusedRenderIsNotConverged(t *testing.T) {
 	mustKubectl(t, bombYAML(ns, "fresh", 1), "apply", "-f", "-")
 	eventually(t, 60*time.Second, func() string {
 		o := object(t, c, bombGVK, ns, "fresh")
-		if msg := conditionIs(o, "Reconciling", "True", reconcile.ReasonRenderPending, "earlier evaluations that exceeded their budget are still running"); msg != "" {
+		if msg := conditionIs(o, "Reconciling", "True", wellknown.ReasonRenderPending, "earlier evaluations that exceeded their budget are still running"); msg != "" {
 			return msg
 		}
-		if msg := conditionIs(o, "Ready", "Unknown", reconcile.ReasonRenderPending, "render not run"); msg != "" {
+		if msg := conditionIs(o, "Ready", "Unknown", wellknown.ReasonRenderPending, "render not run"); msg != "" {
 			return msg
 		}
 		if res, err := kstatus.Compute(o); err != nil || res.Status == kstatus.CurrentStatus {
@@ -122,7 +122,7 @@ func TestRefusedRenderIsNotConverged(t *testing.T) {
 
 	waitBombsEnded(t)
 	eventually(t, 2*time.Minute, func() string {
-		return conditionIs(object(t, c, bombGVK, ns, "fresh"), "Ready", "True", reconcile.ReasonReady, "")
+		return conditionIs(object(t, c, bombGVK, ns, "fresh"), "Ready", "True", wellknown.ReasonReady, "")
 	})
 }
 

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/cueop/cueop/engine/apply"
+	"github.com/cueop/cueop/engine/wellknown"
 	"github.com/cueop/cueop/localcluster/clustertest"
 )
 
@@ -89,7 +90,7 @@ func runningPodBytes(b *testing.B) []byte {
 		"apiVersion": "v1", "kind": "Pod",
 		"metadata": map[string]any{"name": "size-0", "namespace": ns, "labels": map[string]any{
 			"app": "redis", "cluster": "size", "app.kubernetes.io/managed-by": "cueop", "cueop.dev/id": "pod-0"},
-			"annotations": map[string]any{apply.AnnotationAppliedHash: "0123456789abcdef"}},
+			"annotations": map[string]any{wellknown.AnnotationAppliedHash: "0123456789abcdef"}},
 		"spec": map[string]any{
 			"containers": []any{map[string]any{
 				"name": "redis", "image": "redis:7.0", "args": []any{"/etc/redis/redis.conf"},

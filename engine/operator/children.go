@@ -19,7 +19,7 @@ import (
 
 	"github.com/cueop/cueop/engine/apply"
 	"github.com/cueop/cueop/engine/reconcile"
-	"github.com/cueop/cueop/engine/render"
+	"github.com/cueop/cueop/engine/wellknown"
 )
 
 // childWatch is the state of the child kinds. Children of an allowed kind
@@ -112,7 +112,7 @@ func (b *bundle) discoverChildren(ctx context.Context, timeout time.Duration) er
 		gks = append(gks, gk)
 	}
 	sort.Slice(gks, func(i, j int) bool { return gks[i].String() < gks[j].String() })
-	selector := labels.SelectorFromSet(labels.Set{render.LabelManagedBy: render.ManagedByValue})
+	selector := labels.SelectorFromSet(labels.Set{wellknown.LabelManagedBy: wellknown.ManagedByValue})
 	if b.sa != nil {
 		selector = labels.SelectorFromSet(o.identitySelector(*b.sa))
 	}

@@ -8,14 +8,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/cueop/cueop/engine/template"
+	"github.com/cueop/cueop/engine/wellknown"
 )
-
-// PackageAnnotation records, on each CRD cueop applies, the package
-// (template.Kind.Name: <module>/<package> for a registry module) it was
-// applied for: the holder of the kind's claims (template/claims.go) that
-// a fresh operator, with nothing served yet and an empty module cache,
-// finds again.
-const PackageAnnotation = "cueop.dev/package"
 
 // holders answers a load who holds a kind's claims already: the kinds
 // this operator serves, then the CRD in the cluster (its kind and the
@@ -58,7 +52,7 @@ func (o *Operator) holders(ctx context.Context) template.Holders {
 			return out
 		}
 		return append(out, template.Holding{
-			Package: crd.Annotations[PackageAnnotation],
+			Package: crd.Annotations[wellknown.AnnotationPackage],
 			Kind:    crd.Spec.Names.Kind + "." + crd.Spec.Group,
 			CRD:     crdName,
 		})

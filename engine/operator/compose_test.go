@@ -20,8 +20,8 @@ import (
 
 	"github.com/cueop/cueop/engine/operator"
 	"github.com/cueop/cueop/engine/operator/operatortest"
-	"github.com/cueop/cueop/engine/reconcile"
 	"github.com/cueop/cueop/engine/render"
+	"github.com/cueop/cueop/engine/wellknown"
 	"github.com/cueop/cueop/localcluster/clustertest"
 )
 
@@ -141,7 +141,7 @@ spec:
   settingsFrom: {kind: Secret, name: shop-settings}
 `, ns), "apply", "--server-side", "--field-manager=test", "-f", "-")
 	eventually(t, 30*time.Second, func() string {
-		return conditionIs(object(t, c, webAppGVK, ns, "shop"), "Ready", "False", reconcile.ReasonReferenceNotFound, "references.settings: Secret shop-settings not found")
+		return conditionIs(object(t, c, webAppGVK, ns, "shop"), "Ready", "False", wellknown.ReasonReferenceNotFound, "references.settings: Secret shop-settings not found")
 	})
 	if j := object(t, c, jobGVK, ns, "shop-migrate"); j != nil {
 		t.Fatal("the Job exists while the referenced Secret is missing")
@@ -164,14 +164,14 @@ spec:
 	}
 	waiting := rec.first(func(e event) bool {
 		cond := conditionOf(e.obj, "Reconciling")
-		return e.kind == "WebApp" && cond != nil && cond["reason"] == reconcile.ReasonWaitingForWave &&
+		return e.kind == "WebApp" && cond != nil && cond["reason"] == wellknown.ReasonWaitingForWave &&
 			strings.Contains(fmt.Sprint(cond["message"]), "wave 1 waits for children.migrate: Job "+ns+"/shop-migrate")
 	})
 	if waiting == nil {
 		t.Error("the WebApp never said that wave 1 waits for the migration Job")
 	}
-	if fins := object(t, c, webAppGVK, ns, "shop").GetFinalizers(); !slices.Contains(fins, reconcile.FinalizerOrdered) {
-		t.Errorf("finalizers %v, want %s", fins, reconcile.FinalizerOrdered)
+	if fins := object(t, c, webAppGVK, ns, "shop").GetFinalizers(); !slices.Contains(fins, wellknown.FinalizerOrdered) {
+		t.Errorf("finalizers %v, want %s", fins, wellknown.FinalizerOrdered)
 	}
 
 	// Editing the Secret rolls the Pods: a new checksum in the Pod template.
@@ -216,7 +216,7 @@ spec:
 	})
 	deleting := rec.first(func(e event) bool {
 		cond := conditionOf(e.obj, "Reconciling")
-		return e.kind == "WebApp" && cond != nil && cond["reason"] == reconcile.ReasonDeleting &&
+		return e.kind == "WebApp" && cond != nil && cond["reason"] == wellknown.ReasonDeleting &&
 			strings.HasPrefix(fmt.Sprint(cond["message"]), "deleting wave 1: waiting for ")
 	})
 	if deleting == nil {
@@ -298,7 +298,7 @@ func TestReferenceOutsideReadableKindsStalls(t *testing.T) {
 	mustKubectl(t, secretYAML(ns, "info"), "apply", "-f", "-")
 	applyWebApp(t, ns, "leaky", "Secret")
 	eventually(t, 30*time.Second, func() string {
-		return conditionIs(object(t, c, webAppGVK, ns, "leaky"), "Stalled", "True", render.ReasonReferenceRefused,
+		return conditionIs(object(t, c, webAppGVK, ns, "leaky"), "Stalled", "True", wellknown.ReasonReferenceRefused,
 			"references.settings: kind Secret is not in the readable kinds (ConfigMap)")
 	})
 	if j := object(t, c, jobGVK, ns, "leaky-migrate"); j != nil {
@@ -324,7 +324,7 @@ func TestOrderedDeletionWaitsForOperatorAndTemplate(t *testing.T) {
 
 	mustKubectl(t, "", "-n", ns, "delete", "webapp", "shop", "--wait=false")
 	cr := object(t, c, webAppGVK, ns, "shop")
-	if cr == nil || cr.GetDeletionTimestamp() == nil || !slices.Contains(cr.GetFinalizers(), reconcile.FinalizerOrdered) {
+	if cr == nil || cr.GetDeletionTimestamp() == nil || !slices.Contains(cr.GetFinalizers(), wellknown.FinalizerOrdered) {
 		t.Fatalf("with no operator the deleted WebApp must wait on its finalizer: %v", cr)
 	}
 	rec := record(t, ns, jobGVK, deploymentGVK)
@@ -343,7 +343,7 @@ func TestOrderedDeletionWaitsForOperatorAndTemplate(t *testing.T) {
 
 	applyWebApp(t, ns, "kept", "ConfigMap")
 	eventually(t, 30*time.Second, func() string {
-		if cr := object(t, c, webAppGVK, ns, "kept"); cr == nil || !slices.Contains(cr.GetFinalizers(), reconcile.FinalizerOrdered) {
+		if cr := object(t, c, webAppGVK, ns, "kept"); cr == nil || !slices.Contains(cr.GetFinalizers(), wellknown.FinalizerOrdered) {
 			return "no ordered-deletion finalizer yet"
 		}
 		return ""
@@ -354,7 +354,7 @@ func TestOrderedDeletionWaitsForOperatorAndTemplate(t *testing.T) {
 		if cr == nil {
 			return "the WebApp is gone"
 		}
-		if slices.Contains(cr.GetFinalizers(), reconcile.FinalizerOrdered) {
+		if slices.Contains(cr.GetFinalizers(), wellknown.FinalizerOrdered) {
 			return fmt.Sprintf("finalizers %v, want none once the template is removed", cr.GetFinalizers())
 		}
 		return ""

@@ -20,6 +20,7 @@ import (
 	"github.com/cueop/cueop/engine/convert"
 	"github.com/cueop/cueop/engine/template"
 	"github.com/cueop/cueop/engine/webhook"
+	"github.com/cueop/cueop/engine/wellknown"
 )
 
 // Conversion configures the conversion webhook of the kinds with several
@@ -244,7 +245,7 @@ func (o *Operator) conversionRefused(ctx context.Context, k *template.Kind, err 
 	o.metrics.loadError()
 	o.metrics.schemaRefused(k, true)
 	o.refused[k.Name] = true // until a revision of the kind serves (schemaAccepted)
-	o.crdEvent(ctx, k.Resource.CRDName(), "TemplateError", msg)
+	o.crdEvent(ctx, k.Resource.CRDName(), wellknown.CRDReasonTemplateError, msg)
 	return refusedError{err} // unserved.go: not retried
 }
 

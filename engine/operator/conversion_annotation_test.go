@@ -14,6 +14,7 @@ import (
 
 	"github.com/cueop/cueop/engine/operator"
 	"github.com/cueop/cueop/engine/operator/operatortest"
+	"github.com/cueop/cueop/engine/wellknown"
 	"github.com/cueop/cueop/localcluster/clustertest"
 )
 
@@ -117,11 +118,11 @@ func TestConversionAnnotationTooLarge(t *testing.T) {
 
 	eventually(t, 30*time.Second, func() string {
 		u := mustGetAt(t, "memos.v1.annot.example.com", ns, "big")
-		c := conditionOf(u, operator.ConditionConvertible)
-		if c == nil || c["status"] != "False" || c["reason"] != operator.ReasonAnnotationTooLarge || !strings.Contains(c["message"].(string), "spec.text") {
+		c := conditionOf(u, wellknown.ConditionConvertible)
+		if c == nil || c["status"] != "False" || c["reason"] != wellknown.ReasonAnnotationTooLarge || !strings.Contains(c["message"].(string), "spec.text") {
 			return "big's Convertible condition: " + jsonText(c)
 		}
-		out, err := kubectl(t, "", "get", "events", "-n", ns, "--field-selector", "involvedObject.name=big,reason="+operator.ReasonAnnotationTooLarge, "-o", "name")
+		out, err := kubectl(t, "", "get", "events", "-n", ns, "--field-selector", "involvedObject.name=big,reason="+wellknown.ReasonAnnotationTooLarge, "-o", "name")
 		if err != nil || strings.TrimSpace(out) == "" {
 			return "no AnnotationTooLarge Event on big: " + out
 		}
@@ -133,7 +134,7 @@ func TestConversionAnnotationTooLarge(t *testing.T) {
 		if _, err := getAt(t, "memos.v2.annot.example.com", ns, "big"); err != nil {
 			return err.Error()
 		}
-		if c := conditionOf(mustGetAt(t, "memos.v1.annot.example.com", ns, "big"), operator.ConditionConvertible); c != nil {
+		if c := conditionOf(mustGetAt(t, "memos.v1.annot.example.com", ns, "big"), wellknown.ConditionConvertible); c != nil {
 			return "condition kept once big converts: " + jsonText(c)
 		}
 		return ""
@@ -174,7 +175,7 @@ func TestUnconvertibleCRStallsNoOtherWatch(t *testing.T) {
 
 	mustKubectl(t, memo(ns, "big", 300<<10), "create", "-f", "-")
 	eventually(t, 30*time.Second, func() string { // the webhook converted it, and reported it
-		if c := conditionOf(mustGetAt(t, "memos.v1.annot.example.com", ns, "big"), operator.ConditionConvertible); c == nil || c["status"] != "False" {
+		if c := conditionOf(mustGetAt(t, "memos.v1.annot.example.com", ns, "big"), wellknown.ConditionConvertible); c == nil || c["status"] != "False" {
 			return "big's Convertible condition: " + jsonText(c)
 		}
 		return ""

@@ -15,7 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
-	"github.com/cueop/cueop/engine/operator"
+	"github.com/cueop/cueop/engine/wellknown"
 	"github.com/cueop/cueop/localcluster/clustertest"
 )
 
@@ -84,15 +84,15 @@ func TestForgedReviewWritesNothing(t *testing.T) {
 	// forged one has been handled (one writer, in order).
 	mustKubectl(t, memoYAML(ns, "big", 300<<10), "create", "-f", "-")
 	eventually(t, 60*time.Second, func() string {
-		if c := conditionOf(mustGetAt(t, "memos.v1.annot.example.com", ns, "big"), operator.ConditionConvertible); c == nil || c["status"] != "False" {
+		if c := conditionOf(mustGetAt(t, "memos.v1.annot.example.com", ns, "big"), wellknown.ConditionConvertible); c == nil || c["status"] != "False" {
 			return "big's Convertible condition: " + jsonText(c)
 		}
 		return ""
 	})
-	if c := conditionOf(mustGetAt(t, "memos.v1.annot.example.com", other, "theirs"), operator.ConditionConvertible); c != nil {
+	if c := conditionOf(mustGetAt(t, "memos.v1.annot.example.com", other, "theirs"), wellknown.ConditionConvertible); c != nil {
 		t.Errorf("a forged review wrote on another tenant's Memo: %s", jsonText(c))
 	}
-	if out := mustKubectl(t, "", "get", "events", "-n", other, "--field-selector", "reason="+operator.ReasonAnnotationTooLarge, "-o", "name"); strings.TrimSpace(out) != "" {
+	if out := mustKubectl(t, "", "get", "events", "-n", other, "--field-selector", "reason="+wellknown.ReasonAnnotationTooLarge, "-o", "name"); strings.TrimSpace(out) != "" {
 		t.Errorf("a forged review recorded Events in %s: %s", other, out)
 	}
 }

@@ -307,7 +307,7 @@ func TestConversionRefusedKeepsLastGood(t *testing.T) {
 	a, _ := startGauges(t, dir, ns, conv)
 	mustKubectl(t, gaugeYAML("v1", ns, "one", "{replicas: 2}"), "apply", "-f", "-")
 	eventually(t, 30*time.Second, func() string { return gaugeHas(t, "v2", ns, "one", map[string]any{"size": 2}) })
-	good := mustGetGauge(t, "v2", ns, "one").GetAnnotations()["cueop.dev/test-converter"]
+	good := mustGetGauge(t, "v2", ns, "one").GetAnnotations()[webhook.RenameAnnotation]
 	if good == "" {
 		t.Fatal("the converted object does not name the revision that converted it")
 	}
@@ -315,7 +315,7 @@ func TestConversionRefusedKeepsLastGood(t *testing.T) {
 	broken := strings.Replace(gaugeTemplate, "refuse?: bool}", "refuse?: bool, brokenConversion: *true | bool}", 1)
 	must(t, os.WriteFile(filepath.Join(dir, "gauge", "gauge.cue"), []byte(broken), 0o644))
 	a.WaitLog(t, 60*time.Second, "versions.v2.toHub: does not compile (test)")
-	if got := mustGetGauge(t, "v2", ns, "one").GetAnnotations()["cueop.dev/test-converter"]; got != good {
+	if got := mustGetGauge(t, "v2", ns, "one").GetAnnotations()[webhook.RenameAnnotation]; got != good {
 		t.Errorf("converted by revision %q after the refused reload, want the last good %q", got, good)
 	}
 }

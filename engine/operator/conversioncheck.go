@@ -15,6 +15,7 @@ import (
 	"github.com/cueop/cueop/engine/crdgen"
 	"github.com/cueop/cueop/engine/migrate"
 	"github.com/cueop/cueop/engine/template"
+	"github.com/cueop/cueop/engine/wellknown"
 )
 
 // Bounds of the stored CRs' specs a revision's conversions are checked
@@ -112,7 +113,7 @@ func (c *conversions) heldAgainst(ctx context.Context, k *template.Kind, liveRev
 
 // storedSpecs are the distinct specs of k's CRs, listed in every namespace
 // from the API server at the storage version of the CRD it serves (crd),
-// and the revision of the live CRD (its crdgen.RevisionAnnotation),
+// and the revision of the live CRD (its wellknown.AnnotationRevision),
 // when k serves that version, a page at a time, within the bounds above.
 // A list that fails ends them, logged: the check takes what was read.
 // None are read while some are stored at another version and no revision
@@ -130,7 +131,7 @@ func (c *conversions) storedSpecs(ctx context.Context, k *template.Kind, crd str
 		}
 		return nil, ""
 	}
-	liveRevision = live.Annotations[crdgen.RevisionAnnotation]
+	liveRevision = live.Annotations[wellknown.AnnotationRevision]
 	version, others := migrate.Pending(live)
 	if k.Version(version) == nil || len(others) > 0 && !c.converting(k) {
 		// CRs stored at other versions read through this webhook, which

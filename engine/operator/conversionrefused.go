@@ -20,19 +20,12 @@ import (
 
 	"github.com/cueop/cueop/engine/convert"
 	"github.com/cueop/cueop/engine/webhook"
+	"github.com/cueop/cueop/engine/wellknown"
 )
 
-// The condition the conversion webhook sets False on a CR it cannot
-// convert for a reason of the CR itself: its annotation of the fields the
-// other version cannot hold would not fit in metadata.annotations
-// (convert.AnnotationTooLargeError). It is written by its own field
-// manager, beside the reconciler's conditions, with a Warning Event of the
-// same reason, and removed once the CR converts again.
-const (
-	ConditionConvertible     = "Convertible"
-	ReasonAnnotationTooLarge = "AnnotationTooLarge"
-	conversionFieldManager   = "cueop-conversion"
-)
+// conversionFieldManager writes a CR's wellknown.ConditionConvertible,
+// beside the reconciler's conditions.
+const conversionFieldManager = "cueop-conversion"
 
 // conversionReports turns the webhook's refusals of a CR into its
 // Convertible condition and an Event, off the review's goroutine: a review
@@ -76,8 +69,8 @@ func (r *conversionReports) report(obj *unstructured.Unstructured, to string, er
 	if !refused && err != nil {
 		return // another refusal: the render reports the CR's spec
 	}
-	cur := findCondition(obj, ConditionConvertible)
-	standing := cur != nil && cur["status"] == string(metav1.ConditionFalse) && cur["reason"] == ReasonAnnotationTooLarge
+	cur := findCondition(obj, wellknown.ConditionConvertible)
+	standing := cur != nil && cur["status"] == string(metav1.ConditionFalse) && cur["reason"] == wellknown.ReasonAnnotationTooLarge
 	curMsg, _ := cur["message"].(string)
 	names := strings.Contains(curMsg, fmt.Sprintf("conversion %s to %s: ", obj.GroupVersionKind().Version, to))
 	msg := ""
@@ -130,8 +123,8 @@ func (r *conversionReports) write(ctx context.Context, rep conversionReport) err
 	if err != nil || live == nil {
 		return err
 	}
-	cur := findCondition(live, ConditionConvertible)
-	standing := cur != nil && cur["status"] == string(metav1.ConditionFalse) && cur["reason"] == ReasonAnnotationTooLarge
+	cur := findCondition(live, wellknown.ConditionConvertible)
+	standing := cur != nil && cur["status"] == string(metav1.ConditionFalse) && cur["reason"] == wellknown.ReasonAnnotationTooLarge
 	curMsg, _ := cur["message"].(string)
 	names := strings.Contains(curMsg, fmt.Sprintf("conversion %s to %s: ", live.GroupVersionKind().Version, rep.to))
 	if msg == "" && (!standing || !names) || msg != "" && standing && curMsg == msg {
@@ -158,7 +151,7 @@ func (r *conversionReports) apply(ctx context.Context, live *unstructured.Unstru
 	}}
 	if msg != "" {
 		obj.Object["status"] = map[string]any{"conditions": []any{map[string]any{
-			"type": ConditionConvertible, "status": string(metav1.ConditionFalse), "reason": ReasonAnnotationTooLarge,
+			"type": wellknown.ConditionConvertible, "status": string(metav1.ConditionFalse), "reason": wellknown.ReasonAnnotationTooLarge,
 			"message": msg, "observedGeneration": live.GetGeneration(),
 			"lastTransitionTime": time.Now().UTC().Format(time.RFC3339),
 		}}}
@@ -169,7 +162,7 @@ func (r *conversionReports) apply(ctx context.Context, live *unstructured.Unstru
 	}
 	r.wrote(live.GetUID(), msg)
 	if msg != "" {
-		r.recorder.Event(live, corev1.EventTypeWarning, ReasonAnnotationTooLarge, msg)
+		r.recorder.Event(live, corev1.EventTypeWarning, wellknown.ReasonAnnotationTooLarge, msg)
 	}
 	return nil
 }

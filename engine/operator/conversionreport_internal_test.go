@@ -7,6 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/cueop/cueop/engine/convert"
+	"github.com/cueop/cueop/engine/wellknown"
 )
 
 // TestConversionReportNamesItsConversion: a Memo stored at v1 whose text
@@ -22,8 +23,8 @@ func TestConversionReportNamesItsConversion(t *testing.T) {
 		u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "annot.example.com/v1", "kind": "Memo",
 			"metadata": map[string]any{"name": "big", "namespace": "ns"}}}
 		if cond != nil {
-			u.Object["status"] = map[string]any{"conditions": []any{map[string]any{"type": ConditionConvertible,
-				"status": "False", "reason": ReasonAnnotationTooLarge, "message": cond.Error()}}}
+			u.Object["status"] = map[string]any{"conditions": []any{map[string]any{"type": wellknown.ConditionConvertible,
+				"status": "False", "reason": wellknown.ReasonAnnotationTooLarge, "message": cond.Error()}}}
 		}
 		return u
 	}

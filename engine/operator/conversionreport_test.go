@@ -15,6 +15,7 @@ import (
 
 	"github.com/cueop/cueop/engine/operator"
 	"github.com/cueop/cueop/engine/operator/operatortest"
+	"github.com/cueop/cueop/engine/wellknown"
 	"github.com/cueop/cueop/localcluster/clustertest"
 )
 
@@ -52,7 +53,7 @@ func TestConversionReportWritesOnlyTheReviewedCR(t *testing.T) {
 		t.Errorf("report of the Memo deleted since: written, want refused")
 	}
 	cur := mustGetAt(t, "memos.v1.annot.example.com", ns, "m")
-	if cond := conditionOf(cur, operator.ConditionConvertible); cond != nil {
+	if cond := conditionOf(cur, wellknown.ConditionConvertible); cond != nil {
 		t.Errorf("Memo created again under the name of one reported: condition %v, want none", cond)
 	}
 
@@ -72,7 +73,7 @@ func TestConversionReportWritesOnlyTheReviewedCR(t *testing.T) {
 		}
 		return ""
 	})
-	if cond := conditionOf(mustGetAt(t, "memos.v1.annot.example.com", ns, "m"), operator.ConditionConvertible); cond == nil || cond["message"] != "refused" {
+	if cond := conditionOf(mustGetAt(t, "memos.v1.annot.example.com", ns, "m"), wellknown.ConditionConvertible); cond == nil || cond["message"] != "refused" {
 		t.Errorf("Memo reported as it is: condition %v, want the refusal", cond)
 	}
 }

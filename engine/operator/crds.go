@@ -16,6 +16,7 @@ import (
 	"github.com/cueop/cueop/engine/crdgen"
 	"github.com/cueop/cueop/engine/schemaguard"
 	"github.com/cueop/cueop/engine/template"
+	"github.com/cueop/cueop/engine/wellknown"
 )
 
 // installCRD applies k's CRD with server-side apply and waits until it is
@@ -44,7 +45,7 @@ func (o *Operator) installCRDThen(ctx context.Context, k *template.Kind, beforeA
 	if ann == nil {
 		ann = map[string]string{}
 	}
-	ann[PackageAnnotation] = k.Name // claims.go: who holds the kind
+	ann[wellknown.AnnotationPackage] = k.Name // claims.go: who holds the kind
 	u.SetAnnotations(ann)
 	if err := o.opts.Conversion.endpoint().Point(ctx, u); err != nil { // conversion.go
 		return err
@@ -98,7 +99,7 @@ func (o *Operator) loadFailed(ctx context.Context, err error, broken map[string]
 		if !ok {
 			continue
 		}
-		o.crdEvent(ctx, kc.crdName, "TemplateError",
+		o.crdEvent(ctx, kc.crdName, wellknown.CRDReasonTemplateError,
 			fmt.Sprintf("template of %s refused, revision %s keeps serving: %v", name, kc.rec.Kind().Revision, kerr))
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/cueop/cueop/engine/reconcile"
+	"github.com/cueop/cueop/engine/wellknown"
 	"github.com/cueop/cueop/localcluster/clustertest"
 )
 
@@ -189,7 +190,7 @@ func TestRetainedClaimReleasedWhateverItsLabels(t *testing.T) {
 	}
 	names := map[schema.GroupVersionKind]string{pvcGVK: "lost-data", configMapGVK: "lost-kept"}
 	eventually(t, 30*time.Second, func() string {
-		if f := object(t, c, keeperGVK, ns, "lost").GetFinalizers(); !slices.Contains(f, reconcile.FinalizerRetain) {
+		if f := object(t, c, keeperGVK, ns, "lost").GetFinalizers(); !slices.Contains(f, wellknown.FinalizerRetain) {
 			return fmt.Sprintf("finalizers %v", f)
 		}
 		return ""
@@ -212,7 +213,7 @@ func TestRetainedClaimReleasedWhateverItsLabels(t *testing.T) {
 		if refs := o.GetOwnerReferences(); len(refs) > 0 {
 			t.Errorf("%s %s still owned: %v", gvk.Kind, name, refs)
 		}
-		if from := o.GetAnnotations()[reconcile.AnnotationReleasedFrom]; !strings.HasPrefix(from, "Keeper.lifecycle.example.com "+ns+"/lost") {
+		if from := o.GetAnnotations()[wellknown.AnnotationReleasedFrom]; !strings.HasPrefix(from, "Keeper.lifecycle.example.com "+ns+"/lost") {
 			t.Errorf("%s %s not marked released: %v", gvk.Kind, name, o.GetAnnotations())
 		}
 	}

@@ -15,4 +15,29 @@
 // does not grow with unrelated objects in the cluster; the kinds templates
 // reference are cached by their metadata only, and the few objects a render
 // needs are read whole (references.go, refobjects.go).
+//
+// Beside the controllers, the operator runs, per kind:
+//
+//   - identities (Options.Identities; identities.go, identitywatch.go): a
+//     kind may act as its own ServiceAccount, impersonated, with a cache
+//     and clients of its own (a bundle) whose children carry
+//     wellknown.LabelIdentity; a kind's refused requests stall its CRs
+//     (forbidden.go);
+//   - storage migration (migrate.go): when a CRD's storedVersions hold
+//     versions other than its storage version, the leader (with --shards,
+//     the holder of the first range) rewrites every stored CR (package
+//     migrate), reporting on the CRD in Events, metrics and a condition;
+//   - Template objects (templatestatus.go, templatewriter.go,
+//     templatedrift.go): one cueop.dev/v1alpha1 Template per kind, whose
+//     status tells where the serving revision came from and why the newest
+//     does not serve (conditions in package wellknown);
+//   - sharding (NewSharded, Options.Shard; shard.go, package shard): the
+//     CRs are spread over the replicas by ranges of their uid hash, each
+//     range's holder caching and reconciling only its CRs and children;
+//   - the render and conversion workers (workers.go, package worker).
+//
+// The operator wires; it must not render, apply or write a CR's status
+// itself (packages render, apply and reconcile do), nor decide what a
+// schema change or a conversion means (schemaguard, schemacompat,
+// convert): it calls them and reports what they say.
 package operator

@@ -15,6 +15,7 @@ import (
 	ctrlreconcile "sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/cueop/cueop/engine/apply"
+	"github.com/cueop/cueop/engine/wellknown"
 )
 
 // driftHandler wraps the handler that enqueues the CR controlling a
@@ -61,7 +62,7 @@ func controlledBy(obj client.Object, gk schema.GroupKind) (types.NamespacedName,
 // between two of its states: its applied-hash annotation or its field set
 // (cueop's managedFields entry, the only one the cache keeps).
 func appliedChanged(old, cur client.Object) bool {
-	if old.GetAnnotations()[apply.AnnotationAppliedHash] != cur.GetAnnotations()[apply.AnnotationAppliedHash] {
+	if old.GetAnnotations()[wellknown.AnnotationAppliedHash] != cur.GetAnnotations()[wellknown.AnnotationAppliedHash] {
 		return true
 	}
 	return !reflect.DeepEqual(cueopFields(old), cueopFields(cur))

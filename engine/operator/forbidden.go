@@ -17,7 +17,7 @@ import (
 // metadata only, as b's identity); nil when the list is answered or fails otherwise. A
 // watch so refused never syncs, and its informer would only retry: the
 // refusal itself is what the reconcile that needs the watch reports
-// (reconcile.ReasonForbidden), and no informer is started.
+// (wellknown.ReasonForbidden), and no informer is started.
 func (b *bundle) listRefused(ctx context.Context, resource schema.GroupVersionResource) error {
 	for _, ns := range b.listNamespaces() {
 		_, err := b.meta.Resource(resource).Namespace(ns).List(ctx, metav1.ListOptions{Limit: 1})

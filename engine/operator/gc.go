@@ -13,9 +13,8 @@ import (
 // sets unless $GOGC says otherwise. A reconcile allocates far more than it
 // keeps (a render's CUE values, the objects decoded from the API server's
 // answers): with Go's default of 100 the heap peaks at about twice what is
-// live. At 50 the peak heap in use fell from 52 to 32 MiB with 300 converged
-// RedisClusters, and peak RSS from 113 to 90 MiB, for about 5% more CPU
-// (docs/benchmarks.md).
+// live. 50 trades a little CPU for a much lower peak heap and RSS
+// (docs/benchmarks.md has the figures).
 const DefaultGCPercent = 50
 
 // TuneGC sets DefaultGCPercent when $GOGC is unset, and, when $GOMEMLIMIT

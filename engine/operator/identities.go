@@ -22,13 +22,8 @@ import (
 	"github.com/cueop/cueop/engine/render"
 	"github.com/cueop/cueop/engine/shard"
 	"github.com/cueop/cueop/engine/template"
+	"github.com/cueop/cueop/engine/wellknown"
 )
-
-// LabelIdentity names, on every child of a kind that acts as its own
-// ServiceAccount (Options.Identities), that ServiceAccount: the children
-// cache of the identity selects it, so that each child is cached once, by
-// the identity that wrote it.
-const LabelIdentity = "cueop.dev/identity"
 
 // bundle is what a kind reads and writes its children and references
 // with, as one identity: the operator's own (shared mode, the manager's
@@ -268,9 +263,9 @@ func (b *bundle) start(ctx context.Context) {
 // identitySelector are the labels the children cache of sa selects:
 // cueop's, the shard's when sharded, and sa's.
 func (o *Operator) identitySelector(sa identity.ServiceAccount) labels.Set {
-	set := labels.Set{render.LabelManagedBy: render.ManagedByValue}
+	set := labels.Set{wellknown.LabelManagedBy: wellknown.ManagedByValue}
 	maps.Copy(set, childLabels(o.opts.Shard))
-	set[LabelIdentity] = identityLabel(sa)
+	set[wellknown.LabelIdentity] = identityLabel(sa)
 	return set
 }
 
@@ -297,7 +292,7 @@ func identityChildLabels(sa *identity.ServiceAccount, r *shard.Range) map[string
 	if out == nil {
 		out = map[string]string{}
 	}
-	out[LabelIdentity] = identityLabel(*sa)
+	out[wellknown.LabelIdentity] = identityLabel(*sa)
 	return out
 }
 

@@ -17,9 +17,9 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/cueop/cueop/engine/identity"
-	"github.com/cueop/cueop/engine/operator"
 	"github.com/cueop/cueop/engine/operator/operatortest"
 	"github.com/cueop/cueop/engine/render"
+	"github.com/cueop/cueop/engine/wellknown"
 	"github.com/cueop/cueop/localcluster/clustertest"
 )
 
@@ -175,8 +175,8 @@ func betaServed(t *testing.T, ns, port string) string {
 		if got := o.GetAnnotations()["shared"]; got != "beta-only" {
 			return "Service b annotated " + got
 		}
-		if o.GetLabels()[operator.LabelIdentity] == "" {
-			return "Service b not labelled " + operator.LabelIdentity
+		if o.GetLabels()[wellknown.LabelIdentity] == "" {
+			return "Service b not labelled " + wellknown.LabelIdentity
 		}
 		if port != "" && !strings.Contains(fmt.Sprint(o.Object["spec"]), "port:"+port) {
 			return "Service b not yet at port " + port

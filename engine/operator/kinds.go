@@ -21,6 +21,7 @@ import (
 
 	"github.com/cueop/cueop/engine/reconcile"
 	"github.com/cueop/cueop/engine/template"
+	"github.com/cueop/cueop/engine/wellknown"
 )
 
 // kindController is the running controller of one kind.
@@ -267,7 +268,7 @@ func (o *Operator) pace(ctx context.Context, kc *kindController, k *template.Kin
 		msg := fmt.Sprintf("rollout of revision %s halted: %d CRs stalled on it (%v); CRs not yet moved stay on the previous revision until the template is fixed",
 			bad.Revision, len(stalled), stalled)
 		o.log.Error(nil, msg, "kind", bad.Resource.Kind)
-		o.crdEvent(ctx, kc.crdName, "RolloutHalted", msg)
+		o.crdEvent(ctx, kc.crdName, wellknown.CRDReasonRolloutHalted, msg)
 	}
 }
 

@@ -13,8 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/cueop/cueop/engine/reconcile"
-	"github.com/cueop/cueop/engine/render"
+	"github.com/cueop/cueop/engine/wellknown"
 	"github.com/cueop/cueop/localcluster/clustertest"
 )
 
@@ -230,20 +229,20 @@ func released(o *unstructured.Unstructured) string {
 		return fmt.Sprintf("owner references %v", refs)
 	}
 	for k := range o.GetLabels() {
-		if k == render.LabelManagedBy || strings.HasPrefix(k, "cueop.dev/") {
+		if k == wellknown.LabelManagedBy || strings.HasPrefix(k, "cueop.dev/") {
 			return "label " + k
 		}
 	}
 	for k := range o.GetAnnotations() {
-		if strings.HasPrefix(k, "cueop.dev/") && k != reconcile.AnnotationReleasedFrom && k != reconcile.AnnotationReleaseProof {
+		if strings.HasPrefix(k, "cueop.dev/") && k != wellknown.AnnotationReleasedFrom && k != wellknown.AnnotationReleaseProof {
 			return "annotation " + k
 		}
 	}
-	if from := o.GetAnnotations()[reconcile.AnnotationReleasedFrom]; !strings.HasPrefix(from, "Keeper.lifecycle.example.com ") && !strings.HasPrefix(from, "Depot.") {
-		return fmt.Sprintf("annotation %s is %q", reconcile.AnnotationReleasedFrom, from)
+	if from := o.GetAnnotations()[wellknown.AnnotationReleasedFrom]; !strings.HasPrefix(from, "Keeper.lifecycle.example.com ") && !strings.HasPrefix(from, "Depot.") {
+		return fmt.Sprintf("annotation %s is %q", wellknown.AnnotationReleasedFrom, from)
 	}
-	if proof := o.GetAnnotations()[reconcile.AnnotationReleaseProof]; !strings.HasPrefix(proof, "v1:") {
-		return fmt.Sprintf("annotation %s is %q", reconcile.AnnotationReleaseProof, proof)
+	if proof := o.GetAnnotations()[wellknown.AnnotationReleaseProof]; !strings.HasPrefix(proof, "v1:") {
+		return fmt.Sprintf("annotation %s is %q", wellknown.AnnotationReleaseProof, proof)
 	}
 	for _, e := range o.GetManagedFields() {
 		if e.Manager == "cueop" {
@@ -259,7 +258,7 @@ func TestPruneNeverReleasesChild(t *testing.T) {
 	ns, c := startKeepers(t)
 	applyKeeper(t, ns, "prune", "scratch: true")
 	uid := string(exists(t, c, configMapGVK, ns, "prune-scratch").GetUID())
-	if ann := object(t, c, configMapGVK, ns, "prune-scratch").GetAnnotations(); ann[render.AnnotationPrune] != "never" {
+	if ann := object(t, c, configMapGVK, ns, "prune-scratch").GetAnnotations(); ann[wellknown.AnnotationPrune] != "never" {
 		t.Fatalf("annotations %v lack the prune policy", ann)
 	}
 	patchKeeper(t, ns, "prune", `{"scratch":false}`)

@@ -20,8 +20,9 @@ const mappingTTL = 30 * time.Second
 // cachedMapper remembers the REST mappings found, for mappingTTL. The
 // reconciler asks for one at every cache read (whether a kind is namespaced)
 // and every child checked and applied; the dynamic mapper answers each
-// from its own cache but allocates a new mapping every time, 13% of the
-// operator's allocations while CRs converge. An error is never remembered:
+// from its own cache but allocates a new mapping every time, a large share
+// of the operator's allocations while CRs converge (docs/benchmarks.md).
+// An error is never remembered:
 // a kind not found is looked up again (and the dynamic mapper reloads).
 type cachedMapper struct {
 	meta.RESTMapper

@@ -15,6 +15,7 @@ import (
 
 	"github.com/cueop/cueop/engine/migrate"
 	"github.com/cueop/cueop/engine/template"
+	"github.com/cueop/cueop/engine/wellknown"
 )
 
 // Storage migration (package migrate): when a kind is served (at start and
@@ -105,7 +106,7 @@ func (o *Operator) runMigration(ctx context.Context, name string) {
 		}
 		msg := fmt.Sprintf("storage migration of %s failed, retrying: %v", name, err)
 		o.log.Error(err, "storage migration failed, retrying", "crd", name)
-		o.crdEventType(ctx, name, corev1.EventTypeWarning, "StorageMigrationFailed", msg)
+		o.crdEventType(ctx, name, corev1.EventTypeWarning, wellknown.CRDReasonStorageMigrationFailed, msg)
 		o.setMigration(MigrationProgress{Progress: p, Err: err})
 		select {
 		case <-ctx.Done():
@@ -148,14 +149,14 @@ func (r *migrationReport) report(p migrate.Progress) {
 	o := r.o
 	o.setMigration(MigrationProgress{Progress: p})
 	o.metrics.migration(p)
-	reason := "StorageMigrationProgress"
+	reason := wellknown.CRDReasonStorageMigrationProgress
 	switch {
 	case p.Done:
-		reason = "StorageMigrationSucceeded"
+		reason = wellknown.CRDReasonStorageMigrationSucceeded
 	case !r.started && p.Resumed:
-		reason = "StorageMigrationResumed"
+		reason = wellknown.CRDReasonStorageMigrationResumed
 	case !r.started:
-		reason = "StorageMigrationStarted"
+		reason = wellknown.CRDReasonStorageMigrationStarted
 	}
 	r.started = true
 	msg := "storage migration of " + p.CRD + " " + p.String()

@@ -30,6 +30,7 @@ import (
 	"github.com/cueop/cueop/engine/schemaguard"
 	"github.com/cueop/cueop/engine/shard"
 	"github.com/cueop/cueop/engine/template"
+	"github.com/cueop/cueop/engine/wellknown"
 	"github.com/cueop/cueop/localcluster/clustertest"
 )
 
@@ -239,7 +240,7 @@ func waitStoredV2(t *testing.T, c client.Client) {
 func checkMigrated(t *testing.T, c client.Client, ns string, rvs map[string]string) {
 	t.Helper()
 	checkStoredAnew(t, c, ns, rvs)
-	if a := getCRD(t, c).Annotations[migrate.Annotation]; a != "" {
+	if a := getCRD(t, c).Annotations[wellknown.AnnotationStorageMigration]; a != "" {
 		t.Errorf("checkpoint %s left on the CRD", a)
 	}
 }
@@ -266,13 +267,13 @@ func checkMigrationShown(t *testing.T, c client.Client, op *operator.Operator, c
 	crd := getCRD(t, c)
 	var cond *apiextensionsv1.CustomResourceDefinitionCondition
 	for i := range crd.Status.Conditions {
-		if crd.Status.Conditions[i].Type == migrate.Condition {
+		if crd.Status.Conditions[i].Type == wellknown.CRDConditionStorageMigrating {
 			cond = &crd.Status.Conditions[i]
 		}
 	}
-	if cond == nil || cond.Status != apiextensionsv1.ConditionFalse || cond.Reason != migrate.ReasonSucceeded ||
+	if cond == nil || cond.Status != apiextensionsv1.ConditionFalse || cond.Reason != wellknown.CRDReasonStorageMigrationSucceeded ||
 		!strings.Contains(cond.Message, "v1 -> v2") {
-		t.Errorf("StorageMigrating condition %+v, want False, %s, v1 -> v2", cond, migrate.ReasonSucceeded)
+		t.Errorf("StorageMigrating condition %+v, want False, %s, v1 -> v2", cond, wellknown.CRDReasonStorageMigrationSucceeded)
 	}
 	eventually(t, 30*time.Second, func() string {
 		return missingEvents(t, c, "StorageMigrationStarted", "StorageMigrationResumed", "StorageMigrationSucceeded")
@@ -323,7 +324,7 @@ func waitCheckpoint(t *testing.T, c client.Client, crd string, pages float64) ma
 	t.Helper()
 	var cp map[string]any
 	eventually(t, 60*time.Second, func() string {
-		a := getCRDNamed(t, c, crd).Annotations[migrate.Annotation]
+		a := getCRDNamed(t, c, crd).Annotations[wellknown.AnnotationStorageMigration]
 		cp = nil
 		if a == "" || json.Unmarshal([]byte(a), &cp) != nil || cp["pages"].(float64) < pages {
 			return "checkpoint " + a
@@ -441,7 +442,7 @@ func TestStorageMigrationJunkCheckpoint(t *testing.T) {
 	if crd.Annotations == nil {
 		crd.Annotations = map[string]string{}
 	}
-	crd.Annotations[migrate.Annotation] = `{"to":"v2","continue":"not-a-continue-token","listed":99,"migrated":99,"pages":7}`
+	crd.Annotations[wellknown.AnnotationStorageMigration] = `{"to":"v2","continue":"not-a-continue-token","listed":99,"migrated":99,"pages":7}`
 	must(t, c.Update(context.Background(), crd))
 
 	op, err := operator.New(clustertest.Config(), migrateOptions(dir, ns))

@@ -4,11 +4,9 @@ import (
 	"context"
 	"fmt"
 	"time"
-)
 
-// ReasonModuleRefused is the Degraded reason of a kind whose module
-// reference moved to a version refused at fetch.
-const ReasonModuleRefused = "ModuleRefused"
+	"github.com/cueop/cueop/engine/wellknown"
+)
 
 // moduleRefusal is a module version refused at fetch for the reference
 // ref, while the kinds of ref served the digest serving: it shows on
@@ -64,7 +62,7 @@ func (o *Operator) markModuleRefused(m moduleRefusal, ref string) moduleRefusal 
 			continue // moved on since: another version serves
 		}
 		if o.reportsKinds() {
-			o.crdEvent(ctx, kc.crdName, ReasonModuleRefused, m.msg)
+			o.crdEvent(ctx, kc.crdName, wellknown.TemplateReasonModuleRefused, m.msg)
 		}
 		if o.templates != nil {
 			o.templates.queue(o.kindReport(k, nil))
@@ -91,7 +89,7 @@ func (o *Operator) moduleRefusedReport(r *kindReport, ref, digest string) {
 	}
 	if m.serving == digest {
 		r.lastError = m.msg
-		r.degraded = condition(ConditionDegraded, true, ReasonModuleRefused, m.msg)
+		r.degraded = condition(wellknown.TemplateConditionDegraded, true, wellknown.TemplateReasonModuleRefused, m.msg)
 	}
 }
 

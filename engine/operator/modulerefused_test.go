@@ -10,6 +10,7 @@ import (
 	"github.com/cueop/cueop/engine/operator/operatortest"
 	"github.com/cueop/cueop/engine/source"
 	"github.com/cueop/cueop/engine/source/sourcetest"
+	"github.com/cueop/cueop/engine/wellknown"
 	"github.com/cueop/cueop/localcluster/clustertest"
 )
 
@@ -71,7 +72,7 @@ func TestModuleRefusedAtFetchShows(t *testing.T) {
 		return ""
 	})
 	eventually(t, 60*time.Second, func() string {
-		return crdEventOn(t, "redisclusters.cache.example.com", operator.ReasonModuleRefused, "example.com/redis@v1.1.0")
+		return crdEventOn(t, "redisclusters.cache.example.com", wellknown.TemplateReasonModuleRefused, "example.com/redis@v1.1.0")
 	})
 	if got := metricSum(t, "cueop_template_load_errors_total"); got != loadErrors+1 {
 		t.Errorf("cueop_template_load_errors_total = %v, want %v", got, loadErrors+1)
@@ -147,6 +148,6 @@ func TestShardedModuleRefusedShows(t *testing.T) {
 		return ""
 	})
 	eventually(t, 60*time.Second, func() string {
-		return crdEventOn(t, "redisclusters.cache.example.com", operator.ReasonModuleRefused, "example.com/redis@v1.1.0")
+		return crdEventOn(t, "redisclusters.cache.example.com", wellknown.TemplateReasonModuleRefused, "example.com/redis@v1.1.0")
 	})
 }

@@ -33,6 +33,7 @@ import (
 	"github.com/cueop/cueop/engine/render"
 	"github.com/cueop/cueop/engine/shard"
 	"github.com/cueop/cueop/engine/template"
+	"github.com/cueop/cueop/engine/wellknown"
 	"github.com/cueop/cueop/engine/worker"
 	"github.com/cueop/cueop/internal/useragent"
 )
@@ -236,7 +237,7 @@ func managerOptions(o ctrl.Options, namespace string) ctrl.Options {
 		utilruntime.Must(clientgoscheme.AddToScheme(o.Scheme))
 		utilruntime.Must(apiextensionsv1.AddToScheme(o.Scheme))
 	}
-	o.Cache.DefaultLabelSelector = labels.SelectorFromSet(labels.Set{render.LabelManagedBy: render.ManagedByValue})
+	o.Cache.DefaultLabelSelector = labels.SelectorFromSet(labels.Set{wellknown.LabelManagedBy: wellknown.ManagedByValue})
 	o.Client.Cache = &client.CacheOptions{Unstructured: true}
 	if o.MapperProvider == nil {
 		o.MapperProvider = cachedMapperProvider // mapper.go
@@ -269,8 +270,8 @@ func keepOwnManagedFields(obj any) (any, error) {
 // only cueop's status entry is read, and of it only the top-level status
 // fields it names (reconcile.ownedStatusFields) and the condition types
 // (reconcile.ownedConditionTypes): the entry is kept with fieldsV1 cut down
-// to those, the others are dropped. A cached RedisCluster is about 4 KiB
-// instead of 9.
+// to those, the others are dropped: about half the size of a cached CR
+// (docs/benchmarks.md).
 func compactParent(obj any) (any, error) {
 	return rewriteManagedFields(obj, func(entry map[string]any) (map[string]any, error) {
 		if entry["manager"] != apply.DefaultFieldManager || entry["subresource"] != "status" {
@@ -301,8 +302,8 @@ func compactParent(obj any) (any, error) {
 // compactChild is the children cache's transform: keepOwnManagedFields,
 // and of an unstructured child (a kind the scheme does not know) cueop's
 // entry keeps its fieldsV1 as JSON text, which the applier reads as is
-// (apply.fieldsJSON): a string costs a fraction of the decoded tree (a
-// cached Pod 17.8 KiB instead of 23.5 KiB). Children of kinds the scheme
+// (apply.fieldsJSON): a string costs a fraction of the decoded tree
+// (docs/benchmarks.md). Children of kinds the scheme
 // knows are cached typed, where fieldsV1 is already raw JSON.
 func compactChild(obj any) (any, error) {
 	return rewriteManagedFields(obj, func(entry map[string]any) (map[string]any, error) {

@@ -9,7 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/cueop/cueop/engine/reconcile"
+	"github.com/cueop/cueop/engine/wellknown"
 )
 
 // releaseOrdered removes the ordered-deletion finalizer from every CR of a
@@ -42,7 +42,7 @@ func (o *Operator) releaseOrdered(ctx context.Context, kc *kindController) {
 func (o *Operator) releaseOrderedOne(ctx context.Context, kc *kindController, resource schema.GroupVersionResource, gvk schema.GroupVersionKind, cr *metav1.PartialObjectMetadata) {
 	var err error
 	for range 3 {
-		if !slices.Contains(cr.GetFinalizers(), reconcile.FinalizerOrdered) {
+		if !slices.Contains(cr.GetFinalizers(), wellknown.FinalizerOrdered) {
 			return
 		}
 		if err = kc.rec.ReleaseOrdered(ctx, childMetadata(cr, gvk)); err == nil {

@@ -45,7 +45,7 @@ func (b *bundle) may(ctx context.Context, verb string, gr schema.GroupResource, 
 // none of the identity's: its role lists its own child kinds only, and one
 // refused list must not keep the identity from watching the kinds it does
 // write. Such a kind is watched once a template renders it, and is then
-// Forbidden (reconcile.ReasonForbidden). The operator's own identity still
+// Forbidden (wellknown.ReasonForbidden). The operator's own identity still
 // stops on the refusal.
 func (b *bundle) notItsKind(err error) bool {
 	return b.sa != nil && apierrors.IsForbidden(err)

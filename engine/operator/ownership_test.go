@@ -15,7 +15,7 @@ import (
 
 	"github.com/cueop/cueop/engine/operator"
 	"github.com/cueop/cueop/engine/operator/operatortest"
-	"github.com/cueop/cueop/engine/reconcile"
+	"github.com/cueop/cueop/engine/wellknown"
 	"github.com/cueop/cueop/localcluster/clustertest"
 )
 
@@ -82,7 +82,7 @@ func conflicted(t *testing.T, c client.Client, gvk schema.GroupVersionKind, ns, 
 		return gvk.Kind + " " + name + " not found"
 	}
 	cond := conditionOf(cr, "Stalled")
-	if cond == nil || cond["status"] != "True" || cond["reason"] != reconcile.ReasonChildConflict {
+	if cond == nil || cond["status"] != "True" || cond["reason"] != wellknown.ReasonChildConflict {
 		return fmt.Sprintf("%s %s: Stalled = %v", gvk.Kind, name, cond)
 	}
 	for _, p := range parts {
@@ -335,10 +335,10 @@ func TestReleasedChildReadopted(t *testing.T) {
 	mustKubectl(t, "", "-n", ns, "delete", "keeper", "again", "--wait=true", "--timeout=60s")
 	eventually(t, 30*time.Second, func() string { return released(object(t, c, configMapGVK, ns, "again-kept")) })
 	ann := object(t, c, configMapGVK, ns, "again-kept").GetAnnotations()
-	if from := ann[reconcile.AnnotationReleasedFrom]; from != "Keeper.lifecycle.example.com "+ns+"/again" {
+	if from := ann[wellknown.AnnotationReleasedFrom]; from != "Keeper.lifecycle.example.com "+ns+"/again" {
 		t.Fatalf("released-from = %q", from)
 	}
-	if proof := ann[reconcile.AnnotationReleaseProof]; !strings.HasPrefix(proof, "v1:") {
+	if proof := ann[wellknown.AnnotationReleaseProof]; !strings.HasPrefix(proof, "v1:") {
 		t.Fatalf("release-proof = %q", proof)
 	}
 	// The key is the operator's, in a Secret of its namespace (the test's).
@@ -355,10 +355,10 @@ func TestReleasedChildReadopted(t *testing.T) {
 		if refs := cm.GetOwnerReferences(); len(refs) != 1 || refs[0].UID != keeper.GetUID() {
 			return fmt.Sprintf("owner references %v", refs)
 		}
-		if from, ok := cm.GetAnnotations()[reconcile.AnnotationReleasedFrom]; ok {
+		if from, ok := cm.GetAnnotations()[wellknown.AnnotationReleasedFrom]; ok {
 			return "released-from still " + from
 		}
-		if proof, ok := cm.GetAnnotations()[reconcile.AnnotationReleaseProof]; ok {
+		if proof, ok := cm.GetAnnotations()[wellknown.AnnotationReleaseProof]; ok {
 			return "release-proof still " + proof
 		}
 		return ""

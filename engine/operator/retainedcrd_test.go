@@ -7,8 +7,8 @@ import (
 	"testing"
 
 	"github.com/cueop/cueop/engine/operator/operatortest"
-	"github.com/cueop/cueop/engine/reconcile"
 	"github.com/cueop/cueop/engine/render"
+	"github.com/cueop/cueop/engine/wellknown"
 	"github.com/cueop/cueop/localcluster/clustertest"
 )
 
@@ -55,8 +55,8 @@ func TestRetainedKindCRDDeleted(t *testing.T) {
 	waitEstablished(t, "nuts.nuts.example.com")
 	mustKubectl(t, "apiVersion: nuts.example.com/v1\nkind: Nut\nmetadata:\n  name: nn\n  namespace: "+ns+"\nspec:\n  size: 2\n", "apply", "-f", "-")
 	mustKubectl(t, "", "-n", ns, "wait", "--for=condition=Ready", "nut/nn", "--timeout=120s")
-	if out, _ := kubectl(t, "", "-n", ns, "get", "nut", "nn", "-o", "jsonpath={.metadata.finalizers}"); !strings.Contains(out, reconcile.FinalizerRetain) {
-		t.Fatalf("Nut's finalizers %s, want %s", out, reconcile.FinalizerRetain)
+	if out, _ := kubectl(t, "", "-n", ns, "get", "nut", "nn", "-o", "jsonpath={.metadata.finalizers}"); !strings.Contains(out, wellknown.FinalizerRetain) {
+		t.Fatalf("Nut's finalizers %s, want %s", out, wellknown.FinalizerRetain)
 	}
 	mustKubectl(t, "", "delete", "crd", "bolts.bolts.example.com", "--wait", "--timeout=60s")
 	mustKubectl(t, "", "-n", ns, "delete", "nut", "nn", "--wait=false")

@@ -16,8 +16,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
 	"github.com/cueop/cueop/engine/operator/operatortest"
-	"github.com/cueop/cueop/engine/reconcile"
 	"github.com/cueop/cueop/engine/render"
+	"github.com/cueop/cueop/engine/wellknown"
 	"github.com/cueop/cueop/localcluster/clustertest"
 )
 
@@ -33,7 +33,7 @@ func keeperWithClaim(t *testing.T, name string) (string, string) {
 	applyKeeper(t, ns, name, "storageClass: fast")
 	uid := string(exists(t, c, pvcGVK, ns, name+"-data").GetUID())
 	eventually(t, 30*time.Second, func() string {
-		if f := object(t, c, keeperGVK, ns, name).GetFinalizers(); !slices.Contains(f, reconcile.FinalizerRetain) {
+		if f := object(t, c, keeperGVK, ns, name).GetFinalizers(); !slices.Contains(f, wellknown.FinalizerRetain) {
 			return fmt.Sprintf("finalizers %v", f)
 		}
 		return ""
@@ -92,7 +92,7 @@ func TestRetainedClaimKeptWhileDiscoveryFails(t *testing.T) {
 	// Three refused lookups after the deletion: the finalizer was retried.
 	eventually(t, 60*time.Second, func() string {
 		k := object(t, c, keeperGVK, ns, "blind")
-		if k == nil || !slices.Contains(k.GetFinalizers(), reconcile.FinalizerRetain) {
+		if k == nil || !slices.Contains(k.GetFinalizers(), wellknown.FinalizerRetain) {
 			t.Fatalf("the Keeper lost its retain finalizer while its children could not be listed: %v", k)
 		}
 		if n := mapper.refused.Load() - refusedBefore; n < 3 {

@@ -12,6 +12,7 @@ import (
 	"github.com/cueop/cueop/engine/schemacompat"
 	"github.com/cueop/cueop/engine/schemaguard"
 	"github.com/cueop/cueop/engine/template"
+	"github.com/cueop/cueop/engine/wellknown"
 )
 
 // guardSchema checks next, the CRD of k, against live, the one the
@@ -33,7 +34,7 @@ func (o *Operator) guardSchema(ctx context.Context, k *template.Kind, next *apie
 	}
 	msg := "breaking schema change taken, as no CR of the kind is stored:" + r.Details()
 	o.log.Info(msg, "kind", k.Resource.Kind, "revision", k.Revision)
-	o.recorder.Event(live, corev1.EventTypeWarning, "BreakingSchemaChange", msg)
+	o.recorder.Event(live, corev1.EventTypeWarning, wellknown.CRDReasonBreakingSchemaChange, msg)
 	return nil
 }
 
@@ -56,7 +57,7 @@ func (o *Operator) schemaRefused(ctx context.Context, k *template.Kind, crdName 
 	o.metrics.loadError()
 	o.metrics.schemaRefused(k, true)
 	o.refused[k.Name] = true
-	o.crdEvent(ctx, crdName, "TemplateError", msg)
+	o.crdEvent(ctx, crdName, wellknown.CRDReasonTemplateError, msg)
 	return fmt.Errorf("kind %s: %w", k.Name, err)
 }
 

@@ -24,13 +24,14 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/cueop/cueop/engine/shard"
+	"github.com/cueop/cueop/engine/wellknown"
 )
 
 // A sharded replica runs one Operator per range it holds (Options.Shard):
 // its parents cache lists and watches that range's CRs only (the API
 // server's shardSelector where it honours it, else the same hash on the
 // client: shard.Range.ListWatch), the children it applies carry the
-// range's label (shard.LabelShard) and its children cache selects that
+// range's label (wellknown.LabelShard) and its children cache selects that
 // label, so each replica's memory follows its share. Losing the range
 // stops the Operator, and its controllers drain, before the range's Lease
 // is released.
@@ -51,7 +52,7 @@ func shardChildren(o ctrl.Options, r *shard.Range) ctrl.Options {
 	if r == nil {
 		return o
 	}
-	req, err := labels.NewRequirement(shard.LabelShard, selection.Equals, []string{r.Label()})
+	req, err := labels.NewRequirement(wellknown.LabelShard, selection.Equals, []string{r.Label()})
 	if err != nil {
 		panic(err) // a range's label is a valid label value
 	}
@@ -67,7 +68,7 @@ func childLabels(r *shard.Range) map[string]string {
 	if r == nil {
 		return nil
 	}
-	return map[string]string{shard.LabelShard: r.Label()}
+	return map[string]string{wellknown.LabelShard: r.Label()}
 }
 
 // Sharding configures a sharded replica (NewSharded).

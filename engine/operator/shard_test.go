@@ -28,8 +28,8 @@ import (
 
 	"github.com/cueop/cueop/engine/operator"
 	"github.com/cueop/cueop/engine/operator/operatortest"
-	"github.com/cueop/cueop/engine/reconcile"
 	"github.com/cueop/cueop/engine/shard"
+	"github.com/cueop/cueop/engine/wellknown"
 	"github.com/cueop/cueop/localcluster/clustertest"
 )
 
@@ -314,8 +314,8 @@ func testShardedReplicasHandOver(t *testing.T, f shard.Filter) {
 			t.Errorf("%s (range %s, held by %s): status and children written by %v, want by %s only", n, r, want, got, want)
 		}
 		for _, p := range listPods(t, c, ns, n) {
-			if l := p.GetLabels()[shard.LabelShard]; l != r.Label() {
-				t.Errorf("pod %s of %s: %s=%q, want %q", p.GetName(), n, shard.LabelShard, l, r.Label())
+			if l := p.GetLabels()[wellknown.LabelShard]; l != r.Label() {
+				t.Errorf("pod %s of %s: %s=%q, want %q", p.GetName(), n, wellknown.LabelShard, l, r.Label())
 			}
 		}
 	}
@@ -418,7 +418,7 @@ func testShardedTemplateRemovalClearsEveryRange(t *testing.T, f shard.Filter) {
 	for i := 0; len(byRange[0]) == 0 || len(byRange[1]) == 0; i++ {
 		name := fmt.Sprintf("w%d", i)
 		mustKubectl(t, fmt.Sprintf("apiVersion: apps.example.com/v1\nkind: WebApp\nmetadata: {name: %s, namespace: %s, finalizers: [%s]}\nspec: {settingsFrom: {name: settings}}\n",
-			name, ns, reconcile.FinalizerOrdered), "apply", "-f", "-")
+			name, ns, wellknown.FinalizerOrdered), "apply", "-f", "-")
 		r := shard.Of(string(object(t, c, webAppGVK, ns, name).GetUID()), 2)
 		byRange[r.Index] = append(byRange[r.Index], name)
 	}

@@ -11,29 +11,21 @@ import (
 
 	"github.com/cueop/cueop/engine/apply"
 	"github.com/cueop/cueop/engine/reconcile"
+	"github.com/cueop/cueop/engine/wellknown"
 )
 
-// ConditionStatusWriteFailing is the condition of a kind's CRD that tells
-// whether CRs of the kind have a status cueop cannot write: True from the
-// first such CR (reason StatusWriteFailed, that CR and the API server's
-// error in the message; no count of the CRs) until every one of them is written again (False,
-// reason StatusWritten). Each such CR also has a StatusWriteFailed
-// Warning Event, and cueop_status_write_failures_total{kind} counts the
-// failed writes.
-const ConditionStatusWriteFailing apiextensionsv1.CustomResourceDefinitionConditionType = "StatusWriteFailing"
-
 // statusFailing is the reconcilers' OnStatusFailing of the kind whose CRD
-// is crdName: it sets the CRD's ConditionStatusWriteFailing and logs.
+// is crdName: it sets the CRD's wellknown.CRDConditionStatusWriteFailing and logs.
 func (o *Operator) statusFailing(crdName string) func(context.Context, reconcile.StatusFailing) {
 	return func(ctx context.Context, st reconcile.StatusFailing) {
-		c := apiextensionsv1.CustomResourceDefinitionCondition{Type: ConditionStatusWriteFailing, Status: apiextensionsv1.ConditionFalse,
-			Reason: "StatusWritten", Message: "the status of every CR is written"}
+		c := apiextensionsv1.CustomResourceDefinitionCondition{Type: wellknown.CRDConditionStatusWriteFailing, Status: apiextensionsv1.ConditionFalse,
+			Reason: wellknown.CRDReasonStatusWritten, Message: "the status of every CR is written"}
 		if st.Failing > 0 {
-			c.Status, c.Reason = apiextensionsv1.ConditionTrue, reconcile.ReasonStatusWriteFailed
+			c.Status, c.Reason = apiextensionsv1.ConditionTrue, wellknown.ReasonStatusWriteFailed
 			// No count: the condition is set only when the kind's state
 			// moves (its first CR failing), not at each CR that follows.
 			c.Message = fmt.Sprintf("the status of CRs could not be written, retried with backoff (a %s Event on each), first %s: %s",
-				reconcile.ReasonStatusWriteFailed, st.First, st.Err)
+				wellknown.ReasonStatusWriteFailed, st.First, st.Err)
 		}
 		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 			crd := &apiextensionsv1.CustomResourceDefinition{}
@@ -53,7 +45,7 @@ func (o *Operator) statusFailing(crdName string) func(context.Context, reconcile
 			return o.mgr.GetClient().Status().Update(ctx, crd, client.FieldOwner(apply.DefaultFieldManager))
 		})
 		if err != nil {
-			o.log.Error(err, "CustomResourceDefinition "+crdName+": condition "+string(ConditionStatusWriteFailing)+" not set")
+			o.log.Error(err, "CustomResourceDefinition "+crdName+": condition "+string(wellknown.CRDConditionStatusWriteFailing)+" not set")
 		}
 	}
 }

@@ -11,9 +11,8 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/cueop/cueop/engine/operator"
 	"github.com/cueop/cueop/engine/operator/operatortest"
-	"github.com/cueop/cueop/engine/reconcile"
+	"github.com/cueop/cueop/engine/wellknown"
 	"github.com/cueop/cueop/localcluster/clustertest"
 )
 
@@ -31,10 +30,10 @@ func TestStatusWriteFailureShown(t *testing.T) {
 
 	operatortest.Start(t, clustertest.Config(), migrateOptions(dir, ns))
 	eventually(t, 60*time.Second, func() string {
-		cond := crdCondition(t, c, shelfCRD, operator.ConditionStatusWriteFailing)
+		cond := crdCondition(t, c, shelfCRD, wellknown.CRDConditionStatusWriteFailing)
 		if cond == nil || cond.Status != apiextensionsv1.ConditionTrue || !strings.Contains(cond.Message, ns+"/s00: ") ||
 			!strings.Contains(cond.Message, "s00 is frozen") || strings.Contains(cond.Message, "1 CRs") {
-			return fmt.Sprintf("CRD condition %s = %+v, want True naming %s/s00 and the policy's reason, and no count of CRs it is not kept at", operator.ConditionStatusWriteFailing, cond, ns)
+			return fmt.Sprintf("CRD condition %s = %+v, want True naming %s/s00 and the policy's reason, and no count of CRs it is not kept at", wellknown.CRDConditionStatusWriteFailing, cond, ns)
 		}
 		return ""
 	})
@@ -42,7 +41,7 @@ func TestStatusWriteFailureShown(t *testing.T) {
 		list := &corev1.EventList{}
 		must(t, c.List(context.Background(), list, client.InNamespace(ns), client.MatchingFields{"involvedObject.name": "s00"}))
 		for _, e := range list.Items {
-			if e.Reason == reconcile.ReasonStatusWriteFailed && e.Type == corev1.EventTypeWarning && strings.Contains(e.Message, "s00 is frozen") {
+			if e.Reason == wellknown.ReasonStatusWriteFailed && e.Type == corev1.EventTypeWarning && strings.Contains(e.Message, "s00 is frozen") {
 				return ""
 			}
 		}
@@ -55,8 +54,8 @@ func TestStatusWriteFailureShown(t *testing.T) {
 	mustKubectl(t, "", "delete", "validatingadmissionpolicybinding", policy)
 	mustKubectl(t, "", "-n", ns, "wait", "shelves.v2.migrate.example.com/s00", "--timeout=60s", "--for=jsonpath={.status.books}=0")
 	eventually(t, 30*time.Second, func() string {
-		if cond := crdCondition(t, c, shelfCRD, operator.ConditionStatusWriteFailing); cond == nil || cond.Status != apiextensionsv1.ConditionFalse {
-			return fmt.Sprintf("CRD condition %s = %+v once the status is written, want False", operator.ConditionStatusWriteFailing, cond)
+		if cond := crdCondition(t, c, shelfCRD, wellknown.CRDConditionStatusWriteFailing); cond == nil || cond.Status != apiextensionsv1.ConditionFalse {
+			return fmt.Sprintf("CRD condition %s = %+v once the status is written, want False", wellknown.CRDConditionStatusWriteFailing, cond)
 		}
 		return ""
 	})

@@ -13,6 +13,7 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 
 	"github.com/cueop/cueop/engine/apply"
+	"github.com/cueop/cueop/engine/wellknown"
 )
 
 // A Template is the operator's: an edit of its status or spec by anyone
@@ -23,7 +24,7 @@ import (
 // delete it for good.
 //
 // A Template belongs to the operator whose templates it was written from,
-// marked by the annotation TemplatesAnnotation: an operator marks removed,
+// marked by the annotation wellknown.AnnotationTemplates: an operator marks removed,
 // or broken by a load that failed, only the Templates of its own
 // templates, so that two operators on one cluster (other teams, other
 // templates) leave each other's alone. A kind an operator serves is its to
@@ -34,12 +35,7 @@ import (
 // (restoreBudget), saying so in the log and in
 // cueop_template_restores_total{template,result}.
 
-// TemplatesAnnotation names, on a Template, the templates its writer loads
-// (the directory; for registry modules, the directory they are laid out
-// in, whose modules the status' source names).
-const TemplatesAnnotation = "cueop.dev/templates"
-
-// TemplatesMark is the value of TemplatesAnnotation this operator writes.
+// TemplatesMark is the value of wellknown.AnnotationTemplates this operator writes.
 func (o *Operator) TemplatesMark() string {
 	if abs, err := filepath.Abs(o.opts.Templates); err == nil {
 		return abs
@@ -135,7 +131,7 @@ func (w *templateWriter) restore(ctx context.Context, name string) error {
 			return nil // what was written last, or a change not yet seen
 		}
 		gen = live.GetGeneration()
-		if mark := live.GetAnnotations()[TemplatesAnnotation]; mark != "" && mark != w.o.TemplatesMark() {
+		if mark := live.GetAnnotations()[wellknown.AnnotationTemplates]; mark != "" && mark != w.o.TemplatesMark() {
 			// Another operator's templates serve the kind (operators
 			// serving one kind in different namespaces): it is theirs
 			// until this one's state of the kind changes (writeReport).
@@ -145,7 +141,7 @@ func (w *templateWriter) restore(ctx context.Context, name string) error {
 			prev.ours, prev.taken = false, true
 			return nil
 		}
-		if gen == prev.gen && live.GetAnnotations()[TemplatesAnnotation] == w.o.TemplatesMark() && sameStatus(live, prev.status) {
+		if gen == prev.gen && live.GetAnnotations()[wellknown.AnnotationTemplates] == w.o.TemplatesMark() && sameStatus(live, prev.status) {
 			prev.rv = live.GetResourceVersion()
 			return nil
 		}
@@ -164,7 +160,7 @@ func (w *templateWriter) restore(ctx context.Context, name string) error {
 		return nil
 	}
 	next := observed(prev.status, gen)
-	rv, err := w.write(ctx, name, next, !exists || live.GetAnnotations()[TemplatesAnnotation] != w.o.TemplatesMark())
+	rv, err := w.write(ctx, name, next, !exists || live.GetAnnotations()[wellknown.AnnotationTemplates] != w.o.TemplatesMark())
 	if err != nil {
 		return err
 	}

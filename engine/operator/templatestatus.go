@@ -12,6 +12,7 @@ import (
 
 	"github.com/cueop/cueop/engine/schemacompat"
 	"github.com/cueop/cueop/engine/template"
+	"github.com/cueop/cueop/engine/wellknown"
 )
 
 // Each kind's state is a cluster object, a Template of cueop.dev/v1alpha1
@@ -48,18 +49,6 @@ const TemplateCRDName = "templates.cueop.dev"
 
 // TemplateCRD is the Template CRD as YAML.
 func TemplateCRD() []byte { return templateCRDYAML }
-
-// The conditions of a Template and their reasons.
-const (
-	ConditionDegraded       = "Degraded"
-	ReasonServing           = "Serving"
-	ReasonTemplateError     = "TemplateError"
-	ReasonSchemaRefused     = "SchemaRefused"
-	ReasonConversionRefused = "ConversionRefused"
-	ReasonServeFailed       = "ServeFailed"
-	ReasonWaitingForCRD     = "WaitingForCRD"
-	ReasonKindRemoved       = "KindRemoved"
-)
 
 // templateState is a Template's status.
 type templateState struct {
@@ -150,24 +139,24 @@ func (o *Operator) kindReport(k *template.Kind, err error) kindReport {
 	switch {
 	case err != nil:
 		r.lastError = err.Error()
-		r.degraded = condition(ConditionDegraded, true, refusalReason(err), err.Error())
+		r.degraded = condition(wellknown.TemplateConditionDegraded, true, refusalReason(err), err.Error())
 	case waiting:
 		msg := fmt.Sprintf("revision %s waits for its CRD %s, which cueop does not install (--install-crds=false)", k.Revision, r.name)
-		r.degraded = condition(ConditionDegraded, true, ReasonWaitingForCRD, msg)
+		r.degraded = condition(wellknown.TemplateConditionDegraded, true, wellknown.TemplateReasonWaitingForCRD, msg)
 	case !serving || kc.rec.Kind().Revision != k.Revision:
-		r.degraded = condition(ConditionDegraded, true, ReasonServeFailed, "revision "+k.Revision+" does not serve")
+		r.degraded = condition(wellknown.TemplateConditionDegraded, true, wellknown.TemplateReasonServeFailed, "revision "+k.Revision+" does not serve")
 	default:
-		r.degraded = condition(ConditionDegraded, false, ReasonServing, "the newest revision, "+k.Revision+", serves")
+		r.degraded = condition(wellknown.TemplateConditionDegraded, false, wellknown.TemplateReasonServing, "the newest revision, "+k.Revision+", serves")
 		o.moduleRefusedReport(&r, k.Source.Ref, k.Source.Digest)
 	}
 	if serving {
 		r.fields = o.templateFields(kc.rec.Kind())
-		r.ready = condition("Ready", true, ReasonServing, "revision "+kc.rec.Kind().Revision+" serves")
+		r.ready = condition(wellknown.TemplateConditionReady, true, wellknown.TemplateReasonServing, "revision "+kc.rec.Kind().Revision+" serves")
 		return r
 	}
 	r.fields = o.templateFields(k)
 	r.ready = r.degraded
-	r.ready.Type, r.ready.Status = "Ready", metav1.ConditionFalse
+	r.ready.Type, r.ready.Status = wellknown.TemplateConditionReady, metav1.ConditionFalse
 	return r
 }
 
@@ -175,21 +164,21 @@ func (o *Operator) kindReport(k *template.Kind, err error) kindReport {
 // load (err names the CUE file:line:col). The caller holds o.mu.
 func (o *Operator) brokenReport(name string, err error) kindReport {
 	r := kindReport{pkg: name, lastError: err.Error()}
-	r.degraded = condition(ConditionDegraded, true, ReasonTemplateError, err.Error())
+	r.degraded = condition(wellknown.TemplateConditionDegraded, true, wellknown.TemplateReasonTemplateError, err.Error())
 	if kc, ok := o.kinds[name]; ok {
 		r.name, r.fields = kc.crdName, o.templateFields(kc.rec.Kind())
-		r.ready = condition("Ready", true, ReasonServing, "revision "+kc.rec.Kind().Revision+" serves; the newest template did not load")
+		r.ready = condition(wellknown.TemplateConditionReady, true, wellknown.TemplateReasonServing, "revision "+kc.rec.Kind().Revision+" serves; the newest template did not load")
 		return r
 	}
-	r.ready = condition("Ready", false, ReasonTemplateError, err.Error())
+	r.ready = condition(wellknown.TemplateConditionReady, false, wellknown.TemplateReasonTemplateError, err.Error())
 	return r
 }
 
 func removedReport(pkg string) kindReport {
 	msg := "the package " + pkg + " is no longer in the templates: the kind is not reconciled; its CRD, CRs and conversions stay"
 	return kindReport{pkg: pkg, removed: true,
-		ready:    condition("Ready", false, ReasonKindRemoved, msg),
-		degraded: condition(ConditionDegraded, false, ReasonKindRemoved, msg)}
+		ready:    condition(wellknown.TemplateConditionReady, false, wellknown.TemplateReasonKindRemoved, msg),
+		degraded: condition(wellknown.TemplateConditionDegraded, false, wellknown.TemplateReasonKindRemoved, msg)}
 }
 
 // templateFields are the status fields of a Template that k describes.
@@ -218,11 +207,11 @@ func refusalReason(err error) string {
 	var r refusedError
 	switch {
 	case errors.As(err, &s):
-		return ReasonSchemaRefused
+		return wellknown.TemplateReasonSchemaRefused
 	case errors.As(err, &r):
-		return ReasonConversionRefused
+		return wellknown.TemplateReasonConversionRefused
 	}
-	return ReasonServeFailed
+	return wellknown.TemplateReasonServeFailed
 }
 
 func condition(typ string, status bool, reason, msg string) metav1.Condition {

@@ -19,6 +19,7 @@ import (
 
 	"github.com/cueop/cueop/engine/apply"
 	"github.com/cueop/cueop/engine/schemaguard"
+	"github.com/cueop/cueop/engine/wellknown"
 )
 
 // templateWriter writes the Templates' status (templatestatus.go) off the
@@ -252,7 +253,7 @@ func (w *templateWriter) write(ctx context.Context, name string, status *templat
 	obj.SetName(name)
 	if create {
 		obj.Object["spec"] = map[string]any{}
-		obj.SetAnnotations(map[string]string{TemplatesAnnotation: w.o.TemplatesMark()})
+		obj.SetAnnotations(map[string]string{wellknown.AnnotationTemplates: w.o.TemplatesMark()})
 		if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(obj), client.FieldOwner(apply.DefaultFieldManager), client.ForceOwnership); err != nil {
 			return "", fmt.Errorf("Template %s: %w", name, err)
 		}
@@ -311,7 +312,7 @@ func (w *templateWriter) seed(ctx context.Context) error {
 	defer w.mu.Unlock()
 	for i := range list.Items {
 		item := &list.Items[i]
-		st, ours := statusOf(item), item.GetAnnotations()[TemplatesAnnotation] == w.o.TemplatesMark()
+		st, ours := statusOf(item), item.GetAnnotations()[wellknown.AnnotationTemplates] == w.o.TemplatesMark()
 		w.last[item.GetName()] = &liveTemplate{status: st, gen: item.GetGeneration(), ours: ours}
 		if ours && st.Package != "" {
 			w.names[st.Package] = item.GetName()

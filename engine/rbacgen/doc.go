@@ -14,4 +14,6 @@
 // its CRs, their status, the CRDs and events, and a Role in the identity
 // namespace lets it impersonate exactly the kinds' ServiceAccounts
 // (Impersonation). Shared is the older single role, the union of all.
+//
+// It must not reach an API server nor apply what it writes.
 package rbacgen

@@ -8,6 +8,7 @@ import (
 
 	"github.com/cueop/cueop/engine/render"
 	"github.com/cueop/cueop/engine/template"
+	"github.com/cueop/cueop/engine/wellknown"
 )
 
 // TestNotReadyBlamesAbsentReadLast: Ready=False is ReadsAbsentField only
@@ -30,10 +31,10 @@ func TestNotReadyBlamesAbsentReadLast(t *testing.T) {
 		deployGate *bool
 		reason     string
 	}{
-		{"the child read is not observed", []string{"deploy"}, &yes, ReasonChildrenNotReady},
-		{"another child is not ready", []string{"cm", "deploy"}, nil, ReasonChildrenNotReady},
-		{"another child is not observed", []string{"cm"}, &yes, ReasonChildrenNotReady},
-		{"every child is otherwise ready", []string{"cm", "deploy"}, &yes, ReasonReadsAbsentField},
+		{"the child read is not observed", []string{"deploy"}, &yes, wellknown.ReasonChildrenNotReady},
+		{"another child is not ready", []string{"cm", "deploy"}, nil, wellknown.ReasonChildrenNotReady},
+		{"another child is not observed", []string{"cm"}, &yes, wellknown.ReasonChildrenNotReady},
+		{"every child is otherwise ready", []string{"cm", "deploy"}, &yes, wellknown.ReasonReadsAbsentField},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			children := []render.Child{
@@ -53,7 +54,7 @@ func TestNotReadyBlamesAbsentReadLast(t *testing.T) {
 			if reason != tc.reason || !strings.Contains(msg, read) {
 				t.Errorf("notReady = %s %q, want %s naming %q", reason, msg, tc.reason, read)
 			}
-			if tc.reason == ReasonChildrenNotReady && !strings.HasPrefix(msg, "waiting for children to be ready; note: "+read) {
+			if tc.reason == wellknown.ReasonChildrenNotReady && !strings.HasPrefix(msg, "waiting for children to be ready; note: "+read) {
 				t.Errorf("message %q: want the usual one with a note of the read", msg)
 			}
 		})
@@ -67,7 +68,7 @@ func TestNotReadyBlamesAbsentReadLast(t *testing.T) {
 	no := false
 	children := []render.Child{{ID: "cm", Object: obj("v1", "ConfigMap"), ReadyWhen: &no}}
 	r := &run{kind: gated, result_: &render.Result{Children: children}, observed: map[string]*unstructured.Unstructured{"cm": children[0].Object}}
-	if reason, msg := r.notReady(); reason != ReasonReadsAbsentField {
-		t.Errorf("notReady of a gate = %s %q, want %s", reason, msg, ReasonReadsAbsentField)
+	if reason, msg := r.notReady(); reason != wellknown.ReasonReadsAbsentField {
+		t.Errorf("notReady of a gate = %s %q, want %s", reason, msg, wellknown.ReasonReadsAbsentField)
 	}
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/cueop/cueop/engine/render"
 	"github.com/cueop/cueop/engine/template"
+	"github.com/cueop/cueop/engine/wellknown"
 )
 
 // budgetStall returns the stall of a CR whose render ran out of budget at
@@ -19,13 +20,13 @@ func budgetStall(cr *unstructured.Unstructured, k *template.Kind) *stall {
 	conds, _, _ := unstructured.NestedSlice(cr.Object, "status", "conditions")
 	for _, c := range conds {
 		m, _ := c.(map[string]any)
-		if m["type"] != ConditionStalled || m["status"] != "True" || m["reason"] != render.ReasonRenderBudget {
+		if m["type"] != wellknown.ConditionStalled || m["status"] != "True" || m["reason"] != wellknown.ReasonRenderBudget {
 			continue
 		}
 		gen, _, _ := unstructured.NestedInt64(m, "observedGeneration")
 		msg, _ := m["message"].(string)
 		if gen == cr.GetGeneration() && strings.Contains(msg, render.BudgetRevision(k)) {
-			return &stall{reason: render.ReasonRenderBudget, message: msg}
+			return &stall{reason: wellknown.ReasonRenderBudget, message: msg}
 		}
 	}
 	return nil

@@ -11,6 +11,7 @@ import (
 
 	"github.com/cueop/cueop/engine/apply"
 	"github.com/cueop/cueop/engine/render"
+	"github.com/cueop/cueop/engine/wellknown"
 )
 
 // applyAll applies every child that would change: first it creates those
@@ -66,7 +67,7 @@ func (r *run) live(c render.Child) *unstructured.Unstructured {
 func (r *run) applyFailed(err error) {
 	terminating := apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause)
 	if !terminating && (apierrors.IsInvalid(err) || apierrors.IsForbidden(err) || apierrors.IsBadRequest(err)) {
-		r.stalled = &stall{reason: ReasonApplyRejected, message: err.Error()}
+		r.stalled = &stall{reason: wellknown.ReasonApplyRejected, message: err.Error()}
 		return
 	}
 	r.waiting = "apply failed, retrying: " + err.Error()

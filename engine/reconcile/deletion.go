@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/cueop/cueop/engine/apply"
+	"github.com/cueop/cueop/engine/wellknown"
 )
 
 // OwnedFunc lists from the API server, not a cache, the objects in
@@ -52,7 +53,7 @@ func (r *Reconciler) finalize(ctx context.Context, cr *unstructured.Unstructured
 	if err != nil {
 		return run.refusedDeletion(ctx, err) // forbidden.go
 	}
-	if len(left) > 0 && slices.Contains(fins, FinalizerOrdered) {
+	if len(left) > 0 && slices.Contains(fins, wellknown.FinalizerOrdered) {
 		err := run.forbidden(run.deleteWave(ctx, left)) // ordered.go
 		if err := errors.Join(err, run.writeStatus(ctx)); err != nil {
 			return ctrl.Result{}, err

@@ -42,4 +42,9 @@
 // with: a new revision moves a bounded number of CRs at once; a CR waiting
 // on a missing reference frees its slot (Park), and a waiting CR whose
 // child drifted is repaired (Drifted).
+//
+// It must not load templates, install CRDs or run the manager (package
+// operator), nor render by itself (package render) or write a child but
+// through package apply: it is handed a compiled Kind and clients, and
+// writes only a CR's children, finalizers and status.
 package reconcile

@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/cueop/cueop/engine/apply"
+	"github.com/cueop/cueop/engine/wellknown"
 )
 
 func (r *run) record(a apply.Action, obj *unstructured.Unstructured) {
@@ -57,7 +58,7 @@ func eventReason(action string) string {
 // retries of a stalled CR do not repeat its Event.
 func stallChanged(cr *unstructured.Unstructured, s *stall) bool {
 	for _, c := range oldConditions(statusOf(cr)) {
-		if c.Type == ConditionStalled {
+		if c.Type == wellknown.ConditionStalled {
 			return c.Status != "True" || c.Reason != s.reason || c.Message != s.message
 		}
 	}

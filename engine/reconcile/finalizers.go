@@ -13,27 +13,28 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/cueop/cueop/engine/render"
+	"github.com/cueop/cueop/engine/wellknown"
 )
 
 // Finalizers are cueop's finalizers, the order in which one write adds
 // them.
-var Finalizers = []string{FinalizerRetain, FinalizerOrdered}
+var Finalizers = []string{wellknown.FinalizerRetain, wellknown.FinalizerOrdered}
 
 // noFinalizers takes every one of cueop's finalizers off.
-var noFinalizers = map[string]bool{FinalizerRetain: false, FinalizerOrdered: false}
+var noFinalizers = map[string]bool{wellknown.FinalizerRetain: false, wellknown.FinalizerOrdered: false}
 
 // syncFinalizers puts on the CR, before any child is applied, the
 // finalizers it needs, and takes off those it no longer needs: all in one
 // write, none when nothing changes (a CR that needs none costs nothing).
-// FinalizerRetain while a child is to be released when the CR is deleted
-// (rendered with onDelete: retain, or observed so), FinalizerOrdered while
+// wellknown.FinalizerRetain while a child is to be released when the CR is deleted
+// (rendered with onDelete: retain, or observed so), wellknown.FinalizerOrdered while
 // the kind has waves.
 func (r *run) syncFinalizers(ctx context.Context) error {
 	retain := slices.ContainsFunc(r.result_.Children, func(c render.Child) bool { return c.Policy.OnDelete == render.OnDeleteRetain })
 	for _, o := range r.observed {
 		retain = retain || r.r.retained(o)
 	}
-	return r.r.setFinalizers(ctx, r.cr, map[string]bool{FinalizerRetain: retain, FinalizerOrdered: r.kind.Waves})
+	return r.r.setFinalizers(ctx, r.cr, map[string]bool{wellknown.FinalizerRetain: retain, wellknown.FinalizerOrdered: r.kind.Waves})
 }
 
 // retained says whether o, a live child, is released rather than deleted

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"testing"
 
+	"github.com/cueop/cueop/engine/wellknown"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 )
@@ -19,7 +20,7 @@ func TestFinalizerOps(t *testing.T) {
 		o.SetFinalizers(fins)
 		return o
 	}
-	both := map[string]bool{FinalizerRetain: true, FinalizerOrdered: true}
+	both := map[string]bool{wellknown.FinalizerRetain: true, wellknown.FinalizerOrdered: true}
 	for name, tc := range map[string]struct {
 		cr   *unstructured.Unstructured
 		want map[string]bool
@@ -29,11 +30,11 @@ func TestFinalizerOps(t *testing.T) {
 			`[{"op":"test","path":"/metadata/uid","value":"u"},{"op":"test","path":"/metadata/resourceVersion","value":"7"},{"op":"add","path":"/metadata/finalizers","value":["cueop.dev/retain","cueop.dev/ordered-deletion"]}]`},
 		"add both beside another": {cr("x"), both,
 			`[{"op":"test","path":"/metadata/uid","value":"u"},{"op":"test","path":"/metadata/resourceVersion","value":"7"},{"op":"add","path":"/metadata/finalizers/-","value":"cueop.dev/retain"},{"op":"add","path":"/metadata/finalizers/-","value":"cueop.dev/ordered-deletion"}]`},
-		"remove both, keep orphan": {cr(FinalizerRetain, "orphan", FinalizerOrdered), noFinalizers,
+		"remove both, keep orphan": {cr(wellknown.FinalizerRetain, "orphan", wellknown.FinalizerOrdered), noFinalizers,
 			`[{"op":"test","path":"/metadata/uid","value":"u"},{"op":"test","path":"/metadata/finalizers/2","value":"cueop.dev/ordered-deletion"},{"op":"remove","path":"/metadata/finalizers/2"},{"op":"test","path":"/metadata/finalizers/0","value":"cueop.dev/retain"},{"op":"remove","path":"/metadata/finalizers/0"}]`},
-		"swap one for the other": {cr(FinalizerRetain), map[string]bool{FinalizerRetain: false, FinalizerOrdered: true},
+		"swap one for the other": {cr(wellknown.FinalizerRetain), map[string]bool{wellknown.FinalizerRetain: false, wellknown.FinalizerOrdered: true},
 			`[{"op":"test","path":"/metadata/uid","value":"u"},{"op":"test","path":"/metadata/resourceVersion","value":"7"},{"op":"test","path":"/metadata/finalizers/0","value":"cueop.dev/retain"},{"op":"remove","path":"/metadata/finalizers/0"},{"op":"add","path":"/metadata/finalizers/-","value":"cueop.dev/ordered-deletion"}]`},
-		"in line":     {cr(FinalizerOrdered), map[string]bool{FinalizerRetain: false, FinalizerOrdered: true}, `null`},
+		"in line":     {cr(wellknown.FinalizerOrdered), map[string]bool{wellknown.FinalizerRetain: false, wellknown.FinalizerOrdered: true}, `null`},
 		"not cueop's": {cr("orphan"), noFinalizers, `null`},
 	} {
 		got, err := json.Marshal(finalizerOps(tc.cr, tc.want))

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cueop/cueop/engine/wellknown"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
@@ -19,21 +20,12 @@ import (
 // authorization refuses a request for a CR's children or references (an
 // apply, create, patch, release or delete of a child, a list of a child
 // kind or of the CR's children, a read of a referenced object), the CR
-// stalls with ReasonForbidden, naming each request refused and the user the
+// stalls with wellknown.ReasonForbidden, naming each request refused and the user the
 // API server named; what was refused is never taken for absent: a refused
 // read renders nothing, and a CR whose children cannot be listed from the
 // API server prunes and deletes nothing. The other children of the CR are
 // applied all the same, and the CR is looked at again every
 // forbiddenRecheck, so that it converges once the role is fixed.
-
-// ReasonForbidden stalls a CR a request for whose children or references
-// the API server refused as forbidden (RBAC).
-const ReasonForbidden = "Forbidden"
-
-// ReasonNamespaceNotBound stalls a CR of a kind the administrator binds in
-// other namespaces only (Reconciler.Bound): it renders, applies and prunes
-// nothing.
-const ReasonNamespaceNotBound = "NamespaceNotBound"
 
 // forbiddenRecheck is how often a Forbidden CR is reconciled again: a
 // role's change brings no event, and the failure backoff (up to minutes)
@@ -84,7 +76,7 @@ func objectText(o *unstructured.Unstructured) string {
 	return fmt.Sprintf("%s %s/%s", o.GetKind(), o.GetNamespace(), o.GetName())
 }
 
-// forbidden stalls the CR with ReasonForbidden when err holds denials, and
+// forbidden stalls the CR with wellknown.ReasonForbidden when err holds denials, and
 // returns err without them (nil when it held nothing else): a denial is
 // not retried with backoff but every forbiddenRecheck (result). A view of
 // the children that failed only for denials is no observe failure: the CR
@@ -94,7 +86,7 @@ func (r *run) forbidden(err error) error {
 	if len(lines) == 0 {
 		return err
 	}
-	r.stalled = &stall{reason: ReasonForbidden, message: strings.Join(lines, "\n")}
+	r.stalled = &stall{reason: wellknown.ReasonForbidden, message: strings.Join(lines, "\n")}
 	if r.observeFailed != nil {
 		if l, other := splitDenials(r.observeFailed); len(l) > 0 && other == nil {
 			r.observeFailed = nil
@@ -154,7 +146,7 @@ func (r *run) notBound() *stall {
 		return nil
 	}
 	if err := r.r.Bound(r.cr.GetNamespace()); err != nil {
-		return &stall{reason: ReasonNamespaceNotBound, message: fmt.Sprintf("%s: %v; nothing is rendered, applied or pruned", r.subject(), err)}
+		return &stall{reason: wellknown.ReasonNamespaceNotBound, message: fmt.Sprintf("%s: %v; nothing is rendered, applied or pruned", r.subject(), err)}
 	}
 	return nil
 }
@@ -163,9 +155,9 @@ func (r *run) notBound() *stall {
 // of this file, "" for another reason.
 func forbiddenHint(reason string) string {
 	switch reason {
-	case ReasonForbidden:
+	case wellknown.ReasonForbidden:
 		return fmt.Sprintf("the API server refused a request of the kind's identity: nothing was deleted; checked again every %s, at once on a change of spec or template", forbiddenRecheck)
-	case ReasonNamespaceNotBound:
+	case wellknown.ReasonNamespaceNotBound:
 		return "the kind's identity is not bound in this namespace: nothing is done until the administrator binds it here"
 	}
 	return ""

@@ -5,6 +5,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/cueop/cueop/engine/render"
+	"github.com/cueop/cueop/engine/wellknown"
 )
 
 // A child is who it is by group, kind, namespace and name: the version a
@@ -36,7 +37,7 @@ func sortChildren(cr *unstructured.Unstructured, objs []*unstructured.Unstructur
 		}
 		l.all = append(l.all, o)
 		l.byKey[keyOf(o)] = append(l.byKey[keyOf(o)], o)
-		if id := o.GetLabels()[render.LabelID]; id != "" {
+		if id := o.GetLabels()[wellknown.LabelID]; id != "" {
 			l.byID[id] = append(l.byID[id], o)
 		}
 	}

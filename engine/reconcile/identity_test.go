@@ -14,6 +14,7 @@ import (
 	"github.com/cueop/cueop/engine/apply"
 	"github.com/cueop/cueop/engine/render"
 	"github.com/cueop/cueop/engine/template"
+	"github.com/cueop/cueop/engine/wellknown"
 )
 
 var crUID = types.UID("cr-uid")
@@ -49,7 +50,7 @@ func (o obj) live() *unstructured.Unstructured {
 	u.SetUID(types.UID(o.uid))
 	u.SetCreationTimestamp(metav1.NewTime(time.Unix(int64(1000+o.created), 0)))
 	if o.id != "" {
-		u.SetLabels(map[string]string{render.LabelID: o.id})
+		u.SetLabels(map[string]string{wellknown.LabelID: o.id})
 	}
 	owner := crUID
 	if o.owner != "" {
@@ -312,19 +313,19 @@ func TestStatusOnObserveError(t *testing.T) {
 			m := v.(map[string]any)
 			conds[m["type"].(string)] = m
 		}
-		for _, typ := range []string{ConditionReady, ConditionReconciling} {
-			if s := conds[typ]; s == nil || s["status"] != "Unknown" || s["reason"] != ReasonObserveFailed ||
+		for _, typ := range []string{wellknown.ConditionReady, wellknown.ConditionReconciling} {
+			if s := conds[typ]; s == nil || s["status"] != "Unknown" || s["reason"] != wellknown.ReasonObserveFailed ||
 				!strings.Contains(s["message"].(string), "timeout") {
-				t.Errorf("%s: %s = %v, want Unknown, %s, with the error", c.name, typ, s, ReasonObserveFailed)
+				t.Errorf("%s: %s = %v, want Unknown, %s, with the error", c.name, typ, s, wellknown.ReasonObserveFailed)
 			}
 		}
 		for _, cond := range conds {
-			if cond["reason"] == ReasonConverged && cond["type"] != ConditionStalled {
+			if cond["reason"] == wellknown.ReasonConverged && cond["type"] != wellknown.ConditionStalled {
 				t.Errorf("%s: %v says converged", c.name, cond)
 			}
 		}
-		if c.old != nil && conds[ConditionStalled]["status"] != "False" {
-			t.Errorf("%s: Stalled = %v, want as it was", c.name, conds[ConditionStalled])
+		if c.old != nil && conds[wellknown.ConditionStalled]["status"] != "False" {
+			t.Errorf("%s: Stalled = %v, want as it was", c.name, conds[wellknown.ConditionStalled])
 		}
 		if c.old == nil && st["readyReplicas"] != nil {
 			t.Errorf("%s: status fields invented: %v", c.name, st)

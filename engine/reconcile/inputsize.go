@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/cueop/cueop/engine/render"
+	"github.com/cueop/cueop/engine/wellknown"
 )
 
 // MaxInputBytes bounds what one render reads besides its CR: what the
@@ -49,7 +50,7 @@ func (b boundedEvaluator) RenderPacked(ctx context.Context, in render.Inputs, op
 	return render.RenderPacked(ctx, b.Evaluator, in, opts)
 }
 
-// inputsTooLarge is the refusal, a render Error (render.ReasonRenderBudget:
+// inputsTooLarge is the refusal, a render Error (wellknown.ReasonRenderBudget:
 // the CR stalls until its inputs change), of a render of subject whose
 // observed children and referenced objects hold more than max bytes,
 // naming the largest; nil when they hold no more.
@@ -83,7 +84,7 @@ func inputsTooLarge(subject string, in render.Inputs, max int) error {
 	for _, in := range inputs[:min(len(inputs), 3)] {
 		largest = append(largest, fmt.Sprintf("%s %d bytes", in.name, in.size))
 	}
-	return &render.Error{Reason: render.ReasonRenderBudget, Messages: []string{fmt.Sprintf(
+	return &render.Error{Reason: wellknown.ReasonRenderBudget, Messages: []string{fmt.Sprintf(
 		"%s: its observed children and referenced objects hold %d bytes, more than the %d a render may read: not rendered (the largest: %s; reference fewer or smaller objects)",
 		subject, total, max, strings.Join(largest, ", "))}}
 }

@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/cueop/cueop/engine/render"
+	"github.com/cueop/cueop/engine/wellknown"
 )
 
 // refusingEvaluator fails the test when a render reaches it.
@@ -39,8 +40,8 @@ func TestInputsBoundObservedAndReferencedTogether(t *testing.T) {
 	ev := boundedEvaluator{refusingEvaluator{t: t}, "App ns/a", 1 << 20}
 	_, err := ev.Render(context.Background(), in, render.Options{})
 	var rerr *render.Error
-	if !errors.As(err, &rerr) || rerr.Reason != render.ReasonRenderBudget {
-		t.Fatalf("render = %v, want a %s error", err, render.ReasonRenderBudget)
+	if !errors.As(err, &rerr) || rerr.Reason != wellknown.ReasonRenderBudget {
+		t.Fatalf("render = %v, want a %s error", err, wellknown.ReasonRenderBudget)
 	}
 	for _, want := range []string{"App ns/a: its observed children and referenced objects hold", "more than the 1048576", "references.all (2 objects) 7", "observed.cache 6"} {
 		if !strings.Contains(err.Error(), want) {

@@ -9,33 +9,21 @@ import (
 
 	"github.com/cueop/cueop/engine/apply"
 	"github.com/cueop/cueop/engine/render"
+	"github.com/cueop/cueop/engine/wellknown"
 )
-
-// ReasonImmutableChange stalls a CR whose child the API server refuses to
-// change as immutable, when the child's policy does not allow recreating it.
-const ReasonImmutableChange = "ImmutableChange"
-
-// FinalizerRetain is on a CR while it has children to release, not delete,
-// when it is deleted (policies: onDelete: "retain", the default of a data
-// kind).
-const FinalizerRetain = "cueop.dev/retain"
 
 // releasedKeys are the labels and annotations by which cueop manages a
 // child; a released child loses them.
 var releasedKeys = []string{
-	render.LabelManagedBy, render.LabelOwnerUID, render.LabelID,
-	apply.AnnotationAppliedHash, render.AnnotationPrune, render.AnnotationOnDelete,
+	wellknown.LabelManagedBy, wellknown.LabelOwnerUID, wellknown.LabelID,
+	wellknown.AnnotationAppliedHash, wellknown.AnnotationPrune, wellknown.AnnotationOnDelete,
 }
-
-// AnnotationReleasedFrom names, on a released child, the CR it belonged to:
-// "Kind.group ns/name" (subjectOf).
-const AnnotationReleasedFrom = "cueop.dev/released-from"
 
 // release lets go of o (apply.Release), marking it with the CR it came from
 // and the proof that cueop released it (releaseproof.go).
 func (r *run) release(ctx context.Context, o *unstructured.Unstructured) error {
 	from := subjectOf(r.cr)
-	mark := map[string]string{AnnotationReleasedFrom: from}
+	mark := map[string]string{wellknown.AnnotationReleasedFrom: from}
 	key, err := r.releaseKey(ctx)
 	if err != nil {
 		return err
@@ -44,7 +32,7 @@ func (r *run) release(ctx context.Context, o *unstructured.Unstructured) error {
 		if o.GetKind() == "" || o.GetUID() == "" {
 			return fmt.Errorf("release of %s/%s: its kind and uid are not known, no proof can be made", o.GetNamespace(), o.GetName())
 		}
-		mark[AnnotationReleaseProof] = ReleaseProof(key, o, from)
+		mark[wellknown.AnnotationReleaseProof] = ReleaseProof(key, o, from)
 	}
 	return r.r.Applier.Release(ctx, o, r.cr.GetUID(), releasedKeys, mark)
 }
@@ -75,7 +63,7 @@ func (r *run) stallImmutable(refused []refusal) bool {
 	if len(lines) == 0 {
 		return false
 	}
-	r.stalled = &stall{reason: ReasonImmutableChange, message: strings.Join(lines, "\n")}
+	r.stalled = &stall{reason: wellknown.ReasonImmutableChange, message: strings.Join(lines, "\n")}
 	return true
 }
 

@@ -10,8 +10,8 @@ import (
 )
 
 // renderMemo keeps, per CR, the digest of its last successful render's
-// inputs and that render's result, packed (render.Packed: about 3 KiB for a
-// RedisCluster of 3 replicas). A reconcile whose inputs have the same
+// inputs and that render's result, packed (render.Packed; its size is in
+// docs/benchmarks.md). A reconcile whose inputs have the same
 // digest (same template revision, same parent fields, same observed paths
 // the template reads) reuses the result and runs no CUE evaluation: a
 // resync, a status write coming back, or a child event about a field the

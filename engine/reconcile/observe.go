@@ -13,7 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/cueop/cueop/engine/kschema"
-	"github.com/cueop/cueop/engine/render"
+	"github.com/cueop/cueop/engine/wellknown"
 )
 
 // observe lists, from the cache, every child the CR controls, at every
@@ -46,7 +46,7 @@ func (r *run) observe(ctx context.Context, keep map[string]bool) error {
 
 // listChildren lists from the cache the children of one kind that a parent
 // owns. A kind the scheme knows is cached as typed objects, a third of the
-// memory of unstructured ones (a Pod: 7 KiB instead of 23 KiB), and each
+// memory of unstructured ones (docs/benchmarks.md), and each
 // child is converted for the template as it is listed. When keep is not
 // nil and the kind has a built-in schema, a child is converted but for the
 // fields not in keep: partial, and sources holds, at the same index, the
@@ -179,7 +179,7 @@ func isControlledBy(obj, owner *unstructured.Unstructured) bool {
 
 // OwnerUIDIndex is the index function of IndexOwnerUID.
 func OwnerUIDIndex(obj client.Object) []string {
-	if uid := obj.GetLabels()[render.LabelOwnerUID]; uid != "" {
+	if uid := obj.GetLabels()[wellknown.LabelOwnerUID]; uid != "" {
 		return []string{uid}
 	}
 	return nil

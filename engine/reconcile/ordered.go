@@ -11,12 +11,8 @@ import (
 
 	"github.com/cueop/cueop/engine/apply"
 	"github.com/cueop/cueop/engine/render"
+	"github.com/cueop/cueop/engine/wellknown"
 )
-
-// FinalizerOrdered is on the CRs of a kind that orders its children in
-// waves: a CR being deleted loses its children in reverse wave order, each
-// wave gone before the next is deleted, and only then goes.
-const FinalizerOrdered = "cueop.dev/ordered-deletion"
 
 // deleteWave deletes the children of the highest wave among left that are
 // not being deleted already, with foreground propagation: a child stays,
@@ -59,11 +55,8 @@ func waveNames(left []*unstructured.Unstructured, w int) []string {
 	return out
 }
 
-// ReasonDeleting is the reason of a CR being deleted wave by wave.
-const ReasonDeleting = "Deleting"
-
-// ReleaseOrdered removes FinalizerOrdered from cr, for a kind no longer
+// ReleaseOrdered removes wellknown.FinalizerOrdered from cr, for a kind no longer
 // served.
 func (r *Reconciler) ReleaseOrdered(ctx context.Context, cr *unstructured.Unstructured) error {
-	return r.setFinalizers(ctx, cr, map[string]bool{FinalizerOrdered: false})
+	return r.setFinalizers(ctx, cr, map[string]bool{wellknown.FinalizerOrdered: false})
 }

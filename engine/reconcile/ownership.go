@@ -15,6 +15,7 @@ import (
 
 	"github.com/cueop/cueop/engine/apply"
 	"github.com/cueop/cueop/engine/render"
+	"github.com/cueop/cueop/engine/wellknown"
 )
 
 // Ownership is explicit: cueop creates a child only where no object of its
@@ -24,10 +25,6 @@ import (
 // cache does not hold is sent as a create-only apply (apply.ErrExists when
 // the name is taken), and the object found is then read from the API server
 // and claimed, adopted or reported as a conflict.
-
-// ReasonChildConflict stalls a CR a rendered child of which exists as an
-// object the CR does not control and may not adopt.
-const ReasonChildConflict = "ChildConflict"
 
 // Adopted is the action of taking over an existing object (policies:
 // adopt), for events and metrics.
@@ -45,8 +42,8 @@ type Claim struct {
 	// lets it take it over.
 	Adopt bool
 	// Released is set with Adopt when the adoption rests on the object's
-	// AnnotationReleasedFrom alone: it holds only if the object's
-	// AnnotationReleaseProof verifies (releaseproof.go).
+	// wellknown.AnnotationReleasedFrom alone: it holds only if the object's
+	// wellknown.AnnotationReleaseProof verifies (releaseproof.go).
 	Released bool
 	// Conflict, when not "", says why the CR may not write to the object:
 	// the child id, the object and its controller.
@@ -69,7 +66,7 @@ func ClaimOf(cr *unstructured.Unstructured, c render.Child, obj *unstructured.Un
 	if ctl != nil {
 		return Claim{Conflict: head + " and is controlled by " + controllerText(cr, ctl, obj.GetNamespace())}
 	}
-	from := obj.GetAnnotations()[AnnotationReleasedFrom]
+	from := obj.GetAnnotations()[wellknown.AnnotationReleasedFrom]
 	switch {
 	case c.Policy.Adopt == render.AdoptUncontrolled:
 		return Claim{Adopt: true}
@@ -101,7 +98,7 @@ func controllerText(cr *unstructured.Unstructured, ctl *metav1.OwnerReference, n
 	return fmt.Sprintf("an earlier %s (uid %s), not this one (uid %s)", name, ctl.UID, cr.GetUID())
 }
 
-// subjectOf names a CR as its released children's AnnotationReleasedFrom
+// subjectOf names a CR as its released children's wellknown.AnnotationReleasedFrom
 // does: "Kind.group ns/name". The group is part of the name: a kind of the
 // same name in another group is another kind, and its CR of the same
 // namespace and name may not adopt what this one released.
@@ -148,7 +145,7 @@ func (r *run) createAbsent(ctx context.Context) []error {
 	}
 	r.r.conflicts.set(client.ObjectKeyFromObject(r.cr), ids)
 	if len(lines) > 0 {
-		r.stalled = &stall{reason: ReasonChildConflict, message: strings.Join(lines, "\n")}
+		r.stalled = &stall{reason: wellknown.ReasonChildConflict, message: strings.Join(lines, "\n")}
 		return failed
 	}
 	return append(failed, r.claimAll(ctx, claims)...)
@@ -206,20 +203,20 @@ func (r *run) claimAll(ctx context.Context, claims []claimed) []error {
 	return failed
 }
 
-// dropReleasedMark removes AnnotationReleasedFrom, and its proof, from live, a child the CR
+// dropReleasedMark removes wellknown.AnnotationReleasedFrom, and its proof, from live, a child the CR
 // controls again (adopted), unless the template renders it; action is what
 // the apply before it did, and what the reconcile did to the child.
 func (r *run) dropReleasedMark(ctx context.Context, c render.Child, live *unstructured.Unstructured, action apply.Action) (apply.Action, error) {
-	if _, ok := live.GetAnnotations()[AnnotationReleasedFrom]; !ok {
+	if _, ok := live.GetAnnotations()[wellknown.AnnotationReleasedFrom]; !ok {
 		return action, nil
 	}
-	if _, rendered := c.Object.GetAnnotations()[AnnotationReleasedFrom]; rendered {
+	if _, rendered := c.Object.GetAnnotations()[wellknown.AnnotationReleasedFrom]; rendered {
 		return action, nil
 	}
 	if action == apply.Unchanged {
 		action = apply.Updated
 	}
-	return action, deny("patch "+objectText(live), r.r.Applier.RemoveAnnotations(ctx, live, AnnotationReleasedFrom, AnnotationReleaseProof))
+	return action, deny("patch "+objectText(live), r.r.Applier.RemoveAnnotations(ctx, live, wellknown.AnnotationReleasedFrom, wellknown.AnnotationReleaseProof))
 }
 
 // conflictMemo remembers, per CR, the children found in conflict by its last

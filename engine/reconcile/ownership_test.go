@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/cueop/cueop/engine/render"
+	"github.com/cueop/cueop/engine/wellknown"
 )
 
 // TestClaimOf: a CR applies over an object of its child's name only when
@@ -51,7 +52,7 @@ func TestClaimOf(t *testing.T) {
 			o.SetName("shop")
 			o.SetOwnerReferences(tc.refs)
 			if tc.released != "" {
-				o.SetAnnotations(map[string]string{AnnotationReleasedFrom: tc.released})
+				o.SetAnnotations(map[string]string{wellknown.AnnotationReleasedFrom: tc.released})
 			}
 			c := render.Child{ID: "service", Object: o, Policy: render.DefaultPolicy(o.GroupVersionKind().GroupKind(), nil)}
 			if tc.adopt != "" {

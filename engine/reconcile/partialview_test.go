@@ -23,6 +23,7 @@ import (
 	"github.com/cueop/cueop/engine/apply"
 	"github.com/cueop/cueop/engine/render"
 	"github.com/cueop/cueop/engine/template"
+	"github.com/cueop/cueop/engine/wellknown"
 )
 
 // typedChildren are a RedisCluster's children as the children cache holds
@@ -40,8 +41,8 @@ func typedChildren(t *testing.T, cr *unstructured.Unstructured) []runtime.Object
 		o.SetName(name)
 		o.SetNamespace("ns")
 		o.SetUID(types.UID("uid-" + name))
-		o.SetLabels(map[string]string{render.LabelID: id})
-		o.SetAnnotations(map[string]string{apply.AnnotationAppliedHash: "h-" + id})
+		o.SetLabels(map[string]string{wellknown.LabelID: id})
+		o.SetAnnotations(map[string]string{wellknown.AnnotationAppliedHash: "h-" + id})
 		o.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: "cache.example.com/v1", Kind: "RedisCluster", Name: cr.GetName(), UID: cr.GetUID(), Controller: &yes}})
 		o.SetManagedFields([]metav1.ManagedFieldsEntry{{Manager: apply.DefaultFieldManager, Operation: metav1.ManagedFieldsOperationApply,
 			APIVersion: "v1", FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:metadata":{"f:labels":{}}}`)}}})
@@ -114,7 +115,7 @@ func TestPartialViewSettlesAsTheWhole(t *testing.T) {
 	cr := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "cache.example.com/v1", "kind": "RedisCluster",
 		"metadata": map[string]any{"name": "r", "namespace": "ns", "uid": "uid-1", "generation": int64(2),
-			"finalizers": []any{FinalizerRetain}},
+			"finalizers": []any{wellknown.FinalizerRetain}},
 		"spec": map[string]any{"replicas": int64(3), "version": "7.2"},
 	}}
 	cached := typedChildren(t, cr)
@@ -209,7 +210,7 @@ func TestGatesJudgeWholeChildren(t *testing.T) {
 	claim.SetName("d-data")
 	claim.SetNamespace("ns")
 	claim.SetUID("uid-claim")
-	claim.SetLabels(map[string]string{render.LabelID: "data"})
+	claim.SetLabels(map[string]string{wellknown.LabelID: "data"})
 	claim.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: "cache.example.com/v1", Kind: "Db", Name: "d", UID: "uid-d", Controller: &yes}})
 	gvk := corev1.SchemeGroupVersion.WithKind("PersistentVolumeClaim")
 
@@ -333,7 +334,7 @@ func thingDeployment(failed bool) *appsv1.Deployment {
 	d.SetNamespace("ns")
 	d.SetUID("uid-dep")
 	d.SetGeneration(1)
-	d.SetLabels(map[string]string{render.LabelID: "deploy"})
+	d.SetLabels(map[string]string{wellknown.LabelID: "deploy"})
 	d.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: "x.example.com/v1", Kind: "Thing", Name: "t", UID: "uid-t", Controller: &yes}})
 	return d
 }
@@ -424,7 +425,7 @@ func TestAbsentReadsOfTheDefaultReady(t *testing.T) {
 	if err := r.render(context.Background()); err != nil || r.result_ == nil {
 		t.Fatalf("render: %v, %v", err, r.stalled)
 	}
-	if reason, msg := r.notReady(); reason != ReasonReadsAbsentField || !strings.Contains(msg, "status.bogus") {
-		t.Errorf("notReady = %s: %s; want %s naming status.bogus", reason, msg, ReasonReadsAbsentField)
+	if reason, msg := r.notReady(); reason != wellknown.ReasonReadsAbsentField || !strings.Contains(msg, "status.bogus") {
+		t.Errorf("notReady = %s: %s; want %s naming status.bogus", reason, msg, wellknown.ReasonReadsAbsentField)
 	}
 }

@@ -3,17 +3,9 @@ package reconcile
 import (
 	"fmt"
 
+	"github.com/cueop/cueop/engine/wellknown"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
-
-// ReasonRenderPending is the reason of a CR that this reconcile did not
-// render at its current inputs: the render was refused (too many earlier
-// renders of its kind still running) or could not run, or what it reads
-// could not be read. Such a CR never reads Converged: it says why it waits,
-// Reconciling=True with this reason (Ready=Unknown too when it has no Ready
-// condition yet; else Ready is left as it was), and the reconcile is
-// retried with backoff (at once on a change of spec, child or reference).
-const ReasonRenderPending = "RenderPending"
 
 // notRendered records that this reconcile ends without a render of the CR's
 // current inputs, and why: the one place a path that skips the render
@@ -39,10 +31,10 @@ func (r *run) unfinished(err error) {
 // not make Ready drop); a CR never rendered reads Ready=Unknown.
 func (r *run) pendingConditions(set func(typ string, s metav1.ConditionStatus, reason, msg string), hasReady bool) {
 	msg := r.pendingMessage()
-	set(ConditionReconciling, metav1.ConditionTrue, ReasonRenderPending, msg)
-	set(ConditionStalled, metav1.ConditionFalse, ReasonRenderPending, "")
+	set(wellknown.ConditionReconciling, metav1.ConditionTrue, wellknown.ReasonRenderPending, msg)
+	set(wellknown.ConditionStalled, metav1.ConditionFalse, wellknown.ReasonRenderPending, "")
 	if !hasReady {
-		set(ConditionReady, metav1.ConditionUnknown, ReasonRenderPending, msg)
+		set(wellknown.ConditionReady, metav1.ConditionUnknown, wellknown.ReasonRenderPending, msg)
 	}
 }
 

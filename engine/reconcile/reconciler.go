@@ -21,6 +21,7 @@ import (
 	"github.com/cueop/cueop/engine/apply"
 	"github.com/cueop/cueop/engine/render"
 	"github.com/cueop/cueop/engine/template"
+	"github.com/cueop/cueop/engine/wellknown"
 )
 
 // IndexOwnerUID is the cache index of children by the uid of their parent.
@@ -90,7 +91,7 @@ type Reconciler struct {
 	// (staleentries.go); nil: that write is left to fail.
 	Live client.Reader
 	// Bound, when set, says why the kind may not act in a namespace, nil
-	// when it may (forbidden.go: ReasonNamespaceNotBound).
+	// when it may (forbidden.go: wellknown.ReasonNamespaceNotBound).
 	Bound func(namespace string) error
 
 	written        statusWrites
@@ -367,10 +368,10 @@ func (r *run) converged() bool {
 // result asks for the CR again after a while when it waits for something
 // no watch reports; an error brings it back anyway (with backoff).
 func (r *run) result(err error) ctrl.Result {
-	if err == nil && r.stalled != nil && r.stalled.reason == ReasonChildConflict {
+	if err == nil && r.stalled != nil && r.stalled.reason == wellknown.ReasonChildConflict {
 		return ctrl.Result{RequeueAfter: conflictRecheck} // ownership.go
 	}
-	if err == nil && r.stalled != nil && r.stalled.reason == ReasonForbidden {
+	if err == nil && r.stalled != nil && r.stalled.reason == wellknown.ReasonForbidden {
 		return ctrl.Result{RequeueAfter: forbiddenRecheck} // forbidden.go
 	}
 	return ctrl.Result{}

@@ -15,12 +15,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/cueop/cueop/engine/render"
+	"github.com/cueop/cueop/engine/wellknown"
 )
-
-// ReasonReferenceNotFound is the reason of a CR whose template references an
-// object that does not exist: it is not rendered, and its children stay as
-// they are, until the object appears (its watch event wakes the CR).
-const ReasonReferenceNotFound = render.ReasonReferenceNotFound
 
 // ReadFunc lists, from a watched cache, the objects of a readable kind in a
 // namespace; it starts the watch the first time a kind is read. The
@@ -70,7 +66,7 @@ func (r *run) loadReferenced(ctx context.Context) func(render.Inputs) (render.In
 // objects): the render could not hold them, and reading the rest would
 // only cost the operator's memory. The objects' change wakes the CR.
 func referencedTooLarge(id string, o *unstructured.Unstructured, read, max int) error {
-	return &render.Error{Reason: render.ReasonRenderBudget, Messages: []string{fmt.Sprintf(
+	return &render.Error{Reason: wellknown.ReasonRenderBudget, Messages: []string{fmt.Sprintf(
 		"references.%s: the referenced objects read up to %s %s/%s hold %d bytes, more than the %d a render may read: not rendered (reference fewer or smaller objects)",
 		id, o.GetKind(), o.GetNamespace(), o.GetName(), read, max)}}
 }
@@ -114,7 +110,7 @@ func (r *run) resolve(ctx context.Context) error {
 // kind (at the version referenced) once, and resolves the references:
 // what each resolved to, and the references by name that found no object,
 // one line each ("" when none): a reconcile renders nothing, and applies
-// nothing, until they exist (ReasonReferenceNotFound).
+// nothing, until they exist (wellknown.ReasonReferenceNotFound).
 func ReadReferences(ctx context.Context, refs []render.Reference, namespace string, read ReadFunc) (map[string]render.Referenced, string, error) {
 	read1 := map[schema.GroupVersionKind][]*unstructured.Unstructured{}
 	got := make(map[string]render.Referenced, len(refs))

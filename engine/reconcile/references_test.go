@@ -15,6 +15,7 @@ import (
 
 	"github.com/cueop/cueop/engine/budget"
 	"github.com/cueop/cueop/engine/render"
+	"github.com/cueop/cueop/engine/wellknown"
 )
 
 func cm(ns, name string, lbl map[string]string) *unstructured.Unstructured {
@@ -138,7 +139,7 @@ func TestLoadReferencedWithinRenderBudget(t *testing.T) {
 	r := &run{r: rec}
 	_, err := r.loadReferenced(context.Background())(render.Inputs{Referenced: map[string]render.Referenced{"all": {List: true, Objects: objs}}})
 	var rerr *render.Error
-	if !errors.As(err, &rerr) || rerr.Reason != render.ReasonRenderBudget || !strings.Contains(err.Error(), "references.all: the referenced objects read up to ConfigMap ns/big-2 hold") {
+	if !errors.As(err, &rerr) || rerr.Reason != wellknown.ReasonRenderBudget || !strings.Contains(err.Error(), "references.all: the referenced objects read up to ConfigMap ns/big-2 hold") {
 		t.Fatalf("want a RenderBudget refusal naming references.all, got %v", err)
 	}
 	if loads != 3 {

@@ -10,47 +10,44 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/cueop/cueop/engine/render"
+	"github.com/cueop/cueop/engine/wellknown"
 )
 
-// A released child's AnnotationReleasedFrom is text anyone who may write
+// A released child's wellknown.AnnotationReleasedFrom is text anyone who may write
 // the object may write: alone, it would let anyone make an object of
 // their own, with fields of their choosing, which a CR of the name it
 // gives then takes over. So cueop marks what it releases with a proof
-// only it can make, AnnotationReleaseProof: an HMAC-SHA256, under a key
+// only it can make, wellknown.AnnotationReleaseProof: an HMAC-SHA256, under a key
 // only the operator reads (Reconciler.ReleaseKey), of the object's uid,
 // group, kind, namespace and name and the CR it was released from. A mark
 // whose proof is missing, or does not verify (another object's, another
 // CR's, another key's), is a conflict: the CR stalls with ChildConflict
 // and the object is left as it is.
 
-// AnnotationReleaseProof is, on a released child, the proof that cueop
-// released it from the CR AnnotationReleasedFrom names (ReleaseProof).
-const AnnotationReleaseProof = "cueop.dev/release-proof"
-
 // ReleaseProof is the proof, under key, that obj was released from the
-// CR from (AnnotationReleasedFrom's value): "v1:" and the base64 (raw URL
+// CR from (wellknown.AnnotationReleasedFrom's value): "v1:" and the base64 (raw URL
 // encoding) HMAC-SHA256 of each of obj's uid, group, kind, namespace and
 // name and from, each preceded by its length.
 func ReleaseProof(key []byte, obj *unstructured.Unstructured, from string) string {
 	gk := obj.GroupVersionKind().GroupKind()
 	mac := hmac.New(sha256.New, key)
-	for _, s := range []string{"cueop.dev/release-proof/v1", string(obj.GetUID()), gk.Group, gk.Kind, obj.GetNamespace(), obj.GetName(), from} {
+	for _, s := range []string{wellknown.AnnotationReleaseProof + "/v1", string(obj.GetUID()), gk.Group, gk.Kind, obj.GetNamespace(), obj.GetName(), from} {
 		fmt.Fprintf(mac, "%d:%s", len(s), s)
 	}
 	return "v1:" + base64.RawURLEncoding.EncodeToString(mac.Sum(nil))
 }
 
-// proven tells whether obj's AnnotationReleaseProof proves, under key,
+// proven tells whether obj's wellknown.AnnotationReleaseProof proves, under key,
 // that it was released from from; "" when it does, else why not.
 func proven(key []byte, obj *unstructured.Unstructured, from string) string {
-	proof, ok := obj.GetAnnotations()[AnnotationReleaseProof]
+	proof, ok := obj.GetAnnotations()[wellknown.AnnotationReleaseProof]
 	switch {
 	case !ok:
-		return "it has no " + AnnotationReleaseProof + " annotation: cueop did not release it"
+		return "it has no " + wellknown.AnnotationReleaseProof + " annotation: cueop did not release it"
 	case len(key) == 0:
-		return "no release key to verify its " + AnnotationReleaseProof + " annotation"
+		return "no release key to verify its " + wellknown.AnnotationReleaseProof + " annotation"
 	case !hmac.Equal([]byte(proof), []byte(ReleaseProof(key, obj, from))):
-		return "its " + AnnotationReleaseProof + " annotation does not verify: cueop did not release this object from " + from
+		return "its " + wellknown.AnnotationReleaseProof + " annotation does not verify: cueop did not release this object from " + from
 	}
 	return ""
 }
@@ -96,7 +93,7 @@ func ProveClaim(key []byte, c render.Child, obj *unstructured.Unstructured, clai
 	if !claim.Adopt || !claim.Released {
 		return claim
 	}
-	from := obj.GetAnnotations()[AnnotationReleasedFrom]
+	from := obj.GetAnnotations()[wellknown.AnnotationReleasedFrom]
 	if why := proven(key, obj, from); why != "" {
 		return Claim{Conflict: fmt.Sprintf("children.%s: %s %s/%s exists with no controller, marked released from %s, but %s; policies: %s: adopt: %q would take it over",
 			c.ID, obj.GetKind(), obj.GetNamespace(), obj.GetName(), from, why, c.ID, render.AdoptUncontrolled)}
@@ -105,8 +102,8 @@ func ProveClaim(key []byte, c render.Child, obj *unstructured.Unstructured, clai
 }
 
 // HasReleaseProof tells whether obj carries a release proof at all
-// (AnnotationReleaseProof), verified or not.
+// (wellknown.AnnotationReleaseProof), verified or not.
 func HasReleaseProof(obj *unstructured.Unstructured) bool {
-	_, ok := obj.GetAnnotations()[AnnotationReleaseProof]
+	_, ok := obj.GetAnnotations()[wellknown.AnnotationReleaseProof]
 	return ok
 }

@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/cueop/cueop/engine/render"
+	"github.com/cueop/cueop/engine/wellknown"
 )
 
 // TestReleaseProof: a release proof verifies for the object, the CR and
@@ -32,7 +33,7 @@ func TestReleaseProof(t *testing.T) {
 		t.Fatalf("proof %q is not stable", proof)
 	}
 	marked := func(o *unstructured.Unstructured) *unstructured.Unstructured {
-		o.SetAnnotations(map[string]string{AnnotationReleasedFrom: from, AnnotationReleaseProof: proof})
+		o.SetAnnotations(map[string]string{wellknown.AnnotationReleasedFrom: from, wellknown.AnnotationReleaseProof: proof})
 		return o
 	}
 	if why := proven(key, marked(genuine), from); why != "" {
@@ -77,7 +78,7 @@ func TestProveClaim(t *testing.T) {
 		return render.Child{ID: "service", Object: o, Policy: render.DefaultPolicy(o.GroupVersionKind().GroupKind(), nil)}, o
 	}
 	from := subjectOf(cr)
-	c, forged := svc(map[string]string{AnnotationReleasedFrom: from})
+	c, forged := svc(map[string]string{wellknown.AnnotationReleasedFrom: from})
 	claim := ClaimOf(cr, c, forged)
 	if !claim.Adopt || !claim.Released {
 		t.Fatalf("ClaimOf of a released-from mark = %+v, want an adoption resting on the mark", claim)
@@ -91,8 +92,8 @@ func TestProveClaim(t *testing.T) {
 	if HasReleaseProof(forged) {
 		t.Errorf("HasReleaseProof of an object without one")
 	}
-	c, genuine := svc(map[string]string{AnnotationReleasedFrom: from})
-	genuine.SetAnnotations(map[string]string{AnnotationReleasedFrom: from, AnnotationReleaseProof: ReleaseProof(key, genuine, from)})
+	c, genuine := svc(map[string]string{wellknown.AnnotationReleasedFrom: from})
+	genuine.SetAnnotations(map[string]string{wellknown.AnnotationReleasedFrom: from, wellknown.AnnotationReleaseProof: ReleaseProof(key, genuine, from)})
 	if got := ProveClaim(key, c, genuine, claim); got != claim {
 		t.Errorf("the genuine proof: %+v, want %+v", got, claim)
 	}

@@ -17,9 +17,9 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/cli-utils/pkg/kstatus/status"
 
-	"github.com/cueop/cueop/engine/apply"
 	"github.com/cueop/cueop/engine/render"
 	"github.com/cueop/cueop/engine/template"
+	"github.com/cueop/cueop/engine/wellknown"
 )
 
 // StatusInputsDigest is the status field in which cueop records, with each
@@ -101,9 +101,9 @@ func convergedStatus(cr *unstructured.Unstructured, rev string) bool {
 	}
 	conds := oldConditions(st)
 	for _, want := range []metav1.Condition{
-		{Type: ConditionReady, Status: metav1.ConditionTrue, Reason: ReasonReady},
-		{Type: ConditionReconciling, Status: metav1.ConditionFalse, Reason: ReasonConverged},
-		{Type: ConditionStalled, Status: metav1.ConditionFalse, Reason: ReasonConverged},
+		{Type: wellknown.ConditionReady, Status: metav1.ConditionTrue, Reason: wellknown.ReasonReady},
+		{Type: wellknown.ConditionReconciling, Status: metav1.ConditionFalse, Reason: wellknown.ReasonConverged},
+		{Type: wellknown.ConditionStalled, Status: metav1.ConditionFalse, Reason: wellknown.ReasonConverged},
 	} {
 		c := meta.FindStatusCondition(conds, want.Type)
 		if c == nil || c.Status != want.Status || c.Reason != want.Reason || c.ObservedGeneration != gen {
@@ -159,7 +159,7 @@ func (r *run) childrenFingerprint(h hash.Hash, kstatus bool) bool {
 		}
 		writeField(h, childName(o))
 		writeField(h, string(o.GetUID()))
-		writeField(h, o.GetAnnotations()[apply.AnnotationAppliedHash])
+		writeField(h, o.GetAnnotations()[wellknown.AnnotationAppliedHash])
 		writeField(h, fields)
 		if kstatus {
 			res, err := status.Compute(r.whole(o))

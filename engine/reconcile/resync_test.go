@@ -10,6 +10,7 @@ import (
 	"github.com/cueop/cueop/engine/apply"
 	"github.com/cueop/cueop/engine/render"
 	"github.com/cueop/cueop/engine/template"
+	"github.com/cueop/cueop/engine/wellknown"
 )
 
 // TestSettledOnlyWhenNothingChanged: a converged CR whose status records
@@ -23,7 +24,7 @@ func TestSettledOnlyWhenNothingChanged(t *testing.T) {
 		cr := &unstructured.Unstructured{Object: map[string]any{
 			"apiVersion": "cache.example.com/v1", "kind": "RedisCluster",
 			"metadata": map[string]any{"name": "r", "namespace": "ns", "uid": "uid-1", "generation": int64(2),
-				"finalizers": []any{FinalizerRetain}},
+				"finalizers": []any{wellknown.FinalizerRetain}},
 			"spec": map[string]any{"replicas": int64(3), "version": "7.2"},
 		}}
 		var objs []*unstructured.Unstructured
@@ -31,8 +32,8 @@ func TestSettledOnlyWhenNothingChanged(t *testing.T) {
 		for _, id := range []string{"pod-0", "pod-1", "pod-2"} {
 			o := livePod(t, id, "True")
 			o.SetUID(types.UID("uid-" + o.GetName()))
-			o.SetLabels(map[string]string{render.LabelID: id})
-			o.SetAnnotations(map[string]string{apply.AnnotationAppliedHash: "h-" + id})
+			o.SetLabels(map[string]string{wellknown.LabelID: id})
+			o.SetAnnotations(map[string]string{wellknown.AnnotationAppliedHash: "h-" + id})
 			yes := true
 			o.SetOwnerReferences([]metav1.OwnerReference{{UID: cr.GetUID(), Controller: &yes, Kind: "RedisCluster", Name: "r"}})
 			o.Object["metadata"].(map[string]any)["managedFields"] = []any{
@@ -57,12 +58,14 @@ func TestSettledOnlyWhenNothingChanged(t *testing.T) {
 		t.Fatal("a converged CR whose inputs did not change is not settled")
 	}
 	for name, change := range map[string]func(r *run){
-		"spec":           func(r *run) { r.cr.Object["spec"].(map[string]any)["version"] = "7.4" },
-		"generation":     func(r *run) { r.cr.SetGeneration(3) },
-		"revision":       func(r *run) { r.kind = editedKind(t) },
-		"pod not ready":  func(r *run) { r.observed["pod-1"] = livePod(t, "pod-1", "False") },
-		"finalizer":      func(r *run) { r.cr.SetFinalizers(nil) },
-		"applied hash":   func(r *run) { r.owned.all[0].SetAnnotations(map[string]string{apply.AnnotationAppliedHash: "other"}) },
+		"spec":          func(r *run) { r.cr.Object["spec"].(map[string]any)["version"] = "7.4" },
+		"generation":    func(r *run) { r.cr.SetGeneration(3) },
+		"revision":      func(r *run) { r.kind = editedKind(t) },
+		"pod not ready": func(r *run) { r.observed["pod-1"] = livePod(t, "pod-1", "False") },
+		"finalizer":     func(r *run) { r.cr.SetFinalizers(nil) },
+		"applied hash": func(r *run) {
+			r.owned.all[0].SetAnnotations(map[string]string{wellknown.AnnotationAppliedHash: "other"})
+		},
 		"child deleted":  func(r *run) { r.owned = sortChildren(r.cr, r.owned.all[1:]) },
 		"field set":      func(r *run) { r.owned.all[2].Object["metadata"].(map[string]any)["managedFields"] = nil },
 		"not converged":  func(r *run) { r.cr.Object["status"].(map[string]any)["conditions"] = nil },

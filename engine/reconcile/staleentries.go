@@ -16,12 +16,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/cueop/cueop/engine/migrate"
+	"github.com/cueop/cueop/engine/wellknown"
 )
-
-// ReasonManagedFieldsRepaired is the reason of the Normal Event on a CR
-// whose managedFields entries at versions the kind no longer serves were
-// moved to the version cueop reads it at, for its status to be written.
-const ReasonManagedFieldsRepaired = "ManagedFieldsRepaired"
 
 // unservedVersion is how the API server refuses a write of a CR with a
 // managedFields entry at a version its CRD no longer serves, the version
@@ -80,7 +76,7 @@ func (r *run) repairEntries(ctx context.Context, err error) bool {
 		return false
 	}
 	if r.r.Recorder != nil {
-		r.r.Recorder.Event(r.cr, corev1.EventTypeNormal, ReasonManagedFieldsRepaired,
+		r.r.Recorder.Event(r.cr, corev1.EventTypeNormal, wellknown.ReasonManagedFieldsRepaired,
 			fmt.Sprintf("managedFields entries at versions no longer served moved to %s, for the status to be written", gv.Version))
 	}
 	return true

@@ -20,21 +20,7 @@ import (
 
 	"github.com/cueop/cueop/engine/apply"
 	"github.com/cueop/cueop/engine/render"
-)
-
-// kstatus condition types and the reasons cueop gives them.
-const (
-	ConditionReady       = "Ready"
-	ConditionReconciling = "Reconciling"
-	ConditionStalled     = "Stalled"
-
-	ReasonReady            = "Ready"
-	ReasonChildrenNotReady = "ChildrenNotReady"
-	ReasonConverged        = "Converged"
-	ReasonProgressing      = "Progressing"
-	ReasonRollout          = "Rollout"
-	ReasonApplyRejected    = "ApplyRejected"
-	ReasonObserveFailed    = "ObserveFailed"
+	"github.com/cueop/cueop/engine/wellknown"
 )
 
 // desiredStatus is the status the CR should have after this reconcile: the
@@ -102,38 +88,38 @@ func (r *run) conditions(conds []metav1.Condition) []metav1.Condition {
 	switch {
 	case r.observeFailed != nil:
 		msg := "children could not be listed, retrying: " + r.observeFailed.Error()
-		set(ConditionReconciling, metav1.ConditionUnknown, ReasonObserveFailed, msg)
-		set(ConditionReady, metav1.ConditionUnknown, ReasonObserveFailed, msg)
+		set(wellknown.ConditionReconciling, metav1.ConditionUnknown, wellknown.ReasonObserveFailed, msg)
+		set(wellknown.ConditionReady, metav1.ConditionUnknown, wellknown.ReasonObserveFailed, msg)
 		return conds
 	case r.deleting != "":
-		set(ConditionReconciling, metav1.ConditionTrue, ReasonDeleting, r.deleting)
-		set(ConditionStalled, metav1.ConditionFalse, ReasonDeleting, "")
-		set(ConditionReady, metav1.ConditionFalse, ReasonDeleting, r.deleting)
+		set(wellknown.ConditionReconciling, metav1.ConditionTrue, wellknown.ReasonDeleting, r.deleting)
+		set(wellknown.ConditionStalled, metav1.ConditionFalse, wellknown.ReasonDeleting, "")
+		set(wellknown.ConditionReady, metav1.ConditionFalse, wellknown.ReasonDeleting, r.deleting)
 		return conds
 	case r.missing != "" && r.stalled == nil:
-		set(ConditionReconciling, metav1.ConditionTrue, ReasonReferenceNotFound, r.missing)
-		set(ConditionStalled, metav1.ConditionFalse, ReasonReferenceNotFound, "")
-		set(ConditionReady, metav1.ConditionFalse, ReasonReferenceNotFound, r.missing)
+		set(wellknown.ConditionReconciling, metav1.ConditionTrue, wellknown.ReasonReferenceNotFound, r.missing)
+		set(wellknown.ConditionStalled, metav1.ConditionFalse, wellknown.ReasonReferenceNotFound, "")
+		set(wellknown.ConditionReady, metav1.ConditionFalse, wellknown.ReasonReferenceNotFound, r.missing)
 		return conds
 	case r.stalled != nil:
-		set(ConditionStalled, metav1.ConditionTrue, r.stalled.reason, r.stalled.message)
-		set(ConditionReconciling, metav1.ConditionFalse, r.stalled.reason, stallHint(r.stalled.reason))
-		set(ConditionReady, metav1.ConditionFalse, r.stalled.reason, firstLine(r.stalled.message))
+		set(wellknown.ConditionStalled, metav1.ConditionTrue, r.stalled.reason, r.stalled.message)
+		set(wellknown.ConditionReconciling, metav1.ConditionFalse, r.stalled.reason, stallHint(r.stalled.reason))
+		set(wellknown.ConditionReady, metav1.ConditionFalse, r.stalled.reason, firstLine(r.stalled.message))
 		return conds
 	case r.result_ == nil: // not rendered at the current inputs: never Converged
-		r.pendingConditions(set, meta.FindStatusCondition(conds, ConditionReady) != nil) // pending.go
+		r.pendingConditions(set, meta.FindStatusCondition(conds, wellknown.ConditionReady) != nil) // pending.go
 		return conds
 	case r.progressing() != "":
-		set(ConditionReconciling, metav1.ConditionTrue, r.progressReason(), r.progressing())
+		set(wellknown.ConditionReconciling, metav1.ConditionTrue, r.progressReason(), r.progressing())
 	default:
-		set(ConditionReconciling, metav1.ConditionFalse, ReasonConverged, "every child is applied at revision "+r.kind.Revision)
+		set(wellknown.ConditionReconciling, metav1.ConditionFalse, wellknown.ReasonConverged, "every child is applied at revision "+r.kind.Revision)
 	}
-	set(ConditionStalled, metav1.ConditionFalse, ReasonConverged, "")
+	set(wellknown.ConditionStalled, metav1.ConditionFalse, wellknown.ReasonConverged, "")
 	if r.result_.Ready {
-		set(ConditionReady, metav1.ConditionTrue, ReasonReady, "every child is ready")
+		set(wellknown.ConditionReady, metav1.ConditionTrue, wellknown.ReasonReady, "every child is ready")
 	} else {
 		reason, msg := r.notReady() // absentready.go
-		set(ConditionReady, metav1.ConditionFalse, reason, msg)
+		set(wellknown.ConditionReady, metav1.ConditionFalse, reason, msg)
 	}
 	return conds
 }
@@ -143,13 +129,13 @@ func stallHint(reason string) string {
 	if h := forbiddenHint(reason); h != "" { // forbidden.go
 		return h
 	}
-	if reason == ReasonApplyRejected {
+	if reason == wellknown.ReasonApplyRejected {
 		return "the API server refused a child; retried with backoff, at once on a change of spec or template"
 	}
-	if reason == ReasonImmutableChange {
+	if reason == wellknown.ReasonImmutableChange {
 		return "stalled until the spec or the template changes, or the child is deleted by hand"
 	}
-	if reason == ReasonChildConflict {
+	if reason == wellknown.ReasonChildConflict {
 		return "nothing is changed until the object is gone or released, or the spec or the template changes; checked again every minute"
 	}
 	return "stalled until the spec or the template changes"
@@ -174,13 +160,13 @@ func (r *run) progressing() string {
 
 func (r *run) progressReason() string {
 	if r.waveWait != "" {
-		return ReasonWaitingForWave
+		return wellknown.ReasonWaitingForWave
 	}
 	old, _, _ := unstructured.NestedString(r.cr.Object, "status", "revision")
 	if old != "" && old != r.kind.Revision {
-		return ReasonRollout
+		return wellknown.ReasonRollout
 	}
-	return ReasonProgressing
+	return wellknown.ReasonProgressing
 }
 
 // writeStatus applies the status once, and only when it changed.

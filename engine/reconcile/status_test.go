@@ -14,6 +14,7 @@ import (
 	"github.com/cueop/cueop/engine/apply"
 	"github.com/cueop/cueop/engine/render"
 	"github.com/cueop/cueop/engine/template"
+	"github.com/cueop/cueop/engine/wellknown"
 )
 
 // TestStatusWritesStale: a CR read at the resourceVersion the cache held
@@ -74,12 +75,12 @@ func TestNotRenderedIsNeverConverged(t *testing.T) {
 		msg    string
 	}{
 		"refused": {func(r *run) { r.notRendered("render not run, retrying: bomb: 1 earlier evaluations ...") },
-			ReasonRenderPending, "render not run, retrying: bomb: 1 earlier"},
-		"skipped": {func(r *run) {}, ReasonRenderPending, "not rendered at generation 3 with template revision rev-1 yet"},
+			wellknown.ReasonRenderPending, "render not run, retrying: bomb: 1 earlier"},
+		"skipped": {func(r *run) {}, wellknown.ReasonRenderPending, "not rendered at generation 3 with template revision rev-1 yet"},
 		"failed after render": {func(r *run) {
 			r.result_ = &render.Result{Ready: true}
 			r.unfinished(errors.New("finalizer cueop.dev/retain: conflict"))
-		}, ReasonProgressing, "retrying: finalizer cueop.dev/retain: conflict"},
+		}, wellknown.ReasonProgressing, "retrying: finalizer cueop.dev/retain: conflict"},
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -88,7 +89,7 @@ func TestNotRenderedIsNeverConverged(t *testing.T) {
 			r := &run{r: &Reconciler{Applier: &apply.Applier{}}, kind: &template.Kind{Revision: "rev-1"}, cr: cr}
 			c.step(r)
 			cr.Object["status"] = r.desiredStatus()
-			rec := meta.FindStatusCondition(oldConditions(cr.Object["status"].(map[string]any)), ConditionReconciling)
+			rec := meta.FindStatusCondition(oldConditions(cr.Object["status"].(map[string]any)), wellknown.ConditionReconciling)
 			if rec == nil || rec.Status != metav1.ConditionTrue || rec.Reason != c.reason || !strings.Contains(rec.Message, c.msg) {
 				t.Fatalf("Reconciling = %+v, want True, %s, %q", rec, c.reason, c.msg)
 			}

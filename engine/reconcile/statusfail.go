@@ -4,16 +4,11 @@ import (
 	"context"
 	"sync"
 
+	"github.com/cueop/cueop/engine/wellknown"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 )
-
-// ReasonStatusWriteFailed is the reason of the Warning Event on a CR whose
-// status the API server refused to write: the CR keeps reading its last
-// written status (Ready at an older observedGeneration, as kstatus reads
-// it: in progress).
-const ReasonStatusWriteFailed = "StatusWriteFailed"
 
 // StatusObserver, when the Observer implements it, is told of each
 // status write of a CR of kind that failed.
@@ -87,7 +82,7 @@ func (r *Reconciler) statusWritten(ctx context.Context, cr *unstructured.Unstruc
 	if err != nil {
 		msg = err.Error()
 		if r.Recorder != nil {
-			r.Recorder.Event(cr, corev1.EventTypeWarning, ReasonStatusWriteFailed,
+			r.Recorder.Event(cr, corev1.EventTypeWarning, wellknown.ReasonStatusWriteFailed,
 				"status not written, the CR shows its last written status, retried with backoff: "+msg)
 		}
 		if o, ok := r.Observer.(StatusObserver); ok {

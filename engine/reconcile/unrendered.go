@@ -8,11 +8,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/cueop/cueop/engine/convert"
+	"github.com/cueop/cueop/engine/wellknown"
 )
-
-// ReasonSpecNotRendered is the reason of the Warning Event on a CR whose
-// spec, written at a spoke version, holds fields the hub cannot.
-const ReasonSpecNotRendered = "SpecNotRendered"
 
 // warnUnrendered emits, once per generation of the CR, by the reconcile
 // whose status records that generation as observed (not one retried that
@@ -42,7 +39,7 @@ func (r *run) warnUnrendered() {
 	if err != nil || len(fields) == 0 {
 		return
 	}
-	rec.Event(r.cr, corev1.EventTypeWarning, ReasonSpecNotRendered, unrenderedMessage(fields, r.kind.Hub().Name))
+	rec.Event(r.cr, corev1.EventTypeWarning, wellknown.ReasonSpecNotRendered, unrenderedMessage(fields, r.kind.Hub().Name))
 }
 
 // maxUnrenderedNamed is how many fields the SpecNotRendered Event names;
@@ -97,7 +94,7 @@ func unrenderedMessage(fields []convert.UnrenderedField, hub string) string {
 func kept(versions []string) string {
 	names := make([]string, len(versions))
 	for i, v := range versions {
-		names[i] = convert.AnnotationPrefix + v
+		names[i] = wellknown.AnnotationConversionPrefix + v
 	}
 	if len(names) == 1 {
 		return ": kept by the annotation " + names[0] + " and read back at that version, but "
@@ -108,7 +105,7 @@ func kept(versions []string) string {
 // annotated tells that cr carries a spec in a conversion annotation.
 func annotated(cr *unstructured.Unstructured) bool {
 	for a := range cr.GetAnnotations() {
-		if strings.HasPrefix(a, convert.AnnotationPrefix) {
+		if strings.HasPrefix(a, wellknown.AnnotationConversionPrefix) {
 			return true
 		}
 	}

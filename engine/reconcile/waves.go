@@ -10,10 +10,6 @@ import (
 	"github.com/cueop/cueop/engine/render"
 )
 
-// ReasonWaitingForWave is the Reconciling reason of a CR whose children of
-// a higher wave wait for a child of a lower one.
-const ReasonWaitingForWave = "WaitingForWave"
-
 // WaveGate is what a reconcile holds back of a render with waves: the
 // children of every wave above the first wave with a child that does not
 // exist or is not ready.

@@ -79,7 +79,7 @@ func ReadWarnings(in Inputs, opts Options) []string {
 	for _, c := range res.Children {
 		kinds[c.ID] = c.Object.GroupVersionKind()
 	}
-	return warnings(AbsentReads(in.Kind.Outputs.Reads, kinds), func(r template.ObservedRead) bool { return r.Root() != "readyWhen" })
+	return warnings(AbsentReads(in.Kind.Outputs.Reads, kinds), func(r template.ObservedRead) bool { return r.Root() != template.FieldReadyWhen })
 }
 
 // ReadyAbsent are the absent reads that Ready depends on, for the children
@@ -95,9 +95,9 @@ func ReadyAbsent(k *template.Kind, children []Child, byDefault bool) []AbsentRea
 	for _, c := range children {
 		kinds[c.ID] = c.Object.GroupVersionKind()
 	}
-	root := "readyWhen"
+	root := template.FieldReadyWhen
 	if k.Outputs.Ready && !byDefault {
-		root = "ready"
+		root = template.FieldReady
 	}
 	var reads []template.ObservedRead
 	seen := map[token.Pos]bool{}
@@ -105,7 +105,7 @@ func ReadyAbsent(k *template.Kind, children []Child, byDefault bool) []AbsentRea
 		if r.Root() != root || seen[r.Pos] {
 			continue
 		}
-		if _, id, split := strings.Cut(r.In, "."); root == "readyWhen" && split {
+		if _, id, split := strings.Cut(r.In, "."); root == template.FieldReadyWhen && split {
 			if _, rendered := kinds[id]; !rendered {
 				continue // the gate of a child not rendered
 			}
@@ -127,7 +127,7 @@ func AbsentMayBlock(absent []AbsentRead, children []Child, observed map[string]*
 		if observed[a.ID] == nil {
 			return false
 		}
-		if _, id, split := strings.Cut(a.In, "."); a.Root() == "readyWhen" && split {
+		if _, id, split := strings.Cut(a.In, "."); a.Root() == template.FieldReadyWhen && split {
 			gated[id] = true
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/cueop/cueop/engine/render"
+	"github.com/cueop/cueop/engine/wellknown"
 )
 
 // TestSpecErrorLeavesDefaultsOut: a spec value that matches no branch of a
@@ -34,7 +35,7 @@ children: {}
 			p.Object["spec"] = map[string]any{field: tc.value}
 			_, err := render.Render(k, p, nil, render.Options{})
 			var rerr *render.Error
-			if !errors.As(err, &rerr) || rerr.Reason != render.ReasonInvalidSpec {
+			if !errors.As(err, &rerr) || rerr.Reason != wellknown.ReasonInvalidSpec {
 				t.Fatalf("error = %v, want an InvalidSpec render.Error", err)
 			}
 			if len(rerr.Messages) != 1 {

@@ -8,12 +8,8 @@ import (
 
 	"github.com/cueop/cueop/engine/budget"
 	"github.com/cueop/cueop/engine/template"
+	"github.com/cueop/cueop/engine/wellknown"
 )
-
-// ReasonRenderBudget is a render that ran out of its time or memory budget.
-// Like every render Error it stalls the CR until its spec or the template
-// changes.
-const ReasonRenderBudget = "RenderBudget"
 
 // Render evaluates k for parent and the observed children (keyed by child
 // id; nil on a first render). A returned error is an *Error when the spec or
@@ -56,7 +52,7 @@ func RenderInputs(in Inputs, opts Options) (*Result, error) {
 // in the template the evaluation can grow.
 func budgetError(k *template.Kind, ex *budget.Exceeded) *Error {
 	msg := fmt.Sprintf("%s: render %s (%s)", k.Name, ex.Error(), BudgetRevision(k))
-	return &Error{Reason: ReasonRenderBudget, Messages: []string{msg + template.HotspotHint(k.Hotspots)}}
+	return &Error{Reason: wellknown.ReasonRenderBudget, Messages: []string{msg + template.HotspotHint(k.Hotspots)}}
 }
 
 // BudgetRevision is how a budget Error names the template revision it ran

@@ -13,6 +13,7 @@ import (
 	"github.com/cueop/cueop/engine/budget"
 	"github.com/cueop/cueop/engine/render"
 	"github.com/cueop/cueop/engine/template"
+	"github.com/cueop/cueop/engine/wellknown"
 )
 
 // bombTemplate grows with its spec: size drives a comprehension three for
@@ -93,8 +94,8 @@ func TestRenderBudget(t *testing.T) {
 				return
 			}
 			var rerr *render.Error
-			if !errors.As(err, &rerr) || rerr.Reason != render.ReasonRenderBudget {
-				t.Fatalf("Render = %v (after %s), want a %s error", err, took, render.ReasonRenderBudget)
+			if !errors.As(err, &rerr) || rerr.Reason != wellknown.ReasonRenderBudget {
+				t.Fatalf("Render = %v (after %s), want a %s error", err, took, wellknown.ReasonRenderBudget)
 			}
 			for _, want := range []string{tc.limit, "bomb: render evaluation budget exceeded", "template revision " + k.Revision,
 				"bomb/bomb.cue:6:10 comprehension (3 nested for)", "bomb/bomb.cue:10:5 list.Repeat"} {

@@ -8,6 +8,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/cli-utils/pkg/kstatus/status"
+
+	"github.com/cueop/cueop/engine/wellknown"
 )
 
 // exportChildren exports and checks every child. Every refused child is
@@ -18,11 +20,11 @@ func exportChildren(v cue.Value, parent *unstructured.Unstructured, opts Options
 		return nil, err
 	}
 	if len(ids) > opts.MaxChildren {
-		return nil, &Error{Reason: ReasonChildRefused, Messages: []string{
+		return nil, &Error{Reason: wellknown.ReasonChildRefused, Messages: []string{
 			fmt.Sprintf("%s: children: %d children exceed the render budget of %d", v.Pos(), len(ids), opts.MaxChildren)}}
 	}
 	children := make([]Child, 0, len(ids))
-	refused := &Error{Reason: ReasonChildRefused}
+	refused := &Error{Reason: wellknown.ReasonChildRefused}
 	seen := map[string]string{}
 	// One walk validates every child of a good render; a bad one is looked
 	// for child by child, so that the error is still the first bad child's.
@@ -59,7 +61,7 @@ func exportChild(id string, v cue.Value, valid bool) (*unstructured.Unstructured
 	}
 	var obj map[string]any
 	if err := v.Decode(&obj); err != nil {
-		return nil, &Error{Reason: ReasonTemplateError, Messages: []string{childError(id, v, "not an object: %v", err)}}
+		return nil, &Error{Reason: wellknown.ReasonTemplateError, Messages: []string{childError(id, v, "not an object: %v", err)}}
 	}
 	return &unstructured.Unstructured{Object: normalize(obj).(map[string]any)}, nil
 }
@@ -176,9 +178,9 @@ func addEngineFields(id string, md map[string]any, parent *unstructured.Unstruct
 
 // engineLabels are the labels the engine sets on child id.
 func engineLabels(id string, parent *unstructured.Unstructured) map[string]string {
-	labels := map[string]string{LabelManagedBy: ManagedByValue, LabelID: id}
+	labels := map[string]string{wellknown.LabelManagedBy: wellknown.ManagedByValue, wellknown.LabelID: id}
 	if uid := parent.GetUID(); uid != "" {
-		labels[LabelOwnerUID] = string(uid)
+		labels[wellknown.LabelOwnerUID] = string(uid)
 	}
 	return labels
 }

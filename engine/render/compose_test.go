@@ -11,6 +11,7 @@ import (
 
 	"github.com/cueop/cueop/engine/render"
 	"github.com/cueop/cueop/engine/template"
+	"github.com/cueop/cueop/engine/wellknown"
 )
 
 // composeKind reads a ConfigMap named by the spec and a selection of
@@ -72,7 +73,7 @@ func TestRenderReferencesAndWaves(t *testing.T) {
 		t.Fatal(err)
 	}
 	a, m := res.Children[0], res.Children[1]
-	if a.ID != "app" || a.Wave != 1 || a.Object.GetAnnotations()[render.AnnotationWave] != "1" || m.Wave != 0 {
+	if a.ID != "app" || a.Wave != 1 || a.Object.GetAnnotations()[wellknown.AnnotationWave] != "1" || m.Wave != 0 {
 		t.Errorf("waves: app %d %v, migrate %d", a.Wave, a.Object.GetAnnotations(), m.Wave)
 	}
 	if n, _, _ := unstructured.NestedString(a.Object.Object, "data", "n"); n != "2" {
@@ -119,7 +120,7 @@ func TestRenderReferenceOutsideReadableKinds(t *testing.T) {
 	p.Object["spec"] = map[string]any{"kind": "Secret"}
 	_, err := render.References(k, p, render.Options{})
 	var rerr *render.Error
-	if !errors.As(err, &rerr) || rerr.Reason != render.ReasonReferenceRefused ||
+	if !errors.As(err, &rerr) || rerr.Reason != wellknown.ReasonReferenceRefused ||
 		!strings.Contains(err.Error(), "references.settings: kind Secret is not in the readable kinds (ConfigMap)") ||
 		!strings.Contains(err.Error(), "app.cue:") {
 		t.Fatalf("err %v, want ReferenceRefused naming references.settings and its position", err)

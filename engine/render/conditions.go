@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/cueop/cueop/engine/template"
+	"github.com/cueop/cueop/engine/wellknown"
 )
 
 // Condition is one of the template's own conditions (`conditions`), for
@@ -39,12 +40,12 @@ func exportConditions(k *template.Kind, v cue.Value) ([]Condition, error) {
 	if err != nil {
 		return nil, err
 	}
-	bad := &Error{Reason: ReasonTemplateError}
+	bad := &Error{Reason: wellknown.ReasonTemplateError}
 	out := make([]Condition, 0, len(types))
 	for _, t := range types {
 		c, msg := condition(t, vals[t])
 		if msg != "" {
-			bad.Messages = append(bad.Messages, waveError("conditions", t, vals[t], "%s", msg))
+			bad.Messages = append(bad.Messages, waveError(template.FieldConditions, t, vals[t], "%s", msg))
 			continue
 		}
 		out = append(out, c)

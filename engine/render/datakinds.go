@@ -1,6 +1,7 @@
 package render
 
 import (
+	"github.com/cueop/cueop/engine/wellknown"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
@@ -29,7 +30,7 @@ func (o Options) IsDataKind(live *unstructured.Unstructured) bool {
 
 // LivePolicy is the prune and onDelete policy of live, a child that exists,
 // which the template may no longer render: the policy recorded on it
-// (AnnotationPrune, AnnotationOnDelete), else its kind's default. A child
+// (wellknown.AnnotationPrune, wellknown.AnnotationOnDelete), else its kind's default. A child
 // of a data kind whose annotations never reached it (an apply that failed,
 // a child held back by its wave, a CR that skipped the revision that set
 // them) is released, never deleted.
@@ -39,10 +40,10 @@ func (o Options) LivePolicy(live *unstructured.Unstructured) Policy {
 		p.Prune, p.OnDelete = PruneNever, OnDeleteRetain
 	}
 	ann := live.GetAnnotations()
-	if v := ann[AnnotationPrune]; v == PruneAlways || v == PruneNever {
+	if v := ann[wellknown.AnnotationPrune]; v == PruneAlways || v == PruneNever {
 		p.Prune = v
 	}
-	if v := ann[AnnotationOnDelete]; v == OnDeleteDelete || v == OnDeleteRetain {
+	if v := ann[wellknown.AnnotationOnDelete]; v == OnDeleteDelete || v == OnDeleteRetain {
 		p.OnDelete = v
 	}
 	return p

@@ -18,4 +18,7 @@
 // readiness (waves.go); the reconciler applies and deletes by them. A
 // template's own conditions come out as Result.Conditions (conditions.go),
 // for the reconciler to merge into status.conditions.
+//
+// It must not read a cluster, a clock or the environment, and nothing one
+// render does may change what another returns.
 package render

@@ -11,13 +11,7 @@ import (
 	"cuelang.org/go/cue/token"
 
 	"github.com/cueop/cueop/engine/template"
-)
-
-// Reasons of a render Error, used as the reason of the Stalled condition.
-const (
-	ReasonInvalidSpec   = "InvalidSpec"
-	ReasonTemplateError = "TemplateError"
-	ReasonChildRefused  = "ChildRefused"
+	"github.com/cueop/cueop/engine/wellknown"
 )
 
 // Error is a render that cannot be applied: the spec breaks a constraint,
@@ -35,11 +29,11 @@ func (e *Error) Error() string { return strings.Join(e.Messages, "\n") }
 // evalError classifies a CUE evaluation error. Errors on parent.spec are the
 // user's input and are named by their CR field path (spec.replicas).
 func evalError(err error) *Error {
-	out := &Error{Reason: ReasonTemplateError}
+	out := &Error{Reason: wellknown.ReasonTemplateError}
 	for _, e := range cueerrors.Errors(err) {
 		msg := template.FormatError(e)
 		if _, ok := specField(e.Path()); ok {
-			out.Reason = ReasonInvalidSpec
+			out.Reason = wellknown.ReasonInvalidSpec
 			msg = specMessage(e, token.NoPos)
 		}
 		out.Messages = append(out.Messages, msg)
@@ -72,7 +66,7 @@ func specError(v cue.Value, fallback token.Pos) *Error {
 		}
 		byPath[path] = append(byPath[path], e)
 	}
-	out := &Error{Reason: ReasonInvalidSpec}
+	out := &Error{Reason: wellknown.ReasonInvalidSpec}
 	for _, path := range order {
 		for _, msg := range fieldMessages(byPath[path], fallback) {
 			out.Messages = appendUnique(out.Messages, msg)
@@ -176,7 +170,7 @@ func appendUnique(list []string, s string) []string {
 
 // specField maps parent.spec.x.y to spec.x.y.
 func specField(path []string) (string, bool) {
-	if len(path) < 2 || path[0] != "parent" || path[1] != "spec" {
+	if len(path) < 2 || path[0] != template.FieldParent || path[1] != "spec" {
 		return "", false
 	}
 	return strings.Join(path[1:], "."), true

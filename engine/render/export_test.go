@@ -7,6 +7,8 @@ import (
 	"cuelang.org/go/cue"
 	"cuelang.org/go/cue/cuecontext"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/cueop/cueop/engine/wellknown"
 )
 
 // decodeObject is what exportObject replaces: Decode, then normalize.
@@ -69,7 +71,7 @@ func TestAddEngineFieldsMatchesSlowPath(t *testing.T) {
 		func() map[string]any { return map[string]any{"name": "x"} },
 		func() map[string]any { return map[string]any{"name": "x", "labels": map[string]any{}} },
 		func() map[string]any {
-			return map[string]any{"name": "x", "labels": map[string]any{"a": "b", LabelID: "other"}}
+			return map[string]any{"name": "x", "labels": map[string]any{"a": "b", wellknown.LabelID: "other"}}
 		},
 	}
 	for pi, parent := range parents {

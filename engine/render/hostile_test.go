@@ -9,6 +9,7 @@ import (
 
 	"github.com/cueop/cueop/engine/render"
 	"github.com/cueop/cueop/engine/template"
+	"github.com/cueop/cueop/engine/wellknown"
 )
 
 // kindFrom compiles one kind "host" whose children are children (CUE).
@@ -58,8 +59,8 @@ func TestRenderRefusesForeignFields(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := render.Render(kindFrom(t, tc.child), host("h"), nil, render.Options{})
 			var rerr *render.Error
-			if !errors.As(err, &rerr) || rerr.Reason != render.ReasonChildRefused || !strings.Contains(err.Error(), tc.want) {
-				t.Errorf("Render = %v, want %s %q", err, render.ReasonChildRefused, tc.want)
+			if !errors.As(err, &rerr) || rerr.Reason != wellknown.ReasonChildRefused || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("Render = %v, want %s %q", err, wellknown.ReasonChildRefused, tc.want)
 			}
 		})
 	}
@@ -121,9 +122,9 @@ func TestRenderChecksNames(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := render.Render(kindFrom(t, tc.child), host(tc.parent), nil, render.Options{})
 			var rerr *render.Error
-			if !errors.As(err, &rerr) || rerr.Reason != render.ReasonChildRefused || !strings.Contains(err.Error(), tc.want) ||
+			if !errors.As(err, &rerr) || rerr.Reason != wellknown.ReasonChildRefused || !strings.Contains(err.Error(), tc.want) ||
 				!strings.Contains(err.Error(), "host/host.cue:") {
-				t.Errorf("Render = %v, want %s %q at a host/host.cue position", err, render.ReasonChildRefused, tc.want)
+				t.Errorf("Render = %v, want %s %q at a host/host.cue position", err, wellknown.ReasonChildRefused, tc.want)
 			}
 		})
 	}

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/cueop/cueop/engine/template"
+	"github.com/cueop/cueop/engine/wellknown"
 )
 
 // StatusImmutable is where the controller records the immutable fields'
@@ -51,7 +52,7 @@ func immutableValues(k *template.Kind, parent *unstructured.Unstructured, v cue.
 		out[key] = now
 	}
 	if len(bad) > 0 {
-		return nil, &Error{Reason: ReasonInvalidSpec, Messages: bad}
+		return nil, &Error{Reason: wellknown.ReasonInvalidSpec, Messages: bad}
 	}
 	return out, nil
 }

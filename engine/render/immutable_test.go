@@ -9,6 +9,7 @@ import (
 
 	"github.com/cueop/cueop/engine/render"
 	"github.com/cueop/cueop/engine/template"
+	"github.com/cueop/cueop/engine/wellknown"
 )
 
 const vaultTemplate = `package vault
@@ -98,7 +99,7 @@ func TestImmutableFieldsRecordedAndChecked(t *testing.T) {
 				return
 			}
 			var rerr *render.Error
-			if !errors.As(err, &rerr) || rerr.Reason != render.ReasonInvalidSpec {
+			if !errors.As(err, &rerr) || rerr.Reason != wellknown.ReasonInvalidSpec {
 				t.Fatalf("Render = %v, want InvalidSpec", err)
 			}
 			if !strings.Contains(err.Error(), tc.bad) {

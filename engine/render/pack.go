@@ -13,7 +13,7 @@ import (
 
 // Packed is a Result kept compactly, for a reconciler to reuse: its
 // objects encoded in one byte slice (about a fifth of the memory of the
-// maps: 3 KiB instead of 16 KiB for a RedisCluster of 3 replicas).
+// maps; docs/benchmarks.md).
 // Unpack builds a fresh Result each time, so callers may not share maps.
 type Packed struct {
 	data []byte

@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/cueop/cueop/engine/template"
+	"github.com/cueop/cueop/engine/wellknown"
 )
 
 // Policy is what the engine may do to one child beyond applying it, as the
@@ -41,18 +42,6 @@ const (
 	PruneNever        = "never"
 	OnDeleteDelete    = "delete"
 	OnDeleteRetain    = "retain"
-)
-
-// Annotations that carry a child's lifecycle policy on the object itself:
-// prune and deletion act on live objects, which the template may no longer
-// render. They are set where the policy differs from the default of every
-// kind (prune: always, onDelete: delete), and always on a child of a data
-// kind (datakinds.go). A live object without them gets its kind's default
-// (LivePolicy), so that no decision depends on an annotation having
-// reached the object.
-const (
-	AnnotationPrune    = "cueop.dev/prune"
-	AnnotationOnDelete = "cueop.dev/on-delete"
 )
 
 // The engine's defaults: Pods exist to be replaced and are recreated on an
@@ -111,7 +100,7 @@ func applyPolicies(v cue.Value, children []Child, data KindSet) error {
 		c.Policy = DefaultPolicy(c.Object.GroupVersionKind().GroupKind(), data)
 		byID[c.ID] = c
 	}
-	bad := &Error{Reason: ReasonTemplateError}
+	bad := &Error{Reason: wellknown.ReasonTemplateError}
 	for _, id := range ids {
 		if msg := setPolicy(id, vals[id], byID[id]); msg != "" {
 			bad.Messages = append(bad.Messages, msg)
@@ -152,8 +141,8 @@ func setPolicy(id string, v cue.Value, c *Child) string {
 func annotatePolicy(c *Child, data KindSet) {
 	md, _ := c.Object.Object["metadata"].(map[string]any)
 	raw, _ := md["annotations"].(map[string]any)
-	_, hasPrune := raw[AnnotationPrune]
-	_, hasOnDelete := raw[AnnotationOnDelete]
+	_, hasPrune := raw[wellknown.AnnotationPrune]
+	_, hasOnDelete := raw[wellknown.AnnotationOnDelete]
 	isData := dataKinds(data)[c.Object.GroupVersionKind().GroupKind()]
 	if !isData && !hasPrune && !hasOnDelete && c.Policy.Prune == PruneAlways && c.Policy.OnDelete == OnDeleteDelete {
 		return
@@ -162,13 +151,13 @@ func annotatePolicy(c *Child, data KindSet) {
 	if ann == nil {
 		ann = map[string]string{}
 	}
-	delete(ann, AnnotationPrune)
-	delete(ann, AnnotationOnDelete)
+	delete(ann, wellknown.AnnotationPrune)
+	delete(ann, wellknown.AnnotationOnDelete)
 	if isData || c.Policy.Prune != PruneAlways {
-		ann[AnnotationPrune] = c.Policy.Prune
+		ann[wellknown.AnnotationPrune] = c.Policy.Prune
 	}
 	if isData || c.Policy.OnDelete != OnDeleteDelete {
-		ann[AnnotationOnDelete] = c.Policy.OnDelete
+		ann[wellknown.AnnotationOnDelete] = c.Policy.OnDelete
 	}
 	if len(ann) == 0 {
 		unstructured.RemoveNestedField(c.Object.Object, "metadata", "annotations")

@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/cueop/cueop/engine/render"
+	"github.com/cueop/cueop/engine/wellknown"
 )
 
 // kindWithPolicies compiles a kind with the given children and policies.
@@ -33,11 +34,11 @@ pod: adopt: "never"`)
 		"pvc": {Recreate: false, Cascade: "orphan", Prune: "never", OnDelete: "retain", Adopt: "released"}, // a data kind
 	}
 	wantAnn := map[string]map[string]string{
-		"cm":  {render.AnnotationOnDelete: "retain"},
+		"cm":  {wellknown.AnnotationOnDelete: "retain"},
 		"pod": nil,
 		// The template's policy annotation is not the policy; a data
 		// kind's policy is always recorded.
-		"pvc": {"keep": "me", render.AnnotationPrune: "never", render.AnnotationOnDelete: "retain"},
+		"pvc": {"keep": "me", wellknown.AnnotationPrune: "never", wellknown.AnnotationOnDelete: "retain"},
 	}
 	for _, c := range res.Children {
 		if c.Policy != want[c.ID] {
@@ -48,7 +49,7 @@ pod: adopt: "never"`)
 		}
 	}
 	res = kindWithPolicies(t, policyChildren, `pvc: prune: "always"`)
-	if got := res.Children[2].Object.GetAnnotations(); got[render.AnnotationPrune] != "always" || got[render.AnnotationOnDelete] != "retain" || got["keep"] != "me" {
+	if got := res.Children[2].Object.GetAnnotations(); got[wellknown.AnnotationPrune] != "always" || got[wellknown.AnnotationOnDelete] != "retain" || got["keep"] != "me" {
 		t.Errorf("pvc annotations %v, want prune: always, onDelete: retain beside the template's", got)
 	}
 }
@@ -90,11 +91,11 @@ func TestLivePolicy(t *testing.T) {
 		want render.Policy
 	}{
 		"claim, no annotation":     {obj("PersistentVolumeClaim", nil), render.Options{}, render.Policy{Prune: "never", OnDelete: "retain"}},
-		"claim, opted out":         {obj("PersistentVolumeClaim", map[string]string{render.AnnotationPrune: "always", render.AnnotationOnDelete: "delete"}), render.Options{}, render.Policy{Prune: "always", OnDelete: "delete"}},
+		"claim, opted out":         {obj("PersistentVolumeClaim", map[string]string{wellknown.AnnotationPrune: "always", wellknown.AnnotationOnDelete: "delete"}), render.Options{}, render.Policy{Prune: "always", OnDelete: "delete"}},
 		"configmap, no annotation": {obj("ConfigMap", nil), render.Options{}, render.Policy{Prune: "always", OnDelete: "delete"}},
-		"configmap, retained":      {obj("ConfigMap", map[string]string{render.AnnotationOnDelete: "retain"}), render.Options{}, render.Policy{Prune: "always", OnDelete: "retain"}},
+		"configmap, retained":      {obj("ConfigMap", map[string]string{wellknown.AnnotationOnDelete: "retain"}), render.Options{}, render.Policy{Prune: "always", OnDelete: "retain"}},
 		"configmap, a data kind":   {obj("ConfigMap", nil), render.Options{DataKinds: render.MustKindSet("ConfigMap")}, render.Policy{Prune: "never", OnDelete: "retain"}},
-		"claim, bad annotation":    {obj("PersistentVolumeClaim", map[string]string{render.AnnotationPrune: "yes"}), render.Options{}, render.Policy{Prune: "never", OnDelete: "retain"}},
+		"claim, bad annotation":    {obj("PersistentVolumeClaim", map[string]string{wellknown.AnnotationPrune: "yes"}), render.Options{}, render.Policy{Prune: "never", OnDelete: "retain"}},
 	} {
 		if got := tc.opts.LivePolicy(tc.live); got != tc.want {
 			t.Errorf("%s: %+v, want %+v", name, got, tc.want)
@@ -110,7 +111,7 @@ func TestRenderPoliciesWithoutField(t *testing.T) {
 	if p := res.Children[1].Policy; !p.Recreate || p.Prune != "always" || p.OnDelete != "delete" || p.Adopt != "released" {
 		t.Errorf("pod policy %+v, want the defaults (recreated)", p)
 	}
-	if ann := res.Children[2].Object.GetAnnotations(); ann[render.AnnotationPrune] != "never" || ann[render.AnnotationOnDelete] != "retain" {
+	if ann := res.Children[2].Object.GetAnnotations(); ann[wellknown.AnnotationPrune] != "never" || ann[wellknown.AnnotationOnDelete] != "retain" {
 		t.Errorf("pvc annotations %v: want the data kind's default policy recorded", ann)
 	}
 }
@@ -127,7 +128,7 @@ func TestRenderRefusesPolicies(t *testing.T) {
 			k := kindWithChildren(t, policyChildren+"\n}\npolicies: {\n"+tc.policies)
 			_, err := render.Render(k, app(2), nil, render.Options{})
 			var rerr *render.Error
-			if !errors.As(err, &rerr) || rerr.Reason != render.ReasonTemplateError {
+			if !errors.As(err, &rerr) || rerr.Reason != wellknown.ReasonTemplateError {
 				t.Fatalf("error = %v, want a TemplateError", err)
 			}
 			if !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "app.cue:") {

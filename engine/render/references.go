@@ -15,6 +15,7 @@ import (
 
 	"github.com/cueop/cueop/engine/budget"
 	"github.com/cueop/cueop/engine/template"
+	"github.com/cueop/cueop/engine/wellknown"
 )
 
 // Referenced is what one reference resolved to.
@@ -29,14 +30,6 @@ type Referenced struct {
 // DefaultReadableKinds are the kinds a template may reference unless the
 // administrator says otherwise: Secrets are left out on purpose.
 const DefaultReadableKinds = "ConfigMap"
-
-// Reasons of references: a reference to a kind outside the readable kinds
-// (the CR stalls), and a reference by name to an object that does not
-// exist (the CR waits for it, not rendered).
-const (
-	ReasonReferenceRefused  = "ReferenceRefused"
-	ReasonReferenceNotFound = "ReferenceNotFound"
-)
 
 var defaultReadable = MustKindSet(DefaultReadableKinds)
 
@@ -124,8 +117,8 @@ func evalReferences(v cue.Value, specPos token.Pos, opts Options) ([]Reference, 
 		return nil, err
 	}
 	refs := make([]Reference, 0, len(ids))
-	bad := &Error{Reason: ReasonTemplateError}
-	refused := &Error{Reason: ReasonReferenceRefused}
+	bad := &Error{Reason: wellknown.ReasonTemplateError}
+	refused := &Error{Reason: wellknown.ReasonReferenceRefused}
 	for _, id := range ids {
 		ref, msg := decodeReference(id, vals[id])
 		switch {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/cueop/cueop/engine/render"
 	"github.com/cueop/cueop/engine/template"
+	"github.com/cueop/cueop/engine/wellknown"
 	_ "github.com/cueop/cueop/internal/update"
 )
 
@@ -53,7 +54,7 @@ func TestRenderSetsEngineFields(t *testing.T) {
 			t.Errorf("%s: namespace %q, want the parent's", c.ID, o.GetNamespace())
 		}
 		l := o.GetLabels()
-		if l[render.LabelID] != c.ID || l[render.LabelOwnerUID] != "uid-1" || l[render.LabelManagedBy] != "cueop" {
+		if l[wellknown.LabelID] != c.ID || l[wellknown.LabelOwnerUID] != "uid-1" || l[wellknown.LabelManagedBy] != "cueop" {
 			t.Errorf("%s: labels %v lack the management labels", c.ID, l)
 		}
 		refs := o.GetOwnerReferences()
@@ -90,7 +91,7 @@ func TestRenderInvalidSpecNamesField(t *testing.T) {
 	k := loadKind(t, "cache.example.com", "RedisCluster")
 	_, err := render.Render(k, redis(map[string]any{"replicas": int64(0)}), nil, render.Options{})
 	var rerr *render.Error
-	if !errors.As(err, &rerr) || rerr.Reason != render.ReasonInvalidSpec {
+	if !errors.As(err, &rerr) || rerr.Reason != wellknown.ReasonInvalidSpec {
 		t.Fatalf("error = %v, want an InvalidSpec render.Error", err)
 	}
 	for _, want := range []string{"spec.replicas", "out of bound >=1", "rediscluster.cue:"} {
@@ -167,7 +168,7 @@ func TestRenderRefusesChildren(t *testing.T) {
 			k := kindWithChildren(t, tc.children)
 			_, err := render.Render(k, app(1000), nil, render.Options{})
 			var rerr *render.Error
-			if !errors.As(err, &rerr) || rerr.Reason != render.ReasonChildRefused {
+			if !errors.As(err, &rerr) || rerr.Reason != wellknown.ReasonChildRefused {
 				t.Fatalf("error = %v, want a ChildRefused render.Error", err)
 			}
 			if !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "app.cue:") {
@@ -190,7 +191,7 @@ func TestRenderTemplateErrorIsPositioned(t *testing.T) {
 	k := kindWithChildren(t, `cm: {apiVersion: "v1", kind: "ConfigMap", metadata: name: "x", data: {if parent.spec.n > 5 {n: parent.spec.n + "s"}}}`)
 	_, err := render.Render(k, app(10), nil, render.Options{})
 	var rerr *render.Error
-	if !errors.As(err, &rerr) || rerr.Reason != render.ReasonTemplateError || !strings.Contains(err.Error(), "app.cue:") {
+	if !errors.As(err, &rerr) || rerr.Reason != wellknown.ReasonTemplateError || !strings.Contains(err.Error(), "app.cue:") {
 		t.Fatalf("error = %v, want a positioned TemplateError", err)
 	}
 }

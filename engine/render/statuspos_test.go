@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/cueop/cueop/engine/render"
+	"github.com/cueop/cueop/engine/wellknown"
 )
 
 // TestStatusErrorsArePositioned: #Status fields the template leaves
@@ -32,7 +33,7 @@ children: {}
 `+status+"\n")
 			_, err := render.Render(k, app(1), nil, render.Options{})
 			var rerr *render.Error
-			if !errors.As(err, &rerr) || rerr.Reason != render.ReasonTemplateError {
+			if !errors.As(err, &rerr) || rerr.Reason != wellknown.ReasonTemplateError {
 				t.Fatalf("error = %v, want a TemplateError render.Error", err)
 			}
 			want := map[string]string{"status.ready": "app.cue:5:", "status.phase": "app.cue:6:", "status.url": "app.cue:7:"}

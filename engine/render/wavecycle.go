@@ -6,6 +6,8 @@ import (
 	"cuelang.org/go/cue"
 	"cuelang.org/go/cue/ast"
 	"cuelang.org/go/cue/token"
+
+	"github.com/cueop/cueop/engine/template"
 )
 
 // waveCycles refuses a readiness expression that reads, directly, the
@@ -28,7 +30,7 @@ func waveCycles(rv cue.Value, byID map[string]*Child) []string {
 			if d == nil || d.Wave <= c.Wave {
 				continue
 			}
-			msgs = append(msgs, waveError("readyWhen", id, vals[id],
+			msgs = append(msgs, waveError(template.FieldReadyWhen, id, vals[id],
 				"reads observed.%s, a child of wave %d, which is applied only once %s (wave %d) is ready: a cycle", dep, d.Wave, id, c.Wave))
 		}
 	}
@@ -70,7 +72,7 @@ func observedID(n ast.Node) string {
 
 func isObserved(x ast.Expr) bool {
 	id, ok := x.(*ast.Ident)
-	return ok && id.Name == "observed"
+	return ok && id.Name == template.FieldObserved
 }
 
 // sources are the template's source expressions of v, through the

@@ -8,12 +8,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/cueop/cueop/engine/template"
+	"github.com/cueop/cueop/engine/wellknown"
 )
-
-// AnnotationWave carries a child's wave on the object itself, set only when
-// it is not 0: a CR being deleted loses its children in reverse wave order,
-// and the template may no longer render them.
-const AnnotationWave = "cueop.dev/wave"
 
 // applyWaves reads the template's waves and readyWhen, checks that each
 // names a rendered child, and gives each child its wave and readiness. A
@@ -26,7 +22,7 @@ func applyWaves(k *template.Kind, v cue.Value, children []Child, observed map[st
 	for i := range children {
 		byID[children[i].ID] = &children[i]
 	}
-	bad := &Error{Reason: ReasonTemplateError}
+	bad := &Error{Reason: wellknown.ReasonTemplateError}
 	if wv := v.LookupPath(template.PathWaves); wv.Exists() {
 		bad.Messages = append(bad.Messages, setWaves(wv, byID)...)
 	}
@@ -55,12 +51,12 @@ func setWaves(wv cue.Value, byID map[string]*Child) []string {
 	for _, id := range ids {
 		c := byID[id]
 		if c == nil {
-			msgs = append(msgs, waveError("waves", id, vals[id], "no child %q is rendered: write the wave under the same condition as its child", id))
+			msgs = append(msgs, waveError(template.FieldWaves, id, vals[id], "no child %q is rendered: write the wave under the same condition as its child", id))
 			continue
 		}
 		n, err := vals[id].Int64()
 		if err != nil {
-			msgs = append(msgs, waveError("waves", id, vals[id], "%v", err))
+			msgs = append(msgs, waveError(template.FieldWaves, id, vals[id], "%v", err))
 			continue
 		}
 		c.Wave = int(n)
@@ -80,7 +76,7 @@ func setReadyWhen(rv cue.Value, byID map[string]*Child, observed map[string]*uns
 	for _, id := range ids {
 		c := byID[id]
 		if c == nil {
-			msgs = append(msgs, waveError("readyWhen", id, vals[id], "no child %q is rendered: write it under the same condition as its child", id))
+			msgs = append(msgs, waveError(template.FieldReadyWhen, id, vals[id], "no child %q is rendered: write it under the same condition as its child", id))
 			continue
 		}
 		ready := false
@@ -105,15 +101,15 @@ func setReadyWhen(rv cue.Value, byID map[string]*Child, observed map[string]*uns
 // an annotation of that name the template wrote.
 func annotateWave(c *Child) {
 	ann := c.Object.GetAnnotations()
-	if _, has := ann[AnnotationWave]; !has && c.Wave == 0 {
+	if _, has := ann[wellknown.AnnotationWave]; !has && c.Wave == 0 {
 		return
 	}
 	if ann == nil {
 		ann = map[string]string{}
 	}
-	delete(ann, AnnotationWave)
+	delete(ann, wellknown.AnnotationWave)
 	if c.Wave != 0 {
-		ann[AnnotationWave] = strconv.Itoa(c.Wave)
+		ann[wellknown.AnnotationWave] = strconv.Itoa(c.Wave)
 	}
 	if len(ann) == 0 {
 		unstructured.RemoveNestedField(c.Object.Object, "metadata", "annotations")
@@ -124,7 +120,7 @@ func annotateWave(c *Child) {
 
 // WaveOf is the wave recorded on a live child (0 when none).
 func WaveOf(o *unstructured.Unstructured) int {
-	n, err := strconv.Atoi(o.GetAnnotations()[AnnotationWave])
+	n, err := strconv.Atoi(o.GetAnnotations()[wellknown.AnnotationWave])
 	if err != nil || n < 0 {
 		return 0
 	}

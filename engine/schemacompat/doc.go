@@ -40,4 +40,7 @@
 // read, so a CR that relies on a default and one that sets the same value
 // cannot be told apart). Refusal is the error that the operator, `cueop
 // vet`, `cueop manifests` and `cueop diff` report.
+//
+// It must not read a cluster (package schemaguard does) nor refuse a
+// revision itself: it says what changed, the caller refuses.
 package schemacompat

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cueop/cueop/engine/wellknown"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -17,7 +18,7 @@ import (
 
 // Balance. Without a coordinator, the first replica to start would take
 // every range. Each replica therefore renews a member Lease of its own
-// (LabelMember), counts the live members M, and aims at its fair share
+// (wellknown.LabelShardMember), counts the live members M, and aims at its fair share
 // f = ceil(N/M) of the N ranges:
 //   - a replica holding more than f gives one range up at a time (drained,
 //     then released), and waits for another to take it before it gives up
@@ -26,9 +27,6 @@ import (
 //     for a lease duration before it may take it back.
 // A range whose holder died (its Lease expires, not released) is taken by
 // whichever replica comes first, and the balance is restored afterwards.
-
-// LabelMember marks the member Leases, one per replica.
-const LabelMember = "cueop.dev/shard-member"
 
 // gated is the holder a replica at its fair share sees in a released
 // Lease: the elector then takes it for held, and tries again once the lease
@@ -144,7 +142,7 @@ func (b *balance) renew(ctx context.Context, name string) error {
 	if apierrors.IsNotFound(err) {
 		_, err = leases.Create(ctx, &coordinationv1.Lease{
 			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: b.o.Namespace,
-				Labels: map[string]string{"app.kubernetes.io/managed-by": "cueop", LabelMember: "", LabelShards: shards}},
+				Labels: map[string]string{"app.kubernetes.io/managed-by": "cueop", wellknown.LabelShardMember: "", wellknown.LabelShards: shards}},
 			Spec: coordinationv1.LeaseSpec{HolderIdentity: &b.o.Identity, LeaseDurationSeconds: &secs, AcquireTime: &now, RenewTime: &now},
 		}, metav1.CreateOptions{})
 		return err
@@ -155,7 +153,7 @@ func (b *balance) renew(ctx context.Context, name string) error {
 	if l.Labels == nil {
 		l.Labels = map[string]string{}
 	}
-	l.Labels[LabelShards] = shards
+	l.Labels[wellknown.LabelShards] = shards
 	l.Spec.HolderIdentity, l.Spec.LeaseDurationSeconds, l.Spec.RenewTime = &b.o.Identity, &secs, &now
 	_, err = leases.Update(ctx, l, metav1.UpdateOptions{})
 	return err
@@ -173,8 +171,8 @@ func (b *balance) count(ctx context.Context) error {
 	}
 	var members, ranges []coordinationv1.Lease
 	for _, l := range all.Items {
-		_, member := l.Labels[LabelMember]
-		_, rng := l.Labels[LabelShard]
+		_, member := l.Labels[wellknown.LabelShardMember]
+		_, rng := l.Labels[wellknown.LabelShard]
 		switch {
 		case member:
 			members = append(members, l)

@@ -14,4 +14,7 @@
 // hash on the client (a list whose shardInfo does not echo the selector,
 // and every watch event), and CheckServer tells a replica which of the two
 // it gets (Filter).
+//
+// It must not know cueop's kinds nor reconcile anything: it hands out
+// ranges, their Leases and the selectors of their objects.
 package shard

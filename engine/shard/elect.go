@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/cueop/cueop/engine/wellknown"
 	"github.com/go-logr/logr"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -130,7 +131,7 @@ func (o Options) term(ctx context.Context, r Range, b *balance) error {
 		LeaseMeta:  metav1.ObjectMeta{Namespace: o.Namespace, Name: r.LeaseName()},
 		Client:     o.Leases,
 		LockConfig: resourcelock.ResourceLockConfig{Identity: o.Identity},
-		Labels:     map[string]string{"app.kubernetes.io/managed-by": "cueop", LabelShard: r.Label()},
+		Labels:     map[string]string{"app.kubernetes.io/managed-by": "cueop", wellknown.LabelShard: r.Label()},
 	}, identity: o.Identity, balance: b}
 	tctx, cancel := context.WithCancel(ctx)
 	defer cancel()

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cueop/cueop/engine/wellknown"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
@@ -16,9 +17,9 @@ import (
 // (a rolling update runs the old and the new replicas at once): their
 // ranges are Leases of different names (cueop-shard-<i>-of-<N>), so
 // without a fence each CR would be served by one replica of each count,
-// its children's LabelShard relabelled back and forth, and the storage
+// its children's wellknown.LabelShard relabelled back and forth, and the storage
 // migration run by both holders of a range 0. One count serves at a time:
-//   - each member Lease carries its replica's count (LabelShards); the
+//   - each member Lease carries its replica's count (wellknown.LabelShards); the
 //     live members are ordered by when they joined (creation of the
 //     member Lease, then its name), and a replica is fenced while a live
 //     member with another count joined before it: the replicas serving
@@ -39,9 +40,6 @@ import (
 // as another count. Liveness compares a Lease's renewTime with the local
 // clock, as the member count does.
 
-// LabelShards on a member Lease is its replica's shard count (Options.Shards).
-const LabelShards = "cueop.dev/shards"
-
 // fencedHolder is the holder a fenced replica sees in a range Lease it
 // does not hold: the elector takes it for held by another and does not try
 // to take it.
@@ -58,17 +56,17 @@ func live(l *coordinationv1.Lease, now time.Time) bool {
 
 // shardsOf is the shard count a member Lease carries, 0 when none.
 func shardsOf(l *coordinationv1.Lease) int {
-	n, err := strconv.Atoi(l.Labels[LabelShards])
+	n, err := strconv.Atoi(l.Labels[wellknown.LabelShards])
 	if err != nil {
 		return 0
 	}
 	return n
 }
 
-// rangeCount is the count of a range Lease's range (its LabelShard,
+// rangeCount is the count of a range Lease's range (its wellknown.LabelShard,
 // <i>-of-<N>), 0 when it has none.
 func rangeCount(l *coordinationv1.Lease) int {
-	_, n, ok := strings.Cut(l.Labels[LabelShard], "-of-")
+	_, n, ok := strings.Cut(l.Labels[wellknown.LabelShard], "-of-")
 	if !ok {
 		return 0
 	}
@@ -114,7 +112,7 @@ func fence(self string, shards int, members, ranges []coordinationv1.Lease, now 
 	me := slices.IndexFunc(joined, func(m *coordinationv1.Lease) bool { return m.Name == self })
 	if me < 0 {
 		// Not live (not written yet, or expired): it joins now, last.
-		joined = append(joined, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: self, Labels: map[string]string{LabelShards: strconv.Itoa(shards)}}})
+		joined = append(joined, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: self, Labels: map[string]string{wellknown.LabelShards: strconv.Itoa(shards)}}})
 		me = len(joined) - 1
 		if prefix == me && shardsOf(joined[0]) == shards {
 			prefix++

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cueop/cueop/engine/wellknown"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -20,9 +21,9 @@ func lease(name string, created, renewed time.Time, labels map[string]string) co
 }
 
 func memberOf(name string, created time.Time, shards int, now time.Time) coordinationv1.Lease {
-	labels := map[string]string{LabelMember: ""}
+	labels := map[string]string{wellknown.LabelShardMember: ""}
 	if shards > 0 {
-		labels[LabelShards] = strconv.Itoa(shards)
+		labels[wellknown.LabelShards] = strconv.Itoa(shards)
 	}
 	return lease(name, created, now, labels)
 }
@@ -53,11 +54,11 @@ func TestFenceOrder(t *testing.T) {
 		{"same second: the name decides", "b", 3, []coordinationv1.Lease{memberOf("a", t0, 2, now), memberOf("b", t0, 3, now)}, nil, true, 0},
 		{"same second, seen by the first", "a", 2, []coordinationv1.Lease{memberOf("a", t0, 2, now), memberOf("b", t0, 3, now)}, nil, false, 1},
 		{"no shard count", "new", 2, []coordinationv1.Lease{memberOf("old", t0, 0, now), memberOf("new", t1, 2, now)}, nil, true, 0},
-		{"the old count's member expired", "new", 3, []coordinationv1.Lease{lease("old", t0, expired, map[string]string{LabelShards: "2"}), memberOf("new", t1, 3, now)}, nil, false, 1},
+		{"the old count's member expired", "new", 3, []coordinationv1.Lease{lease("old", t0, expired, map[string]string{wellknown.LabelShards: "2"}), memberOf("new", t1, 3, now)}, nil, false, 1},
 		{"a range of the old count held", "new", 3, []coordinationv1.Lease{memberOf("new", t1, 3, now)},
-			[]coordinationv1.Lease{lease("cueop-shard-0-of-2", t0, now, map[string]string{LabelShard: "0-of-2"})}, true, 0},
+			[]coordinationv1.Lease{lease("cueop-shard-0-of-2", t0, now, map[string]string{wellknown.LabelShard: "0-of-2"})}, true, 0},
 		{"a range of the old count expired", "new", 3, []coordinationv1.Lease{memberOf("new", t1, 3, now)},
-			[]coordinationv1.Lease{lease("cueop-shard-0-of-2", t0, expired, map[string]string{LabelShard: "0-of-2"})}, false, 1},
+			[]coordinationv1.Lease{lease("cueop-shard-0-of-2", t0, expired, map[string]string{wellknown.LabelShard: "0-of-2"})}, false, 1},
 		{"a fence Lease held", "a", 2, []coordinationv1.Lease{memberOf("a", t0, 2, now)},
 			[]coordinationv1.Lease{lease("cueop-leader", t0, now, nil)}, true, 0},
 		{"a later member of the same count behind one of another", "c", 2,

@@ -10,6 +10,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/cueop/cueop/engine/shard"
+	"github.com/cueop/cueop/engine/wellknown"
 	"github.com/cueop/cueop/localcluster/clustertest"
 )
 
@@ -25,7 +26,7 @@ func rangeLeases(n int) []string {
 // member is the member Lease of replica id among leases, nil when none.
 func member(leases map[string]*coordinationv1.Lease, id string) *coordinationv1.Lease {
 	for _, l := range leases {
-		if _, ok := l.Labels[shard.LabelMember]; ok && l.Spec.HolderIdentity != nil && *l.Spec.HolderIdentity == id {
+		if _, ok := l.Labels[wellknown.LabelShardMember]; ok && l.Spec.HolderIdentity != nil && *l.Spec.HolderIdentity == id {
 			return l
 		}
 	}
@@ -50,8 +51,8 @@ func renewals(t *testing.T, ns, id string, not types.UID, times int, keep map[st
 		if m == nil || m.UID == not {
 			return false
 		}
-		if got := m.Labels[shard.LabelShards]; got == "" {
-			t.Fatalf("member Lease %s of %s: no %s label", m.Name, id, shard.LabelShards)
+		if got := m.Labels[wellknown.LabelShards]; got == "" {
+			t.Fatalf("member Lease %s of %s: no %s label", m.Name, id, wellknown.LabelShards)
 		}
 		seen[m.ResourceVersion], last = true, m
 		return len(seen) >= times

@@ -6,11 +6,6 @@ import (
 	"math/bits"
 )
 
-// LabelShard is the label cueop stamps on each child of a sharded replica:
-// the range of its CR (Range.Label), so that a replica caches only the
-// children of the ranges it holds.
-const LabelShard = "cueop.dev/shard"
-
 // UIDField is the field the ranges hash.
 const UIDField = "object.metadata.uid"
 
@@ -75,7 +70,7 @@ func Of(uid string, n int) Range {
 	panic("shard: the ranges do not cover the hash space")
 }
 
-// Label is the value of LabelShard on the children of the range's CRs.
+// Label is the value of wellknown.LabelShard on the children of the range's CRs.
 func (r Range) Label() string { return fmt.Sprintf("%d-of-%d", r.Index, r.Count) }
 
 // LeaseName is the name of the range's Lease.

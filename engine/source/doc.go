@@ -31,4 +31,7 @@
 // the first poll, made right away, and at every poll interval. A poll that
 // fails (the registry gone, a module over the limits) is logged and
 // retried; what serves is left as it is.
+//
+// It must not load or compile templates (package template) nor decide what
+// serves: it writes a directory, which the operator loads.
 package source

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-
-	"cuelang.org/go/cue"
 )
 
 // A kind's identity is its Kind.group and its CRD name (plural.group):
@@ -199,7 +197,7 @@ func describeKind(set *Set, pkg string) string {
 // resourcePos is where k declares its resource: the file:line:column of
 // its kind, or of the resource when that is not found.
 func resourcePos(k *Kind) string {
-	v := k.Value.LookupPath(cue.MakePath(cue.Str("resource"), cue.Str("kind")))
+	v := k.Value.LookupPath(PathResourceKind)
 	if !v.Exists() {
 		v = k.Value.LookupPath(PathResource)
 	}

@@ -5,14 +5,9 @@ import (
 	"strings"
 
 	"cuelang.org/go/cue"
-)
 
-// PathConditions is the optional `conditions` field: per condition type,
-// the template's own conditions (Migrated, Available, ...), computed from
-// parent and observed. cueop merges them into status.conditions beside
-// its own Ready, Reconciling and Stalled, keeping each one's
-// lastTransitionTime and setting its observedGeneration.
-var PathConditions = cue.ParsePath("conditions")
+	"github.com/cueop/cueop/engine/wellknown"
+)
 
 // ConditionsContract is the file name positions in the conditions contract
 // carry.
@@ -20,7 +15,7 @@ const ConditionsContract = "conditions contract"
 
 // EngineConditions are the condition types cueop writes itself: a template
 // may not give them.
-var EngineConditions = []string{"Ready", "Reconciling", "Stalled"}
+var EngineConditions = []string{wellknown.ConditionReady, wellknown.ConditionReconciling, wellknown.ConditionStalled}
 
 // IsEngineCondition tells whether t is one of EngineConditions, ignoring
 // case: kubectl wait matches condition types ignoring case, and takes the

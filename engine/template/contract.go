@@ -14,30 +14,10 @@ import (
 	"cuelang.org/go/cue/token"
 )
 
-// Fields the engine fills, by name.
-const (
-	FieldParent   = "parent"
-	FieldObserved = "observed"
-)
-
-// The template contract: every CUE path the Go code reads or fills, named
-// once. See ARCHITECTURE.md for what each means to a template author.
 // StatusInputsDigest is the status field in which the controller records,
 // with the status of a converged CR, the digest of what that status was
 // computed from (engine/reconcile/resync.go).
 const StatusInputsDigest = "inputsDigest"
-
-var (
-	PathResource   = cue.ParsePath("resource")
-	PathSpec       = cue.ParsePath("#Spec")
-	PathStatusDef  = cue.ParsePath("#Status")
-	PathParent     = cue.ParsePath("parent")
-	PathParentSpec = cue.ParsePath("parent.spec")
-	PathObserved   = cue.ParsePath("observed")
-	PathChildren   = cue.ParsePath("children")
-	PathStatus     = cue.ParsePath("status")
-	PathReady      = cue.ParsePath("ready")
-)
 
 var (
 	dnsLabel     = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)

@@ -57,7 +57,7 @@ func (r ObservedRead) Read() string {
 }
 
 // outputRoots are the top-level fields computed from observed.
-var outputRoots = map[string]bool{"status": true, "conditions": true, "ready": true, "readyWhen": true}
+var outputRoots = map[string]bool{FieldStatus: true, FieldConditions: true, FieldReady: true, FieldReadyWhen: true}
 
 // analyzeOutputs finds the outputs of inst, compiled as v.
 func analyzeOutputs(inst *build.Instance, v cue.Value) *Outputs {
@@ -71,7 +71,7 @@ func analyzeOutputs(inst *build.Instance, v cue.Value) *Outputs {
 				if !ok || !outputRoots[name] {
 					continue
 				}
-				out.Ready = out.Ready || name == "ready"
+				out.Ready = out.Ready || name == FieldReady
 				for _, part := range outputParts(name, x.Value) {
 					out.Reads = append(out.Reads, readsIn(part.in, part.value)...)
 				}
@@ -119,7 +119,7 @@ func onePerPosition(reads []ObservedRead) []ObservedRead {
 	out := reads[:0]
 	for _, r := range reads {
 		k := key{r.Pos, r.Root()}
-		if k.root == "readyWhen" {
+		if k.root == FieldReadyWhen {
 			k.root = r.In
 		}
 		if i, seen := at[k]; seen {
@@ -167,7 +167,7 @@ func outputParts(root string, value ast.Expr) []outputPart {
 		for _, d := range ds {
 			switch x := d.(type) {
 			case *ast.Field:
-				if name, ok := labelName(x.Label); ok && root != "ready" {
+				if name, ok := labelName(x.Label); ok && root != FieldReady {
 					out = append(out, outputPart{root + "." + name, x.Value})
 				} else {
 					out = append(out, outputPart{root, x.Value})

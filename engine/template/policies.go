@@ -6,12 +6,6 @@ import (
 	"cuelang.org/go/cue"
 )
 
-// PathPolicies is the optional `policies` field: per child id, what the
-// engine may do to that child beyond applying it (recreate it on an
-// immutable change, prune it, delete it with its CR, adopt an existing
-// object of its name).
-var PathPolicies = cue.ParsePath("policies")
-
 // PoliciesContract is the file name positions in the policies contract
 // carry, so that errors can name the template's position instead.
 const PoliciesContract = "policies contract"

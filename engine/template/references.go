@@ -6,21 +6,6 @@ import (
 	"cuelang.org/go/cue"
 )
 
-// The references contract: what a template reads beyond its children.
-var (
-	// PathReferences is the optional `references` field: per reference id,
-	// an object to read ({apiVersion, kind, name}) or a label selection
-	// ({apiVersion, kind, selector}), in the CR's namespace, computed from
-	// the spec.
-	PathReferences = cue.ParsePath("references")
-	// PathReferenced is what cueop fills: per reference id, the object read
-	// (a list of objects for a selector, sorted by name).
-	PathReferenced = cue.ParsePath("referenced")
-)
-
-// FieldReferenced is the name of the field cueop fills with the objects read.
-const FieldReferenced = "referenced"
-
 // ReferencesContract is the file name positions in the references contract
 // carry.
 const ReferencesContract = "references contract"

@@ -8,19 +8,6 @@ import (
 	"cuelang.org/go/cue"
 )
 
-// The versions contract: a kind may serve spokes besides its hub, each
-// declared at versions.<name> with its own #Spec (and #Status) and the
-// conversions between it and the hub (toHub, fromHub; engine/convert).
-var (
-	PathVersions = cue.ParsePath("versions")
-	PathToHub    = cue.ParsePath("toHub")
-	PathFromHub  = cue.ParsePath("fromHub")
-	PathIn       = cue.ParsePath("in")
-	PathInSpec   = cue.ParsePath("in.spec")
-	PathOut      = cue.ParsePath("out")
-	PathOutSpec  = cue.ParsePath("out.spec")
-)
-
 // versionName is a Kubernetes version: v1, v2beta1, v3alpha2.
 var versionName = regexp.MustCompile(`^v[1-9][0-9]*((alpha|beta)[1-9][0-9]*)?$`)
 

@@ -2,19 +2,6 @@ package template
 
 import "cuelang.org/go/cue"
 
-// The waves contract: the order in which children are applied and deleted.
-var (
-	// PathWaves is the optional `waves` field: per child id, the wave the
-	// child belongs to (default 0). A child of wave k is applied once every
-	// child of the lower waves exists and is ready; a CR being deleted loses
-	// its children in reverse wave order.
-	PathWaves = cue.ParsePath("waves")
-	// PathReadyWhen is the optional `readyWhen` field: per child id, whether
-	// the observed child is ready, instead of kstatus (a Job: its Complete
-	// condition).
-	PathReadyWhen = cue.ParsePath("readyWhen")
-)
-
 // WavesContract is the file name positions in the waves contract carry.
 const WavesContract = "waves contract"
 

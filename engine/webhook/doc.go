@@ -6,4 +6,8 @@
 // serving certificates (certs.go: a CA and a serving certificate made in
 // memory, secret.go: kept and rotated in a Secret in a cluster); and the
 // CRD's conversion clientConfig pointed at the endpoint (endpoint.go).
+//
+// It must not convert by itself (the converters of package convert do, in
+// workers) nor decide which revision's conversions serve (package
+// operator).
 package webhook

@@ -41,8 +41,8 @@ type Limits struct {
 }
 
 // Defaults of Limits. A list page of 500 CRs of 16 KiB is 8 MiB; 5,000
-// objects are about 3 s of CUE at 600 µs each, under the API server's
-// 30 s timeout of a conversion webhook call.
+// objects convert well within the API server's 30 s timeout of a
+// conversion webhook call (docs/benchmarks.md has the cost per object).
 const (
 	DefaultMaxBytes      = 8 << 20
 	DefaultMaxObjects    = 5000

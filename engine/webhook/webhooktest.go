@@ -13,9 +13,13 @@ import (
 type Rename struct {
 	HubVersion, Hub, Spoke string
 	// Annotate, when set, is written into every converted object's
-	// annotation cueop.dev/test-converter (which converter ran).
+	// annotation RenameAnnotation (which converter ran).
 	Annotate string
 }
+
+// RenameAnnotation is the annotation Rename.Annotate is written into: a
+// test converter's own, not one the engine writes (package wellknown).
+const RenameAnnotation = "cueop.dev/test-converter"
 
 // Convert implements Converter.
 func (r Rename) Convert(obj *unstructured.Unstructured, toVersion string) (*unstructured.Unstructured, error) {
@@ -37,7 +41,7 @@ func (r Rename) Convert(obj *unstructured.Unstructured, toVersion string) (*unst
 		if a == nil {
 			a = map[string]string{}
 		}
-		a["cueop.dev/test-converter"] = r.Annotate
+		a[RenameAnnotation] = r.Annotate
 		out.SetAnnotations(a)
 	}
 	gv := obj.GroupVersionKind().GroupVersion()

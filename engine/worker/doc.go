@@ -35,4 +35,8 @@
 // Compile, through template.LoadOptions.Admit, compiles every package in a
 // worker before the operator compiles it: a package that crashes or
 // overruns a worker is refused, never compiled in the operator.
+//
+// It must not decide what is evaluated nor what a result means: it runs the
+// evaluations of render, template and convert out of process and hands
+// their results back as they are.
 package worker

@@ -11,11 +11,12 @@ import (
 	"github.com/cueop/cueop/engine/budget"
 	"github.com/cueop/cueop/engine/render"
 	"github.com/cueop/cueop/engine/template"
+	"github.com/cueop/cueop/engine/wellknown"
 )
 
 // Render renders in in a worker, as render.RenderInputs does in process.
 // An evaluation that overruns its budget or the worker's memory, or
-// crashes its worker, is a render Error (render.ReasonRenderBudget) that
+// crashes its worker, is a render Error (wellknown.ReasonRenderBudget) that
 // names what the evaluation used; its worker is replaced.
 func (p *Pool) Render(ctx context.Context, in render.Inputs, opts render.Options) (*render.Result, error) {
 	res, _, err := p.RenderPacked(ctx, in, opts)
@@ -161,7 +162,7 @@ func overBudget(k *template.Kind, op string, u usage, b budget.Budget, memory in
 		return conversionOverBudget(k, u, b, memory) // convert.go
 	}
 	msg := fmt.Sprintf("%s: %s (%s)", k.Name, describe(op, u, b, memory), render.BudgetRevision(k))
-	return &render.Error{Reason: render.ReasonRenderBudget, Messages: []string{msg + template.HotspotHint(k.Hotspots)}}
+	return &render.Error{Reason: wellknown.ReasonRenderBudget, Messages: []string{msg + template.HotspotHint(k.Hotspots)}}
 }
 
 // describe says how an evaluation ended its worker and what it used.

@@ -12,12 +12,13 @@ import (
 
 	"github.com/cueop/cueop/engine/budget"
 	"github.com/cueop/cueop/engine/render"
+	"github.com/cueop/cueop/engine/wellknown"
 	"github.com/cueop/cueop/internal/jsonenc"
 )
 
 // frame encodes req as one message to a worker. A request larger than
 // MaxMessage is refused before any worker is taken: a render Error
-// (render.ReasonRenderBudget, which stalls the CR until its inputs change)
+// (wellknown.ReasonRenderBudget, which stalls the CR until its inputs change)
 // that names the CR, the request's size and its largest inputs.
 func frame(req *request) ([]byte, error) {
 	// The objects (parent, observed children, object to convert) are
@@ -113,7 +114,7 @@ func requestTooLarge(req *request, size int) error {
 	if name == "" {
 		subject = "package " + req.Kind
 	}
-	return &render.Error{Reason: render.ReasonRenderBudget, Messages: []string{fmt.Sprintf(
+	return &render.Error{Reason: wellknown.ReasonRenderBudget, Messages: []string{fmt.Sprintf(
 		"%s: %s request of %s exceeds the %s a render worker reads: not sent (its largest inputs: %s; reference fewer or smaller objects)",
 		subject, req.Op, budget.MiB(int64(size)), budget.MiB(MaxMessage), strings.Join(largest, ", "))}}
 }

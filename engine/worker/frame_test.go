@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/cueop/cueop/engine/render"
+	"github.com/cueop/cueop/engine/wellknown"
 	"github.com/cueop/cueop/engine/worker"
 )
 
@@ -49,8 +50,8 @@ func TestOversizedRequestRefusedBeforeAWorker(t *testing.T) {
 	// Encoding 65 MiB takes seconds under the race detector.
 	err := returns(t, time.Minute, func() error { _, err := p.Render(ctx, in, render.Options{}); return err })
 	var rerr *render.Error
-	if !errors.As(err, &rerr) || rerr.Reason != render.ReasonRenderBudget {
-		t.Fatalf("render of the oversized request = %v, want a %s error", err, render.ReasonRenderBudget)
+	if !errors.As(err, &rerr) || rerr.Reason != wellknown.ReasonRenderBudget {
+		t.Fatalf("render of the oversized request = %v, want a %s error", err, wellknown.ReasonRenderBudget)
 	}
 	for _, want := range []string{"Hostile tenant-a/big: render request of 65.0 MiB", "64.0 MiB", "references.cms 65.0 MiB (65 objects)"} {
 		if !strings.Contains(err.Error(), want) {

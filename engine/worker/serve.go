@@ -16,6 +16,7 @@ import (
 	"github.com/cueop/cueop/engine/convert"
 	"github.com/cueop/cueop/engine/render"
 	"github.com/cueop/cueop/engine/template"
+	"github.com/cueop/cueop/engine/wellknown"
 )
 
 // envWorker, set in a worker's environment, makes Main serve as a worker;
@@ -84,7 +85,7 @@ type server struct {
 func (s *server) send(w *bufio.Writer, resp *response) error {
 	if err := writeMessage(w, resp); err != nil {
 		// A result too large to send is the evaluation's doing.
-		resp = &response{Err: &wireError{Reason: render.ReasonRenderBudget, Messages: []string{"render result: " + err.Error()}}}
+		resp = &response{Err: &wireError{Reason: wellknown.ReasonRenderBudget, Messages: []string{"render result: " + err.Error()}}}
 		if err := writeMessage(w, resp); err != nil {
 			return err
 		}
@@ -252,7 +253,7 @@ func referencesResponse(refs []render.Reference, err error) *response {
 func errorResponse(err error) *response {
 	var rerr *render.Error
 	if errors.As(err, &rerr) {
-		return &response{Err: &wireError{Reason: rerr.Reason, Messages: rerr.Messages}, Abandoned: rerr.Reason == render.ReasonRenderBudget}
+		return &response{Err: &wireError{Reason: rerr.Reason, Messages: rerr.Messages}, Abandoned: rerr.Reason == wellknown.ReasonRenderBudget}
 	}
 	var tooLarge *convert.AnnotationTooLargeError
 	if errors.As(err, &tooLarge) {

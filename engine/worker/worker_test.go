@@ -15,6 +15,7 @@ import (
 	"github.com/cueop/cueop/engine/budget"
 	"github.com/cueop/cueop/engine/render"
 	"github.com/cueop/cueop/engine/template"
+	"github.com/cueop/cueop/engine/wellknown"
 	"github.com/cueop/cueop/engine/worker"
 	"github.com/cueop/cueop/engine/worker/workertest"
 )
@@ -90,8 +91,8 @@ func TestFatalAllocationEndsOnlyItsWorker(t *testing.T) {
 	bomb := cr("tenant-a", "bomb", workertest.BombSpec())
 	_, err := p.Render(context.Background(), render.Inputs{Kind: k, Parent: bomb}, render.Options{})
 	var rerr *render.Error
-	if !errors.As(err, &rerr) || rerr.Reason != render.ReasonRenderBudget {
-		t.Fatalf("render of the bomb = %v, want a %s error", err, render.ReasonRenderBudget)
+	if !errors.As(err, &rerr) || rerr.Reason != wellknown.ReasonRenderBudget {
+		t.Fatalf("render of the bomb = %v, want a %s error", err, wellknown.ReasonRenderBudget)
 	}
 	for _, want := range []string{"hostile: render crashed its worker (", "out of memory", "of CPU", render.BudgetRevision(k)} {
 		if !strings.Contains(err.Error(), want) {
@@ -117,8 +118,8 @@ func TestSlowRenderIsKilled(t *testing.T) {
 	opts := render.Options{Budget: budget.Budget{Time: 200 * time.Millisecond}}
 	_, err := p.Render(context.Background(), render.Inputs{Kind: k, Parent: slow("tenant-a", "slow")}, opts)
 	var rerr *render.Error
-	if !errors.As(err, &rerr) || rerr.Reason != render.ReasonRenderBudget || !strings.Contains(err.Error(), "of CPU") {
-		t.Fatalf("slow render = %v, want a %s error naming the CPU used", err, render.ReasonRenderBudget)
+	if !errors.As(err, &rerr) || rerr.Reason != wellknown.ReasonRenderBudget || !strings.Contains(err.Error(), "of CPU") {
+		t.Fatalf("slow render = %v, want a %s error naming the CPU used", err, wellknown.ReasonRenderBudget)
 	}
 	t.Log(err)
 	if _, killed := p.Stats(); killed != 1 {
@@ -157,7 +158,7 @@ func TestFairShare(t *testing.T) {
 	case err := <-slowDone:
 		t.Errorf("the quick render of tenant-b waited for the slow render of tenant-a (%v)", err)
 	default:
-		if err := <-slowDone; !strings.Contains(fmt.Sprint(err), render.ReasonRenderBudget) && !strings.Contains(fmt.Sprint(err), "budget") {
+		if err := <-slowDone; !strings.Contains(fmt.Sprint(err), wellknown.ReasonRenderBudget) && !strings.Contains(fmt.Sprint(err), "budget") {
 			t.Errorf("slow render = %v, want it over budget", err)
 		}
 	}

@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/cueop/cueop/bench/harness"
+	"github.com/cueop/cueop/engine/wellknown"
 )
 
 // readyTracker follows the CRs of every kind of idKinds, in every
@@ -50,7 +51,7 @@ func crReady(u *unstructured.Unstructured) bool {
 	gen, _, _ := unstructured.NestedInt64(u.Object, "status", "observedGeneration")
 	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
 	for _, c := range conds {
-		if m, _ := c.(map[string]any); m["type"] == "Ready" {
+		if m, _ := c.(map[string]any); m["type"] == wellknown.ConditionReady {
 			return m["status"] == "True" && gen == u.GetGeneration()
 		}
 	}

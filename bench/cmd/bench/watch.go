@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cueop/cueop/engine/wellknown"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -37,9 +38,9 @@ func stateOf(u *unstructured.Unstructured) crState {
 	for _, c := range conds {
 		m, _ := c.(map[string]any)
 		switch m["type"] {
-		case "Ready":
+		case wellknown.ConditionReady:
 			readyCond, _ = m["status"].(string)
-		case "Reconciling":
+		case wellknown.ConditionReconciling:
 			s.reconciling, _ = m["status"].(string)
 		}
 	}

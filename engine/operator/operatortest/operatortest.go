@@ -16,6 +16,7 @@ import (
 
 	"github.com/cueop/cueop/engine/operator"
 	"github.com/cueop/cueop/engine/webhook"
+	"github.com/cueop/cueop/engine/wellknown"
 )
 
 // Options are the options tests run an operator with: the templates of
@@ -113,7 +114,7 @@ func deleteTemplates(op *operator.Operator) {
 	for _, name := range names {
 		obj := &unstructured.Unstructured{}
 		obj.SetGroupVersionKind(operator.TemplateGVK)
-		if c.Get(ctx, client.ObjectKey{Name: name}, obj) != nil || obj.GetAnnotations()[operator.TemplatesAnnotation] != op.TemplatesMark() {
+		if c.Get(ctx, client.ObjectKey{Name: name}, obj) != nil || obj.GetAnnotations()[wellknown.AnnotationTemplates] != op.TemplatesMark() {
 			continue // another operator's now (a test running beside this one): its to delete
 		}
 		uid, rv := obj.GetUID(), obj.GetResourceVersion()

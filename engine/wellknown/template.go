@@ -1,0 +1,30 @@
+package wellknown
+
+// The conditions of a Template object (cueop.dev/v1alpha1, one per kind,
+// written by the operator: operator/templatestatus.go) and their reasons:
+//
+//   - Ready is True while a revision of the kind serves (a controller
+//     reconciles its CRs), the last good one included;
+//   - Degraded is True while the newest revision does not serve: its
+//     template did not load (TemplateError), its module version was refused
+//     at fetch (ModuleRefused), its schema change or its conversions were
+//     refused (SchemaRefused, ConversionRefused), its serve failed
+//     (ServeFailed), or it waits for its CRD (WaitingForCRD);
+//   - a kind removed from the templates keeps its object, Ready False with
+//     reason KindRemoved.
+const (
+	TemplateConditionReady    = "Ready"
+	TemplateConditionDegraded = "Degraded"
+
+	TemplateReasonServing           = "Serving"
+	TemplateReasonTemplateError     = "TemplateError"
+	TemplateReasonSchemaRefused     = "SchemaRefused"
+	TemplateReasonConversionRefused = "ConversionRefused"
+	TemplateReasonServeFailed       = "ServeFailed"
+	TemplateReasonWaitingForCRD     = "WaitingForCRD"
+	TemplateReasonKindRemoved       = "KindRemoved"
+	// TemplateReasonModuleRefused is the Degraded reason of a kind whose
+	// module reference moved to a version refused at fetch; the reason of
+	// the Warning Event on the kind's CRD too.
+	TemplateReasonModuleRefused = "ModuleRefused"
+)
