@@ -31,6 +31,7 @@ type runFlags struct {
 	webhook                                                        webhookFlags  // webhook.go
 	identity                                                       identityFlags // identity.go
 	releaseKey                                                     releaseKeyFlags
+	holder                                                         holderFlags // holder.go
 }
 
 // releaseKeyFlags say where the key of the release proofs is
@@ -102,6 +103,7 @@ func newRun(g *globals, zapOpts *zap.Options) *cobra.Command {
 	f.webhook.register(fl)
 	f.identity.register(fl, runIdentityNamespace())
 	f.releaseKey.register(fl)
+	f.holder.register(fl)
 	return cmd
 }
 
@@ -175,6 +177,9 @@ func operatorOptions(g *globals, f *runFlags) (*rest.Config, operator.Options, e
 		},
 	}
 	if err := f.releaseKey.options(&o); err != nil {
+		return nil, operator.Options{}, err
+	}
+	if err := f.holder.options(&o); err != nil {
 		return nil, operator.Options{}, err
 	}
 	return cfg, o, nil

@@ -44,7 +44,9 @@ func (o *Operator) installCRDThen(ctx context.Context, k *template.Kind, beforeA
 	if ann == nil {
 		ann = map[string]string{}
 	}
-	ann[PackageAnnotation] = k.Name // claims.go: who holds the kind
+	ann[PackageAnnotation] = k.Name              // claims.go: who holds the kind
+	ann[OperatorAnnotation] = o.Instance()       // holder.go: the operator holding it
+	ann[TemplatesAnnotation] = o.TemplatesMark() // and which of its operators writes its Template
 	u.SetAnnotations(ann)
 	if err := o.opts.Conversion.endpoint().Point(ctx, u); err != nil { // conversion.go
 		return err
@@ -52,6 +54,11 @@ func (o *Operator) installCRDThen(ctx context.Context, k *template.Kind, beforeA
 	live, err := schemaguard.Live(ctx, o.mgr.GetAPIReader(), crd.Name)
 	if err != nil {
 		return err
+	}
+	if live != nil && live.GetAnnotations()[OperatorAnnotation] != "" && live.GetAnnotations()[OperatorAnnotation] != o.Instance() && !o.takesOver(k) {
+		h := live.GetAnnotations()[OperatorAnnotation]
+		// Taken by another operator since checkHolder read it.
+		return heldError{crd: crd.Name, kind: k.Resource.ID(), holder: h, instance: o.Instance()}
 	}
 	if err := o.guardSchema(ctx, k, crd, live); err != nil { // schemaguard.go
 		return err

@@ -221,6 +221,8 @@ func refusalReason(err error) string {
 		return ReasonSchemaRefused
 	case errors.As(err, &r):
 		return ReasonConversionRefused
+	case errors.As(err, new(heldError)):
+		return ReasonHeldByAnotherOperator // holder.go
 	}
 	return ReasonServeFailed
 }
