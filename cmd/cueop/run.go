@@ -32,6 +32,7 @@ type runFlags struct {
 	identity                                                       identityFlags // identity.go
 	releaseKey                                                     releaseKeyFlags
 	pins                                                           pinRecordFlags // source.go
+	holder                                                         holderFlags    // holder.go
 }
 
 // releaseKeyFlags say where the key of the release proofs is
@@ -105,6 +106,7 @@ func newRun(g *globals, zapOpts *zap.Options) *cobra.Command {
 	f.identity.register(fl, runIdentityNamespace())
 	f.releaseKey.register(fl)
 	f.pins.register(fl)
+	f.holder.register(fl)
 	return cmd
 }
 
@@ -178,6 +180,9 @@ func operatorOptions(g *globals, f *runFlags) (*rest.Config, operator.Options, e
 		},
 	}
 	if err := f.releaseKey.options(&o); err != nil {
+		return nil, operator.Options{}, err
+	}
+	if err := f.holder.options(&o); err != nil {
 		return nil, operator.Options{}, err
 	}
 	return cfg, o, nil

@@ -38,7 +38,9 @@ func (f *webhookFlags) register(fl *pflag.FlagSet) {
 	fl.IntVar(&f.limits.MaxConcurrent, "webhook-max-concurrent-reviews", webhook.DefaultMaxConcurrent,
 		"conversion reviews converted at once (each body is read first, within 10s); one beyond waits a second for a slot, then is refused with 429 and Retry-After")
 	fl.IntVar(&f.limits.MaxConnections, "webhook-max-connections", webhook.DefaultMaxConnections,
-		"connections to the conversion webhook open at once; more wait to be accepted until one closes")
+		"connections to the conversion webhook open at once; more wait to be accepted until one closes, or an idle one is closed for them")
+	fl.IntVar(&f.limits.MaxConnectionsPerSource, "webhook-max-connections-per-source", webhook.DefaultMaxConnectionsPerSource,
+		"connections to the conversion webhook open at once from one source address; one more is closed as soon as accepted")
 }
 
 // conversion is the operator's conversion endpoint of f, with certificates

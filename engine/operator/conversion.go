@@ -290,10 +290,11 @@ func (o *Operator) conversionHandler(mgr manager.Manager) (*webhook.Handler, err
 }
 
 // webhookServer is the manager's webhook server of c: engine/webhook's,
-// whose connections are bounded (Limits.MaxConnections, a header read
-// timeout).
+// whose connections are bounded (Limits.MaxConnections, of them
+// Limits.MaxConnectionsPerSource from one address, a request read
+// deadline).
 func webhookServer(c *Conversion) ctrlwebhook.Server {
-	return &webhook.Server{Host: c.Host, Port: c.Port, MaxConnections: c.Limits.MaxConnections,
+	return &webhook.Server{Host: c.Host, Port: c.Port, MaxConnections: c.Limits.MaxConnections, MaxConnectionsPerSource: c.Limits.MaxConnectionsPerSource,
 		TLS: &tls.Config{GetCertificate: c.Endpoint.Certs.GetCertificate, NextProtos: []string{"h2", "http/1.1"}}}
 }
 

@@ -2,12 +2,15 @@ package operator_test
 
 import (
 	"bytes"
+	"context"
 	"crypto/tls"
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -47,6 +50,64 @@ func TestConversionBesideSlowClients(t *testing.T) {
 	}
 	if out, err := kubectl(t, "", "get", "memos.v2.annot.example.com", "-n", ns, "-o", "name"); err != nil || !strings.Contains(out, "/b") {
 		t.Errorf("a list at v2 beside slow clients: %v: %s", err, out)
+	}
+}
+
+// TestConversionBesideOneSourcesConnections: one client (127.0.0.2)
+// keeps 1,100 connections to the webhook open, opening another as soon
+// as one is closed, and sends nothing on them: more than the 256 the
+// webhook holds at once, with the rest waiting in the accept queue ahead
+// of the API server's. The webhook holds 32 of them (its bound per
+// source address) and closes the others as soon as accepted, so the API
+// server's first conversions, a create and reads at v2, are answered
+// (before: the client held all 256 and the queue, each connection for the
+// 10 s of its handshake, and the API server's connection waited past its
+// 30 s).
+func TestConversionBesideOneSourcesConnections(t *testing.T) {
+	ns := clustertest.Namespace(t)
+	conv := startMemos(t, ns)
+	u, err := url.Parse(conv.Endpoint.URL)
+	must(t, err)
+	const workers = 1100
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	var dialed sync.WaitGroup
+	dialed.Add(workers)
+	defer func() { cancel(); wg.Wait() }()
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP("127.0.0.2")}}
+			first := true
+			for ctx.Err() == nil {
+				c, err := d.DialContext(ctx, "tcp", u.Host)
+				if first {
+					first = false
+					dialed.Done()
+				}
+				if err == nil {
+					stop := context.AfterFunc(ctx, func() { c.Close() })
+					_, _ = c.Read(make([]byte, 1)) // until the webhook closes it
+					stop()
+					c.Close()
+				}
+				select { // the client's pace of reconnects, not a wait for the webhook
+				case <-ctx.Done():
+				case <-time.After(time.Second):
+				}
+			}
+		}()
+	}
+	dialed.Wait()
+	if out, err := kubectl(t, memoYAML(ns, "a", 1)+"---\n"+memoYAML(ns, "b", 1), "create", "-f", "-"); err != nil {
+		t.Fatalf("create beside one source's connections: %v: %s", err, out)
+	}
+	if _, err := getAt(t, "memos.v2.annot.example.com", ns, "a"); err != nil {
+		t.Errorf("a read at v2 beside one source's connections: %v", err)
+	}
+	if out, err := kubectl(t, "", "get", "memos.v2.annot.example.com", "-n", ns, "-o", "name"); err != nil || !strings.Contains(out, "/b") {
+		t.Errorf("a list at v2 beside one source's connections: %v: %s", err, out)
 	}
 }
 

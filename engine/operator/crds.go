@@ -45,7 +45,9 @@ func (o *Operator) installCRDThen(ctx context.Context, k *template.Kind, beforeA
 	if ann == nil {
 		ann = map[string]string{}
 	}
-	ann[wellknown.AnnotationPackage] = k.Name // claims.go: who holds the kind
+	ann[wellknown.AnnotationPackage] = k.Name              // claims.go: who holds the kind
+	ann[wellknown.AnnotationOperator] = o.Instance()       // holder.go: the operator holding it
+	ann[wellknown.AnnotationTemplates] = o.TemplatesMark() // and which of its operators writes its Template
 	u.SetAnnotations(ann)
 	if err := o.opts.Conversion.endpoint().Point(ctx, u); err != nil { // conversion.go
 		return err
@@ -53,6 +55,11 @@ func (o *Operator) installCRDThen(ctx context.Context, k *template.Kind, beforeA
 	live, err := schemaguard.Live(ctx, o.mgr.GetAPIReader(), crd.Name)
 	if err != nil {
 		return err
+	}
+	if live != nil && live.GetAnnotations()[wellknown.AnnotationOperator] != "" && live.GetAnnotations()[wellknown.AnnotationOperator] != o.Instance() && !o.takesOver(k) {
+		h := live.GetAnnotations()[wellknown.AnnotationOperator]
+		// Taken by another operator since checkHolder read it.
+		return heldError{crd: crd.Name, kind: k.Resource.ID(), holder: h, instance: o.Instance()}
 	}
 	if err := o.guardSchema(ctx, k, crd, live); err != nil { // schemaguard.go
 		return err

@@ -101,6 +101,15 @@ func (o *Operator) reloadSet(ctx context.Context, set *template.Set, err error) 
 
 // serve starts or updates the controller of k. The caller holds o.mu.
 func (o *Operator) serve(ctx context.Context, k *template.Kind) error {
+	if err := o.checkHolder(ctx, k); err != nil { // holder.go
+		if errors.As(err, new(heldError)) {
+			o.stopWaiting(k.Name)
+			if _, ok := o.kinds[k.Name]; ok { // taken over by another operator
+				o.stop(ctx, k.Name)
+			}
+		}
+		return err
+	}
 	kc, ok := o.kinds[k.Name]
 	if ok && kc.rec.Kind().Revision == k.Revision {
 		o.schemaAccepted(k)

@@ -114,6 +114,12 @@ type Options struct {
 	// is made as it, by impersonation. nil is the shared identity: every
 	// kind acts as the operator itself.
 	Identities *identity.Config
+	// Instance names the operator instance (holder.go): one install, its
+	// replicas and shards alike, recorded on the CRDs of the kinds it
+	// holds; DefaultInstance when empty. TakeOver are the kinds (Kind.group
+	// or CRD name) it takes over from whichever instance holds them.
+	Instance string
+	TakeOver []string
 }
 
 // Operator serves every kind of a templates directory.
@@ -149,6 +155,9 @@ type Operator struct {
 	// moduleRefused are the module references whose newest version was
 	// refused at fetch, by reference (modulerefused.go).
 	moduleRefused map[string]moduleRefusal
+	// heldElsewhere are the packages whose kind another operator instance
+	// holds (holder.go), with that instance.
+	heldElsewhere map[string]string
 	// unserved are the kinds whose last serve failed retriably, retried
 	// while retrying (unserved.go).
 	unserved map[string]bool
@@ -206,6 +215,8 @@ func New(cfg *rest.Config, opts Options) (*Operator, error) {
 		log:      mgr.GetLogger().WithName("cueop"),
 		kinds:    map[string]*kindController{},
 		refused:  map[string]bool{},
+
+		heldElsewhere: map[string]string{},
 	}
 	if c := opts.Conversion; c != nil {
 		o.conv = newConversions(c, opts.Budget, o.log.WithName("conversion"), mgr.GetAPIReader())
@@ -471,7 +482,7 @@ func (o *Operator) Start(ctx context.Context) error {
 	o.reloading.Unlock()
 	o.conv.firstLoadDone()
 	if err != nil {
-		if len(o.kindNames()) == 0 && !o.anyWaiting() && !o.anyRefused() {
+		if len(o.kindNames()) == 0 && !o.anyWaiting() && !o.anyRefused() && len(o.HeldElsewhere()) == 0 {
 			return fmt.Errorf("templates %s: %w", o.opts.Templates, err)
 		}
 		if err := without(err, first.err); err != nil { // the load error was logged by loadFailed

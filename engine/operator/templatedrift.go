@@ -23,12 +23,17 @@ import (
 // kind removed from the templates is left to the administrator, who may
 // delete it for good.
 //
-// A Template belongs to the operator whose templates it was written from,
-// marked by the annotation wellknown.AnnotationTemplates: an operator marks removed,
-// or broken by a load that failed, only the Templates of its own
-// templates, so that two operators on one cluster (other teams, other
-// templates) leave each other's alone. A kind an operator serves is its to
-// write whatever the mark: it takes the Template over. Its status is the
+// A Template is written by the operator holding its kind's CRD
+// (holder.go): the instance the CRD names (wellknown.AnnotationOperator), and of its
+// operators the one whose templates applied it last (the CRD's
+// wellknown.AnnotationTemplates); while there is no CRD, or it names nobody, by
+// the operators whose templates have the kind. Only administrators and
+// operators may write a CRD, so that who writes a Template cannot be
+// changed by whoever may write Templates. The Template's own
+// wellknown.AnnotationTemplates (its mark) says which templates wrote it, for
+// people and for removals (an operator marks removed, or broken by a load
+// that failed, only the Templates of its own templates); it decides
+// nothing: a changed mark is put back with the status. The status is the
 // operator's alone: one that differs from what the operator wrote last is
 // written again whoever wrote it (the field manager cueop included, which
 // anyone who may patch the status may name), a few times a minute at most
@@ -107,14 +112,13 @@ func (w *templateWriter) restoreAll(ctx context.Context) bool {
 }
 
 // restore writes the Template name again where it is one of this
-// operator's kinds' and its status differs, by content, from what was
-// written last: deleted, its status edited (whatever field manager wrote
-// it: a status patched with --field-manager=cueop is no more this
-// operator's than any other), its mark removed, or its spec
-// edited (a new generation, which the conditions then observe). A kind
-// this operator serves is its to write whatever the mark. Restores are
-// bounded (restoreBudget): a writer that keeps changing a Template is not
-// fought without end.
+// operator's kinds', this operator holds it (holds), and its status
+// differs, by content, from what was written last: deleted, its status
+// edited (whatever field manager wrote it: a status patched with
+// --field-manager=cueop is no more this operator's than any other), its
+// mark removed or changed, or its spec edited (a new generation, which the
+// conditions then observe). Restores are bounded (restoreBudget): a writer
+// that keeps changing a Template is not fought without end.
 func (w *templateWriter) restore(ctx context.Context, name string) error {
 	prev := w.last[name]
 	if prev == nil || !prev.ours || !w.serves(prev.status.Package, name) {
@@ -131,20 +135,16 @@ func (w *templateWriter) restore(ctx context.Context, name string) error {
 			return nil // what was written last, or a change not yet seen
 		}
 		gen = live.GetGeneration()
-		if mark := live.GetAnnotations()[wellknown.AnnotationTemplates]; mark != "" && mark != w.o.TemplatesMark() {
-			// Another operator's templates serve the kind (operators
-			// serving one kind in different namespaces): it is theirs
-			// until this one's state of the kind changes (writeReport).
-			// Whoever may write a Template's mark may take it so: an
-			// operator identity on the Template would tell operators
-			// apart from a forged mark.
-			prev.ours, prev.taken = false, true
-			return nil
-		}
 		if gen == prev.gen && live.GetAnnotations()[wellknown.AnnotationTemplates] == w.o.TemplatesMark() && sameStatus(live, prev.status) {
 			prev.rv = live.GetResourceVersion()
 			return nil
 		}
+	}
+	if held, err := w.holds(ctx, name); err != nil {
+		return err
+	} else if !held {
+		w.leave(name, prev)
+		return nil
 	}
 	b, now := w.budget(name), time.Now()
 	if wait := b.take(now); wait > 0 {
@@ -233,6 +233,35 @@ func sameStatus(live *unstructured.Unstructured, status *templateState) bool {
 		return false
 	}
 	return reflect.DeepEqual(a, b)
+}
+
+// holds tells whether this operator writes the Template name (named by
+// its kind's CRD name): the CRD names this operator's instance, or none,
+// and was applied last from this operator's templates, or from unknown
+// ones; or there is no CRD.
+func (w *templateWriter) holds(ctx context.Context, name string) (bool, error) {
+	instance, templates, found, err := w.o.holderOf(ctx, name) // holder.go
+	if err != nil || !found {
+		return err == nil, err
+	}
+	if instance != "" && instance != w.o.Instance() {
+		return false, nil
+	}
+	return templates == "" || templates == w.o.TemplatesMark(), nil
+}
+
+// leave leaves the Template name, which another operator holds, until
+// this one's state of its kind changes (writeReport asks again).
+func (w *templateWriter) leave(name string, prev *liveTemplate) {
+	if prev != nil && !prev.ours {
+		return
+	}
+	w.o.log.Info("Template left to the operator holding its kind's CRD", "template", name, "instance", w.o.Instance())
+	if prev == nil {
+		w.last[name] = &liveTemplate{status: &templateState{}, gen: 1}
+		return
+	}
+	prev.ours = false
 }
 
 // serves tells whether name is the Template of pkg and pkg is in the

@@ -150,9 +150,9 @@ func TestTemplateStatusForgedIsPutBack(t *testing.T) {
 		prepare []string // a kubectl command run before the forged status
 	}{
 		{name: "field manager cueop"},
-		// A changed mark (cueop.dev/templates) still hands the Template
-		// to the operator it names: operators serving one kind in
-		// different namespaces share it (issue 55 leaves this open).
+		// The mark (cueop.dev/templates) decides nothing: the operator
+		// holding the kind's CRD writes the Template.
+		{name: "mark changed", prepare: []string{"annotate", "--overwrite", "--field-manager=cueop", redisTemplate, "cueop.dev/templates=/elsewhere/templates"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if tc.prepare != nil {
@@ -180,8 +180,8 @@ func TestTemplateStatusForgedIsPutBack(t *testing.T) {
 			})
 		})
 	}
-	if got := metricSum(t, "cueop_template_restores_total", "template", redisCRD, "result", "restored"); got < before+1 {
-		t.Errorf("cueop_template_restores_total{template=%s} = %v, want at least %v", redisCRD, got, before+1)
+	if got := metricSum(t, "cueop_template_restores_total", "template", redisCRD, "result", "restored"); got < before+2 {
+		t.Errorf("cueop_template_restores_total{template=%s} = %v, want at least %v", redisCRD, got, before+2)
 	}
 
 	// A writer that keeps forging it: the operator answers a few times a

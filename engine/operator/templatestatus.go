@@ -210,6 +210,8 @@ func refusalReason(err error) string {
 		return wellknown.TemplateReasonSchemaRefused
 	case errors.As(err, &r):
 		return wellknown.TemplateReasonConversionRefused
+	case errors.As(err, new(heldError)):
+		return wellknown.TemplateReasonHeldByAnotherOperator // holder.go
 	}
 	return wellknown.TemplateReasonServeFailed
 }

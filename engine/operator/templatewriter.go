@@ -54,8 +54,7 @@ type liveTemplate struct {
 	status *templateState
 	gen    int64
 	rv     string // the resourceVersion of the last write; "" when found
-	ours   bool   // marked with this operator's templates (templatedrift.go)
-	taken  bool   // written by this operator, then marked by another's
+	ours   bool   // written by this operator, which holds it (templatedrift.go)
 }
 
 // Retries of a failed write, from templateRetry to templateRetryMax.
@@ -225,7 +224,13 @@ func (w *templateWriter) writeReport(ctx context.Context, r kindReport) error {
 		gen, status = prev.gen, prev.status
 	}
 	next := r.merge(status, gen)
-	if prev != nil && (prev.ours || prev.taken) && sameJSON(prev.status, next) {
+	if prev != nil && prev.ours && sameJSON(prev.status, next) {
+		return nil
+	}
+	if held, err := w.holds(ctx, name); err != nil { // templatedrift.go
+		return err
+	} else if !held {
+		w.leave(name, prev)
 		return nil
 	}
 	create := prev == nil || !prev.ours

@@ -30,7 +30,7 @@ func (e refusedError) Unwrap() error { return e.error }
 func retriable(err error) bool {
 	var r refusedError
 	var s *schemacompat.Refusal
-	return !errors.As(err, &r) && !errors.As(err, &s)
+	return !errors.As(err, &r) && !errors.As(err, &s) && !errors.As(err, new(heldError))
 }
 
 // noteUnserved records the kinds whose serve failed retriably in this

@@ -98,6 +98,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		refuse(w, r, http.StatusBadRequest, fmt.Sprintf("conversion review: body not read: %v", err))
 		return
 	}
+	requestRead(r.Context()) // server.go: the request came whole within RequestTime
 	s := h.acquire(r.Context())
 	if s == nil {
 		h.busy(w, r)

@@ -38,6 +38,9 @@ type Limits struct {
 	// MaxConnections bounds the connections open at once (Server);
 	// DefaultMaxConnections when zero.
 	MaxConnections int
+	// MaxConnectionsPerSource bounds those from one source address
+	// (Server); DefaultMaxConnectionsPerSource when zero.
+	MaxConnectionsPerSource int
 }
 
 // Defaults of Limits. A list page of 500 CRs of 16 KiB is 8 MiB; 5,000

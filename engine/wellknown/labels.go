@@ -100,6 +100,10 @@ const AnnotationPackage = "cueop.dev/package"
 // migration under way (package migrate).
 const AnnotationStorageMigration = "cueop.dev/storage-migration"
 
+// AnnotationOperator names, on a kind's CRD, the operator instance holding
+// the kind (operator/holder.go).
+const AnnotationOperator = "cueop.dev/operator"
+
 // AnnotationTemplates names, on a Template, the templates its writer loads
 // (the directory; for registry modules, the directory they are laid out
 // in, whose modules the status' source names).

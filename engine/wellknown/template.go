@@ -21,8 +21,11 @@ const (
 	TemplateReasonSchemaRefused     = "SchemaRefused"
 	TemplateReasonConversionRefused = "ConversionRefused"
 	TemplateReasonServeFailed       = "ServeFailed"
-	TemplateReasonWaitingForCRD     = "WaitingForCRD"
-	TemplateReasonKindRemoved       = "KindRemoved"
+	// TemplateReasonHeldByAnotherOperator: the kind's CRD names another
+	// operator instance (operator/holder.go).
+	TemplateReasonHeldByAnotherOperator = "HeldByAnotherOperator"
+	TemplateReasonWaitingForCRD         = "WaitingForCRD"
+	TemplateReasonKindRemoved           = "KindRemoved"
 	// TemplateReasonModuleRefused is the Degraded reason of a kind whose
 	// module reference moved to a version refused at fetch; the reason of
 	// the Warning Event on the kind's CRD too.
