@@ -5,14 +5,16 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/cueop/cueop/engine/template"
 	"github.com/cueop/cueop/engine/wellknown"
 )
 
 // moduleRefusal is a module version refused at fetch for the reference
 // ref, while the kinds of ref served the digest serving: it shows on
 // their Templates until the reference moves (they serve another digest).
-// serving is empty while no kind of ref was loaded when it was reported:
-// the first report of a kind of ref takes its digest.
+// serving is the digest the templates laid out of ref when it was
+// reported (template.ModuleServing); when that is unknown, the first
+// report of a kind of ref takes its digest.
 type moduleRefusal struct {
 	serving string
 	msg     string
@@ -29,7 +31,7 @@ func (o *Operator) ModuleRefused(ref string, err error) {
 	msg := moduleRefusedMessage(ref, err)
 	o.log.Error(nil, msg)
 	o.metrics.loadError()
-	o.markModuleRefused(moduleRefusal{msg: msg}, ref)
+	o.markModuleRefused(moduleRefusal{msg: msg, serving: template.ModuleServing(o.opts.Templates, ref)}, ref)
 }
 
 func moduleRefusedMessage(ref string, err error) string {
@@ -101,7 +103,10 @@ func (s *Sharded) ModuleRefused(ref string, err error) {
 	msg := moduleRefusedMessage(ref, err)
 	s.log.Error(nil, msg)
 	NewMetrics().loadError()
-	m := moduleRefusal{msg: msg}
+	// What the templates lay out of ref now: the refusal left it as it
+	// was. A range taken later, after ref moved to a version that loads,
+	// does not show the refusal on it.
+	m := moduleRefusal{msg: msg, serving: template.ModuleServing(s.opts.Templates, ref)}
 	s.mu.Lock()
 	if s.moduleRefused == nil {
 		s.moduleRefused = map[string]moduleRefusal{}

@@ -151,3 +151,55 @@ func TestShardedModuleRefusedShows(t *testing.T) {
 		return crdEventOn(t, "redisclusters.cache.example.com", wellknown.TemplateReasonModuleRefused, "example.com/redis@v1.1.0")
 	})
 }
+
+// TestShardedModuleRefusedThenFixed: a sharded replica holding no range
+// meets a refused version, then the reference moves to a version that
+// loads before the replica takes range 0: the Template shows the version
+// serving, not Degraded by the refusal of the version it moved past.
+func TestShardedModuleRefusedThenFixed(t *testing.T) {
+	t.Cleanup(func() { // registered first, run last: after the replica stopped
+		_, _ = kubectl(t, "", "delete", "--ignore-not-found", redisTemplate)
+	})
+	ns := clustertest.Namespace(t)
+	reg := sourcetest.Start(t)
+	publishRedis(t, reg, "v1.0.0", func(s string) string { return s })
+	ref := reg.Ref("example.com/redis", "v1")
+	refs, err := source.ParseRefs(ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	refused := make(chan source.Refusal, 4)
+	s, err := source.New(source.Options{Refs: refs, CacheDir: t.TempDir(), Limits: registryLimits,
+		Refused: func(r source.Refusal) { refused <- r }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	sh, err := operator.NewSharded(clustertest.Config(), registryOptions(s, ns), operator.Sharding{
+		Shards: 2, Identity: "fixed", Namespace: ns, LeaseDuration: shardLease, RenewDeadline: shardRenew, RetryPeriod: shardRetry})
+	if err != nil {
+		t.Fatal(err)
+	}
+	publishRedis(t, reg, "v1.1.0", func(s string) string { return s + "\n_pad: \"" + strings.Repeat("x", 80<<10) + "\"\n" })
+	if _, err := s.Poll(context.Background()); err == nil {
+		t.Fatal("Poll of an oversized module: no error")
+	}
+	r := <-refused
+	sh.ModuleRefused(r.Ref, r.Err)
+	publishRedis(t, reg, "v1.2.0", func(s string) string { return s + "\n// fixed\n" })
+	poll(t, s, true)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- sh.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("replica: %v", err)
+		}
+	})
+	waitCRD(t)
+	eventually(t, 90*time.Second, func() string { return templateServes(t, ref, "v1.2.0", s.Serving()[0].Digest, "False") })
+}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"sort"
+	"strings"
 	"time"
 )
 
@@ -72,19 +74,62 @@ func overlay(base, top pinned) pinned {
 // the references we do not (another operator naming the same ConfigMap,
 // a pin taken out of --templates and given again), and old's record of a
 // pin's digest, dependencies included, wherever it has one: the first
-// record of a pin is never replaced.
-func save(old, ours pinned) pinned {
+// record of a pin is never replaced. A pin whose dependencies we
+// resolved otherwise than old records (another replica recorded it
+// between our read and our write, and a dependency's tag moved
+// meanwhile; an edited record) is an error naming them, from: we would
+// serve other content than the record's.
+func save(old, ours pinned, from string) (pinned, error) {
 	out := overlay(old, ours)
-	for _, m := range []struct{ old, out map[string]Resolved }{{old.Refs, out.Refs}, {old.Accepted, out.Accepted}} {
+	for _, m := range []struct{ old, ours, out map[string]Resolved }{{old.Refs, ours.Refs, out.Refs}, {old.Accepted, ours.Accepted, out.Accepted}} {
 		for ref, r := range m.old {
-			if pinRecord(r) {
-				if have := m.out[ref]; have.Digest == r.Digest {
-					m.out[ref] = r
+			if !pinRecord(r) {
+				continue
+			}
+			if have, ok := m.ours[ref]; ok && pinRecord(have) && have.Digest == r.Digest {
+				if err := sameDeps(r, have, from); err != nil {
+					return pinned{}, err
 				}
+			}
+			if have := m.out[ref]; have.Digest == r.Digest {
+				m.out[ref] = r
 			}
 		}
 	}
-	return out
+	return out, nil
+}
+
+// sameDeps refuses ours, a pin's record, whose dependencies are not those
+// of rec, the record of that pin in from.
+func sameDeps(rec, ours Resolved, from string) error {
+	digests := func(r Resolved) map[string]string {
+		m := make(map[string]string, len(r.Deps))
+		for _, d := range r.Deps {
+			base, _, _ := strings.Cut(d.Module, "@") // without its major version suffix
+			m[base+"@"+d.Version] = d.Digest
+		}
+		return m
+	}
+	want, got := digests(rec), digests(ours)
+	var diff []string
+	for mv, d := range got {
+		if w, ok := want[mv]; !ok {
+			diff = append(diff, fmt.Sprintf("%s is digest %s here, not recorded there", mv, d))
+		} else if w != d {
+			diff = append(diff, fmt.Sprintf("%s is digest %s here, %s there", mv, d, w))
+		}
+	}
+	for mv, w := range want {
+		if _, ok := got[mv]; !ok {
+			diff = append(diff, fmt.Sprintf("%s is recorded there as digest %s, not a dependency here", mv, w))
+		}
+	}
+	if len(diff) == 0 {
+		return nil
+	}
+	sort.Strings(diff)
+	return fmt.Errorf("the pin %s is recorded there with other dependencies than this operator fetched (a dependency's tag moved while another replica recorded the pin, or the record was edited): %s: refused (remove the pin's record from %s and restart to take what the tags name now)",
+		rec.Ref, strings.Join(diff, "; "), from)
 }
 
 // pinRecord tells a record of a pinned reference's digest with the
@@ -128,7 +173,11 @@ func (s *Source) saveRecord(ctx context.Context) error {
 		if err != nil {
 			return nil, err
 		}
-		return save(p, ours).encode()
+		p, err = save(p, ours, s.opts.Record.String())
+		if err != nil {
+			return nil, err
+		}
+		return p.encode()
 	})
 	if err != nil {
 		return fmt.Errorf("pin record %s: %w", s.opts.Record, err)

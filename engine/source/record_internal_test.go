@@ -80,10 +80,13 @@ func TestRecordMerge(t *testing.T) {
 	}
 
 	ours := pinned{
-		Refs:     map[string]Resolved{pinRef: resolved(pinRef, pinDigest, "sha256:moved"), moving: resolved(moving, "sha256:newer", "")},
+		Refs:     map[string]Resolved{pinRef: resolved(pinRef, pinDigest, "sha256:first"), moving: resolved(moving, "sha256:newer", "")},
 		Accepted: map[string]Resolved{moving: resolved(moving, "sha256:newer", "")},
 	}
-	saved := save(cluster, ours)
+	saved, err := save(cluster, ours, "ConfigMap ns/cueop-pins")
+	if err != nil {
+		t.Fatal(err)
+	}
 	if got := saved.Refs[pinRef].Deps[0].Digest; got != "sha256:first" {
 		t.Errorf("save: the pin's dependency = %s, want its first record sha256:first kept", got)
 	}
@@ -94,7 +97,17 @@ func TestRecordMerge(t *testing.T) {
 		t.Errorf("save: %+v, want another operator's reference kept", saved)
 	}
 	// A pin first recorded here is written as ours.
-	if got := save(pinned{Refs: map[string]Resolved{}, Accepted: map[string]Resolved{}}, ours); got.Refs[pinRef].Deps[0].Digest != "sha256:moved" {
-		t.Errorf("save over an empty record: pin %+v, want ours", got.Refs[pinRef])
+	ours.Refs[pinRef] = resolved(pinRef, pinDigest, "sha256:moved")
+	if got, err := save(pinned{Refs: map[string]Resolved{}, Accepted: map[string]Resolved{}}, ours, "ConfigMap ns/cueop-pins"); err != nil || got.Refs[pinRef].Deps[0].Digest != "sha256:moved" {
+		t.Errorf("save over an empty record: pin %+v, %v; want ours", got.Refs[pinRef], err)
+	}
+	// A pin recorded there with other dependencies than ours (another
+	// replica's first fetch, before a tag moved) is refused, naming the
+	// dependency and both digests: never two contents of one pin.
+	_, err = save(cluster, ours, "ConfigMap ns/cueop-pins")
+	for _, want := range []string{pinRef, "example.com/lib@v0.1.0 is digest sha256:moved here, sha256:first there", "ConfigMap ns/cueop-pins"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("save of a pin recorded with other dependencies = %v, want an error naming %q", err, want)
+		}
 	}
 }

@@ -200,3 +200,24 @@ func (k *Kind) withModule(dir string, err error) (*Kind, error) {
 // root that hold CUE files, as LoadWith loads them (cue.mod, hidden and _
 // directories left out).
 func PackageDirs(root string) ([]string, error) { return packageDirs(root) }
+
+// ModuleServing is the digest of the module reference ref that the
+// directory of modules dir (behind its ..data symlink, as Load reads it)
+// lays out now: "" when dir is no directory of modules, or lays out
+// nothing of ref.
+func ModuleServing(dir, ref string) string {
+	root, err := resolveRoot(dir)
+	if err != nil {
+		return ""
+	}
+	mods, _, err := readModules(root, Limits{})
+	if err != nil {
+		return ""
+	}
+	for _, m := range mods {
+		if m.Source.Ref == ref {
+			return m.Source.Digest
+		}
+	}
+	return ""
+}

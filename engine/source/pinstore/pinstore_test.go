@@ -164,3 +164,53 @@ func TestPinSurvivesEmptyCache(t *testing.T) {
 		t.Errorf("the refused start changed the ConfigMap's record:\n%s", rec)
 	}
 }
+
+// staleLoad is a record read before another replica's first write: Load
+// finds nothing, Update reaches the ConfigMap as it is now.
+type staleLoad struct{ *pinstore.ConfigMap }
+
+func (staleLoad) Load(context.Context) ([]byte, error) { return nil, nil }
+
+// TestPinRecordedByAnotherReplicaWins: two replicas start on empty caches
+// at once; one records the pin with its dependency's digest, the
+// publisher moves the dependency's tag, and the other, which read the
+// ConfigMap before that write, fetched the moved content. Its start is
+// refused naming the dependency, both digests and the ConfigMap, and the
+// first record stays: the replicas never serve two contents of one pin.
+func TestPinRecordedByAnotherReplicaWins(t *testing.T) {
+	ctx := context.Background()
+	ns := clustertest.Namespace(t)
+	c := operatorClient(t, ns)
+	reg := sourcetest.Start(t)
+	publishLib(t, reg, "hello")
+	publishApp(t, reg)
+	probe := open(t, reg.Ref("example.com/app", "v1.0.0"), t.TempDir(), nil)
+	if err := probe.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	pin := reg.Ref("example.com/app", "v1.0.0@"+probe.Serving()[0].Digest)
+	first := open(t, pin, t.TempDir(), pinstore.ForClient(c, ns, pinstore.DefaultName))
+	if err := first.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	libDigest := first.Serving()[0].Deps[0].Digest
+
+	publishLib(t, reg, "evil")
+	late := open(t, pin, t.TempDir(), staleLoad{pinstore.ForClient(c, ns, pinstore.DefaultName)})
+	err := late.Start(ctx)
+	if err == nil {
+		t.Fatalf("a replica that fetched the moved dependency after the pin was recorded started, serving %q beside %q", greeting(t, late.Dir()), greeting(t, first.Dir()))
+	}
+	for _, want := range []string{"example.com/lib@v0.1.0", libDigest, "ConfigMap " + ns + "/" + pinstore.DefaultName} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("Start = %v\nwant it to name %q", err, want)
+		}
+	}
+	cm, err := c.CoreV1().ConfigMaps(ns).Get(ctx, pinstore.DefaultName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec := cm.Data[pinstore.Key]; !strings.Contains(rec, libDigest) {
+		t.Errorf("the first record of the pin was replaced:\n%s", rec)
+	}
+}
