@@ -18,6 +18,11 @@ import (
 type moduleRefusal struct {
 	serving string
 	msg     string
+	// announced: the ModuleRefused Event is on the CRDs of ref's kinds
+	// (markModuleRefused, else the first report of a kind serving
+	// m.serving, moduleRefusedReport); a range 0 replaying a refusal
+	// before its kinds load announces it when they do.
+	announced bool
 }
 
 // ModuleRefused reports a module version the module source refused at
@@ -65,6 +70,8 @@ func (o *Operator) markModuleRefused(m moduleRefusal, ref string) moduleRefusal 
 		}
 		if o.reportsKinds() {
 			o.crdEvent(ctx, kc.crdName, wellknown.TemplateReasonModuleRefused, m.msg)
+			m.announced = true
+			o.moduleRefused[ref] = m
 		}
 		if o.templates != nil {
 			o.templates.queue(o.kindReport(k, nil))
@@ -90,6 +97,13 @@ func (o *Operator) moduleRefusedReport(r *kindReport, ref, digest string) {
 		o.moduleRefused[ref] = m
 	}
 	if m.serving == digest {
+		if !m.announced && o.reportsKinds() {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			o.crdEvent(ctx, r.name, wellknown.TemplateReasonModuleRefused, m.msg)
+			cancel()
+			m.announced = true
+			o.moduleRefused[ref] = m
+		}
 		r.lastError = m.msg
 		r.degraded = condition(wellknown.TemplateConditionDegraded, true, wellknown.TemplateReasonModuleRefused, m.msg)
 	}

@@ -20,6 +20,7 @@ import (
 // cueop_template_load_errors_total and in an Event on the CRD, while the
 // last good version serves; a version published after it clears it.
 func TestModuleRefusedAtFetchShows(t *testing.T) {
+	start := time.Now() // the Event this test waits for is made after
 	t.Cleanup(func() { // registered first, run last: after the operator stopped
 		_, _ = kubectl(t, "", "delete", "--ignore-not-found", redisTemplate)
 	})
@@ -72,7 +73,7 @@ func TestModuleRefusedAtFetchShows(t *testing.T) {
 		return ""
 	})
 	eventually(t, 60*time.Second, func() string {
-		return crdEventOn(t, "redisclusters.cache.example.com", wellknown.TemplateReasonModuleRefused, "example.com/redis@v1.1.0")
+		return crdEventSince(t, "redisclusters.cache.example.com", wellknown.TemplateReasonModuleRefused, start, "example.com/redis@v1.1.0")
 	})
 	if got := metricSum(t, "cueop_template_load_errors_total"); got != loadErrors+1 {
 		t.Errorf("cueop_template_load_errors_total = %v, want %v", got, loadErrors+1)
@@ -91,6 +92,7 @@ func TestModuleRefusedAtFetchShows(t *testing.T) {
 // Event on the CRD once range 0's operator loaded the kind, while the
 // last good version serves.
 func TestShardedModuleRefusedShows(t *testing.T) {
+	start := time.Now() // the Event this test waits for is made after
 	t.Cleanup(func() { // registered first, run last: after the replica stopped
 		_, _ = kubectl(t, "", "delete", "--ignore-not-found", redisTemplate)
 	})
@@ -148,7 +150,7 @@ func TestShardedModuleRefusedShows(t *testing.T) {
 		return ""
 	})
 	eventually(t, 60*time.Second, func() string {
-		return crdEventOn(t, "redisclusters.cache.example.com", wellknown.TemplateReasonModuleRefused, "example.com/redis@v1.1.0")
+		return crdEventSince(t, "redisclusters.cache.example.com", wellknown.TemplateReasonModuleRefused, start, "example.com/redis@v1.1.0")
 	})
 }
 

@@ -2,6 +2,7 @@ package operator_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net"
 	"net/url"
@@ -141,6 +142,35 @@ func crdEventOn(t *testing.T, crd, reason string, texts ...string) string {
 		}
 	}
 	return ""
+}
+
+// crdEventSince is "" once an Event of reason on CRD crd, last seen at
+// since or later (to the second: Events carry no finer time), names every
+// text; else what is missing. Events of earlier tests on the same CRD do
+// not count.
+func crdEventSince(t *testing.T, crd, reason string, since time.Time, texts ...string) string {
+	out, err := kubectl(t, "", "get", "events", "-A", "--field-selector", "involvedObject.kind=CustomResourceDefinition,involvedObject.name="+crd+",reason="+reason, "-o", "json")
+	if err != nil {
+		return err.Error()
+	}
+	var list corev1.EventList
+	if err := json.Unmarshal([]byte(out), &list); err != nil {
+		return err.Error()
+	}
+	since = since.Truncate(time.Second)
+next:
+	for _, e := range list.Items {
+		if e.LastTimestamp.Time.Before(since) && e.EventTime.Time.Before(since) {
+			continue
+		}
+		for _, text := range texts {
+			if !strings.Contains(e.Message, text) {
+				continue next
+			}
+		}
+		return ""
+	}
+	return fmt.Sprintf("no %s Event on CRD %s since %s naming %q (%d older or other)", reason, crd, since.Format(time.RFC3339), texts, len(list.Items))
 }
 
 // waitCRD waits until the RedisCluster CRD is established and the
