@@ -177,13 +177,42 @@ func (s *Source) saveRecord(ctx context.Context) error {
 		if err != nil {
 			return nil, err
 		}
-		return p.encode()
+		return bounded(p, ours, s.opts.Record.String())
 	})
 	if err != nil {
 		return fmt.Errorf("pin record %s: %w", s.opts.Record, err)
 	}
 	s.saved = data
 	return nil
+}
+
+// maxRecordBytes bounds the cluster's record, well under a ConfigMap's
+// 1 MiB: references kept for others (save) would otherwise pile up with
+// every pin an administrator ever gave.
+const maxRecordBytes = 512 << 10
+
+// bounded encodes p, the record to write, within maxRecordBytes: when it
+// is larger it keeps only the references of ours (what this operator
+// serves and accepted), dropping those of others and of pins no longer
+// given (a pin given again is then recorded at its next fetch, from the
+// tags of its dependencies then); ours alone larger is an error naming
+// the record.
+func bounded(p, ours pinned, from string) ([]byte, error) {
+	data, err := p.encode()
+	if err != nil || len(data) <= maxRecordBytes {
+		return data, err
+	}
+	for _, m := range []struct{ out, ours map[string]Resolved }{{p.Refs, ours.Refs}, {p.Accepted, ours.Accepted}} {
+		for ref := range m.out {
+			if _, ok := m.ours[ref]; !ok {
+				delete(m.out, ref)
+			}
+		}
+	}
+	if data, err = p.encode(); err == nil && len(data) > maxRecordBytes {
+		err = fmt.Errorf("%s would hold %d bytes for the references served alone, over %d: refused", from, len(data), maxRecordBytes)
+	}
+	return data, err
 }
 
 // recordNames names where a pin's record is, in errors.

@@ -1,6 +1,7 @@
 package source
 
 import (
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -109,5 +110,39 @@ func TestRecordMerge(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("save of a pin recorded with other dependencies = %v, want an error naming %q", err, want)
 		}
+	}
+}
+
+// TestRecordBounded: a record grown past maxRecordBytes with the
+// references of others (pins given once, long ago) keeps only ours; ours
+// alone past it is refused naming the record.
+func TestRecordBounded(t *testing.T) {
+	ours := pinned{Refs: map[string]Resolved{pinRef: resolved(pinRef, pinDigest, "sha256:dep")}, Accepted: map[string]Resolved{}}
+	old := pinned{Refs: map[string]Resolved{}, Accepted: map[string]Resolved{}}
+	for i := 0; i < 4000; i++ {
+		ref := fmt.Sprintf("oci://r.example/example.com/old%d@v1.0.0@sha256:%064d", i, i)
+		old.Refs[ref] = resolved(ref, fmt.Sprintf("sha256:%064d", i), "sha256:dep")
+	}
+	p, err := save(old, ours, "ConfigMap ns/pins")
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := bounded(p, ours, "ConfigMap ns/pins")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := decodeRecord(data, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(data) > maxRecordBytes || len(got.Refs) != 1 || got.Refs[pinRef].Digest != pinDigest {
+		t.Errorf("bounded record: %d bytes, %d references, %v; want ours alone", len(data), len(got.Refs), got.Refs[pinRef])
+	}
+	for i := 0; i < 4000; i++ {
+		ref := fmt.Sprintf("oci://r.example/example.com/ours%d@v1.0.0@sha256:%064d", i, i)
+		ours.Refs[ref] = resolved(ref, fmt.Sprintf("sha256:%064d", i), "sha256:dep")
+	}
+	if _, err := bounded(ours, ours, "ConfigMap ns/pins"); err == nil || !strings.Contains(err.Error(), "ConfigMap ns/pins") {
+		t.Errorf("ours past the bound: %v, want refused naming the record", err)
 	}
 }
