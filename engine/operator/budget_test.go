@@ -3,8 +3,6 @@ package operator_test
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -16,6 +14,7 @@ import (
 	"github.com/cueop/cueop/engine/budget"
 	"github.com/cueop/cueop/engine/operator/operatortest"
 	"github.com/cueop/cueop/engine/reconcile"
+	"github.com/cueop/cueop/internal/testkit"
 	"github.com/cueop/cueop/localcluster/clustertest"
 )
 
@@ -137,8 +136,7 @@ var bombGVK = schema.GroupVersionKind{Group: "bomb.test.example", Version: "v1",
 func startBombs(t *testing.T, ns string, b budget.Budget, inProcess bool) {
 	t.Helper()
 	dir := copyTemplates(t)
-	must(t, os.MkdirAll(filepath.Join(dir, "bomb"), 0o755))
-	must(t, os.WriteFile(filepath.Join(dir, "bomb", "bomb.cue"), []byte(bombKind), 0o644))
+	testkit.WriteKind(t, dir, "bomb", bombKind)
 	opts := operatortest.Options(dir, ns)
 	opts.Budget, opts.InProcess = b, inProcess
 	operatortest.Start(t, clustertest.Config(), opts)

@@ -124,12 +124,7 @@ func TestWebAppReferencesWavesOrderedDeletion(t *testing.T) {
 	opts := operatortest.Options("../../templates", ns)
 	opts.ReadableKinds = render.MustKindSet("ConfigMap,Secret")
 	operatortest.StartObserved(t, clustertest.Config(), opts)
-	eventually(t, 30*time.Second, func() string {
-		if _, err := kubectl(t, "", "wait", "--for=condition=Established", "crd/webapps.apps.example.com", "--timeout=5s"); err != nil {
-			return "WebApp CRD not established"
-		}
-		return ""
-	})
+	clustertest.WaitEstablished(t, 30*time.Second, "webapps.apps.example.com")
 	c := newClient(t)
 	rec := record(t, ns, jobGVK, configMapGVK, deploymentGVK, serviceGVK, pdbGVK, webAppGVK)
 
@@ -279,12 +274,7 @@ func applyWebApp(t *testing.T, ns, name, kind string) {
 
 func waitWebAppCRD(t *testing.T) {
 	t.Helper()
-	eventually(t, 30*time.Second, func() string {
-		if _, err := kubectl(t, "", "wait", "--for=condition=Established", "crd/webapps.apps.example.com", "--timeout=5s"); err != nil {
-			return "WebApp CRD not established"
-		}
-		return ""
-	})
+	clustertest.WaitEstablished(t, 30*time.Second, "webapps.apps.example.com")
 }
 
 // TestReferenceOutsideReadableKindsStalls references a Secret where the
@@ -418,12 +408,7 @@ func startDigest(t *testing.T, ns string) (names func(want string)) {
 		}
 	}
 	startOperator(t, dir, ns, nil)
-	eventually(t, 30*time.Second, func() string {
-		if _, err := kubectl(t, "", "wait", "--for=condition=Established", "crd/digests.compose.test.example", "--timeout=5s"); err != nil {
-			return "Digest CRD not established"
-		}
-		return ""
-	})
+	clustertest.WaitEstablished(t, 30*time.Second, "digests.compose.test.example")
 	c := newClient(t)
 	mustKubectl(t, "apiVersion: compose.test.example/v1\nkind: Digest\nmetadata: {name: d, namespace: "+ns+"}\nspec: {}\n", "apply", "-f", "-")
 	return func(want string) {

@@ -3,8 +3,6 @@ package operator_test
 import (
 	"fmt"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -14,6 +12,7 @@ import (
 	"github.com/cueop/cueop/engine/operator/operatortest"
 	"github.com/cueop/cueop/engine/template"
 	"github.com/cueop/cueop/engine/webhook"
+	"github.com/cueop/cueop/internal/testkit"
 	"github.com/cueop/cueop/localcluster/clustertest"
 )
 
@@ -47,7 +46,7 @@ func TestWebhookCertOnlyOnceAKindConverts(t *testing.T) {
 	var secretRequests atomic.Int64
 	cfg := clustertest.Config()
 	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
-		return roundTripFunc(func(req *http.Request) (*http.Response, error) {
+		return testkit.RoundTripFunc(func(req *http.Request) (*http.Response, error) {
 			if strings.Contains(req.URL.Path, "/namespaces/"+absent+"/secrets") {
 				secretRequests.Add(1)
 			}
@@ -76,7 +75,7 @@ func TestWebhookCertOnlyOnceAKindConverts(t *testing.T) {
 		Needed: op.ConversionNeeded(), Log: mgr.GetLogger().WithName("webhook-cert")}))
 	operatortest.Run(t, op)
 
-	waitEstablished(t, "plains.cert.test.example")
+	clustertest.WaitEstablished(t, 60*time.Second, "plains.cert.test.example")
 	mustKubectl(t, "apiVersion: cert.test.example/v1\nkind: Plain\nmetadata: {name: p, namespace: "+ns+"}\nspec: {}\n", "apply", "-f", "-")
 	mustKubectl(t, "", "wait", "-n", ns, "--for=condition=Ready", "plains.cert.test.example/p", "--timeout=90s")
 	if n := secretRequests.Load(); n != 0 {
@@ -84,8 +83,7 @@ func TestWebhookCertOnlyOnceAKindConverts(t *testing.T) {
 	}
 
 	// A kind that converts: the certificate is needed now.
-	must(t, os.MkdirAll(filepath.Join(dir, "dial"), 0o755))
-	must(t, os.WriteFile(filepath.Join(dir, "dial", "dial.cue"), []byte(certKind("Dial")), 0o644))
+	testkit.WriteKind(t, dir, "dial", certKind("Dial"))
 	eventually(t, 60*time.Second, func() string {
 		if n := secretRequests.Load(); n < 4 { // the first attempt (a read, a create) and a retry
 			return fmt.Sprintf("%d requests for the Secret, want the first attempt and a retry", n)

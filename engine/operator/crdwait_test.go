@@ -13,6 +13,7 @@ import (
 	"github.com/cueop/cueop/engine/crdgen"
 	"github.com/cueop/cueop/engine/operator/operatortest"
 	"github.com/cueop/cueop/engine/template"
+	"github.com/cueop/cueop/internal/testkit"
 	"github.com/cueop/cueop/localcluster/clustertest"
 )
 
@@ -100,8 +101,7 @@ func TestWaitingKindBesideBrokenKind(t *testing.T) {
 		"aardvark": strings.NewReplacer("%[1]s", "aardvark", "%[2]s", "Aardvark").Replace(waiterTemplate),
 	})
 	crd := waiterCRDs(t, dir)["Aardvark"]
-	must(t, os.MkdirAll(filepath.Join(dir, "broken"), 0o755))
-	must(t, os.WriteFile(filepath.Join(dir, "broken", "broken.cue"), []byte("package broken\n\nresource: {\n"), 0o644))
+	testkit.WriteKind(t, dir, "broken", "package broken\n\nresource: {\n")
 
 	opts := operatortest.Options(dir, ns)
 	opts.InstallCRDs = false
@@ -151,8 +151,7 @@ func TestWaitingKindEditedStoppedRemoved(t *testing.T) {
 	// seen by its own wait: the sign that a wait still running would have
 	// seen Aardvark's by then.
 	yakSrc := strings.NewReplacer("%[1]s", "yak", "%[2]s", "Yak").Replace(waiterTemplate)
-	must(t, os.MkdirAll(filepath.Join(dir, "yak"), 0o755))
-	must(t, os.WriteFile(filepath.Join(dir, "yak", "yak.cue"), []byte(yakSrc), 0o644))
+	testkit.WriteKind(t, dir, "yak", yakSrc)
 	act, _ = operatortest.StartObserved(t, clustertest.Config(), opts)
 	act.WaitLog(t, 60*time.Second, "kind waits for its CRD", "kind", "Aardvark")
 	act.WaitLog(t, 60*time.Second, "kind waits for its CRD", "kind", "Yak")

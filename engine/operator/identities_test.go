@@ -126,8 +126,8 @@ func TestIdentitiesActAsTheKindsServiceAccounts(t *testing.T) {
 	mustKubectl(t, "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: shared, namespace: "+ns+"}\ndata: {v: beta-only}\n", "apply", "-f", "-")
 	dir := kindsDir(t, map[string]string{"alpha": idKind("Alpha"), "beta": idKind("Beta")})
 	stop := startIdentities(t, ns, dir)
-	waitEstablished(t, "alphas.id.test.example")
-	waitEstablished(t, "betas.id.test.example")
+	clustertest.WaitEstablished(t, 60*time.Second, "alphas.id.test.example")
+	clustertest.WaitEstablished(t, 60*time.Second, "betas.id.test.example")
 	mustKubectl(t, "apiVersion: id.test.example/v1\nkind: Alpha\nmetadata: {name: a, namespace: "+ns+"}\nspec: {}\n---\n"+
 		"apiVersion: id.test.example/v1\nkind: Beta\nmetadata: {name: b, namespace: "+ns+"}\nspec: {}\n", "apply", "-f", "-")
 	c := newClient(t)

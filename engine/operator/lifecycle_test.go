@@ -37,12 +37,7 @@ func startKeepers(t *testing.T) (string, client.Client) {
 // waitLifecycleCRD waits for the CRD of a lifecycle test kind, by plural.
 func waitLifecycleCRD(t *testing.T, plural string) {
 	t.Helper()
-	eventually(t, 30*time.Second, func() string {
-		if _, err := kubectl(t, "", "wait", "--for=condition=Established", "crd/"+plural+".lifecycle.example.com", "--timeout=5s"); err != nil {
-			return plural + " CRD not established"
-		}
-		return ""
-	})
+	clustertest.WaitEstablished(t, 30*time.Second, plural+".lifecycle.example.com")
 }
 
 func applyKeeper(t *testing.T, ns, name string, spec ...string) {

@@ -3,8 +3,6 @@ package operator_test
 import (
 	"context"
 	"fmt"
-	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -16,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/cueop/cueop/engine/operator/operatortest"
+	"github.com/cueop/cueop/internal/testkit"
 	_ "github.com/cueop/cueop/internal/update"
 	"github.com/cueop/cueop/localcluster"
 	"github.com/cueop/cueop/localcluster/clustertest"
@@ -31,24 +30,6 @@ var (
 	redisGVK = schema.GroupVersionKind{Group: "cache.example.com", Version: "v1", Kind: "RedisCluster"}
 	podGVK   = schema.GroupVersionKind{Version: "v1", Kind: "Pod"}
 )
-
-// copyTemplates copies the project's templates into a directory the test
-// may edit.
-func copyTemplates(t *testing.T) string {
-	t.Helper()
-	return copyTemplatesFrom(t, "../../templates")
-}
-
-// copyTemplatesFrom copies the templates directory src into a directory
-// the test may edit.
-func copyTemplatesFrom(t *testing.T, src string) string {
-	t.Helper()
-	dst := filepath.Join(t.TempDir(), "templates")
-	if out, err := exec.Command("cp", "-r", src, dst).CombinedOutput(); err != nil {
-		t.Fatalf("copy templates: %v: %s", err, out)
-	}
-	return dst
-}
 
 // startOperator runs an operator on dir, serving namespace ns, until the
 // test ends, and returns what follows its activity. cfg may carry a
@@ -162,11 +143,17 @@ func redisYAML(ns, name string, replicas int, version string) string {
 		"\n  namespace: " + ns + "\nspec:\n  replicas: " + strconv.Itoa(replicas) + "\n  version: \"" + version + "\"\n"
 }
 
-// The cluster helpers, by their short names.
+// The test kit's helpers, by their short names.
 var (
-	kubectl     = clustertest.Kubectl
-	mustKubectl = clustertest.MustKubectl
-	eventually  = clustertest.Eventually
+	kubectl           = clustertest.Kubectl
+	mustKubectl       = clustertest.MustKubectl
+	eventually        = clustertest.Eventually
+	copyTemplates     = testkit.CopyTemplates // the project's templates, to edit
+	copyTemplatesFrom = testkit.CopyDir       // a templates directory, to edit
+	kindsDir          = testkit.Kinds         // the project's cue.mod and one package per entry
+	editFile          = testkit.EditFile      // atomically, as an editor saves
+	must              = testkit.Must
+	installCRD        = clustertest.InstallCRD
 )
 
 // preserveSpec is the schema of a spec that keeps whatever it is given.

@@ -30,6 +30,7 @@ import (
 	"github.com/cueop/cueop/engine/schemaguard"
 	"github.com/cueop/cueop/engine/shard"
 	"github.com/cueop/cueop/engine/template"
+	"github.com/cueop/cueop/internal/testkit"
 	"github.com/cueop/cueop/localcluster/clustertest"
 )
 
@@ -363,7 +364,7 @@ type migrationSenders struct {
 func (m *migrationSenders) config(id string) *rest.Config {
 	cfg := clustertest.Config()
 	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
-		return roundTripFunc(func(req *http.Request) (*http.Response, error) {
+		return testkit.RoundTripFunc(func(req *http.Request) (*http.Response, error) {
 			if req.Method == http.MethodPatch && strings.Contains(req.URL.Path, "/shelves/") &&
 				req.URL.Query().Get("fieldManager") == migrate.FieldManager {
 				m.mu.Lock()
@@ -375,10 +376,6 @@ func (m *migrationSenders) config(id string) *rest.Config {
 	})
 	return cfg
 }
-
-type roundTripFunc func(*http.Request) (*http.Response, error)
-
-func (f roundTripFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
 
 // TestStorageMigrationShardedOneReplica: of two sharded replicas (2
 // ranges, one each), only the holder of the first range migrates, when a

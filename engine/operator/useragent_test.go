@@ -5,12 +5,14 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	rbacv1 "k8s.io/api/rbac/v1"
 
 	"github.com/cueop/cueop/engine/identity"
 	"github.com/cueop/cueop/engine/operator/operatortest"
 	"github.com/cueop/cueop/engine/render"
+	"github.com/cueop/cueop/internal/testkit"
 	"github.com/cueop/cueop/localcluster/clustertest"
 )
 
@@ -24,7 +26,7 @@ type userAgents struct {
 }
 
 func (u *userAgents) wrap(rt http.RoundTripper) http.RoundTripper {
-	return roundTripFunc(func(req *http.Request) (*http.Response, error) {
+	return testkit.RoundTripFunc(func(req *http.Request) (*http.Response, error) {
 		if user := req.Header.Get("Impersonate-User"); user != "" {
 			u.mu.Lock()
 			if u.byUser[user] == nil {
@@ -55,7 +57,7 @@ func TestIdentityRequestsCarryCueopUserAgent(t *testing.T) {
 	opts.AllowedKinds = render.MustKindSet("Service")
 	opts.Identities = &identity.Config{Namespace: ns}
 	operatortest.Start(t, cfg, opts)
-	waitEstablished(t, "betas.id.test.example")
+	clustertest.WaitEstablished(t, 60*time.Second, "betas.id.test.example")
 	mustKubectl(t, "apiVersion: id.test.example/v1\nkind: Beta\nmetadata: {name: b, namespace: "+ns+"}\nspec: {}\n", "apply", "-f", "-")
 	betaServed(t, ns, "") // written by Beta's identity
 

@@ -111,8 +111,8 @@ func TestUnsyncedWatchDelaysOnlyItsKind(t *testing.T) {
 	knots := &listSeen{resource: "knots"}
 	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { knots.rt = rt; return knots })
 	startKinds(t, dir, ns, "Knot.knot.idtest.example.com", cfg)
-	waitEstablished(t, "blockers.idtest.example.com")
-	waitEstablished(t, "notes.idtest.example.com")
+	clustertest.WaitEstablished(t, 60*time.Second, "blockers.idtest.example.com")
+	clustertest.WaitEstablished(t, 60*time.Second, "notes.idtest.example.com")
 	// After the start, or the operator, looking for Knots it manages,
 	// would stop at once (see e2e TestAllowedKindBeyondRBACFailsClearly).
 	installCRD(t, knotCRD, "knots.knot.idtest.example.com")

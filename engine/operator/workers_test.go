@@ -41,12 +41,7 @@ func startHostileObserved(t *testing.T, ns string, b budget.Budget) (string, *op
 	opts := operatortest.Options(dir, ns)
 	opts.Budget = b
 	a, _ := operatortest.StartObserved(t, clustertest.Config(), opts)
-	eventually(t, 60*time.Second, func() string {
-		if _, err := kubectl(t, "", "wait", "--for=condition=Established", "crd/hostiles.hostile.test.example", "--timeout=5s"); err != nil {
-			return "Hostile CRD not established: " + err.Error()
-		}
-		return ""
-	})
+	clustertest.WaitEstablished(t, 60*time.Second, "hostiles.hostile.test.example")
 	return dir, a
 }
 

@@ -54,6 +54,10 @@ func (r Request) Write() bool {
 // Watch says whether the request is a watch.
 func (r Request) Watch() bool { return r.Query.Get("watch") == "true" }
 
+// Refused says whether the request is a write the API server answered with
+// an error status.
+func (r Request) Refused() bool { return r.Write() && r.Code >= 400 }
+
 // Resource is the last segment of the request's path: the resource of a
 // list or a watch.
 func (r Request) Resource() string { return path.Base(r.Path) }

@@ -81,6 +81,16 @@ func Within(timeout time.Duration, cond func() string) string {
 	return why
 }
 
+// InstallCRD applies a test CRD named name, waits for it to be
+// Established, and deletes it (waiting until it is gone) at the test's end,
+// so that a second run in the same process starts without it.
+func InstallCRD(t testing.TB, crdYAML, name string) {
+	t.Helper()
+	MustKubectl(t, crdYAML, "apply", "-f", "-")
+	t.Cleanup(func() { _, _ = Kubectl(t, "", "delete", "--ignore-not-found", "--wait", "--timeout=60s", "crd/"+name) })
+	WaitEstablished(t, 60*time.Second, name)
+}
+
 // WaitEstablished waits until each CRD named in crds (a CRD's name, such
 // as widgets.example.com) is Established, failing the test after timeout.
 func WaitEstablished(t testing.TB, timeout time.Duration, crds ...string) {
