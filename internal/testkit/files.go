@@ -58,11 +58,13 @@ func Dir(t testing.TB, files map[string]string) string {
 	return dir
 }
 
-// Templates is a new templates directory of the test module (Module as
-// cue.mod/module.cue) holding files (as Write).
+// Templates is a new directory named templates of the test module (Module
+// as cue.mod/module.cue, unless files has its own) holding files (as
+// Write).
 func Templates(t testing.TB, files map[string]string) string {
 	t.Helper()
-	dir := Dir(t, map[string]string{"cue.mod/module.cue": Module})
+	dir := filepath.Join(t.TempDir(), "templates")
+	Write(t, dir, map[string]string{"cue.mod/module.cue": Module})
 	Write(t, dir, files)
 	return dir
 }

@@ -162,3 +162,12 @@ func Strings(reqs []Request) []string {
 	}
 	return out
 }
+
+// Bodies is the body of each of reqs.
+func Bodies(reqs []Request) []string {
+	out := make([]string, len(reqs))
+	for i, req := range reqs {
+		out[i] = req.Body
+	}
+	return out
+}
