@@ -3,7 +3,6 @@ package diff_test
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/cueop/cueop/engine/diff"
 	"github.com/cueop/cueop/engine/operator/operatortest"
+	"github.com/cueop/cueop/internal/testkit"
 	"github.com/cueop/cueop/localcluster/clustertest"
 )
 
@@ -46,19 +46,10 @@ policies: data: prune: "always"`
 // children.
 func volTemplates(t *testing.T, children string) string {
 	t.Helper()
-	dir := filepath.Join(t.TempDir(), "templates")
-	for file, src := range map[string]string{
-		"cue.mod/module.cue": "module: \"cueop.example/templates@v0\"\nlanguage: version: \"v0.17.0\"\n",
+	return testkit.Templates(t, map[string]string{
+		"cue.mod/module.cue": testkit.ModuleFile("cueop.example/templates@v0"),
 		"vol/vol.cue":        strings.Replace(volTemplate, "CHILDREN", children, 1),
-	} {
-		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, file)), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, file), []byte(src), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return dir
+	})
 }
 
 // TestDiffPrunesData: a template edit that drops two PersistentVolumeClaims
@@ -102,8 +93,7 @@ func TestDiffPrunesData(t *testing.T) {
 	}
 
 	ghost := volTemplates(t, withoutClaims)
-	src, _ := os.ReadFile(filepath.Join(ghost, "vol", "vol.cue"))
-	os.WriteFile(filepath.Join(ghost, "vol", "vol.cue"), []byte(strings.Replace(string(src), "vol.example.com", "ghost.example.com", 1)), 0o644)
+	testkit.EditFile(t, filepath.Join(ghost, "vol", "vol.cue"), testkit.Replace("vol.example.com", "ghost.example.com"))
 	r = run(t, ghost, diff.Options{Namespace: ns})
 	if len(r.Kinds) != 1 || !r.Kinds[0].NotServed || r.ExitCode() != 0 || !strings.Contains(text(t, r), "not served by the cluster") {
 		t.Errorf("a kind without CRD: want it reported not served, exit 0:\n%s", text(t, r))
