@@ -3,9 +3,6 @@ package operator_test
 import (
 	"context"
 	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -22,6 +19,7 @@ import (
 	"github.com/cueop/cueop/engine/operator/operatortest"
 	"github.com/cueop/cueop/engine/reconcile"
 	"github.com/cueop/cueop/engine/render"
+	"github.com/cueop/cueop/internal/testkit"
 	"github.com/cueop/cueop/localcluster/clustertest"
 )
 
@@ -338,7 +336,7 @@ func TestOrderedDeletionWaitsForOperatorAndTemplate(t *testing.T) {
 		}
 		return ""
 	})
-	mustRun(t, "rm", "-r", dir+"/webapp")
+	testkit.Remove(t, dir, "webapp")
 	eventually(t, 30*time.Second, func() string {
 		cr := object(t, c, webAppGVK, ns, "kept")
 		if cr == nil {
@@ -349,13 +347,6 @@ func TestOrderedDeletionWaitsForOperatorAndTemplate(t *testing.T) {
 		}
 		return ""
 	})
-}
-
-func mustRun(t *testing.T, name string, args ...string) {
-	t.Helper()
-	if out, err := exec.Command(name, args...).CombinedOutput(); err != nil {
-		t.Fatalf("%s %v: %v: %s", name, args, err, out)
-	}
 }
 
 // digestKind reads the ConfigMaps labelled for its CR, by a selector, and
@@ -397,16 +388,7 @@ func TestSelectorReferenceFollowsLabels(t *testing.T) {
 // (the ConfigMaps labelled digest: d, comma separated).
 func startDigest(t *testing.T, ns string) (names func(want string)) {
 	t.Helper()
-	dir := t.TempDir()
-	for name, data := range map[string]string{
-		"cue.mod/module.cue": "module: \"test.example/t@v0\"\nlanguage: version: \"v0.17.0\"\n",
-		"digest/digest.cue":  digestKind,
-	} {
-		mustRun(t, "mkdir", "-p", filepath.Dir(filepath.Join(dir, name)))
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(data), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	dir := testkit.Templates(t, map[string]string{"digest/digest.cue": digestKind})
 	startOperator(t, dir, ns, nil)
 	clustertest.WaitEstablished(t, 30*time.Second, "digests.compose.test.example")
 	c := newClient(t)

@@ -2,8 +2,6 @@ package operator_test
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -138,7 +136,7 @@ func TestWaitingKindEditedStoppedRemoved(t *testing.T) {
 	opts.InstallCRDs = false
 	act, stop := operatortest.StartObserved(t, clustertest.Config(), opts)
 	act.WaitLog(t, 60*time.Second, "kind waits for its CRD", "kind", "Aardvark")
-	must(t, os.WriteFile(filepath.Join(dir, "aardvark", "aardvark.cue"), []byte(strings.Replace(src, `*"hello"`, `*"edited"`, 1)), 0o644))
+	testkit.WriteKind(t, dir, "aardvark", strings.Replace(src, `*"hello"`, `*"edited"`, 1))
 	eventually(t, 60*time.Second, func() string {
 		if n := len(act.Logged("kind waits for its CRD", "kind", "Aardvark")); n < 2 {
 			return fmt.Sprintf("%d lines say that Aardvark waits, want 2 (the new revision waits)", n)
@@ -155,7 +153,7 @@ func TestWaitingKindEditedStoppedRemoved(t *testing.T) {
 	act, _ = operatortest.StartObserved(t, clustertest.Config(), opts)
 	act.WaitLog(t, 60*time.Second, "kind waits for its CRD", "kind", "Aardvark")
 	act.WaitLog(t, 60*time.Second, "kind waits for its CRD", "kind", "Yak")
-	must(t, os.RemoveAll(filepath.Join(dir, "aardvark")))
+	testkit.Remove(t, dir, "aardvark")
 	act.WaitLog(t, 60*time.Second, "kind removed while it waited for its CRD", "package", "aardvark")
 
 	installCRD(t, crds["Aardvark"], "aardvarks.crdwait.example.com")

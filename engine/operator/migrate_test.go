@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -405,8 +403,7 @@ func TestStorageMigrationShardedOneReplica(t *testing.T) {
 		return ""
 	})
 	storeAtV2(t, c)
-	file := filepath.Join(dir, "shelf", "shelf.cue")
-	must(t, os.WriteFile(file, []byte(shelfTemplate+"\n// a new revision\n"), 0o644))
+	testkit.WriteKind(t, dir, "shelf", shelfTemplate+"\n// a new revision\n")
 	waitStoredV2(t, c)
 	checkMigrated(t, c, ns, rvs)
 	first, _ := holders()

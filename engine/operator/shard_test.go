@@ -30,6 +30,7 @@ import (
 	"github.com/cueop/cueop/engine/operator/operatortest"
 	"github.com/cueop/cueop/engine/reconcile"
 	"github.com/cueop/cueop/engine/shard"
+	"github.com/cueop/cueop/internal/testkit"
 	"github.com/cueop/cueop/localcluster/clustertest"
 )
 
@@ -436,7 +437,7 @@ func testShardedTemplateRemovalClearsEveryRange(t *testing.T, f shard.Filter) {
 		return ""
 	})
 
-	mustRun(t, "rm", "-r", dir+"/webapp")
+	testkit.Remove(t, dir, "webapp")
 	eventually(t, 60*time.Second, func() string {
 		for _, names := range byRange {
 			for _, n := range names {

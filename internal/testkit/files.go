@@ -108,6 +108,23 @@ func CopyDir(t testing.TB, src string) string {
 	return dst
 }
 
+// Read is the content of the file at the slash-separated path name below
+// dir.
+func Read(t testing.TB, dir, name string) string {
+	t.Helper()
+	return ReadFile(t, filepath.Join(dir, filepath.FromSlash(name)))
+}
+
+// Remove removes the file or directory at the slash-separated path name
+// below dir, which must exist.
+func Remove(t testing.TB, dir, name string) {
+	t.Helper()
+	p := filepath.Join(dir, filepath.FromSlash(name))
+	_, err := os.Lstat(p)
+	Must(t, err)
+	Must(t, os.RemoveAll(p))
+}
+
 // ReadFile is the content of the file p.
 func ReadFile(t testing.TB, p string) string {
 	t.Helper()
