@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -17,6 +16,7 @@ import (
 	"github.com/cueop/cueop/engine/operator"
 	"github.com/cueop/cueop/engine/reconcile"
 	"github.com/cueop/cueop/engine/template"
+	"github.com/cueop/cueop/internal/testkit"
 	"github.com/cueop/cueop/localcluster/clustertest"
 )
 
@@ -181,9 +181,7 @@ func TestDevSameNamedKinds(t *testing.T) {
 
 	// The org kind breaks: its CR is still served, and the identities'
 	// line says so.
-	if err := os.WriteFile(filepath.Join(templates, "siteorg", "siteorg.cue"), []byte(siteKind("siteorg", "web.example.org")+"children: cm: data: v: 1 & 2\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	testkit.WriteKind(t, templates, "siteorg", siteKind("siteorg", "web.example.org")+"children: cm: data: v: 1 & 2\n")
 	clustertest.Eventually(t, time.Minute, func() string {
 		if !hasLine(out.String(), "kinds act as their own ServiceAccounts", "StaticSite.web.example.com as ", "StaticSite.web.example.org as ", "(template broken: its last good revision serves)") {
 			return "no line lists the broken kind as broken:\n" + out.String()

@@ -58,13 +58,21 @@ func Dir(t testing.TB, files map[string]string) string {
 	return dir
 }
 
+// NamedDir is a new directory named name that the test owns, holding files
+// (as Write).
+func NamedDir(t testing.TB, name string, files map[string]string) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), name)
+	Write(t, dir, files)
+	return dir
+}
+
 // Templates is a new directory named templates of the test module (Module
 // as cue.mod/module.cue, unless files has its own) holding files (as
 // Write).
 func Templates(t testing.TB, files map[string]string) string {
 	t.Helper()
-	dir := filepath.Join(t.TempDir(), "templates")
-	Write(t, dir, map[string]string{"cue.mod/module.cue": Module})
+	dir := NamedDir(t, "templates", map[string]string{"cue.mod/module.cue": Module})
 	Write(t, dir, files)
 	return dir
 }
@@ -92,18 +100,21 @@ func WriteKind(t testing.TB, dir, pkg, src string) string {
 
 // CopyTemplates copies the project's templates into a directory the test
 // may edit, named templates.
+//
+// The shipped kinds' CRDs are shared by every test of a control plane: a
+// test that edits a shipped kind must own its CRD.
 func CopyTemplates(t testing.TB) string {
 	t.Helper()
 	return CopyDir(t, Shipped())
 }
 
 // CopyDir copies the directory src into a new directory the test may edit,
-// named templates.
+// of the same name.
 func CopyDir(t testing.TB, src string) string {
 	t.Helper()
-	dst := filepath.Join(t.TempDir(), "templates")
+	dst := filepath.Join(t.TempDir(), filepath.Base(src))
 	if out, err := exec.Command("cp", "-r", src, dst).CombinedOutput(); err != nil {
-		t.Fatalf("copy templates: %v: %s", err, out)
+		t.Fatalf("copy %s: %v: %s", src, err, out)
 	}
 	return dst
 }
