@@ -11,7 +11,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/cueop/cueop/engine/operator/operatortest"
 	"github.com/cueop/cueop/internal/testkit"
@@ -56,8 +55,6 @@ func appliesUnchanged(t *testing.T) float64 {
 	return metricSum(t, "cueop_applies_total", "result", "unchanged")
 }
 
-// metricSum is the sum of the counters, gauges and histogram counts of the metric name
-// whose labels hold every key/value pair of kv.
 // inSync is the count of reconciles that found children in sync: by
 // comparing each (appliesUnchanged), or, for a CR converged at its
 // recorded inputs digest, without comparing them (reconcile/resync.go).
@@ -65,42 +62,9 @@ func inSync(t *testing.T) float64 {
 	return appliesUnchanged(t) + metricSum(t, "cueop_reconciles_settled_total")
 }
 
-func metricSum(t *testing.T, name string, kv ...string) float64 {
-	t.Helper()
-	families, err := metrics.Registry.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var total float64
-	for _, f := range families {
-		if f.GetName() != name {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			labels := map[string]string{}
-			for _, l := range m.GetLabel() {
-				labels[l.GetName()] = l.GetValue()
-			}
-			if labelsMatch(labels, kv) {
-				total += m.GetCounter().GetValue() + m.GetGauge().GetValue() + float64(m.GetHistogram().GetSampleCount())
-			}
-		}
-	}
-	return total
-}
-
 // renders is the count of renders of kind, from cueop's metrics.
 func renders(t *testing.T, kind string) float64 {
 	return metricSum(t, "cueop_render_duration_seconds", "kind", kind)
-}
-
-func labelsMatch(labels map[string]string, kv []string) bool {
-	for i := 0; i+1 < len(kv); i += 2 {
-		if labels[kv[i]] != kv[i+1] {
-			return false
-		}
-	}
-	return true
 }
 
 func newClient(t *testing.T) client.Client {
@@ -153,6 +117,7 @@ var (
 	kindsDir          = testkit.Kinds         // the project's cue.mod and one package per entry
 	editFile          = testkit.EditFile      // atomically, as an editor saves
 	must              = testkit.Must
+	metricSum         = testkit.MetricSum // counters, gauges and histogram counts of a metric's series whose labels hold key/value pairs
 	installCRD        = clustertest.InstallCRD
 )
 

@@ -24,7 +24,6 @@ import (
 	watchtools "k8s.io/client-go/tools/watch"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/cueop/cueop/engine/operator"
 	"github.com/cueop/cueop/engine/operator/operatortest"
@@ -364,21 +363,8 @@ func testShardedReplicasHandOver(t *testing.T, f shard.Filter) {
 // rangesHeld is cueop_shard_ranges_held of replica id.
 func rangesHeld(t *testing.T, id string) float64 {
 	t.Helper()
-	families, err := metrics.Registry.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range families {
-		if f.GetName() != "cueop_shard_ranges_held" {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == "replica" && l.GetValue() == id {
-					return m.GetGauge().GetValue()
-				}
-			}
-		}
+	if v, ok := testkit.Metric(t, "cueop_shard_ranges_held", "replica", id); ok {
+		return v
 	}
 	return -1
 }
