@@ -28,6 +28,7 @@ import (
 	"github.com/cueop/cueop/engine/schemaguard"
 	"github.com/cueop/cueop/engine/shard"
 	"github.com/cueop/cueop/engine/template"
+	"github.com/cueop/cueop/engine/template/templatetest"
 	"github.com/cueop/cueop/internal/testkit"
 	"github.com/cueop/cueop/localcluster/clustertest"
 )
@@ -54,12 +55,9 @@ const shelfCRD = "shelves.migrate.example.com"
 // the storage version.
 func shelfCRDs(t *testing.T, dir string) (k *template.Kind, v2only, both *apiextensionsv1.CustomResourceDefinition) {
 	t.Helper()
-	set, err := template.Load(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	set := templatetest.Load(t, dir)
 	k = set.Kinds[0]
-	v2only, err = crdgen.Generate(k)
+	v2only, err := crdgen.Generate(k)
 	if err != nil {
 		t.Fatal(err)
 	}
