@@ -16,6 +16,7 @@ import (
 	"github.com/cueop/cueop/engine/operator"
 	"github.com/cueop/cueop/engine/reconcile"
 	"github.com/cueop/cueop/engine/template"
+	"github.com/cueop/cueop/engine/template/templatetest"
 	"github.com/cueop/cueop/internal/testkit"
 	"github.com/cueop/cueop/localcluster/clustertest"
 )
@@ -49,10 +50,7 @@ func TestDevConsoleShowsWarningsAndResolutions(t *testing.T) {
 // TestDevHintListsServedKinds: the kubectl line dev prints lists the CRs
 // of the kinds of the templates it serves.
 func TestDevHintListsServedKinds(t *testing.T) {
-	set, err := template.Load("../../templates")
-	if err != nil {
-		t.Fatal(err)
-	}
+	set := templatetest.Load(t, "../../templates")
 	if got, want := devHint("kc", set), "kubectl --kubeconfig kc get blogs,redisclusters,staticsites,webapps -A"; got != want {
 		t.Errorf("hint = %q, want %q", got, want)
 	}

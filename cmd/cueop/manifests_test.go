@@ -20,6 +20,7 @@ import (
 	"github.com/cueop/cueop/engine/rbacgen"
 	"github.com/cueop/cueop/engine/render"
 	"github.com/cueop/cueop/engine/template"
+	"github.com/cueop/cueop/engine/template/templatetest"
 	"github.com/cueop/cueop/internal/testkit"
 )
 
@@ -113,10 +114,7 @@ func grants(rules []rbacv1.PolicyRule, group, resource, verb string) bool {
 // the templates render now, and against every kind's CR and status.
 func TestRoleCoversGoldenChildren(t *testing.T) {
 	rules := append(readRules(t, "../../config/rbac/role.yaml"), readKindRules(t, "../../config/rbac/kinds.yaml")...)
-	set, err := template.Load("../../templates")
-	if err != nil {
-		t.Fatal(err)
-	}
+	set := templatetest.Load(t, "../../templates")
 	kinds := map[schema.GroupKind]string{}
 	for _, k := range set.Kinds {
 		paths, _ := filepath.Glob(filepath.Join("../../testdata", k.Name, "*.txtar"))
