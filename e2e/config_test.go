@@ -14,6 +14,7 @@ import (
 
 	"github.com/cueop/cueop/engine/render"
 	"github.com/cueop/cueop/engine/template"
+	"github.com/cueop/cueop/engine/template/templatetest"
 )
 
 // TestKustomizeBuilds checks that config/default builds with the machine's
@@ -58,10 +59,7 @@ func TestKustomizeBuilds(t *testing.T) {
 
 func loadTemplates(t *testing.T) *template.Set {
 	t.Helper()
-	set, err := template.Load(templatesDir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	set := templatetest.Load(t, templatesDir)
 	return set
 }
 
@@ -164,10 +162,7 @@ func TestTemplatesVolumeRecreatesDirectory(t *testing.T) {
 
 func loadDir(t *testing.T, dir string) *template.Set {
 	t.Helper()
-	set, err := template.Load(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	set := templatetest.Load(t, dir)
 	return set
 }
 
