@@ -122,6 +122,13 @@ func (r *Requests) All() []Request {
 	return append([]Request(nil), r.all...)
 }
 
+// Len is the number of requests recorded so far.
+func (r *Requests) Len() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.all)
+}
+
 // Where is the requests recorded so far for which keep says true.
 func (r *Requests) Where(keep func(Request) bool) []Request {
 	var out []Request
