@@ -1,11 +1,13 @@
 package testkit
 
 import (
+	"errors"
 	"io"
 	"net/http"
 	"net/url"
 	"path"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"k8s.io/client-go/rest"
@@ -177,4 +179,19 @@ func Bodies(reqs []Request) []string {
 		out[i] = req.Body
 	}
 	return out
+}
+
+// Cut cuts the clients whose transport it wraps off the API server while
+// it is set, as a network partition or a crashed process would: each
+// request fails at once.
+type Cut struct{ atomic.Bool }
+
+// Wrap is next, failing every request while c is set.
+func (c *Cut) Wrap(next http.RoundTripper) http.RoundTripper {
+	return RoundTripFunc(func(req *http.Request) (*http.Response, error) {
+		if c.Load() {
+			return nil, errors.New("replica cut off from the API server")
+		}
+		return next.RoundTrip(req)
+	})
 }
