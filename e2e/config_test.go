@@ -15,6 +15,7 @@ import (
 	"github.com/cueop/cueop/engine/render"
 	"github.com/cueop/cueop/engine/template"
 	"github.com/cueop/cueop/engine/template/templatetest"
+	"github.com/cueop/cueop/internal/testkit"
 )
 
 // TestKustomizeBuilds checks that config/default builds with the machine's
@@ -191,9 +192,7 @@ func layOutVolume(t *testing.T, cm *corev1.ConfigMap, items []corev1.KeyToPath) 
 		if !ok {
 			t.Fatalf("volume item %s: the ConfigMap has no key %q", it.Path, it.Key)
 		}
-		p := filepath.Join(dir, snapshot, filepath.FromSlash(it.Path))
-		must(t, os.MkdirAll(filepath.Dir(p), 0o755))
-		must(t, os.WriteFile(p, []byte(data), 0o644))
+		testkit.Write(t, filepath.Join(dir, snapshot), map[string]string{it.Path: data})
 		top[strings.SplitN(it.Path, "/", 2)[0]] = true
 	}
 	must(t, os.Symlink(snapshot, filepath.Join(dir, "..data")))
