@@ -18,9 +18,9 @@ import (
 func modulesDir(t *testing.T) string {
 	t.Helper()
 	return testkit.Dir(t, map[string]string{
-		template.ModulesFile: `[{"dir": "app", "source": {"ref": "oci://r.test/test.example/app@v0.1.0", "module": "test.example/app@v0", "version": "v0.1.0", "digest": "sha256:aa"}}]`,
+		template.ModulesFile:     `[{"dir": "app", "source": {"ref": "oci://r.test/test.example/app@v0.1.0", "module": "test.example/app@v0", "version": "v0.1.0", "digest": "sha256:aa"}}]`,
 		"app/cue.mod/module.cue": testkit.ModuleFile("test.example/app@v0") + "deps: \"example.com/lib@v0\": v: \"v0.1.0\"\n",
-		"app/web/web.cue": strings.Replace(okKind, "package app\n", "package web\nimport \"example.com/lib\"\n", 1) + "children: cm: data: d: lib.greeting\n",
+		"app/web/web.cue":        strings.Replace(okKind, "package app\n", "package web\nimport \"example.com/lib\"\n", 1) + "children: cm: data: d: lib.greeting\n",
 		"app/cue.mod/deps/example.com/lib@v0.1.0/cue.mod/module.cue": testkit.ModuleFile("example.com/lib@v0"),
 		"app/cue.mod/deps/example.com/lib@v0.1.0/lib.cue":            "package lib\ngreeting: \"from lib\"\n",
 	})
