@@ -16,31 +16,12 @@ import (
 	"github.com/cueop/cueop/localcluster/clustertest"
 )
 
-// digestKind reads the ConfigMaps labelled for its CR, by a selector, and
-// lists their names in a ConfigMap of its own.
-const digestKind = `package digest
-
-import "strings"
-
-resource: {group: "compose.test.example", version: "v1", kind: "Digest"}
-#Spec: {}
-parent: {metadata: {name: string, namespace: string}, spec: #Spec}
-referenced: all: [...{metadata: name: string}]
-references: all: {apiVersion: "v1", kind: "ConfigMap", selector: matchLabels: digest: parent.metadata.name}
-children: out: {
-	apiVersion: "v1"
-	kind:       "ConfigMap"
-	metadata: name: "\(parent.metadata.name)-digest"
-	data: names: strings.Join([for o in referenced.all {o.metadata.name}], ",")
-}
-`
-
 // TestDiffSelectorReference diffs a kind that references the ConfigMaps a
 // label selects, across every namespace: a ConfigMap labelled in after
 // the operator stopped shows in the digest's update; one labelled alike in
 // another namespace never does.
 func TestDiffSelectorReference(t *testing.T) {
-	dir := testkit.Templates(t, map[string]string{"digest/digest.cue": digestKind})
+	dir := testkit.Templates(t, map[string]string{"digest/digest.cue": testkit.DigestKind})
 	ns, other := clustertest.Namespace(t), clustertest.Namespace(t)
 	a, stop := operatortest.StartObserved(t, clustertest.Config(), operatortest.Options(dir, ns))
 	clustertest.WaitEstablished(t, time.Minute, "digests.compose.test.example")
