@@ -349,25 +349,6 @@ func TestOrderedDeletionWaitsForOperatorAndTemplate(t *testing.T) {
 	})
 }
 
-// digestKind reads the ConfigMaps labelled for its CR, by a selector, and
-// lists their names in a ConfigMap of its own.
-const digestKind = `package digest
-
-import "strings"
-
-resource: {group: "compose.test.example", version: "v1", kind: "Digest"}
-#Spec: {}
-parent: {metadata: {name: string, namespace: string}, spec: #Spec}
-referenced: all: [...{metadata: name: string}]
-references: all: {apiVersion: "v1", kind: "ConfigMap", selector: matchLabels: digest: parent.metadata.name}
-children: out: {
-	apiVersion: "v1"
-	kind:       "ConfigMap"
-	metadata: name: "\(parent.metadata.name)-digest"
-	data: names: strings.Join([for o in referenced.all {o.metadata.name}], ",")
-}
-`
-
 // TestSelectorReferenceFollowsLabels references the ConfigMaps a label
 // selects: labelling one in, or out, re-renders the CR through the
 // reference index (an object that stops matching counts too).
@@ -388,7 +369,7 @@ func TestSelectorReferenceFollowsLabels(t *testing.T) {
 // (the ConfigMaps labelled digest: d, comma separated).
 func startDigest(t *testing.T, ns string) (names func(want string)) {
 	t.Helper()
-	dir := testkit.Templates(t, map[string]string{"digest/digest.cue": digestKind})
+	dir := testkit.Templates(t, map[string]string{"digest/digest.cue": testkit.DigestKind})
 	startOperator(t, dir, ns, nil)
 	clustertest.WaitEstablished(t, 30*time.Second, "digests.compose.test.example")
 	c := newClient(t)

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -350,27 +349,9 @@ func guardCRD(t *testing.T, crd string, k *template.Kind, next *apiextensionsv1.
 	return r
 }
 
-// migrationSenders records, by replica, the CR rewrites of a storage
-// migration that reach the API server.
-type migrationSenders struct {
-	mu   sync.Mutex
-	sent map[string]int
-}
-
-func (m *migrationSenders) config(id string) *rest.Config {
-	cfg := clustertest.Config()
-	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
-		return testkit.RoundTripFunc(func(req *http.Request) (*http.Response, error) {
-			if req.Method == http.MethodPatch && strings.Contains(req.URL.Path, "/shelves/") &&
-				req.URL.Query().Get("fieldManager") == migrate.FieldManager {
-				m.mu.Lock()
-				m.sent[id]++
-				m.mu.Unlock()
-			}
-			return rt.RoundTrip(req)
-		})
-	})
-	return cfg
+// migrationRewrite says whether r is a CR rewrite of a storage migration.
+func migrationRewrite(r testkit.Request) bool {
+	return r.Method == http.MethodPatch && strings.Contains(r.Path, "/shelves/") && r.Query.Get("fieldManager") == migrate.FieldManager
 }
 
 // TestStorageMigrationShardedOneReplica: of two sharded replicas (2
@@ -380,9 +361,11 @@ func TestStorageMigrationShardedOneReplica(t *testing.T) {
 	ns := clustertest.Namespace(t)
 	c := crdClient(t)
 	dir, _, _, rvs := shelvesSwitched(t, c, ns, 10, false)
-	senders := &migrationSenders{sent: map[string]int{}}
+	requests := map[string]*testkit.Requests{} // by replica
 	for _, id := range []string{"replica-a", "replica-b"} {
-		s, err := operator.NewSharded(senders.config(id), migrateOptions(dir, ns), operator.Sharding{
+		cfg, reqs := testkit.CountRequests(clustertest.Config())
+		requests[id] = reqs
+		s, err := operator.NewSharded(cfg, migrateOptions(dir, ns), operator.Sharding{
 			Shards: 2, Identity: id, Namespace: ns, LeaseDuration: shardLease, RenewDeadline: shardRenew, RetryPeriod: shardRetry,
 		})
 		must(t, err)
@@ -405,10 +388,14 @@ func TestStorageMigrationShardedOneReplica(t *testing.T) {
 	waitStoredV2(t, c)
 	checkMigrated(t, c, ns, rvs)
 	first, _ := holders()
-	senders.mu.Lock()
-	defer senders.mu.Unlock()
-	if len(senders.sent) != 1 || senders.sent[first] < 10 {
-		t.Errorf("rewrites sent by %v, want 10 or more by %s (the first range's holder) alone", senders.sent, first)
+	sent := map[string]int{} // the CR rewrites of the migration that reached the API server, by replica
+	for id, reqs := range requests {
+		if n := reqs.Count(migrationRewrite); n > 0 {
+			sent[id] = n
+		}
+	}
+	if len(sent) != 1 || sent[first] < 10 {
+		t.Errorf("rewrites sent by %v, want 10 or more by %s (the first range's holder) alone", sent, first)
 	}
 }
 
