@@ -13,6 +13,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
@@ -43,13 +44,7 @@ func startKinds(t *testing.T, dir, ns, extra string, cfg *rest.Config) (stop fun
 
 func getObj(t *testing.T, c client.Client, apiVersion, kind, ns, name string) *unstructured.Unstructured {
 	t.Helper()
-	u := &unstructured.Unstructured{}
-	u.SetAPIVersion(apiVersion)
-	u.SetKind(kind)
-	if err := c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, u); err != nil {
-		t.Fatal(err)
-	}
-	return u
+	return clustertest.Get(t, c, schema.FromAPIVersionAndKind(apiVersion, kind), ns, name)
 }
 
 // crConverged says why the CR is not Ready at its generation, or "".

@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -55,19 +54,7 @@ func patchKeeper(t *testing.T, ns, name, spec string) {
 }
 
 // object reads an object, nil when it does not exist.
-func object(t *testing.T, c client.Client, gvk schema.GroupVersionKind, ns, name string) *unstructured.Unstructured {
-	t.Helper()
-	o := &unstructured.Unstructured{}
-	o.SetGroupVersionKind(gvk)
-	err := c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, o)
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	return o
-}
+var object = clustertest.Lookup
 
 var (
 	pvcGVK         = schema.GroupVersionKind{Version: "v1", Kind: "PersistentVolumeClaim"}

@@ -67,14 +67,8 @@ func renders(t *testing.T, kind string) float64 {
 	return metricSum(t, "cueop_render_duration_seconds", "kind", kind)
 }
 
-func newClient(t *testing.T) client.Client {
-	t.Helper()
-	c, err := client.New(clustertest.Config(), client.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
-}
+// newClient is a client of the cluster's admin config.
+var newClient = clustertest.Client
 
 func listPods(t *testing.T, c client.Client, ns, cluster string) []unstructured.Unstructured {
 	t.Helper()
@@ -94,12 +88,7 @@ func listPods(t *testing.T, c client.Client, ns, cluster string) []unstructured.
 
 func getCR(t *testing.T, c client.Client, ns, name string) *unstructured.Unstructured {
 	t.Helper()
-	cr := &unstructured.Unstructured{}
-	cr.SetGroupVersionKind(redisGVK)
-	if err := c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, cr); err != nil {
-		t.Fatal(err)
-	}
-	return cr
+	return clustertest.Get(t, c, redisGVK, ns, name)
 }
 
 func redisYAML(ns, name string, replicas int, version string) string {

@@ -1,0 +1,48 @@
+package clustertest
+
+import (
+	"context"
+	"testing"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// Client is a controller-runtime client of the cluster's admin config.
+func Client(t testing.TB) client.Client {
+	t.Helper()
+	c, err := client.New(Config(), client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// Get reads the object of gvk named ns/name through c, failing the test on
+// an error.
+func Get(t testing.TB, c client.Client, gvk schema.GroupVersionKind, ns, name string) *unstructured.Unstructured {
+	t.Helper()
+	o := Lookup(t, c, gvk, ns, name)
+	if o == nil {
+		t.Fatalf("%s %s/%s not found", gvk.Kind, ns, name)
+	}
+	return o
+}
+
+// Lookup reads the object of gvk named ns/name through c: nil when it does
+// not exist.
+func Lookup(t testing.TB, c client.Client, gvk schema.GroupVersionKind, ns, name string) *unstructured.Unstructured {
+	t.Helper()
+	o := &unstructured.Unstructured{}
+	o.SetGroupVersionKind(gvk)
+	err := c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, o)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return o
+}
