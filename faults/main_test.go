@@ -185,22 +185,10 @@ func (e *env) list(t *testing.T, gvk schema.GroupVersionKind, ns string, labels 
 	return list.Items
 }
 
-func condition(cr *unstructured.Unstructured, typ string) map[string]any {
-	conds, _, _ := unstructured.NestedSlice(cr.Object, "status", "conditions")
-	for _, c := range conds {
-		if m, ok := c.(map[string]any); ok && m["type"] == typ {
-			return m
-		}
-	}
-	return nil
-}
-
-func conditionStatus(cr *unstructured.Unstructured, typ string) string {
-	if c := condition(cr, typ); c != nil {
-		return fmt.Sprint(c["status"])
-	}
-	return ""
-}
+var (
+	condition       = testkit.Condition
+	conditionStatus = testkit.ConditionStatus
+)
 
 // redisReady says why the RedisCluster is not Ready with want ready
 // replicas at its current generation, or "".
