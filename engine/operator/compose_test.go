@@ -105,11 +105,7 @@ func (r *recorder) all(match func(event) bool) []event {
 }
 
 func jobComplete(o *unstructured.Unstructured) bool {
-	conds, _, _ := unstructured.NestedSlice(o.Object, "status", "conditions")
-	return slices.ContainsFunc(conds, func(c any) bool {
-		m, _ := c.(map[string]any)
-		return m["type"] == "Complete" && m["status"] == "True"
-	})
+	return testkit.ConditionStatus(o, "Complete") == "True"
 }
 
 // TestWebAppReferencesWavesOrderedDeletion runs the WebApp example with a

@@ -42,15 +42,7 @@ func stalledCR(cr *unstructured.Unstructured, reason string, parts ...string) st
 	return ""
 }
 
-func conditionOf(cr *unstructured.Unstructured, typ string) map[string]any {
-	conds, _, _ := unstructured.NestedSlice(cr.Object, "status", "conditions")
-	for _, c := range conds {
-		if m := c.(map[string]any); m["type"] == typ {
-			return m
-		}
-	}
-	return nil
-}
+var conditionOf = testkit.Condition
 
 func TestInvalidSpecStallsAndChangesNothing(t *testing.T) {
 	ns := clustertest.Namespace(t)
