@@ -126,11 +126,8 @@ func waitKindReady(t testing.TB, c client.Client, gvk schema.GroupVersionKind, n
 		}
 		ready := 0
 		for _, cr := range list.Items {
-			conds, _, _ := unstructured.NestedSlice(cr.Object, "status", "conditions")
-			for _, x := range conds {
-				if m, _ := x.(map[string]any); m["type"] == "Ready" && m["status"] == "True" {
-					ready++
-				}
+			if testkit.ConditionStatus(&cr, "Ready") == "True" {
+				ready++
 			}
 		}
 		if ready != n {
