@@ -3,6 +3,7 @@ package clustertest
 import (
 	"context"
 	"testing"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -45,4 +46,20 @@ func Lookup(t testing.TB, c client.Client, gvk schema.GroupVersionKind, ns, name
 		t.Fatal(err)
 	}
 	return o
+}
+
+// CreateWhenServed creates obj once the API server serves its kind (a CRD
+// an operator installs), retrying until timeout with a fresh client (its
+// REST mapper knows the kind once it is served), and returns that client.
+func CreateWhenServed(t testing.TB, obj *unstructured.Unstructured, timeout time.Duration) client.Client {
+	t.Helper()
+	c := Client(t)
+	Eventually(t, timeout, func() string {
+		if err := c.Create(context.Background(), obj.DeepCopy()); err != nil {
+			c = Client(t)
+			return err.Error()
+		}
+		return ""
+	})
+	return c
 }
