@@ -59,19 +59,11 @@ func volTemplates(t *testing.T, children string) string {
 func TestDiffPrunesData(t *testing.T) {
 	ns := clustertest.Namespace(t)
 	a, stop := operatortest.StartObserved(t, clustertest.Config(), operatortest.Options(volTemplates(t, withClaims), ns))
-	c := newClient(t, clustertest.Config())
-	vol := &unstructured.Unstructured{}
+	vol := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{}}}
 	vol.SetGroupVersionKind(schema.GroupVersionKind{Group: "vol.example.com", Version: "v1", Kind: "Vol"})
 	vol.SetNamespace(ns)
 	vol.SetName("v")
-	vol.Object["spec"] = map[string]any{}
-	clustertest.Eventually(t, time.Minute, func() string {
-		if err := c.Create(context.Background(), vol.DeepCopy()); err != nil {
-			c = newClient(t, clustertest.Config()) // a fresh REST mapper, once the CRD is installed
-			return err.Error()
-		}
-		return ""
-	})
+	c := clustertest.CreateWhenServed(t, vol, time.Minute)
 	clustertest.Eventually(t, time.Minute, func() string {
 		var pvcs corev1.PersistentVolumeClaimList
 		if err := c.List(context.Background(), &pvcs, client.InNamespace(ns)); err != nil || len(pvcs.Items) != 2 {

@@ -51,19 +51,11 @@ func TestDiffReadsChildrenAtTheRenderedVersion(t *testing.T) {
 	})
 	ns := clustertest.Namespace(t)
 	a, stop := operatortest.StartObserved(t, clustertest.Config(), operatortest.Options(dir, ns))
-	c := newClient(t, clustertest.Config())
-	cr := &unstructured.Unstructured{}
+	cr := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{}}}
 	cr.SetGroupVersionKind(schema.GroupVersionKind{Group: "auto.example.com", Version: "v1", Kind: "Auto"})
 	cr.SetNamespace(ns)
 	cr.SetName("a")
-	cr.Object["spec"] = map[string]any{}
-	clustertest.Eventually(t, time.Minute, func() string {
-		if err := c.Create(context.Background(), cr.DeepCopy()); err != nil {
-			c = newClient(t, clustertest.Config()) // a fresh REST mapper, once the CRD is installed
-			return err.Error()
-		}
-		return ""
-	})
+	c := clustertest.CreateWhenServed(t, cr, time.Minute)
 	clustertest.Eventually(t, time.Minute, func() string {
 		cm := &unstructured.Unstructured{}
 		cm.SetGroupVersionKind(schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"})
