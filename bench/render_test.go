@@ -15,6 +15,7 @@ import (
 	"github.com/cueop/cueop/bench/baseline"
 	"github.com/cueop/cueop/engine/render"
 	"github.com/cueop/cueop/engine/template"
+	"github.com/cueop/cueop/engine/template/templatetest"
 	"github.com/cueop/cueop/engine/wellknown"
 )
 
@@ -22,10 +23,7 @@ const templates = "../templates"
 
 func loadKind(t testing.TB) *template.Kind {
 	t.Helper()
-	set, err := template.Load(templates)
-	if err != nil {
-		t.Fatal(err)
-	}
+	set := templatetest.Load(t, templates)
 	k := set.Lookup("cache.example.com", "RedisCluster")
 	if k == nil {
 		t.Fatal("no RedisCluster kind in " + templates)

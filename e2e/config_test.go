@@ -14,6 +14,8 @@ import (
 
 	"github.com/cueop/cueop/engine/render"
 	"github.com/cueop/cueop/engine/template"
+	"github.com/cueop/cueop/engine/template/templatetest"
+	"github.com/cueop/cueop/internal/testkit"
 )
 
 // TestKustomizeBuilds checks that config/default builds with the machine's
@@ -58,10 +60,7 @@ func TestKustomizeBuilds(t *testing.T) {
 
 func loadTemplates(t *testing.T) *template.Set {
 	t.Helper()
-	set, err := template.Load(templatesDir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	set := templatetest.Load(t, templatesDir)
 	return set
 }
 
@@ -164,10 +163,7 @@ func TestTemplatesVolumeRecreatesDirectory(t *testing.T) {
 
 func loadDir(t *testing.T, dir string) *template.Set {
 	t.Helper()
-	set, err := template.Load(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	set := templatetest.Load(t, dir)
 	return set
 }
 
@@ -196,9 +192,7 @@ func layOutVolume(t *testing.T, cm *corev1.ConfigMap, items []corev1.KeyToPath) 
 		if !ok {
 			t.Fatalf("volume item %s: the ConfigMap has no key %q", it.Path, it.Key)
 		}
-		p := filepath.Join(dir, snapshot, filepath.FromSlash(it.Path))
-		must(t, os.MkdirAll(filepath.Dir(p), 0o755))
-		must(t, os.WriteFile(p, []byte(data), 0o644))
+		testkit.Write(t, filepath.Join(dir, snapshot), map[string]string{it.Path: data})
 		top[strings.SplitN(it.Path, "/", 2)[0]] = true
 	}
 	must(t, os.Symlink(snapshot, filepath.Join(dir, "..data")))

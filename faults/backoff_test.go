@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/cueop/cueop/internal/testkit"
 	"github.com/cueop/cueop/localcluster/clustertest"
 )
 
@@ -55,7 +56,7 @@ func TestWaitingOnChildrenCostsNothing(t *testing.T) {
 	e := sharedEnv(t)
 	dir := copyTemplates(t)
 	writeKind(t, dir, "waiter", waiterTemplate)
-	cfg, ct := countingConfig(e.cfg)
+	cfg, ct := testkit.CountRequests(e.cfg)
 	act := startOperator(t, e, dir, ns, cfg)
 	e.waitCRD(t, waiterGVK)
 	e.mustKubectl(t, "apiVersion: faults.example.com/v1\nkind: Waiter\nmetadata: {name: w, namespace: "+ns+"}\n", "apply", "-f", "-")
@@ -77,11 +78,11 @@ func TestWaitingOnChildrenCostsNothing(t *testing.T) {
 	// The window starts once the operator settled; 10 s is many times what
 	// a requeue or a poll would take to show.
 	const window = 10 * time.Second
-	r0, w0 := act.Reconciles(), ct.count()
+	r0, w0 := act.Reconciles(), ct.WriteCount()
 	time.Sleep(window)
-	if r, w := act.Reconciles()-r0, ct.since(w0); r != 0 || len(w) != 0 {
+	if r, w := act.Reconciles()-r0, ct.Writes(w0); r != 0 || len(w) != 0 {
 		t.Errorf("a CR waiting on its children cost %d reconciles and %d writes in %s, want none: %v\n%s",
-			r, len(w), window, w, strings.Join(ct.bodiesSince(w0), "\n"))
+			r, len(w), window, w, strings.Join(testkit.Bodies(w), "\n"))
 	}
 
 	start := time.Now()
@@ -104,7 +105,7 @@ func TestFailingApplyBacksOff(t *testing.T) {
 	ns := clustertest.Namespace(t)
 	e := sharedEnv(t)
 	e.mustKubectl(t, "apiVersion: v1\nkind: ResourceQuota\nmetadata: {name: no-pods, namespace: "+ns+"}\nspec: {hard: {pods: \"0\"}}\n", "apply", "-f", "-")
-	cfg, ct := countingConfig(e.cfg)
+	cfg, ct := testkit.CountRequests(e.cfg)
 	startOperator(t, e, copyTemplates(t), ns, cfg)
 	e.waitCRD(t, redisGVK)
 	eventually(t, 60*time.Second, func() string {
@@ -122,12 +123,10 @@ func TestFailingApplyBacksOff(t *testing.T) {
 	// The attempts to apply the Pod, over the 20 s that follow the first.
 	podApply := "PATCH /api/v1/namespaces/" + ns + "/pods/q-0"
 	attempts := func() []time.Time {
-		ct.mu.Lock()
-		defer ct.mu.Unlock()
 		var at []time.Time
-		for i, w := range ct.writes {
-			if w == podApply {
-				at = append(at, ct.at[i])
+		for _, w := range ct.Writes(0) {
+			if w.String() == podApply && !w.At.IsZero() { // answered
+				at = append(at, w.At)
 			}
 		}
 		return at

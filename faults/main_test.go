@@ -1,17 +1,10 @@
 package faults_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
-	"io"
-	"net/http"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"sort"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -23,6 +16,7 @@ import (
 	"github.com/cueop/cueop/engine/operator/operatortest"
 	"github.com/cueop/cueop/engine/template"
 	"github.com/cueop/cueop/engine/wellknown"
+	"github.com/cueop/cueop/internal/testkit"
 	"github.com/cueop/cueop/localcluster"
 	"github.com/cueop/cueop/localcluster/clustertest"
 )
@@ -94,21 +88,12 @@ func privateCluster(t *testing.T, opts localcluster.Options) (*localcluster.Clus
 // kubectl runs the real kubectl against e.
 func (e *env) kubectl(t *testing.T, stdin string, args ...string) (string, error) {
 	t.Helper()
-	cmd := exec.Command("kubectl", append([]string{"--kubeconfig", e.kubeconfig}, args...)...)
-	cmd.Stdin = strings.NewReader(stdin)
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	err := cmd.Run()
-	return out.String(), err
+	return clustertest.KubectlAt(e.kubeconfig, stdin, args...)
 }
 
 func (e *env) mustKubectl(t *testing.T, stdin string, args ...string) string {
 	t.Helper()
-	out, err := e.kubectl(t, stdin, args...)
-	if err != nil {
-		t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
-	}
-	return out
+	return clustertest.MustKubectlAt(t, e.kubeconfig, stdin, args...)
 }
 
 // waitCRD waits until the CRD of gvk is established.
@@ -124,54 +109,6 @@ func (e *env) waitCRD(t *testing.T, gvk schema.GroupVersionKind) {
 	})
 }
 
-// eventually polls cond every 200ms until it returns "" or the timeout ends;
-// then it fails with the last reason.
-func eventually(t *testing.T, timeout time.Duration, cond func() string) {
-	t.Helper()
-	if why := within(timeout, cond); why != "" {
-		t.Fatalf("not within %s: %s", timeout, why)
-	}
-}
-
-// within polls cond until it returns "" or the timeout ends, and returns
-// the last reason ("" on success).
-func within(timeout time.Duration, cond func() string) string {
-	deadline := time.Now().Add(timeout)
-	for {
-		why := cond()
-		if why == "" || time.Now().After(deadline) {
-			return why
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-}
-
-// copyTemplates copies the project's templates into a directory the test
-// may add kinds to. The shipped kinds must not be edited: their CRDs are
-// shared by every test of the control plane.
-func copyTemplates(t *testing.T) string {
-	t.Helper()
-	dst := filepath.Join(t.TempDir(), "templates")
-	if out, err := exec.Command("cp", "-r", "../templates", dst).CombinedOutput(); err != nil {
-		t.Fatalf("copy templates: %v: %s", err, out)
-	}
-	return dst
-}
-
-// writeKind writes a kind package <dir>/<pkg>/<pkg>.cue and returns the
-// file's path.
-func writeKind(t *testing.T, dir, pkg, src string) string {
-	t.Helper()
-	p := filepath.Join(dir, pkg, pkg+".cue")
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(p, []byte(src), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
-
 // startOperator runs an operator in this process on dir, serving namespace
 // ns of e through cfg (nil: e's config), until the test ends, and returns
 // what follows its activity.
@@ -185,6 +122,16 @@ func startOperator(t *testing.T, e *env, dir, ns string, cfg *rest.Config) *oper
 	a, _ := operatortest.StartObserved(t, cfg, operatortest.Options(dir, ns))
 	return a
 }
+
+// The test kit's helpers, by their short names. A copy of the project's
+// templates is for adding kinds to: the shipped kinds must not be edited,
+// their CRDs are shared by every test of the control plane.
+var (
+	eventually    = clustertest.Eventually
+	within        = clustertest.Within
+	copyTemplates = testkit.CopyTemplates
+	writeKind     = testkit.WriteKind
+)
 
 // redisYAML is a RedisCluster manifest.
 func redisYAML(ns, name string, replicas int) string {
@@ -238,22 +185,10 @@ func (e *env) list(t *testing.T, gvk schema.GroupVersionKind, ns string, labels 
 	return list.Items
 }
 
-func condition(cr *unstructured.Unstructured, typ string) map[string]any {
-	conds, _, _ := unstructured.NestedSlice(cr.Object, "status", "conditions")
-	for _, c := range conds {
-		if m, ok := c.(map[string]any); ok && m["type"] == typ {
-			return m
-		}
-	}
-	return nil
-}
-
-func conditionStatus(cr *unstructured.Unstructured, typ string) string {
-	if c := condition(cr, typ); c != nil {
-		return fmt.Sprint(c["status"])
-	}
-	return ""
-}
+var (
+	condition       = testkit.Condition
+	conditionStatus = testkit.ConditionStatus
+)
 
 // redisReady says why the RedisCluster is not Ready with want ready
 // replicas at its current generation, or "".
@@ -419,83 +354,4 @@ func uniform(names []string, replicas int) map[string]int {
 		m[n] = replicas
 	}
 	return m
-}
-
-// countingTransport records the requests that write, and the status code
-// of every response, of the client it wraps.
-type countingTransport struct {
-	rt     http.RoundTripper
-	mu     sync.Mutex
-	writes []string
-	at     []time.Time
-	bodies []string // of each write, cut to 4 KiB
-	codes  map[int]int
-}
-
-func (c *countingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	resp, err := c.rt.RoundTrip(req)
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	switch req.Method {
-	case http.MethodGet, http.MethodHead, http.MethodOptions:
-	default:
-		c.writes = append(c.writes, req.Method+" "+req.URL.Path)
-		c.at = append(c.at, time.Now())
-		c.bodies = append(c.bodies, requestBody(req))
-	}
-	if err == nil {
-		if c.codes == nil {
-			c.codes = map[int]int{}
-		}
-		c.codes[resp.StatusCode]++
-	}
-	return resp, err
-}
-
-// requestBody is the body of req, cut to 4 KiB, or "".
-func requestBody(req *http.Request) string {
-	if req.GetBody == nil {
-		return ""
-	}
-	r, err := req.GetBody()
-	if err != nil {
-		return ""
-	}
-	defer r.Close()
-	b, _ := io.ReadAll(io.LimitReader(r, 4<<10))
-	return string(b)
-}
-
-// bodiesSince returns the bodies of the writes recorded after the first n.
-func (c *countingTransport) bodiesSince(n int) []string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return append([]string(nil), c.bodies[n:]...)
-}
-
-// since returns the writes recorded after the first n.
-func (c *countingTransport) since(n int) []string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return append([]string(nil), c.writes[n:]...)
-}
-
-func (c *countingTransport) count() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return len(c.writes)
-}
-
-func (c *countingTransport) code(code int) int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.codes[code]
-}
-
-// countingConfig is a copy of cfg whose requests ct counts.
-func countingConfig(cfg *rest.Config) (*rest.Config, *countingTransport) {
-	cfg = rest.CopyConfig(cfg)
-	ct := &countingTransport{}
-	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { ct.rt = rt; return ct })
-	return cfg, ct
 }

@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/cueop/cueop/internal/testkit"
 	"github.com/cueop/cueop/localcluster/clustertest"
 )
 
@@ -48,7 +49,7 @@ func TestForeignFieldManager(t *testing.T) {
 	t.Parallel()
 	ns := clustertest.Namespace(t)
 	e := sharedEnv(t)
-	cfg, ct := countingConfig(e.cfg)
+	cfg, ct := testkit.CountRequests(e.cfg)
 	act := startOperator(t, e, copyTemplates(t), ns, cfg)
 	e.waitCRD(t, redisGVK)
 	names := e.applyRedis(t, ns, "f", 20, 3)
@@ -91,7 +92,7 @@ func TestForeignFieldManager(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cr := strings.TrimSuffix(tc.pod, "-0")
-			n0, r0, t0 := ct.count(), act.ReconcilesOf("name", cr), time.Now()
+			n0, r0, t0 := ct.WriteCount(), act.ReconcilesOf("name", cr), time.Now()
 			tc.intrude(tc.pod)
 			if tc.restored {
 				eventually(t, 60*time.Second, func() string {
@@ -134,7 +135,7 @@ func TestForeignFieldManager(t *testing.T) {
 			})
 			act.Settled(t, 0, 2*time.Minute)
 
-			writes := ct.since(n0)
+			writes := testkit.Strings(ct.Writes(n0))
 			podPath := "/api/v1/namespaces/" + ns + "/pods/"
 			var applies, status, events, other int
 			for _, w := range writes {

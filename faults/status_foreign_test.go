@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/cueop/cueop/internal/testkit"
 	"github.com/cueop/cueop/localcluster/clustertest"
 )
 
@@ -25,7 +26,7 @@ func TestForeignStatusLeftToItsOwner(t *testing.T) {
 	e := sharedEnv(t)
 	dir := copyTemplates(t)
 	addSharedStatusKind(t, dir)
-	cfg, ct := countingConfig(e.cfg)
+	cfg, ct := testkit.CountRequests(e.cfg)
 	act := startOperator(t, e, dir, ns, cfg)
 	e.waitCRD(t, sharedGVK)
 	e.mustKubectl(t, "apiVersion: faults.example.com/v1\nkind: SharedStatus\nmetadata:\n  name: fs\n  namespace: "+ns+"\nspec:\n  replicas: 2\n", "apply", "-f", "-")
@@ -38,7 +39,7 @@ func TestForeignStatusLeftToItsOwner(t *testing.T) {
 	}
 	backup := map[string]any{"type": "example.com/Backup", "status": "True", "reason": "Done", "message": "backed up", "lastTransitionTime": "2026-01-01T00:00:00Z"}
 	act.Settled(t, 0, 2*time.Minute)
-	n0, r0 := ct.count(), act.ReconcilesOf("name", "fs")
+	n0, r0 := ct.WriteCount(), act.ReconcilesOf("name", "fs")
 	if err := foreign(map[string]any{"note": "one", "conditions": []any{backup}}); err != nil {
 		t.Fatal(err)
 	}
@@ -51,7 +52,7 @@ func TestForeignStatusLeftToItsOwner(t *testing.T) {
 		return ""
 	})
 	act.Settled(t, 0, 2*time.Minute)
-	if w := ct.since(n0); len(w) != 0 {
+	if w := testkit.Strings(ct.Writes(n0)); len(w) != 0 {
 		t.Errorf("cueop wrote %v after a foreign status change of a converged CR, want nothing", w)
 	}
 

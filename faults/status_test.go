@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/cueop/cueop/engine/operator/operatortest"
+	"github.com/cueop/cueop/internal/testkit"
 	"github.com/cueop/cueop/localcluster/clustertest"
 )
 
@@ -90,7 +91,7 @@ func TestConcurrentStatusWriter(t *testing.T) {
 	e := sharedEnv(t)
 	dir := copyTemplates(t)
 	addSharedStatusKind(t, dir)
-	cfg, ct := countingConfig(e.cfg)
+	cfg, ct := testkit.CountRequests(e.cfg)
 	act := startOperator(t, e, dir, ns, cfg)
 	e.waitCRD(t, sharedGVK)
 
@@ -160,7 +161,7 @@ func TestConcurrentStatusWriter(t *testing.T) {
 	if len(failures) > 0 {
 		t.Errorf("%d of the other writer's status applies failed (%d conflicts); first: %v", len(failures), conflicts.Load(), failures[0])
 	}
-	if n := ct.code(409); n > 0 {
+	if n := ct.Answered(409); n > 0 {
 		t.Errorf("cueop got %d 409 Conflict responses", n)
 	}
 	eventually(t, 60*time.Second, func() string { return sharedReady(t, e, ns, want) })
@@ -178,13 +179,13 @@ func TestConcurrentStatusWriter(t *testing.T) {
 			t.Errorf("%s: cueop owns %q of the status, want every field but note", name, got)
 		}
 	}
-	t.Logf("%d foreign status applies, no conflict on either side; cueop's writes: %d", writes.Load(), ct.count())
+	t.Logf("%d foreign status applies, no conflict on either side; cueop's writes: %d", writes.Load(), ct.WriteCount())
 
 	// Once converged, a foreign status change costs cueop at most one
 	// status write of that CR (a no-op apply today, see docs/reliability.md)
 	// and nothing else: the writers do not wake each other up.
 	act.Settled(t, 0, 2*time.Minute)
-	n0 := ct.count()
+	n0 := ct.WriteCount()
 	r0 := map[string]int{}
 	for _, name := range names[:5] {
 		r0[name] = act.ReconcilesOf("name", name)
@@ -210,7 +211,7 @@ func TestConcurrentStatusWriter(t *testing.T) {
 		return ""
 	})
 	act.Settled(t, 0, 2*time.Minute)
-	after := ct.since(n0)
+	after := testkit.Strings(ct.Writes(n0))
 	t.Logf("cueop's writes after 5 foreign status changes of converged CRs: %d", len(after))
 	if len(after) > 5 {
 		t.Errorf("%d writes after 5 foreign status changes, want at most one status write each: %v", len(after), after)
@@ -243,7 +244,7 @@ func sharedReady(t *testing.T, e *env, ns string, want map[string]int) string {
 func lagWatches(cfg *rest.Config, resource string, d time.Duration) *rest.Config {
 	cfg = rest.CopyConfig(cfg)
 	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
-		return roundTripFunc(func(req *http.Request) (*http.Response, error) {
+		return testkit.RoundTripFunc(func(req *http.Request) (*http.Response, error) {
 			resp, err := rt.RoundTrip(req)
 			if err == nil && req.URL.Query().Get("watch") == "true" && path.Base(req.URL.Path) == resource {
 				resp.Body = &lagReader{ReadCloser: resp.Body, d: d}
@@ -253,10 +254,6 @@ func lagWatches(cfg *rest.Config, resource string, d time.Duration) *rest.Config
 	})
 	return cfg
 }
-
-type roundTripFunc func(*http.Request) (*http.Response, error)
-
-func (f roundTripFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
 
 type lagReader struct {
 	io.ReadCloser
@@ -286,7 +283,7 @@ func TestStatusWrittenOnceWhileCacheLags(t *testing.T) {
 	e := sharedEnv(t)
 	dir := copyTemplates(t)
 	writeKind(t, dir, "waiter", waiterTemplate)
-	cfg, ct := countingConfig(lagWatches(e.cfg, "waiters", lag))
+	cfg, ct := testkit.CountRequests(lagWatches(e.cfg, "waiters", lag))
 	act := startOperator(t, e, dir, ns, cfg)
 	e.waitCRD(t, waiterGVK)
 	e.mustKubectl(t, "apiVersion: faults.example.com/v1\nkind: Waiter\nmetadata: {name: lag, namespace: "+ns+"}\n", "apply", "-f", "-")
@@ -297,11 +294,11 @@ func TestStatusWrittenOnceWhileCacheLags(t *testing.T) {
 	statusPath := "/apis/faults.example.com/v1/namespaces/" + ns + "/waiters/lag/status"
 	var writes []map[string]any
 	var bodies []string
-	for i, w := range ct.since(0) {
-		if w != "PATCH "+statusPath {
+	for i, w := range ct.Writes(0) {
+		if w.String() != "PATCH "+statusPath {
 			continue
 		}
-		body := ct.bodiesSince(i)[0]
+		body := w.Body
 		var obj struct {
 			Status map[string]any `json:"status"`
 		}

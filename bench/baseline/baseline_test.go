@@ -12,12 +12,12 @@ import (
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/cueop/cueop/bench/baseline"
 	"github.com/cueop/cueop/bench/harness"
 	"github.com/cueop/cueop/engine/operator/operatortest"
+	"github.com/cueop/cueop/internal/testkit"
 	"github.com/cueop/cueop/localcluster"
 	"github.com/cueop/cueop/localcluster/clustertest"
 )
@@ -57,19 +57,7 @@ func start(t *testing.T, cfg *rest.Config, ns string) (*operatortest.Activity, f
 // reconciles is the baseline's count of reconciles in this process.
 func reconciles(t *testing.T) float64 {
 	t.Helper()
-	families, err := metrics.Registry.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var n float64
-	for _, f := range families {
-		if f.GetName() == "controller_runtime_reconcile_total" {
-			for _, m := range f.GetMetric() {
-				n += m.GetCounter().GetValue()
-			}
-		}
-	}
-	return n
+	return testkit.MetricSum(t, "controller_runtime_reconcile_total")
 }
 
 func ptrTo[T any](v T) *T { return &v }

@@ -1,11 +1,11 @@
 package main
 
 import (
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/cueop/cueop/internal/testkit"
 )
 
 // The Blog test kind: a retained claim, a wave-0 migration Job named
@@ -18,17 +18,9 @@ const (
 // TestCRDErrorNamesKindOnce: a CRD that cannot be generated is named once
 // (`kind blog: crd blogs...`), not `kind blog: kind blog: crd ...`.
 func TestCRDErrorNamesKindOnce(t *testing.T) {
-	dir := t.TempDir()
-	if out, err := exec.Command("cp", "-r", authorsTemplates, dir).CombinedOutput(); err != nil {
-		t.Fatalf("cp: %v: %s", err, out)
-	}
-	file := filepath.Join(dir, "templates/blog/blog.cue")
-	src, _ := os.ReadFile(file)
-	edited := strings.Replace(string(src), "availableReplicas: int\n", "availableReplicas: int\n\tconditions: [...{type: string}]\n", 1)
-	if err := os.WriteFile(file, []byte(edited), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	_, err := run(t, "--templates", filepath.Join(dir, "templates"), "crd")
+	dir := testkit.CopyDir(t, authorsTemplates)
+	testkit.EditFile(t, filepath.Join(dir, "blog/blog.cue"), testkit.Replace("availableReplicas: int\n", "availableReplicas: int\n\tconditions: [...{type: string}]\n"))
+	_, err := run(t, "--templates", dir, "crd")
 	if err == nil || !strings.HasPrefix(err.Error(), "kind blog: crd blogs.authors.example.com: #Status.conditions") || strings.Count(err.Error(), "kind blog") != 1 {
 		t.Errorf("crd: %v, want the kind named once", err)
 	}

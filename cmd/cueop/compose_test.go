@@ -5,25 +5,15 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/cueop/cueop/internal/testkit"
 )
 
 // writeTree writes files (path: content) below a new directory.
-func writeTree(t *testing.T, files map[string]string) string {
-	t.Helper()
-	dir := t.TempDir()
-	for name, data := range files {
-		p := filepath.Join(dir, name)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return dir
-}
+var writeTree = testkit.Dir
 
-const testModule = "module: \"test.example/t@v0\"\nlanguage: version: \"v0.17.0\"\n"
+// testModule is the module.cue of the tests' module.
+var testModule = testkit.Module
 
 func TestVetRefusesUnreadableReference(t *testing.T) {
 	dir := writeTree(t, map[string]string{

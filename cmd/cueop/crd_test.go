@@ -7,16 +7,13 @@ import (
 	"testing"
 
 	"github.com/cueop/cueop/engine/crdgen"
-	"github.com/cueop/cueop/engine/template"
+	"github.com/cueop/cueop/engine/template/templatetest"
 	_ "github.com/cueop/cueop/internal/update"
 )
 
 // TestCRDsUpToDate fails when crds/ is not what `make crds` writes now.
 func TestCRDsUpToDate(t *testing.T) {
-	set, err := template.Load("../../templates")
-	if err != nil {
-		t.Fatal(err)
-	}
+	set := templatetest.Load(t, "../../templates")
 	crds, err := generateCRDs(set)
 	if err != nil {
 		t.Fatal(err)

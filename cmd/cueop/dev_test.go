@@ -17,6 +17,7 @@ import (
 
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	"github.com/cueop/cueop/internal/testkit"
 	"github.com/cueop/cueop/localcluster/clustertest"
 )
 
@@ -50,12 +51,7 @@ func TestDevExitsWhenReady(t *testing.T) {
 	if err := os.CopyFS(templates, os.DirFS("../../templates")); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.MkdirAll(filepath.Join(templates, "broken"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(templates, "broken", "broken.cue"), []byte(brokenKind), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	testkit.WriteKind(t, templates, "broken", brokenKind)
 	root := newRoot()
 	var out bytes.Buffer
 	root.SetOut(&out)

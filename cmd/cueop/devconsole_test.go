@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -17,6 +16,8 @@ import (
 	"github.com/cueop/cueop/engine/operator"
 	"github.com/cueop/cueop/engine/reconcile"
 	"github.com/cueop/cueop/engine/template"
+	"github.com/cueop/cueop/engine/template/templatetest"
+	"github.com/cueop/cueop/internal/testkit"
 	"github.com/cueop/cueop/localcluster/clustertest"
 )
 
@@ -49,10 +50,7 @@ func TestDevConsoleShowsWarningsAndResolutions(t *testing.T) {
 // TestDevHintListsServedKinds: the kubectl line dev prints lists the CRs
 // of the kinds of the templates it serves.
 func TestDevHintListsServedKinds(t *testing.T) {
-	set, err := template.Load("../../templates")
-	if err != nil {
-		t.Fatal(err)
-	}
+	set := templatetest.Load(t, "../../templates")
 	if got, want := devHint("kc", set), "kubectl --kubeconfig kc get blogs,redisclusters,staticsites,webapps -A"; got != want {
 		t.Errorf("hint = %q, want %q", got, want)
 	}
@@ -181,9 +179,7 @@ func TestDevSameNamedKinds(t *testing.T) {
 
 	// The org kind breaks: its CR is still served, and the identities'
 	// line says so.
-	if err := os.WriteFile(filepath.Join(templates, "siteorg", "siteorg.cue"), []byte(siteKind("siteorg", "web.example.org")+"children: cm: data: v: 1 & 2\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	testkit.WriteKind(t, templates, "siteorg", siteKind("siteorg", "web.example.org")+"children: cm: data: v: 1 & 2\n")
 	clustertest.Eventually(t, time.Minute, func() string {
 		if !hasLine(out.String(), "kinds act as their own ServiceAccounts", "StaticSite.web.example.com as ", "StaticSite.web.example.org as ", "(template broken: its last good revision serves)") {
 			return "no line lists the broken kind as broken:\n" + out.String()

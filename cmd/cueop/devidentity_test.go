@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -11,6 +9,7 @@ import (
 
 	"github.com/cueop/cueop/engine/identity"
 	"github.com/cueop/cueop/engine/wellknown"
+	"github.com/cueop/cueop/internal/testkit"
 	"github.com/cueop/cueop/localcluster/clustertest"
 )
 
@@ -39,18 +38,7 @@ func startDev(t *testing.T, templates string, args ...string) (*lockedWriter, st
 
 // kubectlAt runs kubectl on the cluster of kubeconfig, stdin when not
 // empty, and returns its output.
-func kubectlAt(t *testing.T, kubeconfig, stdin string, args ...string) string {
-	t.Helper()
-	cmd := exec.Command("kubectl", append([]string{"--kubeconfig", kubeconfig}, args...)...)
-	if stdin != "" {
-		cmd.Stdin = strings.NewReader(stdin)
-	}
-	b, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, b)
-	}
-	return string(b)
-}
+var kubectlAt = clustertest.MustKubectlAt
 
 // waitReadyLines waits for a status line of each CR (Kind ns/name) that
 // reads Ready=True.
@@ -163,9 +151,7 @@ func TestDevRefusesWhatTheRoleLacks(t *testing.T) {
 	}
 
 	// The sample now renders the Service: the role gains it.
-	if err := os.WriteFile(filepath.Join(templates, "gadget", "gadget.cue"), []byte(gadgetKind("true")), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	testkit.WriteKind(t, templates, "gadget", gadgetKind("true"))
 	kubectlAt(t, kubeconfig, "", "wait", "--timeout=60s", "-n", "default", "gadgets.devid.test.example/exposed", "--for=condition=Ready")
 	role := kubectlAt(t, kubeconfig, "", "get", "clusterrole", gadgetSA.Name, "-o", "jsonpath={.rules[*].resources}")
 	if !strings.Contains(role, "services") {

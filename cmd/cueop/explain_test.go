@@ -2,8 +2,6 @@ package main
 
 import (
 	"bytes"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -21,11 +19,7 @@ func TestExplainListsAdmissionAndRenderOnly(t *testing.T) {
 		t.Errorf("crd --explain lacks %q at rediscluster.cue:36:25:\n%s", want, out)
 	}
 
-	tmpl := filepath.Join(t.TempDir(), "templates")
-	os.MkdirAll(filepath.Join(tmpl, "cue.mod"), 0o755)
-	os.MkdirAll(filepath.Join(tmpl, "app"), 0o755)
-	os.WriteFile(filepath.Join(tmpl, "cue.mod", "module.cue"), []byte("module: \"t.example/t@v0\"\nlanguage: version: \"v0.17.0\"\n"), 0o644)
-	os.WriteFile(filepath.Join(tmpl, "app", "app.cue"), []byte(`package app
+	tmpl := tTemplates(t, "app/app.cue", `package app
 import "list"
 resource: {group: "t.example.com", version: "v1", kind: "App"}
 #Spec: {
@@ -34,10 +28,8 @@ resource: {group: "t.example.com", version: "v1", kind: "App"}
 }
 parent: metadata: name: string
 children: {}
-`), 0o644)
-	data := filepath.Join(t.TempDir(), "testdata")
-	os.MkdirAll(filepath.Join(data, "app"), 0o755)
-	os.WriteFile(filepath.Join(data, "app", "a.txtar"), []byte("-- parent.yaml --\napiVersion: t.example.com/v1\nkind: App\nmetadata: {name: a}\nspec: {}\n"), 0o644)
+`)
+	data := appTestdata(t)
 	root := newRoot()
 	var buf bytes.Buffer
 	root.SetOut(&buf)

@@ -10,9 +10,10 @@ import (
 	"time"
 
 	"github.com/cueop/cueop/engine/budget"
+	"github.com/cueop/cueop/internal/testkit"
 )
 
-const hostileModule = "module: \"test.example/t@v0\"\nlanguage: version: \"v0.17.0\"\n"
+var hostileModule = testkit.Module
 
 // hostileKind is a kind "app" with the given CUE after its contract
 // header, and children from data.
@@ -32,7 +33,6 @@ children: cm: {apiVersion: "v1", kind: "ConfigMap", metadata: name: parent.metad
 // templates and testdata directories.
 func writeHostile(t *testing.T, files map[string]string) (string, string) {
 	t.Helper()
-	dir := t.TempDir()
 	all := map[string]string{
 		"templates/cue.mod/module.cue": hostileModule,
 		"testdata/app/ok.txtar":        "-- parent.yaml --\napiVersion: apps.test.example/v1\nkind: App\nmetadata: {name: a}\nspec: {size: 1}\n",
@@ -41,15 +41,7 @@ func writeHostile(t *testing.T, files map[string]string) (string, string) {
 	for k, v := range files {
 		all[k] = v
 	}
-	for name, data := range all {
-		p := filepath.Join(dir, name)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	dir := testkit.Dir(t, all)
 	return filepath.Join(dir, "templates"), filepath.Join(dir, "testdata")
 }
 

@@ -7,6 +7,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/cueop/cueop/internal/testkit"
 )
 
 // TestCommandsRefuseSpecialAndLargeFiles: render and vet refuse a FIFO
@@ -49,9 +51,4 @@ func TestCommandsRefuseSpecialAndLargeFiles(t *testing.T) {
 	}
 }
 
-func must(t *testing.T, err error) {
-	t.Helper()
-	if err != nil {
-		t.Fatal(err)
-	}
-}
+var must = testkit.Must

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/cueop/cueop/engine/worker"
+	"github.com/cueop/cueop/internal/testkit"
 )
 
 // run runs cueop with args from the repository root's point of view.
@@ -35,13 +36,12 @@ func TestRenderSample(t *testing.T) {
 }
 
 func TestRenderBadInput(t *testing.T) {
-	dir := t.TempDir()
-	bad := filepath.Join(dir, "bad.yaml")
-	os.WriteFile(bad, []byte("apiVersion: cache.example.com/v1\nkind: RedisCluster\nmetadata: {name: x}\nspec: {replicas: 0}\n"), 0o644)
-	unknown := filepath.Join(dir, "unknown.yaml")
-	os.WriteFile(unknown, []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n"), 0o644)
-	garbage := filepath.Join(dir, "garbage.yaml")
-	os.WriteFile(garbage, []byte(": : :\n\t- ["), 0o644)
+	dir := testkit.Dir(t, map[string]string{
+		"bad.yaml":     "apiVersion: cache.example.com/v1\nkind: RedisCluster\nmetadata: {name: x}\nspec: {replicas: 0}\n",
+		"unknown.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n",
+		"garbage.yaml": ": : :\n\t- [",
+	})
+	bad, unknown, garbage := filepath.Join(dir, "bad.yaml"), filepath.Join(dir, "unknown.yaml"), filepath.Join(dir, "garbage.yaml")
 	for file, want := range map[string]string{
 		bad:                                "spec.replicas: invalid value 0 (out of bound >=1)",
 		unknown:                            "no template serves /v1, Kind=ConfigMap",
@@ -66,10 +66,7 @@ func TestVetAndTest(t *testing.T) {
 }
 
 func TestTestReportsMismatch(t *testing.T) {
-	dir := t.TempDir()
-	os.MkdirAll(filepath.Join(dir, "rediscluster"), 0o755)
-	os.WriteFile(filepath.Join(dir, "rediscluster", "wrong.txtar"), []byte(
-		"-- parent.yaml --\napiVersion: cache.example.com/v1\nkind: RedisCluster\nmetadata: {name: x}\nspec: {replicas: 1}\n-- status.yaml --\nready: true\n"), 0o644)
+	dir := testkit.Dir(t, map[string]string{"rediscluster/wrong.txtar": "-- parent.yaml --\napiVersion: cache.example.com/v1\nkind: RedisCluster\nmetadata: {name: x}\nspec: {replicas: 1}\n-- status.yaml --\nready: true\n"})
 	out, err := run(t, "test", "--testdata", dir)
 	if err == nil || !strings.Contains(out, "status.yaml differs") || !strings.Contains(out, "- ready: true") || !strings.Contains(out, "+ ready: false") {
 		t.Fatalf("test: err=%v\n%s", err, out)
@@ -77,19 +74,13 @@ func TestTestReportsMismatch(t *testing.T) {
 }
 
 func TestVetCatchesSchemaErrors(t *testing.T) {
-	tmpl := filepath.Join(t.TempDir(), "templates")
-	os.MkdirAll(filepath.Join(tmpl, "cue.mod"), 0o755)
-	os.MkdirAll(filepath.Join(tmpl, "app"), 0o755)
-	os.WriteFile(filepath.Join(tmpl, "cue.mod", "module.cue"), []byte("module: \"t.example/t@v0\"\nlanguage: version: \"v0.17.0\"\n"), 0o644)
-	os.WriteFile(filepath.Join(tmpl, "app", "app.cue"), []byte(`package app
+	tmpl := tTemplates(t, "app/app.cue", `package app
 resource: {group: "t.example.com", version: "v1", kind: "App"}
 #Spec: {}
 parent: metadata: name: string
 children: svc: {apiVersion: "v1", kind: "Service", metadata: name: parent.metadata.name, spec: prots: [{port: 80}]}
-`), 0o644)
-	data := filepath.Join(t.TempDir(), "testdata")
-	os.MkdirAll(filepath.Join(data, "app"), 0o755)
-	os.WriteFile(filepath.Join(data, "app", "a.txtar"), []byte("-- parent.yaml --\napiVersion: t.example.com/v1\nkind: App\nmetadata: {name: a}\nspec: {}\n"), 0o644)
+`)
+	data := appTestdata(t)
 	root := newRoot()
 	var out bytes.Buffer
 	root.SetOut(&out)
@@ -103,10 +94,7 @@ children: svc: {apiVersion: "v1", kind: "Service", metadata: name: parent.metada
 // TestVetCatchesBoundsOverBudget: a schema that accepts a spec rendering
 // more children than the budget fails vet, naming the field and its bound.
 func TestVetCatchesBoundsOverBudget(t *testing.T) {
-	tmpl := filepath.Join(t.TempDir(), "templates")
-	os.MkdirAll(filepath.Join(tmpl, "cue.mod"), 0o755)
-	os.MkdirAll(filepath.Join(tmpl, "fleet"), 0o755)
-	os.WriteFile(filepath.Join(tmpl, "cue.mod", "module.cue"), []byte("module: \"t.example/t@v0\"\nlanguage: version: \"v0.17.0\"\n"), 0o644)
+	tmpl := tTemplates(t)
 	src := `package fleet
 import "list"
 resource: {group: "t.example.com", version: "v1", kind: "Fleet"}
@@ -114,11 +102,9 @@ resource: {group: "t.example.com", version: "v1", kind: "Fleet"}
 parent: {metadata: name: string, spec: #Spec}
 children: {for i in list.Range(0, parent.spec.size, 1) {"cm-\(i)": {apiVersion: "v1", kind: "ConfigMap", metadata: name: "\(parent.metadata.name)-\(i)"}}}
 `
-	data := filepath.Join(t.TempDir(), "testdata")
-	os.MkdirAll(filepath.Join(data, "fleet"), 0o755)
-	os.WriteFile(filepath.Join(data, "fleet", "a.txtar"), []byte("-- parent.yaml --\napiVersion: t.example.com/v1\nkind: Fleet\nmetadata: {name: a}\nspec: {size: 2}\n"), 0o644)
+	data := testkit.NamedDir(t, "testdata", map[string]string{"fleet/a.txtar": "-- parent.yaml --\napiVersion: t.example.com/v1\nkind: Fleet\nmetadata: {name: a}\nspec: {size: 2}\n"})
 	vet := func(max string) error {
-		os.WriteFile(filepath.Join(tmpl, "fleet", "fleet.cue"), []byte(strings.Replace(src, "MAX", max, 1)), 0o644)
+		testkit.Write(t, tmpl, map[string]string{"fleet/fleet.cue": strings.Replace(src, "MAX", max, 1)})
 		root := newRoot()
 		root.SetOut(&bytes.Buffer{})
 		root.SetArgs([]string{"--templates", tmpl, "vet", "--testdata", data})
@@ -152,4 +138,22 @@ func TestMain(m *testing.M) {
 	worker.Main()
 	trialMain()
 	os.Exit(m.Run())
+}
+
+// tTemplates is a templates directory of the module t.example/t@v0 holding
+// the files of pairs (path, content, path, content...).
+func tTemplates(t *testing.T, pairs ...string) string {
+	t.Helper()
+	files := map[string]string{"cue.mod/module.cue": testkit.ModuleFile("t.example/t@v0")}
+	for i := 0; i+1 < len(pairs); i += 2 {
+		files[pairs[i]] = pairs[i+1]
+	}
+	return testkit.Templates(t, files)
+}
+
+// appTestdata is a testdata directory with one case of an App of
+// t.example.com.
+func appTestdata(t *testing.T) string {
+	t.Helper()
+	return testkit.NamedDir(t, "testdata", map[string]string{"app/a.txtar": "-- parent.yaml --\napiVersion: t.example.com/v1\nkind: App\nmetadata: {name: a}\nspec: {}\n"})
 }

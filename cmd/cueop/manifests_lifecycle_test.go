@@ -1,9 +1,10 @@
 package main
 
 import (
-	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/cueop/cueop/internal/testkit"
 )
 
 // TestRoleGrantsPatchOnlyToRetainingKinds: the operator patches the
@@ -11,11 +12,8 @@ import (
 // the managedFields of a CR of a kind with several versions (the storage
 // migration), and only then needs patch on the CR.
 func TestRoleGrantsPatchOnlyToRetainingKinds(t *testing.T) {
-	out, samples := t.TempDir(), t.TempDir()
-	sample := "apiVersion: lifecycle.example.com/v1\nkind: Keeper\nmetadata: {name: s, namespace: default}\nspec: {service: true}\n"
-	if err := os.WriteFile(filepath.Join(samples, "keeper.yaml"), []byte(sample), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	out := t.TempDir()
+	samples := testkit.Dir(t, map[string]string{"keeper.yaml": "apiVersion: lifecycle.example.com/v1\nkind: Keeper\nmetadata: {name: s, namespace: default}\nspec: {service: true}\n"})
 	if msg, err := run(t, "--templates", "../../testdata/lifecycle/templates", "manifests", "--out-dir", out,
 		"--testdata", "../../testdata/lifecycle/cases", "--samples", samples); err != nil {
 		t.Fatalf("manifests: %v\n%s", err, msg)

@@ -20,6 +20,8 @@ import (
 	"github.com/cueop/cueop/engine/rbacgen"
 	"github.com/cueop/cueop/engine/render"
 	"github.com/cueop/cueop/engine/template"
+	"github.com/cueop/cueop/engine/template/templatetest"
+	"github.com/cueop/cueop/internal/testkit"
 )
 
 // TestManifestsUpToDate fails when a file `make crds` (cueop manifests)
@@ -112,10 +114,7 @@ func grants(rules []rbacv1.PolicyRule, group, resource, verb string) bool {
 // the templates render now, and against every kind's CR and status.
 func TestRoleCoversGoldenChildren(t *testing.T) {
 	rules := append(readRules(t, "../../config/rbac/role.yaml"), readKindRules(t, "../../config/rbac/kinds.yaml")...)
-	set, err := template.Load("../../templates")
-	if err != nil {
-		t.Fatal(err)
-	}
+	set := templatetest.Load(t, "../../templates")
 	kinds := map[schema.GroupKind]string{}
 	for _, k := range set.Kinds {
 		paths, _ := filepath.Glob(filepath.Join("../../testdata", k.Name, "*.txtar"))
@@ -186,7 +185,6 @@ func TestManifestsRefuseChildOutsideAllowList(t *testing.T) {
 // TestTemplatesConfigMapKeepsBytes round-trips awkward files through the
 // generated ConfigMap: the YAML must give back every byte.
 func TestTemplatesConfigMapKeepsBytes(t *testing.T) {
-	dir := t.TempDir()
 	files := map[string]string{
 		"cue.mod/module.cue": "module: \"x.example/t@v0\"\n",
 		"a/tabs.cue":         "package a\n\tx: 1\n",
@@ -196,11 +194,7 @@ func TestTemplatesConfigMapKeepsBytes(t *testing.T) {
 		"b/binary.bin":       "\xff\x00\xfe",
 		"b/empty":            "",
 	}
-	for p, content := range files {
-		os.MkdirAll(filepath.Join(dir, filepath.Dir(p)), 0o755)
-		os.WriteFile(filepath.Join(dir, p), []byte(content), 0o644)
-	}
-	tf, err := templateFiles(dir)
+	tf, err := templateFiles(testkit.Dir(t, files))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -227,10 +221,7 @@ func TestTemplatesConfigMapKeepsBytes(t *testing.T) {
 }
 
 func TestTemplatesConfigMapRefusesKeyClash(t *testing.T) {
-	dir := t.TempDir()
-	os.MkdirAll(filepath.Join(dir, "a"), 0o755)
-	os.WriteFile(filepath.Join(dir, "a", "b.cue"), nil, 0o644)
-	os.WriteFile(filepath.Join(dir, "a_b.cue"), nil, 0o644)
+	dir := testkit.Dir(t, map[string]string{"a/b.cue": "", "a_b.cue": ""})
 	if _, err := templateFiles(dir); err == nil || !strings.Contains(err.Error(), "same ConfigMap key") {
 		t.Fatalf("templateFiles: %v; want a key clash of a/b.cue and a_b.cue", err)
 	}

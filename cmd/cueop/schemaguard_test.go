@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/cueop/cueop/internal/testkit"
 )
 
 // editedTemplates is a copy of the project's templates with edit applied
@@ -12,24 +14,10 @@ import (
 // its v2 spoke, whose conversions name the hub's fields).
 func editedTemplates(t *testing.T, edit func(string) string) string {
 	t.Helper()
-	dir := filepath.Join(t.TempDir(), "templates")
-	if err := os.CopyFS(dir, os.DirFS("../../templates")); err != nil {
-		t.Fatal(err)
-	}
-	for i, name := range []string{"rediscluster.cue", "v2.cue"} {
-		p := filepath.Join(dir, "rediscluster", name)
-		src, err := os.ReadFile(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		next := edit(string(src))
-		if i == 0 && next == string(src) {
-			t.Fatal("edit changed nothing")
-		}
-		if err := os.WriteFile(p, []byte(next), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	dir := testkit.CopyTemplates(t)
+	testkit.EditFile(t, filepath.Join(dir, "rediscluster", "rediscluster.cue"), edit)
+	v2 := testkit.Read(t, dir, "rediscluster/v2.cue")
+	testkit.Write(t, dir, map[string]string{"rediscluster/v2.cue": edit(v2)}) // the spoke may not name what edit changes
 	return dir
 }
 

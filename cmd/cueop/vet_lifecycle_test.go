@@ -1,10 +1,10 @@
 package main
 
 import (
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/cueop/cueop/internal/testkit"
 )
 
 // TestVetChecksPolicies runs vet on the lifecycle test kind: its cases pass,
@@ -15,16 +15,9 @@ func TestVetChecksPolicies(t *testing.T) {
 	if out, err := run(t, "--templates", templates, "vet", "--testdata", "../../testdata/lifecycle/cases"); err != nil {
 		t.Fatalf("vet: %v\n%s", err, out)
 	}
-	cases := filepath.Join(t.TempDir(), "keeper")
-	if err := os.MkdirAll(cases, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	bad := "-- parent.yaml --\napiVersion: lifecycle.example.com/v1\nkind: Keeper\nmetadata: {name: k, namespace: ns}\n" +
-		"spec: {storageClass: standard, recreateData: true}\n-- children.yaml --\n"
-	if err := os.WriteFile(filepath.Join(cases, "recreate-pvc.txtar"), []byte(bad), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	_, err := run(t, "--templates", templates, "vet", "--testdata", filepath.Dir(cases))
+	cases := testkit.Dir(t, map[string]string{"keeper/recreate-pvc.txtar": "-- parent.yaml --\napiVersion: lifecycle.example.com/v1\nkind: Keeper\nmetadata: {name: k, namespace: ns}\n" +
+		"spec: {storageClass: standard, recreateData: true}\n-- children.yaml --\n"})
+	_, err := run(t, "--templates", templates, "vet", "--testdata", cases)
 	if err == nil || !strings.Contains(err.Error(), "policies.data: recreate: a PersistentVolumeClaim is never recreated") ||
 		!strings.Contains(err.Error(), "keeper.cue:") {
 		t.Fatalf("vet: %v; want the refused policy with its position", err)

@@ -1,11 +1,11 @@
 package main
 
 import (
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/cueop/cueop/internal/testkit"
 )
 
 // TestVetWarnsOfAbsentReads: a status field, a condition and ready that
@@ -13,29 +13,15 @@ import (
 // positions, though no golden case observes the Deployment; the kind still
 // vets.
 func TestVetWarnsOfAbsentReads(t *testing.T) {
-	dir := t.TempDir()
-	templates, cases := filepath.Join(dir, "templates"), filepath.Join(dir, "testdata")
-	for src, dst := range map[string]string{"../../templates": templates, "../../testdata": cases} {
-		if out, err := exec.Command("cp", "-r", src, dst).CombinedOutput(); err != nil {
-			t.Fatalf("copy: %v: %s", err, out)
-		}
-	}
-	if err := os.Remove(filepath.Join(cases, "webapp", "migrated.txtar")); err != nil { // the case with an observed.yaml
-		t.Fatal(err)
-	}
-	p := filepath.Join(templates, "webapp", "webapp.cue")
-	src, err := os.ReadFile(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	bad := strings.Replace(string(src), "*observed.deployment.status.availableReplicas | 0", "*observed.deployment.status.readyReplica | 0", 1) +
-		`conditions: Scaled: {status: *(observed.deployment.spec.replica == parent.spec.replicas) | false, reason: "Scaled"}
+	templates, cases := testkit.CopyTemplates(t), testkit.CopyDir(t, "../../testdata")
+	testkit.Remove(t, cases, "webapp/migrated.txtar") // the case with an observed.yaml
+	testkit.EditFile(t, filepath.Join(templates, "webapp", "webapp.cue"), func(src string) string {
+		return strings.Replace(src, "*observed.deployment.status.availableReplicas | 0", "*observed.deployment.status.readyReplica | 0", 1) +
+			`conditions: Scaled: {status: *(observed.deployment.spec.replica == parent.spec.replicas) | false, reason: "Scaled"}
 _exposed: *(observed.service.status.loadBalancer.ingres != _|_) | false
 ready: status.availableReplicas >= parent.spec.minAvailable && _exposed
 `
-	if err := os.WriteFile(p, []byte(bad), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	})
 	if out, err := run(t, "--templates", templates, "test", "--testdata", cases, "--update"); err != nil {
 		t.Fatalf("test --update: %v\n%s", err, out)
 	}

@@ -1,10 +1,11 @@
 package main
 
 import (
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/cueop/cueop/internal/testkit"
 )
 
 // TestVetChecksConversionRoundTrips: vet converts the golden parents and
@@ -16,23 +17,10 @@ func TestVetChecksConversionRoundTrips(t *testing.T) {
 	if err != nil || !strings.Contains(out, "ok   rediscluster: ") || !strings.Contains(out, "specs convert to every other version and back") {
 		t.Fatalf("vet: %v\n%s", err, out)
 	}
-	tmpl := filepath.Join(t.TempDir(), "templates")
-	if err := os.CopyFS(tmpl, os.DirFS("../../templates")); err != nil {
-		t.Fatal(err)
-	}
-	v2 := filepath.Join(tmpl, "rediscluster", "v2.cue")
-	data, err := os.ReadFile(v2)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tmpl := testkit.CopyTemplates(t)
 	forget := "\t\t\tif in.spec.minReady != _|_ {minReady: in.spec.minReady}\n\t\t}\n\t}\n}"
-	lossy := strings.Replace(string(data), forget, "\t\t}\n\t}\n}", 1)
-	if lossy == string(data) {
-		t.Fatal("v2.cue has no fromHub of minReady to forget")
-	}
-	if err := os.WriteFile(v2, []byte(lossy), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	v2 := filepath.Join(tmpl, "rediscluster", "v2.cue")
+	testkit.EditFile(t, v2, testkit.Replace(forget, "\t\t}\n\t}\n}")) // fails if v2.cue has no fromHub of minReady to forget
 	root := newRoot()
 	root.SetOut(&strings.Builder{})
 	root.SetErr(&strings.Builder{})

@@ -1,35 +1,26 @@
 package main
 
 import (
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/cueop/cueop/internal/testkit"
 )
 
 // TestVetWarnsWhereGateNeverOpens: a readyWhen that reads a field no Pod
 // has, and one that reads a child of a later wave through a hidden field,
 // are warned about with their CUE positions; the kind still vets.
 func TestVetWarnsWhereGateNeverOpens(t *testing.T) {
-	templates := filepath.Join(t.TempDir(), "templates")
-	if out, err := exec.Command("cp", "-r", "../../testdata/gates/templates", templates).CombinedOutput(); err != nil {
-		t.Fatalf("copy: %v: %s", err, out)
-	}
-	p := filepath.Join(templates, "gated", "gated.cue")
-	src, err := os.ReadFile(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	bad := string(src) + `_appUp: *(observed.app.status.phase == "Running") | false
+	templates := testkit.CopyDir(t, "../../testdata/gates/templates")
+	testkit.EditFile(t, filepath.Join(templates, "gated", "gated.cue"), func(src string) string {
+		return src + `_appUp: *(observed.app.status.phase == "Running") | false
 readyWhen: {
 	if _spec.worker != "" {worker: *(observed.worker.status.ready == true) | false}
 	if _spec.consumer && _spec.worker != "" {gate: _appUp}
 }
 `
-	if err := os.WriteFile(p, []byte(bad), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	})
 	out, err := run(t, "--templates", templates, "vet", "--testdata", "../../testdata/gates/cases")
 	if err != nil {
 		t.Fatalf("vet: %v\n%s", err, out)

@@ -1,10 +1,11 @@
 package main
 
 import (
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/cueop/cueop/internal/testkit"
 )
 
 // TestVetComparesGoldenCases: vet passes on the project's golden cases and
@@ -18,22 +19,9 @@ func TestVetComparesGoldenCases(t *testing.T) {
 	if !strings.Contains(out, "golden cases in ../../testdata match their expected sections") {
 		t.Errorf("vet does not say it compared the golden cases:\n%s", out)
 	}
-	testdata := filepath.Join(t.TempDir(), "testdata")
-	if err := os.CopyFS(testdata, os.DirFS("../../testdata")); err != nil {
-		t.Fatal(err)
-	}
+	testdata := testkit.CopyDir(t, "../../testdata")
 	path := filepath.Join(testdata, "staticsite", "defaults.txtar")
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	wrong := strings.Replace(string(data), "  replicas: 2\n", "  replicas: 7\n", 1)
-	if wrong == string(data) {
-		t.Fatal("defaults.txtar has no replicas: 2 to change")
-	}
-	if err := os.WriteFile(path, []byte(wrong), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	testkit.EditFile(t, path, testkit.Replace("  replicas: 2\n", "  replicas: 7\n")) // fails if it has no replicas: 2 to change
 	out, err = run(t, "vet", "--testdata", testdata)
 	if err == nil {
 		t.Fatalf("vet passed a golden case whose children.yaml is wrong:\n%s", out)

@@ -92,11 +92,11 @@ func TestUnchanged(t *testing.T) {
 			if needs, why, err := a.NeedsApply(desired, fieldsAsText(t, live)); err != nil || needs {
 				t.Fatalf("NeedsApply with fieldsV1 as text = %v (%s), %v; want false", needs, why, err)
 			}
-			n := e.requests.Load()
+			n := e.requests.Len()
 			if got, err := a.Apply(context.Background(), desired, live); err != nil || got != apply.Unchanged {
 				t.Fatalf("Apply = %s, %v; want unchanged", got, err)
 			}
-			if sent := e.requests.Load() - n; sent != 0 {
+			if sent := e.requests.Len() - n; sent != 0 {
 				t.Fatalf("unchanged Apply sent %d requests", sent)
 			}
 		})
@@ -115,11 +115,11 @@ func TestDesiredChange(t *testing.T) {
 	if needs, _, err := a.NeedsApply(desired, fieldsAsText(t, live)); err != nil || !needs {
 		t.Fatalf("NeedsApply with fieldsV1 as text = %v, %v; want true", needs, err)
 	}
-	n := e.requests.Load()
+	n := e.requests.Len()
 	if got, err := a.Apply(context.Background(), desired, live); err != nil || got != apply.Updated {
 		t.Fatalf("Apply = %s, %v; want updated", got, err)
 	}
-	if sent := e.requests.Load() - n; sent != 1 {
+	if sent := e.requests.Len() - n; sent != 1 {
 		t.Fatalf("Apply of a change sent %d requests, want 1", sent)
 	}
 	live = e.live(t, desired)

@@ -2,9 +2,7 @@ package apply_test
 
 import (
 	"context"
-	"net/http"
 	"sync"
-	"sync/atomic"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -13,6 +11,7 @@ import (
 
 	"github.com/cueop/cueop/engine/render"
 	"github.com/cueop/cueop/engine/template"
+	"github.com/cueop/cueop/internal/testkit"
 	"github.com/cueop/cueop/localcluster"
 	"github.com/cueop/cueop/localcluster/clustertest"
 )
@@ -23,35 +22,22 @@ func TestMain(m *testing.M) {
 	clustertest.Main(m, localcluster.Options{ControlPlaneOnly: true})
 }
 
-// counted counts the HTTP requests that go through it in n.
-type counted struct {
-	n  *atomic.Int64
-	rt http.RoundTripper
-}
-
-func (c counted) RoundTrip(r *http.Request) (*http.Response, error) {
-	c.n.Add(1)
-	return c.rt.RoundTrip(r)
-}
-
 // env is one test's namespace and a client whose requests are counted.
 type env struct {
 	ns       string
 	c        client.Client
-	requests *atomic.Int64
+	requests *testkit.Requests
 }
 
 func newEnv(t testing.TB) *env {
 	t.Helper()
 	ns := clustertest.Namespace(t)
-	cfg := clustertest.Config()
-	cnt := &atomic.Int64{}
-	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return counted{n: cnt, rt: rt} })
+	cfg, reqs := testkit.CountRequests(clustertest.Config())
 	c, err := client.New(cfg, client.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &env{ns: ns, c: c, requests: cnt}
+	return &env{ns: ns, c: c, requests: reqs}
 }
 
 // live reads obj back from the API server, as the informer cache would hold

@@ -27,11 +27,11 @@ func TestMemoFollowsAppliedEntry(t *testing.T) {
 			t.Fatalf("NeedsApply at resourceVersion %s = %v (%s), %v; want %v", live.GetResourceVersion(), got, why, err, want)
 		}
 		if !want {
-			n := e.requests.Load()
+			n := e.requests.Len()
 			if action, err := a.Apply(context.Background(), desired, live); err != nil || action != apply.Unchanged {
 				t.Fatalf("Apply = %s, %v; want unchanged", action, err)
 			}
-			if sent := e.requests.Load() - n; sent != 0 {
+			if sent := e.requests.Len() - n; sent != 0 {
 				t.Fatalf("an unchanged Apply sent %d requests", sent)
 			}
 		}

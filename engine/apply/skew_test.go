@@ -54,7 +54,7 @@ func TestSchemaSkewAppliesAndSettles(t *testing.T) {
 		t.Fatalf("spec.color = %q: the server does not know the new field yet", color)
 	}
 
-	before := e.requests.Load()
+	before := e.requests.Len()
 	got, err := a.Apply(ctx, desired, live)
 	if err != nil {
 		t.Fatalf("Apply with a schema that cannot type the object: %v", err)
@@ -62,17 +62,17 @@ func TestSchemaSkewAppliesAndSettles(t *testing.T) {
 	if got != apply.Unchanged {
 		t.Fatalf("Apply over a live object in sync = %s, want %s", got, apply.Unchanged)
 	}
-	if sent := e.requests.Load() - before; sent != 1 {
+	if sent := e.requests.Len() - before; sent != 1 {
 		t.Fatalf("%d requests, want the one apply that decides", sent)
 	}
 	if rv := e.live(t, desired).GetResourceVersion(); rv != live.GetResourceVersion() {
 		t.Fatalf("resourceVersion %s -> %s: the apply changed the object", live.GetResourceVersion(), rv)
 	}
-	before = e.requests.Load()
+	before = e.requests.Len()
 	if got, err := a.Apply(ctx, desired, live); err != nil || got != apply.Unchanged {
 		t.Fatalf("second Apply = %s, %v; want unchanged", got, err)
 	}
-	if sent := e.requests.Load() - before; sent != 0 {
+	if sent := e.requests.Len() - before; sent != 0 {
 		t.Fatalf("%d requests for a live state already found in sync, want 0", sent)
 	}
 

@@ -10,16 +10,13 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/cueop/cueop/engine/convert"
-	"github.com/cueop/cueop/engine/template"
+	"github.com/cueop/cueop/engine/template/templatetest"
 )
 
 // redis loads the shipped RedisCluster and its converter.
 func redis(t testing.TB) *convert.Converter {
 	t.Helper()
-	set, err := template.Load("../../templates")
-	if err != nil {
-		t.Fatal(err)
-	}
+	set := templatetest.Load(t, "../../templates")
 	c, err := convert.New(set.Lookup("cache.example.com", "RedisCluster"))
 	if err != nil || c == nil {
 		t.Fatalf("New = %v, %v", c, err)

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/cueop/cueop/engine/convert"
+	"github.com/cueop/cueop/internal/testkit"
 )
 
 // TestUnrenderedNamesSpokeOnlyFields: a hub object that carries a v2 spec
@@ -26,25 +27,10 @@ func TestUnrenderedNamesSpokeOnlyFields(t *testing.T) {
 	}
 }
 
-// normalising's hub lowers the case of v2's tier, which reads back as the
-// hub holds it, and lacks v2's c.
-const normalising = `package app
-import "strings"
-resource: {group: "apps.test.example", version: "v1", kind: "App"}
-#Spec: {a: int, tier?: string}
-parent: spec: #Spec
-children: {}
-versions: v2: {
-	#Spec: {a: int, tier?: string, c?: int}
-	toHub: {in: spec: _, out: spec: {a: in.spec.a, if in.spec.tier != _|_ {tier: strings.ToLower(in.spec.tier)}}}
-	fromHub: {in: spec: _, out: spec: {a: in.spec.a, if in.spec.tier != _|_ {tier: in.spec.tier}}}
-}
-`
-
 // TestUnrenderedTellsChangedFromLost: a v2 field the hub lacks is lost; a
 // value the hub normalises is changed, not lost.
 func TestUnrenderedTellsChangedFromLost(t *testing.T) {
-	c, err := load(t, normalising)
+	c, err := load(t, testkit.NormalisingKind)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,17 +5,14 @@ import (
 	"testing"
 
 	"github.com/cueop/cueop/engine/convert"
-	"github.com/cueop/cueop/engine/template"
+	"github.com/cueop/cueop/engine/template/templatetest"
 )
 
 // TestStorageSwitchAgrees: testdata/versions is RedisCluster one step
 // later (v2 the hub, v1 a spoke). A v1 object reads the same at v2 under
 // both templates, and converts there and back unchanged.
 func TestStorageSwitchAgrees(t *testing.T) {
-	set, err := template.Load("../../testdata/versions")
-	if err != nil {
-		t.Fatal(err)
-	}
+	set := templatetest.Load(t, "../../testdata/versions")
 	k := set.Lookup("cache.example.com", "RedisCluster")
 	if k.Hub().Name != "v2" || k.Version("v1") == nil {
 		t.Fatalf("versions = %+v, want hub v2 and spoke v1", k.Versions)

@@ -14,6 +14,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 
 	"github.com/cueop/cueop/engine/template"
+	"github.com/cueop/cueop/engine/template/templatetest"
 )
 
 // TestCELRules checks the constraints each shape of #Spec becomes: the
@@ -199,10 +200,7 @@ func TestImmutable(t *testing.T) {
 // the shipped kinds and the shapes in testdata/shapes.cue.
 func TestCELEquivalence(t *testing.T) {
 	kinds := map[string]*template.Kind{}
-	set, err := template.Load("../../templates")
-	if err != nil {
-		t.Fatal(err)
-	}
+	set := templatetest.Load(t, "../../templates")
 	for _, k := range set.Kinds {
 		kinds[k.Name] = k
 	}

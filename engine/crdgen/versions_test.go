@@ -8,6 +8,7 @@ import (
 
 	"github.com/cueop/cueop/engine/schemacompat"
 	"github.com/cueop/cueop/engine/template"
+	"github.com/cueop/cueop/engine/template/templatetest"
 	"github.com/cueop/cueop/engine/worker/workertest"
 )
 
@@ -15,10 +16,7 @@ import (
 // v2, and requires that it passes Validate.
 func redisCRD(t *testing.T) *apiextensionsv1.CustomResourceDefinition {
 	t.Helper()
-	set, err := template.Load("../../templates")
-	if err != nil {
-		t.Fatal(err)
-	}
+	set := templatetest.Load(t, "../../templates")
 	crd, err := Generate(set.Lookup("cache.example.com", "RedisCluster"))
 	if err != nil {
 		t.Fatal(err)

@@ -3,7 +3,6 @@ package diff_test
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -17,6 +16,7 @@ import (
 	"github.com/cueop/cueop/engine/diff"
 	"github.com/cueop/cueop/engine/golden"
 	"github.com/cueop/cueop/engine/operator/operatortest"
+	"github.com/cueop/cueop/internal/testkit"
 	"github.com/cueop/cueop/localcluster/clustertest"
 )
 
@@ -66,7 +66,7 @@ func TestFileAsKubectlApplies(t *testing.T) {
 		"migrate": {csa, ssa, diff.ApplyServerSide, diff.ApplyServerSide, "as kubectl apply --server-side, which takes over the fields of the live CR's client-side apply"},
 	}
 	a, stop := operatortest.StartObserved(t, clustertest.Config(), operatortest.Options(dir, ns))
-	waitEstablished(t, "blogs.blog.example.com")
+	clustertest.WaitEstablished(t, time.Minute, "blogs.blog.example.com")
 	for name, tc := range cases {
 		clustertest.MustKubectl(t, blogYAML(ns, name, name+".example.com"), tc.first...)
 	}
@@ -112,7 +112,7 @@ func TestFileApplyModeChosen(t *testing.T) {
 	ns := clustertest.Namespace(t)
 	dir := copyTemplates(t)
 	a, stop := operatortest.StartObserved(t, clustertest.Config(), operatortest.Options(dir, ns))
-	waitEstablished(t, "blogs.blog.example.com")
+	clustertest.WaitEstablished(t, time.Minute, "blogs.blog.example.com")
 	c := newClient(t, clustertest.Config())
 	if err := c.Create(context.Background(), settings(ns, "blog-settings", "info")); err != nil {
 		t.Fatal(err)
@@ -136,10 +136,7 @@ func TestFileApplyModeChosen(t *testing.T) {
 
 	// The command's flag: unset or true (kubectl owns ingressHost: it goes,
 	// exit 1), false (nothing removed, exit 0).
-	path := filepath.Join(t.TempDir(), "blog.yaml")
-	if err := os.WriteFile(path, []byte(blogYAML(ns, "ssa", "")), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	path := filepath.Join(testkit.Dir(t, map[string]string{"blog.yaml": blogYAML(ns, "ssa", "")}), "blog.yaml")
 	bin := cueop(t)
 	for _, c := range []struct {
 		flag, line string

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -13,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/cueop/cueop/engine/diff"
+	"github.com/cueop/cueop/internal/testkit"
 	"github.com/cueop/cueop/localcluster/clustertest"
 )
 
@@ -245,13 +245,6 @@ func redisCR(ns, name string, replicas int64) *unstructured.Unstructured {
 // conversions, which name the hub's fields.
 func renameInSpoke(t *testing.T, dir string) {
 	t.Helper()
-	file := filepath.Join(dir, "rediscluster", "v2.cue")
-	data, err := os.ReadFile(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	src := strings.NewReplacer("in.spec.replicas", "in.spec.size", "replicas: in.spec.size", "size: in.spec.size").Replace(string(data))
-	if err := os.WriteFile(file, []byte(src), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	testkit.EditFile(t, filepath.Join(dir, "rediscluster", "v2.cue"),
+		strings.NewReplacer("in.spec.replicas", "in.spec.size", "replicas: in.spec.size", "size: in.spec.size").Replace)
 }

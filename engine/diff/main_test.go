@@ -3,9 +3,6 @@ package diff_test
 import (
 	"context"
 	"fmt"
-	"net/http"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -21,6 +18,7 @@ import (
 	"github.com/cueop/cueop/engine/operator"
 	"github.com/cueop/cueop/engine/operator/operatortest"
 	"github.com/cueop/cueop/engine/template"
+	"github.com/cueop/cueop/internal/testkit"
 	"github.com/cueop/cueop/localcluster"
 	"github.com/cueop/cueop/localcluster/clustertest"
 )
@@ -39,14 +37,7 @@ var redisGVK = schema.GroupVersionKind{Group: "cache.example.com", Version: "v1"
 
 // copyTemplates copies the project's templates into a directory the test
 // may edit.
-func copyTemplates(t testing.TB) string {
-	t.Helper()
-	dst := filepath.Join(t.TempDir(), "templates")
-	if out, err := exec.Command("cp", "-r", "../../templates", dst).CombinedOutput(); err != nil {
-		t.Fatalf("copy templates: %v: %s", err, out)
-	}
-	return dst
-}
+var copyTemplates = testkit.CopyTemplates
 
 // edited is a copy of the templates with the RedisCluster template's old
 // text replaced by new, pair by pair.
@@ -60,21 +51,15 @@ func edited(t testing.TB, pairs ...string) string {
 func editedFile(t testing.TB, file string, pairs ...string) string {
 	t.Helper()
 	dir := copyTemplates(t)
-	file = filepath.Join(dir, file)
-	data, err := os.ReadFile(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	src := string(data)
-	for i := 0; i+1 < len(pairs); i += 2 {
-		if !strings.Contains(src, pairs[i]) {
-			t.Fatalf("the template has no %q", pairs[i])
+	testkit.EditFile(t, filepath.Join(dir, file), func(src string) string {
+		for i := 0; i+1 < len(pairs); i += 2 {
+			if !strings.Contains(src, pairs[i]) {
+				t.Fatalf("the template has no %q", pairs[i])
+			}
+			src = strings.Replace(src, pairs[i], pairs[i+1], 1)
 		}
-		src = strings.Replace(src, pairs[i], pairs[i+1], 1)
-	}
-	if err := os.WriteFile(file, []byte(src), 0o644); err != nil {
-		t.Fatal(err)
-	}
+		return src
+	})
 	return dir
 }
 
@@ -121,22 +106,7 @@ func fleetOf(t testing.TB, n int, replicas func(int) int64) string {
 // waitCRD waits for the operator to install the RedisCluster CRD.
 func waitCRD(t testing.TB) {
 	t.Helper()
-	c := newClient(t, clustertest.Config())
-	clustertest.Eventually(t, time.Minute, func() string {
-		crd := &unstructured.Unstructured{}
-		crd.SetGroupVersionKind(schema.GroupVersionKind{Group: "apiextensions.k8s.io", Version: "v1", Kind: "CustomResourceDefinition"})
-		err := c.Get(context.Background(), client.ObjectKey{Name: "redisclusters.cache.example.com"}, crd)
-		if err != nil {
-			return err.Error()
-		}
-		conds, _, _ := unstructured.NestedSlice(crd.Object, "status", "conditions")
-		for _, x := range conds {
-			if m, _ := x.(map[string]any); m["type"] == "Established" && m["status"] == "True" {
-				return ""
-			}
-		}
-		return "CRD not established"
-	})
+	clustertest.WaitEstablished(t, time.Minute, "redisclusters.cache.example.com")
 }
 
 // waitReady waits for the n RedisClusters of ns to be Ready.
@@ -156,11 +126,8 @@ func waitKindReady(t testing.TB, c client.Client, gvk schema.GroupVersionKind, n
 		}
 		ready := 0
 		for _, cr := range list.Items {
-			conds, _, _ := unstructured.NestedSlice(cr.Object, "status", "conditions")
-			for _, x := range conds {
-				if m, _ := x.(map[string]any); m["type"] == "Ready" && m["status"] == "True" {
-					ready++
-				}
+			if testkit.ConditionStatus(&cr, "Ready") == "True" {
+				ready++
 			}
 		}
 		if ready != n {
@@ -179,58 +146,36 @@ func newClient(t testing.TB, cfg *rest.Config) client.Client {
 	return c
 }
 
-// writes records every request that would change the cluster: a POST, PUT,
-// PATCH or DELETE without dryRun=All.
-type writes struct {
-	mu   sync.Mutex
-	seen []string
-	all  int
-}
-
-func (w *writes) wrap(cfg *rest.Config) *rest.Config {
-	cfg = rest.CopyConfig(cfg)
-	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
-		return roundTripper(func(req *http.Request) (*http.Response, error) {
-			if req.Method != http.MethodGet && req.Method != http.MethodHead {
-				w.mu.Lock()
-				w.all++
-				if req.URL.Query().Get("dryRun") != "All" {
-					w.seen = append(w.seen, req.Method+" "+req.URL.Path)
-				}
-				w.mu.Unlock()
-			}
-			return rt.RoundTrip(req)
-		})
-	})
-	return cfg
-}
-
-type roundTripper func(*http.Request) (*http.Response, error)
-
-func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
-
 // run diffs namespace ns with the templates of dir, failing the test on a
 // write that is not a dry run.
 func run(t testing.TB, dir string, opts diff.Options) *diff.Report {
+	t.Helper()
+	r, _ := runCounted(t, dir, opts)
+	return r
+}
+
+// runCounted is run that returns the requests diff sent too.
+func runCounted(t testing.TB, dir string, opts diff.Options) (*diff.Report, *testkit.Requests) {
 	t.Helper()
 	set, err := template.Load(dir)
 	if set == nil {
 		t.Fatalf("load %s: %v", dir, err)
 	}
-	w := &writes{}
 	cfg := clustertest.Config()
 	cfg.QPS, cfg.Burst = operator.DefaultQPS, operator.DefaultBurst // as cueop diff
-	opts.Client = newClient(t, w.wrap(cfg))
+	cfg, reqs := testkit.CountRequests(cfg)
+	opts.Client = newClient(t, cfg)
 	opts.Set = set
 	r, err := diff.Run(context.Background(), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(w.seen) > 0 {
-		t.Errorf("diff wrote to the API server: %v", w.seen)
+	writes := reqs.Where(func(r testkit.Request) bool { return r.Write() && r.Query.Get("dryRun") != "All" })
+	if len(writes) > 0 {
+		t.Errorf("diff wrote to the API server: %v", writes)
 	}
-	t.Logf("%d dry-run requests", w.all)
-	return r
+	t.Logf("%d dry-run requests", reqs.WriteCount())
+	return r, reqs
 }
 
 func text(t testing.TB, r *diff.Report) string {

@@ -3,7 +3,6 @@ package diff_test
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/cueop/cueop/engine/diff"
 	"github.com/cueop/cueop/engine/operator/operatortest"
+	"github.com/cueop/cueop/internal/testkit"
 	"github.com/cueop/cueop/localcluster/clustertest"
 )
 
@@ -46,19 +46,10 @@ policies: data: prune: "always"`
 // children.
 func volTemplates(t *testing.T, children string) string {
 	t.Helper()
-	dir := filepath.Join(t.TempDir(), "templates")
-	for file, src := range map[string]string{
-		"cue.mod/module.cue": "module: \"cueop.example/templates@v0\"\nlanguage: version: \"v0.17.0\"\n",
+	return testkit.Templates(t, map[string]string{
+		"cue.mod/module.cue": testkit.ModuleFile("cueop.example/templates@v0"),
 		"vol/vol.cue":        strings.Replace(volTemplate, "CHILDREN", children, 1),
-	} {
-		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, file)), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, file), []byte(src), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return dir
+	})
 }
 
 // TestDiffPrunesData: a template edit that drops two PersistentVolumeClaims
@@ -68,19 +59,11 @@ func volTemplates(t *testing.T, children string) string {
 func TestDiffPrunesData(t *testing.T) {
 	ns := clustertest.Namespace(t)
 	a, stop := operatortest.StartObserved(t, clustertest.Config(), operatortest.Options(volTemplates(t, withClaims), ns))
-	c := newClient(t, clustertest.Config())
-	vol := &unstructured.Unstructured{}
+	vol := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{}}}
 	vol.SetGroupVersionKind(schema.GroupVersionKind{Group: "vol.example.com", Version: "v1", Kind: "Vol"})
 	vol.SetNamespace(ns)
 	vol.SetName("v")
-	vol.Object["spec"] = map[string]any{}
-	clustertest.Eventually(t, time.Minute, func() string {
-		if err := c.Create(context.Background(), vol.DeepCopy()); err != nil {
-			c = newClient(t, clustertest.Config()) // a fresh REST mapper, once the CRD is installed
-			return err.Error()
-		}
-		return ""
-	})
+	c := clustertest.CreateWhenServed(t, vol, time.Minute)
 	clustertest.Eventually(t, time.Minute, func() string {
 		var pvcs corev1.PersistentVolumeClaimList
 		if err := c.List(context.Background(), &pvcs, client.InNamespace(ns)); err != nil || len(pvcs.Items) != 2 {
@@ -102,8 +85,7 @@ func TestDiffPrunesData(t *testing.T) {
 	}
 
 	ghost := volTemplates(t, withoutClaims)
-	src, _ := os.ReadFile(filepath.Join(ghost, "vol", "vol.cue"))
-	os.WriteFile(filepath.Join(ghost, "vol", "vol.cue"), []byte(strings.Replace(string(src), "vol.example.com", "ghost.example.com", 1)), 0o644)
+	testkit.EditFile(t, filepath.Join(ghost, "vol", "vol.cue"), testkit.Replace("vol.example.com", "ghost.example.com"))
 	r = run(t, ghost, diff.Options{Namespace: ns})
 	if len(r.Kinds) != 1 || !r.Kinds[0].NotServed || r.ExitCode() != 0 || !strings.Contains(text(t, r), "not served by the cluster") {
 		t.Errorf("a kind without CRD: want it reported not served, exit 0:\n%s", text(t, r))

@@ -2,8 +2,6 @@ package diff_test
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -14,48 +12,19 @@ import (
 
 	"github.com/cueop/cueop/engine/diff"
 	"github.com/cueop/cueop/engine/operator/operatortest"
+	"github.com/cueop/cueop/internal/testkit"
 	"github.com/cueop/cueop/localcluster/clustertest"
 )
-
-// digestKind reads the ConfigMaps labelled for its CR, by a selector, and
-// lists their names in a ConfigMap of its own.
-const digestKind = `package digest
-
-import "strings"
-
-resource: {group: "compose.test.example", version: "v1", kind: "Digest"}
-#Spec: {}
-parent: {metadata: {name: string, namespace: string}, spec: #Spec}
-referenced: all: [...{metadata: name: string}]
-references: all: {apiVersion: "v1", kind: "ConfigMap", selector: matchLabels: digest: parent.metadata.name}
-children: out: {
-	apiVersion: "v1"
-	kind:       "ConfigMap"
-	metadata: name: "\(parent.metadata.name)-digest"
-	data: names: strings.Join([for o in referenced.all {o.metadata.name}], ",")
-}
-`
 
 // TestDiffSelectorReference diffs a kind that references the ConfigMaps a
 // label selects, across every namespace: a ConfigMap labelled in after
 // the operator stopped shows in the digest's update; one labelled alike in
 // another namespace never does.
 func TestDiffSelectorReference(t *testing.T) {
-	dir := t.TempDir()
-	for name, data := range map[string]string{
-		"cue.mod/module.cue": "module: \"test.example/t@v0\"\nlanguage: version: \"v0.17.0\"\n",
-		"digest/digest.cue":  digestKind,
-	} {
-		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(data), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	dir := testkit.Templates(t, map[string]string{"digest/digest.cue": testkit.DigestKind})
 	ns, other := clustertest.Namespace(t), clustertest.Namespace(t)
 	a, stop := operatortest.StartObserved(t, clustertest.Config(), operatortest.Options(dir, ns))
-	waitEstablished(t, "digests.compose.test.example")
+	clustertest.WaitEstablished(t, time.Minute, "digests.compose.test.example")
 	c := newClient(t, clustertest.Config())
 	ctx := context.Background()
 	labelled := func(ns, name string) *unstructured.Unstructured {

@@ -2,8 +2,6 @@ package diff_test
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -13,6 +11,7 @@ import (
 
 	"github.com/cueop/cueop/engine/diff"
 	"github.com/cueop/cueop/engine/operator/operatortest"
+	"github.com/cueop/cueop/internal/testkit"
 	"github.com/cueop/cueop/localcluster/clustertest"
 )
 
@@ -46,31 +45,17 @@ ready: true
 // the cluster does not prefer is read by the template at that version, as
 // the controller reads it, so a converged CR shows no change.
 func TestDiffReadsChildrenAtTheRenderedVersion(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "templates")
-	for file, src := range map[string]string{
-		"cue.mod/module.cue": "module: \"cueop.example/templates@v0\"\nlanguage: version: \"v0.17.0\"\n",
+	dir := testkit.Templates(t, map[string]string{
+		"cue.mod/module.cue": testkit.ModuleFile("cueop.example/templates@v0"),
 		"auto/auto.cue":      autoTemplate,
-	} {
-		os.MkdirAll(filepath.Dir(filepath.Join(dir, file)), 0o755)
-		if err := os.WriteFile(filepath.Join(dir, file), []byte(src), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	})
 	ns := clustertest.Namespace(t)
 	a, stop := operatortest.StartObserved(t, clustertest.Config(), operatortest.Options(dir, ns))
-	c := newClient(t, clustertest.Config())
-	cr := &unstructured.Unstructured{}
+	cr := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{}}}
 	cr.SetGroupVersionKind(schema.GroupVersionKind{Group: "auto.example.com", Version: "v1", Kind: "Auto"})
 	cr.SetNamespace(ns)
 	cr.SetName("a")
-	cr.Object["spec"] = map[string]any{}
-	clustertest.Eventually(t, time.Minute, func() string {
-		if err := c.Create(context.Background(), cr.DeepCopy()); err != nil {
-			c = newClient(t, clustertest.Config()) // a fresh REST mapper, once the CRD is installed
-			return err.Error()
-		}
-		return ""
-	})
+	c := clustertest.CreateWhenServed(t, cr, time.Minute)
 	clustertest.Eventually(t, time.Minute, func() string {
 		cm := &unstructured.Unstructured{}
 		cm.SetGroupVersionKind(schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"})

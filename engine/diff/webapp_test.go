@@ -10,21 +10,18 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/cueop/cueop/engine/diff"
-	"github.com/cueop/cueop/engine/operator"
 	"github.com/cueop/cueop/engine/operator/operatortest"
 	"github.com/cueop/cueop/engine/render"
-	"github.com/cueop/cueop/engine/template"
 	"github.com/cueop/cueop/engine/wellknown"
+	"github.com/cueop/cueop/internal/testkit"
 	"github.com/cueop/cueop/localcluster/clustertest"
 )
 
@@ -43,7 +40,7 @@ func webAppFleet(t *testing.T, n int) string {
 	t.Helper()
 	ns := clustertest.Namespace(t)
 	a, stop := operatortest.StartObserved(t, clustertest.Config(), operatortest.Options(copyTemplates(t), ns))
-	waitEstablished(t, "webapps.apps.example.com")
+	clustertest.WaitEstablished(t, time.Minute, "webapps.apps.example.com")
 	c := newClient(t, clustertest.Config())
 	ctx := context.Background()
 	for i := range n {
@@ -87,26 +84,6 @@ func settings(ns, name, level string) *unstructured.Unstructured {
 	return cm
 }
 
-// waitEstablished waits for the operator to install a CRD.
-func waitEstablished(t testing.TB, name string) {
-	t.Helper()
-	c := newClient(t, clustertest.Config())
-	clustertest.Eventually(t, time.Minute, func() string {
-		crd := &unstructured.Unstructured{}
-		crd.SetGroupVersionKind(schema.GroupVersionKind{Group: "apiextensions.k8s.io", Version: "v1", Kind: "CustomResourceDefinition"})
-		if err := c.Get(context.Background(), client.ObjectKey{Name: name}, crd); err != nil {
-			return err.Error()
-		}
-		conds, _, _ := unstructured.NestedSlice(crd.Object, "status", "conditions")
-		for _, x := range conds {
-			if m, _ := x.(map[string]any); m["type"] == "Established" && m["status"] == "True" {
-				return ""
-			}
-		}
-		return name + " not established"
-	})
-}
-
 // editedWebApp is a copy of the templates with the WebApp template's old
 // text replaced by new, pair by pair.
 func editedWebApp(t testing.TB, pairs ...string) string {
@@ -114,49 +91,16 @@ func editedWebApp(t testing.TB, pairs ...string) string {
 	return editedFile(t, filepath.Join("webapp", "webapp.cue"), pairs...)
 }
 
-// reads counts the lists of ConfigMaps without a label selector: the
-// lists of referenced objects (children are listed by cueop's labels).
-type reads struct {
-	mu    sync.Mutex
-	lists int
-}
-
-func (r *reads) wrap(cfg *rest.Config) *rest.Config {
-	cfg = rest.CopyConfig(cfg)
-	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
-		return roundTripper(func(req *http.Request) (*http.Response, error) {
-			if req.Method == http.MethodGet && strings.HasSuffix(req.URL.Path, "/configmaps") && req.URL.Query().Get("labelSelector") == "" {
-				r.mu.Lock()
-				r.lists++
-				r.mu.Unlock()
-			}
-			return rt.RoundTrip(req)
-		})
-	})
-	return cfg
-}
-
 // runWebApp is run, also counting the lists of referenced ConfigMaps.
 func runWebApp(t *testing.T, dir string, opts diff.Options) (*diff.Report, int) {
 	t.Helper()
-	set, err := template.Load(dir)
-	if set == nil {
-		t.Fatalf("load %s: %v", dir, err)
-	}
-	w, rd := &writes{}, &reads{}
-	cfg := clustertest.Config()
-	cfg.QPS, cfg.Burst = operator.DefaultQPS, operator.DefaultBurst
-	opts.Client = newClient(t, rd.wrap(w.wrap(cfg)))
-	opts.Set = set
 	opts.Kinds = []string{"WebApp"}
-	r, err := diff.Run(context.Background(), opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(w.seen) > 0 {
-		t.Errorf("diff wrote to the API server: %v", w.seen)
-	}
-	return r, rd.lists
+	r, reqs := runCounted(t, dir, opts)
+	// The lists of ConfigMaps without a label selector: the lists of
+	// referenced objects (children are listed by cueop's labels).
+	return r, reqs.Count(func(r testkit.Request) bool {
+		return r.Method == http.MethodGet && strings.HasSuffix(r.Path, "/configmaps") && r.Query.Get("labelSelector") == ""
+	})
 }
 
 func webApps(t testing.TB, r *diff.Report) diff.KindSummary {

@@ -2,11 +2,11 @@ package golden_test
 
 import (
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/cueop/cueop/internal/testkit"
 	"github.com/cueop/cueop/internal/update"
 )
 
@@ -24,31 +24,18 @@ func TestAuthorsTemplates(t *testing.T) {
 // case written `blog.cue:*` still passes, and update leaves it as it is,
 // while a case with an exact position fails, as by default.
 func TestErrorAtAnyLine(t *testing.T) {
-	dir := t.TempDir()
-	if out, err := exec.Command("cp", "-r", "../../testdata/authors/templates", "../../testdata/authors/cases", dir).CombinedOutput(); err != nil {
-		t.Fatalf("cp: %v: %s", err, out)
-	}
-	file := filepath.Join(dir, "templates/blog/blog.cue")
-	src, err := os.ReadFile(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	edited := strings.Replace(string(src), "// #Spec is", "// A line added above #Spec.\n\n// #Spec is", 1)
-	if err := os.WriteFile(file, []byte(edited), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	exact := filepath.Join(dir, "cases/blog/exact.txtar")
-	wildcard := filepath.Join(dir, "cases/blog/missing-settings-name.txtar")
+	templates, cases := testkit.CopyDir(t, "../../testdata/authors/templates"), testkit.CopyDir(t, "../../testdata/authors/cases")
+	testkit.EditFile(t, filepath.Join(templates, "blog/blog.cue"), testkit.Replace("// #Spec is", "// A line added above #Spec.\n\n// #Spec is"))
+	exact := filepath.Join(cases, "blog/exact.txtar")
+	wildcard := filepath.Join(cases, "blog/missing-settings-name.txtar")
 	before, _ := os.ReadFile(wildcard)
 	caseText := strings.Replace(string(before), "blog.cue:*)", "blog.cue:30:18)", 1)
-	if err := os.WriteFile(exact, []byte(caseText), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	errs := runCases(t, filepath.Join(dir, "templates"), filepath.Join(dir, "cases"), 6, false)
+	testkit.Write(t, cases, map[string]string{"blog/exact.txtar": caseText})
+	errs := runCases(t, templates, cases, 6, false)
 	if len(errs) != 1 || !strings.Contains(errs[0].Error(), "exact.txtar: error.txt differs") || !strings.Contains(errs[0].Error(), "blog.cue:30:18") {
 		t.Errorf("errors %v, want only exact.txtar's (its position moved)", errs)
 	}
-	if errs := runCases(t, filepath.Join(dir, "templates"), filepath.Join(dir, "cases"), 6, true); len(errs) > 0 {
+	if errs := runCases(t, templates, cases, 6, true); len(errs) > 0 {
 		t.Fatal(errs)
 	}
 	if after, _ := os.ReadFile(wildcard); string(after) != string(before) {
@@ -62,18 +49,11 @@ func TestErrorAtAnyLine(t *testing.T) {
 // TestHeldSectionRequired: a case whose children.yaml no longer lists
 // children held back behind a wave must say so in held.txt.
 func TestHeldSectionRequired(t *testing.T) {
-	dir := t.TempDir()
-	if out, err := exec.Command("cp", "-r", "../../testdata/authors/cases", dir).CombinedOutput(); err != nil {
-		t.Fatalf("cp: %v: %s", err, out)
-	}
-	file := filepath.Join(dir, "cases/blog/job-running.txtar")
-	src, _ := os.ReadFile(file)
-	held := strings.Index(string(src), "-- held.txt --")
-	status := strings.Index(string(src), "-- status.yaml --")
-	if err := os.WriteFile(file, []byte(string(src[:held])+string(src[status:])), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	errs := runCases(t, "../../testdata/authors/templates", filepath.Join(dir, "cases"), 5, false)
+	cases := testkit.CopyDir(t, "../../testdata/authors/cases")
+	testkit.EditFile(t, filepath.Join(cases, "blog/job-running.txtar"), func(src string) string {
+		return src[:strings.Index(src, "-- held.txt --")] + src[strings.Index(src, "-- status.yaml --"):]
+	})
+	errs := runCases(t, "../../testdata/authors/templates", cases, 5, false)
 	if len(errs) != 1 || !strings.Contains(errs[0].Error(), "children are held back behind a wave: held.txt expected") {
 		t.Errorf("errors %v, want job-running.txtar's missing held.txt", errs)
 	}

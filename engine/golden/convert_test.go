@@ -1,8 +1,6 @@
 package golden_test
 
 import (
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -10,28 +8,16 @@ import (
 
 	"github.com/cueop/cueop/engine/golden"
 	"github.com/cueop/cueop/engine/render"
-	"github.com/cueop/cueop/engine/template"
+	"github.com/cueop/cueop/engine/template/templatetest"
+	"github.com/cueop/cueop/internal/testkit"
 )
 
 // TestConvertedCaseFailsOnAWrongForm: a conversion case whose expected
 // form differs from the conversion fails with the diff.
 func TestConvertedCaseFailsOnAWrongForm(t *testing.T) {
-	set, err := template.Load("../../templates")
-	if err != nil {
-		t.Fatal(err)
-	}
-	data, err := os.ReadFile("../../testdata/rediscluster/convert-v1-to-v2.txtar")
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	wrong := strings.Replace(string(data), "  size: 5", "  size: 4", 1)
-	if err := os.MkdirAll(filepath.Join(dir, "rediscluster"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "rediscluster", "c.txtar"), []byte(wrong), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	set := templatetest.Load(t, "../../templates")
+	wrong := strings.Replace(testkit.Read(t, "../../testdata", "rediscluster/convert-v1-to-v2.txtar"), "  size: 5", "  size: 4", 1)
+	dir := testkit.Dir(t, map[string]string{"rediscluster/c.txtar": wrong})
 	results, err := golden.Run(set, dir, false, render.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -47,10 +33,7 @@ func TestConvertedCaseFailsOnAWrongForm(t *testing.T) {
 // dropped), is an error naming the version, not a crash (cueop dev
 // computes the kinds' rights from the samples on every edit).
 func TestToHubOfADroppedVersion(t *testing.T) {
-	set, err := template.Load("../../templates")
-	if err != nil {
-		t.Fatal(err)
-	}
+	set := templatetest.Load(t, "../../templates")
 	for _, k := range set.Kinds {
 		if len(k.Versions) > 1 {
 			continue

@@ -6,7 +6,7 @@ import (
 
 	"github.com/cueop/cueop/engine/golden"
 	"github.com/cueop/cueop/engine/render"
-	"github.com/cueop/cueop/engine/template"
+	"github.com/cueop/cueop/engine/template/templatetest"
 )
 
 // TestCasesPassFromAnyDirectory runs the project's golden cases, whose
@@ -30,10 +30,7 @@ func TestCasesPassFromAnyDirectory(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			set, err := template.Load(rel)
-			if err != nil {
-				t.Fatal(err)
-			}
+			set := templatetest.Load(t, rel)
 			results, err := golden.Run(set, testdata, false, render.Options{})
 			if err != nil {
 				t.Fatal(err)

@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/cueop/cueop/engine/golden"
-	"github.com/cueop/cueop/engine/template"
+	"github.com/cueop/cueop/engine/template/templatetest"
 )
 
 // FuzzParseObjects feeds random bytes to the parsers of golden cases
@@ -43,10 +43,7 @@ func FuzzParseObjects(f *testing.F) {
 	} {
 		f.Add([]byte(seed))
 	}
-	set, err := template.Load("../../templates")
-	if err != nil {
-		f.Fatal(err)
-	}
+	set := templatetest.Load(f, "../../templates")
 	k := set.Lookup("cache.example.com", "RedisCluster")
 	if k == nil {
 		f.Fatal("no RedisCluster kind in ../../templates")

@@ -5,17 +5,14 @@ import (
 
 	"github.com/cueop/cueop/engine/golden"
 	"github.com/cueop/cueop/engine/render"
-	"github.com/cueop/cueop/engine/template"
+	"github.com/cueop/cueop/engine/template/templatetest"
 	"github.com/cueop/cueop/internal/update"
 )
 
 // TestTemplates runs the golden cases of the project's own templates: the
 // same code as `cueop test`, and `go test ./... -update` rewrites them.
 func TestTemplates(t *testing.T) {
-	set, err := template.Load("../../templates")
-	if err != nil {
-		t.Fatal(err)
-	}
+	set := templatetest.Load(t, "../../templates")
 	results, err := golden.Run(set, "../../testdata", *update.Golden, render.Options{})
 	if err != nil {
 		t.Fatal(err)

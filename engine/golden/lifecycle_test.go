@@ -5,7 +5,7 @@ import (
 
 	"github.com/cueop/cueop/engine/golden"
 	"github.com/cueop/cueop/engine/render"
-	"github.com/cueop/cueop/engine/template"
+	"github.com/cueop/cueop/engine/template/templatetest"
 	"github.com/cueop/cueop/internal/update"
 )
 
@@ -22,10 +22,7 @@ func TestLifecycleTemplates(t *testing.T) {
 // least min of them, and returns the errors of those that fail.
 func runCases(t *testing.T, templates, dir string, min int, update bool) []error {
 	t.Helper()
-	set, err := template.Load(templates)
-	if err != nil {
-		t.Fatal(err)
-	}
+	set := templatetest.Load(t, templates)
 	results, err := golden.Run(set, dir, update, render.Options{})
 	if err != nil {
 		t.Fatal(err)

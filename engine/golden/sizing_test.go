@@ -14,7 +14,7 @@ import (
 	"github.com/cueop/cueop/engine/budget"
 	"github.com/cueop/cueop/engine/golden"
 	"github.com/cueop/cueop/engine/render"
-	"github.com/cueop/cueop/engine/template"
+	"github.com/cueop/cueop/engine/template/templatetest"
 )
 
 // apiServerData is a ConfigMap's data at the API server's limits: 10,000
@@ -38,10 +38,7 @@ func apiServerData() map[string]any {
 // gives. (At the former default of 64 MiB, the render's 42 MiB left too
 // little for what the operator allocates beside it: refused at 65.9 MiB.)
 func TestWebAppAtAPIServerLimitsFitsDefaultBudget(t *testing.T) {
-	set, err := template.Load("../../templates")
-	if err != nil {
-		t.Fatal(err)
-	}
+	set := templatetest.Load(t, "../../templates")
 	k := set.Lookup("apps.example.com", "WebApp")
 	settings := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "v1", "kind": "ConfigMap",

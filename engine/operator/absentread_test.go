@@ -60,12 +60,7 @@ func TestAbsentReadNamedLive(t *testing.T) {
 	if w := line.Values["warning"]; !strings.Contains(w, "scaled.cue:27:25: status.readyReplicas "+read+", which Deployment apps/v1 does not have") {
 		t.Errorf("load warning = %q, want the read of status.readyReplicas at its position", w)
 	}
-	eventually(t, time.Minute, func() string {
-		if _, err := kubectl(t, "", "wait", "--for=condition=Established", "crd/scaleds.absent.test.example", "--timeout=5s"); err != nil {
-			return "Scaled CRD not established"
-		}
-		return ""
-	})
+	clustertest.WaitEstablished(t, time.Minute, "scaleds.absent.test.example")
 	mustKubectl(t, "apiVersion: absent.test.example/v1\nkind: Scaled\nmetadata: {name: s, namespace: "+ns+"}\nspec: {replicas: 1}\n", "apply", "-f", "-")
 	eventually(t, 2*time.Minute, func() string {
 		if _, err := kubectl(t, "", "-n", ns, "wait", "--for=jsonpath={.status.readyReplicas}=1", "deployment/s", "--timeout=10s"); err != nil {

@@ -3,19 +3,17 @@ package operator_test
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	kstatus "sigs.k8s.io/cli-utils/pkg/kstatus/status"
-	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/cueop/cueop/engine/budget"
 	"github.com/cueop/cueop/engine/operator/operatortest"
 	"github.com/cueop/cueop/engine/wellknown"
+	"github.com/cueop/cueop/internal/testkit"
 	"github.com/cueop/cueop/localcluster/clustertest"
 )
 
@@ -53,15 +51,15 @@ func TestRenderBudgetStallsHostileCR(t *testing.T) {
 	// A change that is not a spec change reconciles the hostile CR (the
 	// controller's reconcile count goes up: the positive sign) without
 	// rendering it again.
-	renders, reconciles := gatherCount(t, "cueop_render_duration_seconds", "kind", "Bomb"), gatherCount(t, "controller_runtime_reconcile_total", "controller", "cueop-bomb")
+	renders, reconciles := metricSum(t, "cueop_render_duration_seconds", "kind", "Bomb"), metricSum(t, "controller_runtime_reconcile_total", "controller", "cueop-bomb")
 	mustKubectl(t, "", "-n", ns, "annotate", "bomb/hostile", "poke=1")
 	eventually(t, 30*time.Second, func() string {
-		if n := gatherCount(t, "controller_runtime_reconcile_total", "controller", "cueop-bomb"); n <= reconciles {
+		if n := metricSum(t, "controller_runtime_reconcile_total", "controller", "cueop-bomb"); n <= reconciles {
 			return fmt.Sprintf("no reconcile of the Bomb after the annotation (%v)", n)
 		}
 		return ""
 	})
-	if n := gatherCount(t, "cueop_render_duration_seconds", "kind", "Bomb"); n != renders {
+	if n := metricSum(t, "cueop_render_duration_seconds", "kind", "Bomb"); n != renders {
 		t.Errorf("the stalled Bomb was rendered again without a spec change: %v renders, was %v", n, renders)
 	}
 	if msg := bombStalled(t, ns, "hostile", "RenderBudget"); msg != "" {
@@ -77,7 +75,7 @@ func TestRenderBudgetStallsHostileCR(t *testing.T) {
 		}
 		return ""
 	})
-	if n := gatherCount(t, "cueop_render_duration_seconds", "kind", "Bomb"); n <= renders {
+	if n := metricSum(t, "cueop_render_duration_seconds", "kind", "Bomb"); n <= renders {
 		t.Errorf("the spec change did not render the Bomb again (%v renders)", n)
 	}
 }
@@ -137,8 +135,7 @@ var bombGVK = schema.GroupVersionKind{Group: "bomb.test.example", Version: "v1",
 func startBombs(t *testing.T, ns string, b budget.Budget, inProcess bool) {
 	t.Helper()
 	dir := copyTemplates(t)
-	must(t, os.MkdirAll(filepath.Join(dir, "bomb"), 0o755))
-	must(t, os.WriteFile(filepath.Join(dir, "bomb", "bomb.cue"), []byte(bombKind), 0o644))
+	testkit.WriteKind(t, dir, "bomb", bombKind)
 	opts := operatortest.Options(dir, ns)
 	opts.Budget, opts.InProcess = b, inProcess
 	operatortest.Start(t, clustertest.Config(), opts)
@@ -174,30 +171,6 @@ func bombStalled(t *testing.T, ns, name, reason string, parts ...string) string 
 		}
 	}
 	return ""
-}
-
-// gatherCount sums the samples (counters, histogram counts) of metric name
-// whose label has value.
-func gatherCount(t *testing.T, name, label, value string) float64 {
-	t.Helper()
-	families, err := metrics.Registry.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var total float64
-	for _, f := range families {
-		if f.GetName() != name {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == label && l.GetValue() == value {
-					total += m.GetCounter().GetValue() + float64(m.GetHistogram().GetSampleCount())
-				}
-			}
-		}
-	}
-	return total
 }
 
 // waitBombsEnded waits until the renders the test abandoned have ended.

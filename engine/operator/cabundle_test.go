@@ -2,13 +2,12 @@ package operator_test
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/cueop/cueop/engine/operator/operatortest"
+	"github.com/cueop/cueop/internal/testkit"
 	"github.com/cueop/cueop/localcluster/clustertest"
 )
 
@@ -20,9 +19,8 @@ import (
 func TestConversionPointedWithoutInstall(t *testing.T) {
 	const crd = "redisclusters.cache.example.com"
 	ns := clustertest.Namespace(t)
-	b, err := os.ReadFile("../../crds/" + crd + ".yaml")
-	must(t, err)
-	if strings.Contains(string(b), "caBundle") || !strings.Contains(string(b), "strategy: Webhook") {
+	b := testkit.Read(t, testkit.Root(), "crds/"+crd+".yaml")
+	if strings.Contains(b, "caBundle") || !strings.Contains(b, "strategy: Webhook") {
 		t.Fatalf("crds/%s.yaml: want a Webhook conversion without a caBundle", crd)
 	}
 	// A CRD left by an earlier test holds another clientConfig: start from crds/ alone.
@@ -31,7 +29,7 @@ func TestConversionPointedWithoutInstall(t *testing.T) {
 
 	dir := copyTemplates(t)
 	for _, other := range []string{"blog", "staticsite", "webapp"} { // their CRDs are not applied
-		must(t, os.RemoveAll(filepath.Join(dir, other)))
+		testkit.Remove(t, dir, other)
 	}
 	opts := operatortest.Options(dir, ns)
 	opts.InstallCRDs = false

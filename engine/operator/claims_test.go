@@ -11,6 +11,7 @@ import (
 
 	"github.com/cueop/cueop/engine/operator/operatortest"
 	"github.com/cueop/cueop/engine/source/sourcetest"
+	"github.com/cueop/cueop/internal/testkit"
 	"github.com/cueop/cueop/localcluster/clustertest"
 )
 
@@ -73,9 +74,7 @@ func TestClaimOfAnotherKindsCRDName(t *testing.T) {
 	})
 	mustKubectl(t, "", "delete", "--ignore-not-found", "--wait", "--timeout=60s", "crd/"+redisCRD)
 	dir := copyTemplates(t)
-	evil := filepath.Join(dir, "evil", "evil.cue")
-	must(t, os.MkdirAll(filepath.Dir(evil), 0o755))
-	must(t, os.WriteFile(evil, []byte(evilPackage), 0o644))
+	testkit.WriteKind(t, dir, "evil", evilPackage)
 
 	a, stop := startOperatorStoppable(t, dir, ns, nil)
 	a.WaitLog(t, 60*time.Second, "serving kind", "package", "webapp") // served after evil and rediscluster
@@ -84,14 +83,13 @@ func TestClaimOfAnotherKindsCRDName(t *testing.T) {
 	}
 	loadRefused(t, a, "CRD "+redisCRD+": defined by both evil and rediscluster", "package evil (resource at ", "evil.cue:2:", "package rediscluster (resource at ")
 
-	must(t, os.RemoveAll(filepath.Dir(evil)))
+	testkit.Remove(t, dir, "evil")
 	waitCRD(t)
 	c := newClient(t)
 	mustKubectl(t, redisYAML(ns, "kept", 2, "7.0"), "apply", "-f", "-")
 	eventually(t, 60*time.Second, func() string { return readyStatus(t, c, ns, "kept", 2) })
 
-	must(t, os.MkdirAll(filepath.Dir(evil), 0o755))
-	must(t, os.WriteFile(evil, []byte(evilPackage), 0o644))
+	testkit.WriteKind(t, dir, "evil", evilPackage)
 	loadRefused(t, a, "CRD "+redisCRD+": claimed by both rediscluster and evil: rediscluster keeps it")
 	eventually(t, 60*time.Second, func() string { return redisKeeps(t, "rediscluster", "evil") })
 	mustKubectl(t, "", "-n", ns, "scale", "rediscluster/kept", "--replicas=3")

@@ -3,9 +3,6 @@ package operator_test
 import (
 	"context"
 	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -22,6 +19,7 @@ import (
 	"github.com/cueop/cueop/engine/operator/operatortest"
 	"github.com/cueop/cueop/engine/render"
 	"github.com/cueop/cueop/engine/wellknown"
+	"github.com/cueop/cueop/internal/testkit"
 	"github.com/cueop/cueop/localcluster/clustertest"
 )
 
@@ -107,11 +105,7 @@ func (r *recorder) all(match func(event) bool) []event {
 }
 
 func jobComplete(o *unstructured.Unstructured) bool {
-	conds, _, _ := unstructured.NestedSlice(o.Object, "status", "conditions")
-	return slices.ContainsFunc(conds, func(c any) bool {
-		m, _ := c.(map[string]any)
-		return m["type"] == "Complete" && m["status"] == "True"
-	})
+	return testkit.ConditionStatus(o, "Complete") == "True"
 }
 
 // TestWebAppReferencesWavesOrderedDeletion runs the WebApp example with a
@@ -124,12 +118,7 @@ func TestWebAppReferencesWavesOrderedDeletion(t *testing.T) {
 	opts := operatortest.Options("../../templates", ns)
 	opts.ReadableKinds = render.MustKindSet("ConfigMap,Secret")
 	operatortest.StartObserved(t, clustertest.Config(), opts)
-	eventually(t, 30*time.Second, func() string {
-		if _, err := kubectl(t, "", "wait", "--for=condition=Established", "crd/webapps.apps.example.com", "--timeout=5s"); err != nil {
-			return "WebApp CRD not established"
-		}
-		return ""
-	})
+	clustertest.WaitEstablished(t, 30*time.Second, "webapps.apps.example.com")
 	c := newClient(t)
 	rec := record(t, ns, jobGVK, configMapGVK, deploymentGVK, serviceGVK, pdbGVK, webAppGVK)
 
@@ -279,12 +268,7 @@ func applyWebApp(t *testing.T, ns, name, kind string) {
 
 func waitWebAppCRD(t *testing.T) {
 	t.Helper()
-	eventually(t, 30*time.Second, func() string {
-		if _, err := kubectl(t, "", "wait", "--for=condition=Established", "crd/webapps.apps.example.com", "--timeout=5s"); err != nil {
-			return "WebApp CRD not established"
-		}
-		return ""
-	})
+	clustertest.WaitEstablished(t, 30*time.Second, "webapps.apps.example.com")
 }
 
 // TestReferenceOutsideReadableKindsStalls references a Secret where the
@@ -348,7 +332,7 @@ func TestOrderedDeletionWaitsForOperatorAndTemplate(t *testing.T) {
 		}
 		return ""
 	})
-	mustRun(t, "rm", "-r", dir+"/webapp")
+	testkit.Remove(t, dir, "webapp")
 	eventually(t, 30*time.Second, func() string {
 		cr := object(t, c, webAppGVK, ns, "kept")
 		if cr == nil {
@@ -360,32 +344,6 @@ func TestOrderedDeletionWaitsForOperatorAndTemplate(t *testing.T) {
 		return ""
 	})
 }
-
-func mustRun(t *testing.T, name string, args ...string) {
-	t.Helper()
-	if out, err := exec.Command(name, args...).CombinedOutput(); err != nil {
-		t.Fatalf("%s %v: %v: %s", name, args, err, out)
-	}
-}
-
-// digestKind reads the ConfigMaps labelled for its CR, by a selector, and
-// lists their names in a ConfigMap of its own.
-const digestKind = `package digest
-
-import "strings"
-
-resource: {group: "compose.test.example", version: "v1", kind: "Digest"}
-#Spec: {}
-parent: {metadata: {name: string, namespace: string}, spec: #Spec}
-referenced: all: [...{metadata: name: string}]
-references: all: {apiVersion: "v1", kind: "ConfigMap", selector: matchLabels: digest: parent.metadata.name}
-children: out: {
-	apiVersion: "v1"
-	kind:       "ConfigMap"
-	metadata: name: "\(parent.metadata.name)-digest"
-	data: names: strings.Join([for o in referenced.all {o.metadata.name}], ",")
-}
-`
 
 // TestSelectorReferenceFollowsLabels references the ConfigMaps a label
 // selects: labelling one in, or out, re-renders the CR through the
@@ -407,23 +365,9 @@ func TestSelectorReferenceFollowsLabels(t *testing.T) {
 // (the ConfigMaps labelled digest: d, comma separated).
 func startDigest(t *testing.T, ns string) (names func(want string)) {
 	t.Helper()
-	dir := t.TempDir()
-	for name, data := range map[string]string{
-		"cue.mod/module.cue": "module: \"test.example/t@v0\"\nlanguage: version: \"v0.17.0\"\n",
-		"digest/digest.cue":  digestKind,
-	} {
-		mustRun(t, "mkdir", "-p", filepath.Dir(filepath.Join(dir, name)))
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(data), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	dir := testkit.Templates(t, map[string]string{"digest/digest.cue": testkit.DigestKind})
 	startOperator(t, dir, ns, nil)
-	eventually(t, 30*time.Second, func() string {
-		if _, err := kubectl(t, "", "wait", "--for=condition=Established", "crd/digests.compose.test.example", "--timeout=5s"); err != nil {
-			return "Digest CRD not established"
-		}
-		return ""
-	})
+	clustertest.WaitEstablished(t, 30*time.Second, "digests.compose.test.example")
 	c := newClient(t)
 	mustKubectl(t, "apiVersion: compose.test.example/v1\nkind: Digest\nmetadata: {name: d, namespace: "+ns+"}\nspec: {}\n", "apply", "-f", "-")
 	return func(want string) {

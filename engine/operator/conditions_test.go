@@ -30,12 +30,7 @@ func startBlog(t *testing.T) string {
 	})
 	startPaced(t, copyTemplatesFrom(t, authorsTemplates), ns, 0)
 	t.Cleanup(func() { _, _ = kubectl(t, "", "-n", ns, "delete", "blogs", "--all", "--timeout=60s") })
-	eventually(t, time.Minute, func() string {
-		if _, err := kubectl(t, "", "wait", "--for=condition=Established", "crd/blogs.authors.example.com", "--timeout=5s"); err != nil {
-			return "Blog CRD not established"
-		}
-		return ""
-	})
+	clustertest.WaitEstablished(t, time.Minute, "blogs.authors.example.com")
 	mustKubectl(t, "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: blog-settings, namespace: "+ns+"}\ndata: {url: http://blog}\n", "apply", "-f", "-")
 	return ns
 }

@@ -61,7 +61,7 @@ func startMemos(t *testing.T, ns string) *operator.Conversion {
 	opts := operatortest.Options(dir, ns)
 	opts.Conversion = conv
 	operatortest.StartObserved(t, clustertest.Config(), opts)
-	waitEstablished(t, wideCRD)
+	clustertest.WaitEstablished(t, 60*time.Second, wideCRD)
 	return conv
 }
 

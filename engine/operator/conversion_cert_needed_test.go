@@ -2,11 +2,7 @@ package operator_test
 
 import (
 	"fmt"
-	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -14,6 +10,7 @@ import (
 	"github.com/cueop/cueop/engine/operator/operatortest"
 	"github.com/cueop/cueop/engine/template"
 	"github.com/cueop/cueop/engine/webhook"
+	"github.com/cueop/cueop/internal/testkit"
 	"github.com/cueop/cueop/localcluster/clustertest"
 )
 
@@ -44,16 +41,10 @@ func TestWebhookCertOnlyOnceAKindConverts(t *testing.T) {
 		t.Cleanup(func() { _, _ = kubectl(t, "", "delete", "--ignore-not-found", "--wait", "--timeout=60s", "crd/"+crd) })
 	}
 	absent := "absent-" + ns
-	var secretRequests atomic.Int64
-	cfg := clustertest.Config()
-	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
-		return roundTripFunc(func(req *http.Request) (*http.Response, error) {
-			if strings.Contains(req.URL.Path, "/namespaces/"+absent+"/secrets") {
-				secretRequests.Add(1)
-			}
-			return rt.RoundTrip(req)
-		})
-	})
+	cfg, reqs := testkit.CountRequests(clustertest.Config())
+	secretRequests := func() int {
+		return reqs.Count(func(r testkit.Request) bool { return strings.Contains(r.Path, "/namespaces/"+absent+"/secrets") })
+	}
 	conv, err := operator.LocalConversion()
 	must(t, err)
 	conv.Endpoint = webhook.Endpoint{ServiceNamespace: absent, ServiceName: webhook.ServiceName, Certs: &webhook.Certs{}}
@@ -76,18 +67,17 @@ func TestWebhookCertOnlyOnceAKindConverts(t *testing.T) {
 		Needed: op.ConversionNeeded(), Log: mgr.GetLogger().WithName("webhook-cert")}))
 	operatortest.Run(t, op)
 
-	waitEstablished(t, "plains.cert.test.example")
+	clustertest.WaitEstablished(t, 60*time.Second, "plains.cert.test.example")
 	mustKubectl(t, "apiVersion: cert.test.example/v1\nkind: Plain\nmetadata: {name: p, namespace: "+ns+"}\nspec: {}\n", "apply", "-f", "-")
 	mustKubectl(t, "", "wait", "-n", ns, "--for=condition=Ready", "plains.cert.test.example/p", "--timeout=90s")
-	if n := secretRequests.Load(); n != 0 {
+	if n := secretRequests(); n != 0 {
 		t.Fatalf("%d requests for the Secret %s/%s while no kind converts", n, absent, webhook.SecretName)
 	}
 
 	// A kind that converts: the certificate is needed now.
-	must(t, os.MkdirAll(filepath.Join(dir, "dial"), 0o755))
-	must(t, os.WriteFile(filepath.Join(dir, "dial", "dial.cue"), []byte(certKind("Dial")), 0o644))
+	testkit.WriteKind(t, dir, "dial", certKind("Dial"))
 	eventually(t, 60*time.Second, func() string {
-		if n := secretRequests.Load(); n < 4 { // the first attempt (a read, a create) and a retry
+		if n := secretRequests(); n < 4 { // the first attempt (a read, a create) and a retry
 			return fmt.Sprintf("%d requests for the Secret, want the first attempt and a retry", n)
 		}
 		return ""

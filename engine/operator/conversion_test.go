@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -18,6 +16,7 @@ import (
 	"github.com/cueop/cueop/engine/operator/operatortest"
 	"github.com/cueop/cueop/engine/template"
 	"github.com/cueop/cueop/engine/webhook"
+	"github.com/cueop/cueop/internal/testkit"
 	"github.com/cueop/cueop/localcluster/clustertest"
 )
 
@@ -313,7 +312,7 @@ func TestConversionRefusedKeepsLastGood(t *testing.T) {
 	}
 
 	broken := strings.Replace(gaugeTemplate, "refuse?: bool}", "refuse?: bool, brokenConversion: *true | bool}", 1)
-	must(t, os.WriteFile(filepath.Join(dir, "gauge", "gauge.cue"), []byte(broken), 0o644))
+	testkit.Write(t, dir, map[string]string{"gauge/gauge.cue": broken})
 	a.WaitLog(t, 60*time.Second, "versions.v2.toHub: does not compile (test)")
 	if got := mustGetGauge(t, "v2", ns, "one").GetAnnotations()[webhook.RenameAnnotation]; got != good {
 		t.Errorf("converted by revision %q after the refused reload, want the last good %q", got, good)

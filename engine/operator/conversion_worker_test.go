@@ -43,7 +43,7 @@ func TestConversionsInWorkers(t *testing.T) {
 	t.Cleanup(func() { // while the operator runs: it removes their finalizers
 		_, _ = kubectl(t, "", "-n", nsA, "delete", "shifters", "--all", "--timeout=60s")
 	})
-	waitEstablished(t, shiftersCRD)
+	clustertest.WaitEstablished(t, 60*time.Second, shiftersCRD)
 	readV2 := func(ns, name string) (map[string]any, error) {
 		u, err := getAt(t, "shifters.v2.hostileversions.test.example", ns, name)
 		if err != nil {

@@ -85,7 +85,7 @@ func TestWriteAtSpokeKeepsHubData(t *testing.T) {
 	opts := operatortest.Options(dir, ns)
 	opts.Conversion = conv
 	operatortest.StartObserved(t, clustertest.Config(), opts)
-	waitEstablished(t, crd)
+	clustertest.WaitEstablished(t, 60*time.Second, crd)
 
 	mustKubectl(t, `apiVersion: restructure.example.com/v2
 kind: PostgresCluster

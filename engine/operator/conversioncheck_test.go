@@ -2,13 +2,12 @@ package operator_test
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/cueop/cueop/engine/template"
+	"github.com/cueop/cueop/internal/testkit"
 	"github.com/cueop/cueop/localcluster/clustertest"
 )
 
@@ -38,10 +37,8 @@ func TestReloadRefusesLossyConversion(t *testing.T) {
 	c := newClient(t)
 	pods := podUIDs(t, c, ns, "one")
 	loadErrors := metricSum(t, "cueop_template_load_errors_total")
-	v2 := filepath.Join(dir, "rediscluster", "v2.cue")
-	src, err := os.ReadFile(v2)
-	must(t, err)
-	original := string(src)
+	v2 := dir + "/rediscluster/v2.cue"
+	original := testkit.ReadFile(t, v2)
 
 	editFile(t, v2, forgetMinReady)
 	eventually(t, 60*time.Second, func() string {
@@ -87,7 +84,7 @@ func TestStoredSpecRefusesOnlyARegression(t *testing.T) {
 		_, _ = kubectl(t, "", "delete", "--ignore-not-found", "--wait", "--timeout=60s", "crd/"+redisCRD)
 	})
 	dir := copyTemplates(t)
-	v2 := filepath.Join(dir, "rediscluster", "v2.cue")
+	v2 := dir + "/rediscluster/v2.cue"
 	editFile(t, v2, forgetVersion62)
 	_, stop := startOperatorStoppable(t, dir, ns, nil)
 	waitCRD(t)
@@ -121,16 +118,14 @@ func TestFirstSpokeLossyOnStoredCRRefused(t *testing.T) {
 		_, _ = kubectl(t, "", "delete", "--ignore-not-found", "--wait", "--timeout=60s", "crd/"+redisCRD)
 	})
 	dir := copyTemplates(t)
-	v2 := filepath.Join(dir, "rediscluster", "v2.cue")
-	src, err := os.ReadFile(v2)
-	must(t, err)
-	must(t, os.Remove(v2))
+	src := testkit.Read(t, dir, "rediscluster/v2.cue")
+	testkit.Remove(t, dir, "rediscluster/v2.cue")
 	startOperator(t, dir, ns, nil)
 	waitCRD(t)
 	mustKubectl(t, redisYAML(ns, "one", 2, "6.2"), "apply", "-f", "-")
 	eventually(t, 60*time.Second, func() string { return redisReadyAt(t, "v1", ns, "one", 2) })
 
-	must(t, os.WriteFile(v2, []byte(forgetVersion62(string(src))), 0o644))
+	testkit.Write(t, dir, map[string]string{"rediscluster/v2.cue": forgetVersion62(src)})
 	eventually(t, 60*time.Second, func() string {
 		return crdEventOn(t, redisCRD, "TemplateError", "changes field spec.version in the round trip v1 to v2 and back (spec of RedisCluster "+ns+"/one)")
 	})

@@ -31,7 +31,7 @@ func TestConversionReportWritesOnlyTheReviewedCR(t *testing.T) {
 		_, _ = kubectl(t, "", "delete", "--ignore-not-found", "--wait", "--timeout=60s", "crd/"+wideCRD)
 	})
 	operatortest.StartObserved(t, clustertest.Config(), operatortest.Options(dir, ns))
-	waitEstablished(t, wideCRD)
+	clustertest.WaitEstablished(t, 60*time.Second, wideCRD)
 
 	c, err := client.New(clustertest.Config(), client.Options{})
 	must(t, err)

@@ -2,8 +2,6 @@ package operator_test
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +11,7 @@ import (
 	"github.com/cueop/cueop/engine/crdgen"
 	"github.com/cueop/cueop/engine/operator/operatortest"
 	"github.com/cueop/cueop/engine/template"
+	"github.com/cueop/cueop/internal/testkit"
 	"github.com/cueop/cueop/localcluster/clustertest"
 )
 
@@ -100,8 +99,7 @@ func TestWaitingKindBesideBrokenKind(t *testing.T) {
 		"aardvark": strings.NewReplacer("%[1]s", "aardvark", "%[2]s", "Aardvark").Replace(waiterTemplate),
 	})
 	crd := waiterCRDs(t, dir)["Aardvark"]
-	must(t, os.MkdirAll(filepath.Join(dir, "broken"), 0o755))
-	must(t, os.WriteFile(filepath.Join(dir, "broken", "broken.cue"), []byte("package broken\n\nresource: {\n"), 0o644))
+	testkit.WriteKind(t, dir, "broken", "package broken\n\nresource: {\n")
 
 	opts := operatortest.Options(dir, ns)
 	opts.InstallCRDs = false
@@ -138,7 +136,7 @@ func TestWaitingKindEditedStoppedRemoved(t *testing.T) {
 	opts.InstallCRDs = false
 	act, stop := operatortest.StartObserved(t, clustertest.Config(), opts)
 	act.WaitLog(t, 60*time.Second, "kind waits for its CRD", "kind", "Aardvark")
-	must(t, os.WriteFile(filepath.Join(dir, "aardvark", "aardvark.cue"), []byte(strings.Replace(src, `*"hello"`, `*"edited"`, 1)), 0o644))
+	testkit.WriteKind(t, dir, "aardvark", strings.Replace(src, `*"hello"`, `*"edited"`, 1))
 	eventually(t, 60*time.Second, func() string {
 		if n := len(act.Logged("kind waits for its CRD", "kind", "Aardvark")); n < 2 {
 			return fmt.Sprintf("%d lines say that Aardvark waits, want 2 (the new revision waits)", n)
@@ -151,12 +149,11 @@ func TestWaitingKindEditedStoppedRemoved(t *testing.T) {
 	// seen by its own wait: the sign that a wait still running would have
 	// seen Aardvark's by then.
 	yakSrc := strings.NewReplacer("%[1]s", "yak", "%[2]s", "Yak").Replace(waiterTemplate)
-	must(t, os.MkdirAll(filepath.Join(dir, "yak"), 0o755))
-	must(t, os.WriteFile(filepath.Join(dir, "yak", "yak.cue"), []byte(yakSrc), 0o644))
+	testkit.WriteKind(t, dir, "yak", yakSrc)
 	act, _ = operatortest.StartObserved(t, clustertest.Config(), opts)
 	act.WaitLog(t, 60*time.Second, "kind waits for its CRD", "kind", "Aardvark")
 	act.WaitLog(t, 60*time.Second, "kind waits for its CRD", "kind", "Yak")
-	must(t, os.RemoveAll(filepath.Join(dir, "aardvark")))
+	testkit.Remove(t, dir, "aardvark")
 	act.WaitLog(t, 60*time.Second, "kind removed while it waited for its CRD", "package", "aardvark")
 
 	installCRD(t, crds["Aardvark"], "aardvarks.crdwait.example.com")

@@ -2,8 +2,6 @@ package operator_test
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -60,10 +58,7 @@ ready: status.size == parent.spec.size
 // is repaired.
 func TestCustomKindChild(t *testing.T) {
 	ns := clustertest.Namespace(t)
-	dir := t.TempDir()
-	must(t, os.CopyFS(filepath.Join(dir, "cue.mod"), os.DirFS("../../templates/cue.mod")))
-	must(t, os.MkdirAll(filepath.Join(dir, "gadget"), 0o755))
-	must(t, os.WriteFile(filepath.Join(dir, "gadget", "gadget.cue"), []byte(gadgetTemplate), 0o644))
+	dir := kindsDir(t, map[string]string{"gadget": gadgetTemplate})
 	allowed := render.MustKindSet("Widget.parts.example.com," + render.DefaultAllowedKinds)
 	start := func() (*operatortest.Activity, func()) {
 		opts := operatortest.Options(dir, ns)
@@ -71,12 +66,7 @@ func TestCustomKindChild(t *testing.T) {
 		return operatortest.StartObserved(t, clustertest.Config(), opts)
 	}
 	_, stop := start()
-	eventually(t, 60*time.Second, func() string {
-		if _, err := kubectl(t, "", "wait", "--for=condition=Established", "crd/gadgets.parts.example.com", "--timeout=5s"); err != nil {
-			return "Gadget CRD not established"
-		}
-		return ""
-	})
+	clustertest.WaitEstablished(t, 60*time.Second, "gadgets.parts.example.com")
 	// The child kind's CRD comes after the operator started.
 	installCRD(t, widgetCRD, "widgets.parts.example.com")
 	mustKubectl(t, "apiVersion: parts.example.com/v1\nkind: Gadget\nmetadata:\n  name: g\n  namespace: "+ns+"\nspec:\n  size: 2\n", "apply", "-f", "-")

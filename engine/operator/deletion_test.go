@@ -16,6 +16,7 @@ import (
 
 	"github.com/cueop/cueop/engine/reconcile"
 	"github.com/cueop/cueop/engine/wellknown"
+	"github.com/cueop/cueop/internal/testkit"
 	"github.com/cueop/cueop/localcluster/clustertest"
 )
 
@@ -76,7 +77,7 @@ func depotGone(t *testing.T, c client.Client, ns string) {
 // waves and a retained child (its claim): both finalizers go on in one
 // write, and come off in one, and the API server refuses no write.
 func TestFinalizersOneWriteEach(t *testing.T) {
-	cfg, ct := countingConfig()
+	cfg, ct := testkit.CountRequests(clustertest.Config())
 	ns, c := startDepot(t, cfg)
 	d := object(t, c, depotGVK, ns, "d")
 	if fins := d.GetFinalizers(); !slices.Equal(fins, reconcile.Finalizers) {
@@ -84,7 +85,7 @@ func TestFinalizersOneWriteEach(t *testing.T) {
 	}
 	crPath := "PATCH /apis/lifecycle.example.com/v1/namespaces/" + ns + "/depots/d"
 	crWrites := func() int {
-		writes, _ := ct.snapshot()
+		writes := testkit.Strings(ct.Writes(0))
 		return len(slices.DeleteFunc(writes, func(w string) bool { return w != crPath }))
 	}
 	if n := crWrites(); n != 1 {
@@ -95,7 +96,7 @@ func TestFinalizersOneWriteEach(t *testing.T) {
 	if n := crWrites(); n != 2 {
 		t.Errorf("%d writes of the Depot (not its status) after its deletion, want 2 (finalizers on, then off)", n)
 	}
-	if failed := ct.failures(); len(failed) > 0 {
+	if failed := ct.Where(testkit.Request.Refused); len(failed) > 0 {
 		t.Errorf("the API server refused %d writes: %v", len(failed), failed)
 	}
 }

@@ -55,12 +55,7 @@ func TestDriftIsRepairedAndForeignFieldsKept(t *testing.T) {
 
 func getPod(t *testing.T, c client.Client, ns, name string) *unstructured.Unstructured {
 	t.Helper()
-	pod := &unstructured.Unstructured{}
-	pod.SetGroupVersionKind(podGVK)
-	if err := c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, pod); err != nil {
-		t.Fatal(err)
-	}
-	return pod
+	return clustertest.Get(t, c, podGVK, ns, name)
 }
 
 func TestImmutableChangeRecreatesOneAtATime(t *testing.T) {

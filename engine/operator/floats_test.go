@@ -32,12 +32,7 @@ func TestWholeFloatRenders(t *testing.T) {
 	dir := workertest.Templates(t, map[string]string{"ratio/ratio.cue": ratioKind})
 	t.Cleanup(func() { _, _ = kubectl(t, "", "delete", "crd", "ratios.ratio.test.example", "--ignore-not-found") })
 	operatortest.StartObserved(t, clustertest.Config(), operatortest.Options(dir, ns))
-	eventually(t, 60*time.Second, func() string {
-		if _, err := kubectl(t, "", "wait", "--for=condition=Established", "crd/ratios.ratio.test.example", "--timeout=5s"); err != nil {
-			return "Ratio CRD not established: " + err.Error()
-		}
-		return ""
-	})
+	clustertest.WaitEstablished(t, 60*time.Second, "ratios.ratio.test.example")
 	mustKubectl(t, "apiVersion: ratio.test.example/v1\nkind: Ratio\nmetadata: {name: r, namespace: "+ns+"}\nspec: {ratio: 2.0}\n",
 		"apply", "--server-side", "--field-manager=test", "-f", "-")
 	out, _ := kubectl(t, "", "-n", ns, "get", "ratio/r", "-o", "json")

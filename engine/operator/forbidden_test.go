@@ -92,7 +92,7 @@ func startLimited(t *testing.T, ns string, pkgs map[string]string, refused map[s
 	u := newLimitedUser(t, ns, "cueop-limited-"+ns, operatorRules([]string{fbGroup}, refused))
 	operatortest.Start(t, u.Config(), operatortest.Options(kindsDir(t, pkgs), ns))
 	for name := range pkgs {
-		waitEstablished(t, name+"s."+fbGroup)
+		clustertest.WaitEstablished(t, 60*time.Second, name+"s."+fbGroup)
 	}
 	return u
 }

@@ -1,9 +1,9 @@
 package operator
 
 import (
-	"os"
-	"path/filepath"
 	"testing"
+
+	"github.com/cueop/cueop/internal/testkit"
 )
 
 // TestCgroupMemoryLimit reads the limit of cgroup v2 and v1 layouts, and
@@ -36,16 +36,7 @@ func TestCgroupMemoryLimit(t *testing.T) {
 		{"v1 own cgroup mounted at the root", v1Nested, map[string]string{
 			"memory/memory.limit_in_bytes": "402653184\n"}, 384 << 20, true},
 	} {
-		root := t.TempDir()
-		for f, content := range c.files {
-			p := filepath.Join(root, f)
-			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-				t.Fatal(err)
-			}
-		}
+		root := testkit.Dir(t, c.files)
 		if got, ok := CgroupMemoryLimit(root, c.self); got != c.want || ok != c.ok {
 			t.Errorf("%s: CgroupMemoryLimit = %d, %v; want %d, %v", c.name, got, ok, c.want, c.ok)
 		}

@@ -67,7 +67,7 @@ func startBoundWidget(t *testing.T, bind func(idNS, sa, a string, rules []rbacv1
 		{APIGroups: []string{fbGroup}, Resources: []string{"widgets/finalizers"}, Verbs: []string{"update"}},
 	})
 	operatortest.Start(t, clustertest.Config(), opts)
-	waitEstablished(t, "widgets."+fbGroup)
+	clustertest.WaitEstablished(t, 60*time.Second, "widgets."+fbGroup)
 	c = newClient(t)
 	mustKubectl(t, fbCR("Widget", a, "w", "")+"---\n"+fbCR("Widget", b, "w", ""), "apply", "-f", "-")
 	eventually(t, 90*time.Second, func() string { return crConverged(t, c, fbGroup+"/v1", "Widget", a, "w") })
@@ -94,7 +94,7 @@ func startRetainerIdentity(t *testing.T, ns string) (c client.Client, sa string,
 	opts := operatortest.Options(kindsDir(t, map[string]string{"retainer": fbRetainerTemplate}), ns)
 	opts.Identities = &identity.Config{Namespace: ns}
 	operatortest.Start(t, clustertest.Config(), opts)
-	waitEstablished(t, "retainers."+fbGroup)
+	clustertest.WaitEstablished(t, 60*time.Second, "retainers."+fbGroup)
 	c = newClient(t)
 	mustKubectl(t, fbCR("Retainer", ns, "g", ""), "apply", "-f", "-")
 	eventually(t, 90*time.Second, func() string { return crConverged(t, c, fbGroup+"/v1", "Retainer", ns, "g") })

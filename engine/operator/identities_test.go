@@ -3,7 +3,6 @@ package operator_test
 import (
 	"context"
 	"fmt"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -20,6 +19,7 @@ import (
 	"github.com/cueop/cueop/engine/operator/operatortest"
 	"github.com/cueop/cueop/engine/render"
 	"github.com/cueop/cueop/engine/wellknown"
+	"github.com/cueop/cueop/internal/testkit"
 	"github.com/cueop/cueop/localcluster/clustertest"
 )
 
@@ -126,8 +126,8 @@ func TestIdentitiesActAsTheKindsServiceAccounts(t *testing.T) {
 	mustKubectl(t, "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: shared, namespace: "+ns+"}\ndata: {v: beta-only}\n", "apply", "-f", "-")
 	dir := kindsDir(t, map[string]string{"alpha": idKind("Alpha"), "beta": idKind("Beta")})
 	stop := startIdentities(t, ns, dir)
-	waitEstablished(t, "alphas.id.test.example")
-	waitEstablished(t, "betas.id.test.example")
+	clustertest.WaitEstablished(t, 60*time.Second, "alphas.id.test.example")
+	clustertest.WaitEstablished(t, 60*time.Second, "betas.id.test.example")
 	mustKubectl(t, "apiVersion: id.test.example/v1\nkind: Alpha\nmetadata: {name: a, namespace: "+ns+"}\nspec: {}\n---\n"+
 		"apiVersion: id.test.example/v1\nkind: Beta\nmetadata: {name: b, namespace: "+ns+"}\nspec: {}\n", "apply", "-f", "-")
 	c := newClient(t)
@@ -153,7 +153,7 @@ func TestIdentitiesActAsTheKindsServiceAccounts(t *testing.T) {
 
 	stop() // a restart keeps Beta's child, unchanged
 	startIdentities(t, ns, dir)
-	must(t, os.WriteFile(dir+"/beta/beta.cue", []byte(strings.Replace(idKind("Beta"), "port: 80", "port: 81", 1)), 0o644))
+	testkit.WriteKind(t, dir, "beta", strings.Replace(idKind("Beta"), "port: 80", "port: 81", 1))
 	if got := betaServed(t, ns, "81"); got != uid {
 		t.Errorf("Beta's Service uid %s after a restart and an edit, want %s: recreated", got, uid)
 	}

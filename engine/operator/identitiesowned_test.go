@@ -37,7 +37,7 @@ if parent.spec.two {
 	opts.AllowedKinds = render.MustKindSet("Service,ConfigMap")
 	opts.Identities = &identity.Config{Namespace: ns}
 	operatortest.Start(t, serviceAccountConfig(t, ns, "cueop-operator"), opts)
-	waitEstablished(t, "alphas.id.test.example")
+	clustertest.WaitEstablished(t, 60*time.Second, "alphas.id.test.example")
 	mustKubectl(t, "apiVersion: id.test.example/v1\nkind: Alpha\nmetadata: {name: a, namespace: "+ns+"}\nspec: {two: true}\n", "apply", "-f", "-")
 	c := newClient(t)
 	eventually(t, 90*time.Second, func() string {

@@ -5,8 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -15,6 +13,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
@@ -23,21 +22,9 @@ import (
 
 	"github.com/cueop/cueop/engine/operator/operatortest"
 	"github.com/cueop/cueop/engine/render"
+	"github.com/cueop/cueop/internal/testkit"
 	"github.com/cueop/cueop/localcluster/clustertest"
 )
-
-// kindsDir is a templates directory with the project's cue.mod and one
-// package per entry of pkgs (package name: CUE source).
-func kindsDir(t *testing.T, pkgs map[string]string) string {
-	t.Helper()
-	dir := t.TempDir()
-	must(t, os.CopyFS(filepath.Join(dir, "cue.mod"), os.DirFS("../../templates/cue.mod")))
-	for name, src := range pkgs {
-		must(t, os.MkdirAll(filepath.Join(dir, name), 0o755))
-		must(t, os.WriteFile(filepath.Join(dir, name, name+".cue"), []byte(src), 0o644))
-	}
-	return dir
-}
 
 // startKinds runs an operator on dir in ns that may also create the kinds
 // in extra (comma-separated, as the flag), until stop or the test's end.
@@ -55,35 +42,9 @@ func startKinds(t *testing.T, dir, ns, extra string, cfg *rest.Config) (stop fun
 	return operatortest.Start(t, cfg, opts)
 }
 
-// installCRD applies a test CRD named name, waits for it to be
-// Established, and deletes it (waiting until it is gone) at the test's end,
-// so that a second run in the same process starts without it.
-func installCRD(t *testing.T, crdYAML, name string) {
-	t.Helper()
-	mustKubectl(t, crdYAML, "apply", "-f", "-")
-	t.Cleanup(func() { _, _ = kubectl(t, "", "delete", "--ignore-not-found", "--wait", "--timeout=60s", "crd/"+name) })
-	waitEstablished(t, name)
-}
-
-func waitEstablished(t *testing.T, crd string) {
-	t.Helper()
-	eventually(t, 60*time.Second, func() string {
-		if _, err := kubectl(t, "", "wait", "--for=condition=Established", "crd/"+crd, "--timeout=5s"); err != nil {
-			return crd + " not established"
-		}
-		return ""
-	})
-}
-
 func getObj(t *testing.T, c client.Client, apiVersion, kind, ns, name string) *unstructured.Unstructured {
 	t.Helper()
-	u := &unstructured.Unstructured{}
-	u.SetAPIVersion(apiVersion)
-	u.SetKind(kind)
-	if err := c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, u); err != nil {
-		t.Fatal(err)
-	}
-	return u
+	return clustertest.Get(t, c, schema.FromAPIVersionAndKind(apiVersion, kind), ns, name)
 }
 
 // crConverged says why the CR is not Ready at its generation, or "".
@@ -108,12 +69,6 @@ func touch(t *testing.T, ref, ns string, i int) {
 		}
 		return ""
 	})
-}
-
-// writesSince are the write requests ct saw after the first n.
-func writesSince(ct *countingTransport, n int) []string {
-	w, _ := ct.snapshot()
-	return w[n:]
 }
 
 // scalerTemplate renders an autoscaling/v1 HorizontalPodAutoscaler, a
@@ -157,20 +112,20 @@ ready: status.target == 50
 func TestNonPreferredVersionChild(t *testing.T) {
 	ns := clustertest.Namespace(t)
 	dir := kindsDir(t, map[string]string{"scaler": scalerTemplate})
-	cfg, ct := countingConfig()
+	cfg, ct := testkit.CountRequests(clustertest.Config())
 	stop := startKinds(t, dir, ns, "", cfg)
-	waitEstablished(t, "scalers.idtest.example.com")
+	clustertest.WaitEstablished(t, 60*time.Second, "scalers.idtest.example.com")
 	c := newClient(t)
 	mustKubectl(t, "apiVersion: idtest.example.com/v1\nkind: Scaler\nmetadata: {name: s, namespace: "+ns+"}\nspec: {max: 4}\n", "apply", "-f", "-")
 	start := time.Now()
 	eventually(t, 60*time.Second, func() string {
 		if why := crConverged(t, c, "idtest.example.com/v1", "Scaler", ns, "s"); why != "" {
-			w, _ := ct.snapshot()
+			w := testkit.Strings(ct.Writes(0))
 			return fmt.Sprintf("%s; %d HPA writes so far", why, countPath(w, "horizontalpodautoscalers"))
 		}
 		return ""
 	})
-	w, _ := ct.snapshot()
+	w := testkit.Strings(ct.Writes(0))
 	t.Logf("converged in %s with %d HPA writes", time.Since(start).Round(time.Millisecond), countPath(w, "horizontalpodautoscalers"))
 	uid := getObj(t, c, "autoscaling/v2", "HorizontalPodAutoscaler", ns, "s").GetUID()
 	touch(t, "scaler/s", ns, 0)
@@ -178,12 +133,12 @@ func TestNonPreferredVersionChild(t *testing.T) {
 	for i := 1; i <= 3; i++ {
 		touch(t, "scaler/s", ns, i)
 	}
-	if got := writesSince(ct, n); len(got) != 0 {
+	if got := testkit.Strings(ct.Writes(n)); len(got) != 0 {
 		t.Fatalf("%d writes by reconciles of a converged Scaler: %v", len(got), got)
 	}
 
 	stop()
-	cfg, ct = countingConfig()
+	cfg, ct = testkit.CountRequests(clustertest.Config())
 	before := inSync(t)
 	startKinds(t, dir, ns, "", cfg)
 	eventually(t, 30*time.Second, func() string {
@@ -193,7 +148,7 @@ func TestNonPreferredVersionChild(t *testing.T) {
 		return ""
 	})
 	touch(t, "scaler/s", ns, 4)
-	if got := writesSince(ct, 0); len(got) != 0 {
+	if got := testkit.Strings(ct.Writes(0)); len(got) != 0 {
 		t.Fatalf("%d writes by a fresh operator over a converged Scaler: %v", len(got), got)
 	}
 	if now := getObj(t, c, "autoscaling/v2", "HorizontalPodAutoscaler", ns, "s").GetUID(); now != uid {
@@ -232,9 +187,9 @@ func TestCRDChildGainsPreferredVersion(t *testing.T) {
 	installCRD(t, sprocketCRD, "sprockets.sprocket.idtest.example.com")
 	dir := kindsDir(t, map[string]string{"cog": cogTemplate})
 	const allowed = "Sprocket.sprocket.idtest.example.com"
-	cfg, ct := countingConfig()
+	cfg, ct := testkit.CountRequests(clustertest.Config())
 	stop := startKinds(t, dir, ns, allowed, cfg)
-	waitEstablished(t, "cogs.idtest.example.com")
+	clustertest.WaitEstablished(t, 60*time.Second, "cogs.idtest.example.com")
 	c := newClient(t)
 	mustKubectl(t, "apiVersion: idtest.example.com/v1\nkind: Cog\nmetadata: {name: g, namespace: "+ns+"}\nspec: {size: 2}\n", "apply", "-f", "-")
 	eventually(t, 60*time.Second, func() string { return crConverged(t, c, "idtest.example.com/v1", "Cog", ns, "g") })
@@ -249,27 +204,27 @@ func TestCRDChildGainsPreferredVersion(t *testing.T) {
 		return ""
 	})
 	touch(t, "cog/g", ns, 0)
-	w, _ := ct.snapshot()
+	w := testkit.Strings(ct.Writes(0))
 	for i := 1; i <= 3; i++ {
 		touch(t, "cog/g", ns, i)
 	}
-	if got := writesSince(ct, len(w)); len(got) != 0 {
+	if got := testkit.Strings(ct.Writes(len(w))); len(got) != 0 {
 		t.Fatalf("%d writes by reconciles of a converged Cog: %v", len(got), got)
 	}
 
 	stop()
-	cfg, ct = countingConfig()
+	cfg, ct = testkit.CountRequests(clustertest.Config())
 	before := inSync(t)
 	startKinds(t, dir, ns, allowed, cfg)
 	eventually(t, 30*time.Second, func() string {
 		if inSync(t) == before {
-			w, _ := ct.snapshot()
+			w := testkit.Strings(ct.Writes(0))
 			return fmt.Sprintf("the fresh operator has not found the Sprocket in sync; writes: %v", w)
 		}
 		return ""
 	})
 	touch(t, "cog/g", ns, 4)
-	if got := writesSince(ct, 0); len(got) != 0 {
+	if got := testkit.Strings(ct.Writes(0)); len(got) != 0 {
 		t.Fatalf("%d writes by a fresh operator over a converged Cog: %v", len(got), got)
 	}
 	if now := getObj(t, c, "sprocket.idtest.example.com/v2", "Sprocket", ns, "g").GetUID(); now != uid {
@@ -336,7 +291,7 @@ func TestRenamedChildNeverDeletedWhileWanted(t *testing.T) {
 	ns := clustertest.Namespace(t)
 	dir := kindsDir(t, map[string]string{"memo": memoTemplate})
 	startKinds(t, dir, ns, "", nil)
-	waitEstablished(t, "memos.idtest.example.com")
+	clustertest.WaitEstablished(t, 60*time.Second, "memos.idtest.example.com")
 	c := newClient(t)
 	cs, err := kubernetes.NewForConfig(clustertest.Config())
 	must(t, err)

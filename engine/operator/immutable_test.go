@@ -3,8 +3,6 @@ package operator_test
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -55,10 +53,7 @@ status: {
 // status.immutable.
 func TestImmutableChangeRefusedAtRender(t *testing.T) {
 	ns := clustertest.Namespace(t)
-	dir := t.TempDir()
-	must(t, os.CopyFS(filepath.Join(dir, "cue.mod"), os.DirFS("../../templates/cue.mod")))
-	must(t, os.MkdirAll(filepath.Join(dir, "locker"), 0o755))
-	must(t, os.WriteFile(filepath.Join(dir, "locker", "locker.cue"), []byte(lockerTemplate), 0o644))
+	dir := kindsDir(t, map[string]string{"locker": lockerTemplate})
 	set, err := template.Load(dir)
 	must(t, err)
 	crd, err := crdgen.Generate(set.Kinds[0])

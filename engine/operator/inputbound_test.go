@@ -43,12 +43,7 @@ func TestReferencedObjectsBounded(t *testing.T) {
 		_, _ = kubectl(t, "", "delete", "crd", "bulks.bulk.test.example", "--ignore-not-found", "--wait", "--timeout=60s")
 	})
 	operatortest.StartObserved(t, clustertest.Config(), operatortest.Options(dir, ns))
-	eventually(t, 60*time.Second, func() string {
-		if _, err := kubectl(t, "", "wait", "--for=condition=Established", "crd/bulks.bulk.test.example", "--timeout=5s"); err != nil {
-			return "Bulk CRD not established: " + err.Error()
-		}
-		return ""
-	})
+	clustertest.WaitEstablished(t, 60*time.Second, "bulks.bulk.test.example")
 	c := newClient(t)
 	data := strings.Repeat("x", 1000000)
 	for i := range 70 {

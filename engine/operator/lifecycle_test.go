@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -36,12 +35,7 @@ func startKeepers(t *testing.T) (string, client.Client) {
 // waitLifecycleCRD waits for the CRD of a lifecycle test kind, by plural.
 func waitLifecycleCRD(t *testing.T, plural string) {
 	t.Helper()
-	eventually(t, 30*time.Second, func() string {
-		if _, err := kubectl(t, "", "wait", "--for=condition=Established", "crd/"+plural+".lifecycle.example.com", "--timeout=5s"); err != nil {
-			return plural + " CRD not established"
-		}
-		return ""
-	})
+	clustertest.WaitEstablished(t, 30*time.Second, plural+".lifecycle.example.com")
 }
 
 func applyKeeper(t *testing.T, ns, name string, spec ...string) {
@@ -59,19 +53,7 @@ func patchKeeper(t *testing.T, ns, name, spec string) {
 }
 
 // object reads an object, nil when it does not exist.
-func object(t *testing.T, c client.Client, gvk schema.GroupVersionKind, ns, name string) *unstructured.Unstructured {
-	t.Helper()
-	o := &unstructured.Unstructured{}
-	o.SetGroupVersionKind(gvk)
-	err := c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, o)
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	return o
-}
+var object = clustertest.Lookup
 
 var (
 	pvcGVK         = schema.GroupVersionKind{Version: "v1", Kind: "PersistentVolumeClaim"}

@@ -3,8 +3,6 @@ package operator_test
 import (
 	"context"
 	"fmt"
-	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -13,9 +11,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/cueop/cueop/engine/operator/operatortest"
+	"github.com/cueop/cueop/internal/testkit"
 	_ "github.com/cueop/cueop/internal/update"
 	"github.com/cueop/cueop/localcluster"
 	"github.com/cueop/cueop/localcluster/clustertest"
@@ -31,24 +29,6 @@ var (
 	redisGVK = schema.GroupVersionKind{Group: "cache.example.com", Version: "v1", Kind: "RedisCluster"}
 	podGVK   = schema.GroupVersionKind{Version: "v1", Kind: "Pod"}
 )
-
-// copyTemplates copies the project's templates into a directory the test
-// may edit.
-func copyTemplates(t *testing.T) string {
-	t.Helper()
-	return copyTemplatesFrom(t, "../../templates")
-}
-
-// copyTemplatesFrom copies the templates directory src into a directory
-// the test may edit.
-func copyTemplatesFrom(t *testing.T, src string) string {
-	t.Helper()
-	dst := filepath.Join(t.TempDir(), "templates")
-	if out, err := exec.Command("cp", "-r", src, dst).CombinedOutput(); err != nil {
-		t.Fatalf("copy templates: %v: %s", err, out)
-	}
-	return dst
-}
 
 // startOperator runs an operator on dir, serving namespace ns, until the
 // test ends, and returns what follows its activity. cfg may carry a
@@ -75,8 +55,6 @@ func appliesUnchanged(t *testing.T) float64 {
 	return metricSum(t, "cueop_applies_total", "result", "unchanged")
 }
 
-// metricSum is the sum of the counters, gauges and histogram counts of the metric name
-// whose labels hold every key/value pair of kv.
 // inSync is the count of reconciles that found children in sync: by
 // comparing each (appliesUnchanged), or, for a CR converged at its
 // recorded inputs digest, without comparing them (reconcile/resync.go).
@@ -84,52 +62,13 @@ func inSync(t *testing.T) float64 {
 	return appliesUnchanged(t) + metricSum(t, "cueop_reconciles_settled_total")
 }
 
-func metricSum(t *testing.T, name string, kv ...string) float64 {
-	t.Helper()
-	families, err := metrics.Registry.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var total float64
-	for _, f := range families {
-		if f.GetName() != name {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			labels := map[string]string{}
-			for _, l := range m.GetLabel() {
-				labels[l.GetName()] = l.GetValue()
-			}
-			if labelsMatch(labels, kv) {
-				total += m.GetCounter().GetValue() + m.GetGauge().GetValue() + float64(m.GetHistogram().GetSampleCount())
-			}
-		}
-	}
-	return total
-}
-
 // renders is the count of renders of kind, from cueop's metrics.
 func renders(t *testing.T, kind string) float64 {
 	return metricSum(t, "cueop_render_duration_seconds", "kind", kind)
 }
 
-func labelsMatch(labels map[string]string, kv []string) bool {
-	for i := 0; i+1 < len(kv); i += 2 {
-		if labels[kv[i]] != kv[i+1] {
-			return false
-		}
-	}
-	return true
-}
-
-func newClient(t *testing.T) client.Client {
-	t.Helper()
-	c, err := client.New(clustertest.Config(), client.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
-}
+// newClient is a client of the cluster's admin config.
+var newClient = clustertest.Client
 
 func listPods(t *testing.T, c client.Client, ns, cluster string) []unstructured.Unstructured {
 	t.Helper()
@@ -149,12 +88,7 @@ func listPods(t *testing.T, c client.Client, ns, cluster string) []unstructured.
 
 func getCR(t *testing.T, c client.Client, ns, name string) *unstructured.Unstructured {
 	t.Helper()
-	cr := &unstructured.Unstructured{}
-	cr.SetGroupVersionKind(redisGVK)
-	if err := c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, cr); err != nil {
-		t.Fatal(err)
-	}
-	return cr
+	return clustertest.Get(t, c, redisGVK, ns, name)
 }
 
 func redisYAML(ns, name string, replicas int, version string) string {
@@ -162,11 +96,18 @@ func redisYAML(ns, name string, replicas int, version string) string {
 		"\n  namespace: " + ns + "\nspec:\n  replicas: " + strconv.Itoa(replicas) + "\n  version: \"" + version + "\"\n"
 }
 
-// The cluster helpers, by their short names.
+// The test kit's helpers, by their short names.
 var (
-	kubectl     = clustertest.Kubectl
-	mustKubectl = clustertest.MustKubectl
-	eventually  = clustertest.Eventually
+	kubectl           = clustertest.Kubectl
+	mustKubectl       = clustertest.MustKubectl
+	eventually        = clustertest.Eventually
+	copyTemplates     = testkit.CopyTemplates // the project's templates, to edit
+	copyTemplatesFrom = testkit.CopyDir       // a templates directory, to edit
+	kindsDir          = testkit.Kinds         // the project's cue.mod and one package per entry
+	editFile          = testkit.EditFile      // atomically, as an editor saves
+	must              = testkit.Must
+	metricSum         = testkit.MetricSum // counters, gauges and histogram counts of a metric's series whose labels hold key/value pairs
+	installCRD        = clustertest.InstallCRD
 )
 
 // preserveSpec is the schema of a spec that keeps whatever it is given.

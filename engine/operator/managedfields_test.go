@@ -2,13 +2,13 @@ package operator_test
 
 import (
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/cueop/cueop/internal/testkit"
 )
 
 // TestDropVersionWrittenByKubectl walks "Evolving a kind" with a
@@ -48,7 +48,7 @@ func TestDropVersionWrittenByKubectl(t *testing.T) {
 		t.Errorf("dropping v1 with an entry at v1: refusal %v, want one counting the CR", r)
 	}
 
-	must(t, os.Remove(filepath.Join(dir, "rediscluster", "v1.cue")))
+	testkit.Remove(t, dir, "rediscluster/v1.cue")
 	eventually(t, 60*time.Second, func() string { return crdVersions(t, "v2", "v2", "v2") })
 	if at := fieldsAt(t, ns, "sessions", "v1"); len(at) > 0 {
 		t.Errorf("managedFields entries at v1 once v1 is not served: %v", at)

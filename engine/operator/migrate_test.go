@@ -5,10 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -30,7 +27,9 @@ import (
 	"github.com/cueop/cueop/engine/schemaguard"
 	"github.com/cueop/cueop/engine/shard"
 	"github.com/cueop/cueop/engine/template"
+	"github.com/cueop/cueop/engine/template/templatetest"
 	"github.com/cueop/cueop/engine/wellknown"
+	"github.com/cueop/cueop/internal/testkit"
 	"github.com/cueop/cueop/localcluster/clustertest"
 )
 
@@ -56,12 +55,9 @@ const shelfCRD = "shelves.migrate.example.com"
 // the storage version.
 func shelfCRDs(t *testing.T, dir string) (k *template.Kind, v2only, both *apiextensionsv1.CustomResourceDefinition) {
 	t.Helper()
-	set, err := template.Load(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	set := templatetest.Load(t, dir)
 	k = set.Kinds[0]
-	v2only, err = crdgen.Generate(k)
+	v2only, err := crdgen.Generate(k)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -354,32 +350,10 @@ func guardCRD(t *testing.T, crd string, k *template.Kind, next *apiextensionsv1.
 	return r
 }
 
-// migrationSenders records, by replica, the CR rewrites of a storage
-// migration that reach the API server.
-type migrationSenders struct {
-	mu   sync.Mutex
-	sent map[string]int
+// migrationRewrite says whether r is a CR rewrite of a storage migration.
+func migrationRewrite(r testkit.Request) bool {
+	return r.Method == http.MethodPatch && strings.Contains(r.Path, "/shelves/") && r.Query.Get("fieldManager") == migrate.FieldManager
 }
-
-func (m *migrationSenders) config(id string) *rest.Config {
-	cfg := clustertest.Config()
-	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
-		return roundTripFunc(func(req *http.Request) (*http.Response, error) {
-			if req.Method == http.MethodPatch && strings.Contains(req.URL.Path, "/shelves/") &&
-				req.URL.Query().Get("fieldManager") == migrate.FieldManager {
-				m.mu.Lock()
-				m.sent[id]++
-				m.mu.Unlock()
-			}
-			return rt.RoundTrip(req)
-		})
-	})
-	return cfg
-}
-
-type roundTripFunc func(*http.Request) (*http.Response, error)
-
-func (f roundTripFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
 
 // TestStorageMigrationShardedOneReplica: of two sharded replicas (2
 // ranges, one each), only the holder of the first range migrates, when a
@@ -388,9 +362,11 @@ func TestStorageMigrationShardedOneReplica(t *testing.T) {
 	ns := clustertest.Namespace(t)
 	c := crdClient(t)
 	dir, _, _, rvs := shelvesSwitched(t, c, ns, 10, false)
-	senders := &migrationSenders{sent: map[string]int{}}
+	requests := map[string]*testkit.Requests{} // by replica
 	for _, id := range []string{"replica-a", "replica-b"} {
-		s, err := operator.NewSharded(senders.config(id), migrateOptions(dir, ns), operator.Sharding{
+		cfg, reqs := testkit.CountRequests(clustertest.Config())
+		requests[id] = reqs
+		s, err := operator.NewSharded(cfg, migrateOptions(dir, ns), operator.Sharding{
 			Shards: 2, Identity: id, Namespace: ns, LeaseDuration: shardLease, RenewDeadline: shardRenew, RetryPeriod: shardRetry,
 		})
 		must(t, err)
@@ -409,15 +385,18 @@ func TestStorageMigrationShardedOneReplica(t *testing.T) {
 		return ""
 	})
 	storeAtV2(t, c)
-	file := filepath.Join(dir, "shelf", "shelf.cue")
-	must(t, os.WriteFile(file, []byte(shelfTemplate+"\n// a new revision\n"), 0o644))
+	testkit.WriteKind(t, dir, "shelf", shelfTemplate+"\n// a new revision\n")
 	waitStoredV2(t, c)
 	checkMigrated(t, c, ns, rvs)
 	first, _ := holders()
-	senders.mu.Lock()
-	defer senders.mu.Unlock()
-	if len(senders.sent) != 1 || senders.sent[first] < 10 {
-		t.Errorf("rewrites sent by %v, want 10 or more by %s (the first range's holder) alone", senders.sent, first)
+	sent := map[string]int{} // the CR rewrites of the migration that reached the API server, by replica
+	for id, reqs := range requests {
+		if n := reqs.Count(migrationRewrite); n > 0 {
+			sent[id] = n
+		}
+	}
+	if len(sent) != 1 || sent[first] < 10 {
+		t.Errorf("rewrites sent by %v, want 10 or more by %s (the first range's holder) alone", sent, first)
 	}
 }
 

@@ -21,7 +21,7 @@ import (
 // last good version serves; a version published after it clears it.
 func TestModuleRefusedAtFetchShows(t *testing.T) {
 	start := time.Now() // the Event this test waits for is made after
-	t.Cleanup(func() { // registered first, run last: after the operator stopped
+	t.Cleanup(func() {  // registered first, run last: after the operator stopped
 		_, _ = kubectl(t, "", "delete", "--ignore-not-found", redisTemplate)
 	})
 	ns := clustertest.Namespace(t)
@@ -93,7 +93,7 @@ func TestModuleRefusedAtFetchShows(t *testing.T) {
 // last good version serves.
 func TestShardedModuleRefusedShows(t *testing.T) {
 	start := time.Now() // the Event this test waits for is made after
-	t.Cleanup(func() { // registered first, run last: after the replica stopped
+	t.Cleanup(func() {  // registered first, run last: after the replica stopped
 		_, _ = kubectl(t, "", "delete", "--ignore-not-found", redisTemplate)
 	})
 	ns := clustertest.Namespace(t)

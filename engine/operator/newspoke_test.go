@@ -2,8 +2,6 @@ package operator_test
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -17,6 +15,7 @@ import (
 
 	"github.com/cueop/cueop/engine/operator/operatortest"
 	"github.com/cueop/cueop/engine/template"
+	"github.com/cueop/cueop/internal/testkit"
 	"github.com/cueop/cueop/localcluster/clustertest"
 )
 
@@ -41,10 +40,8 @@ func TestNewSpokeConvertsBeforeServed(t *testing.T) {
 	must(t, err)
 	defer w.Stop()
 
-	src, err := os.ReadFile(filepath.Join(dir, "rediscluster", "v2.cue"))
-	must(t, err)
-	spoke := strings.Replace(string(src), "versions: v2: {", "versions: v1beta1: {", 1)
-	must(t, os.WriteFile(filepath.Join(dir, "rediscluster", "v1beta1.cue"), []byte(spoke), 0o644))
+	spoke := strings.Replace(testkit.Read(t, dir, "rediscluster/v2.cue"), "versions: v2: {", "versions: v1beta1: {", 1)
+	testkit.Write(t, dir, map[string]string{"rediscluster/v1beta1.cue": spoke})
 
 	reg := operatortest.SharedConversion().Registry
 	gk := schema.GroupKind{Group: "cache.example.com", Kind: "RedisCluster"}
@@ -87,16 +84,13 @@ func TestRefusedNewSpokeNeverConverts(t *testing.T) {
 			return strings.Replace(src, field+": *3 | int & >=1 & <=100", field+": *3 | int & >=1 & <=50", 1)
 		}
 	}
-	v2 := filepath.Join(dir, "rediscluster", "v2.cue")
-	src, err := os.ReadFile(v2)
-	must(t, err)
-	spoke := strings.Replace(narrow("size")(string(src)), "versions: v2: {", "versions: v1beta1: {", 1)
+	spoke := strings.Replace(narrow("size")(testkit.Read(t, dir, "rediscluster/v2.cue")), "versions: v2: {", "versions: v1beta1: {", 1)
 	// Each file as it is written makes a revision whose conversions the
 	// check refuses (a bound of 100 on one side, 50 on the other); the
 	// last one's convert, and the guard refuses it.
-	must(t, os.WriteFile(filepath.Join(dir, "rediscluster", "v1beta1.cue"), []byte(spoke), 0o644))
-	editFile(t, v2, narrow("size"))
-	editFile(t, filepath.Join(dir, "rediscluster", "rediscluster.cue"), narrow("replicas"))
+	testkit.Write(t, dir, map[string]string{"rediscluster/v1beta1.cue": spoke})
+	editFile(t, dir+"/rediscluster/v2.cue", narrow("size"))
+	editFile(t, dir+"/rediscluster/rediscluster.cue", narrow("replicas"))
 	set, err := template.Load(dir)
 	must(t, err)
 	rev := set.Lookup("cache.example.com", "RedisCluster").Revision

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/cueop/cueop/internal/testkit"
 	"github.com/cueop/cueop/localcluster/clustertest"
 )
 
@@ -25,16 +26,7 @@ func readyStatus(t *testing.T, c client.Client, ns, name string, want int64) str
 	return ""
 }
 
-func conditionStatus(cr *unstructured.Unstructured, typ string) string {
-	conds, _, _ := unstructured.NestedSlice(cr.Object, "status", "conditions")
-	for _, c := range conds {
-		m := c.(map[string]any)
-		if m["type"] == typ {
-			return fmt.Sprint(m["status"])
-		}
-	}
-	return ""
-}
+var conditionStatus = testkit.ConditionStatus
 
 func podImages(pods []unstructured.Unstructured) string {
 	var out []string

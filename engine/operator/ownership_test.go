@@ -2,8 +2,6 @@ package operator_test
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -16,6 +14,7 @@ import (
 	"github.com/cueop/cueop/engine/operator"
 	"github.com/cueop/cueop/engine/operator/operatortest"
 	"github.com/cueop/cueop/engine/wellknown"
+	"github.com/cueop/cueop/internal/testkit"
 	"github.com/cueop/cueop/localcluster/clustertest"
 )
 
@@ -61,8 +60,7 @@ var holderGVK = schema.GroupVersionKind{Group: "owntest.example.com", Version: "
 func ownershipTemplates(t *testing.T) string {
 	t.Helper()
 	dir := copyTemplates(t)
-	must(t, os.MkdirAll(filepath.Join(dir, "holder"), 0o755))
-	must(t, os.WriteFile(filepath.Join(dir, "holder", "holder.cue"), []byte(holderTemplate), 0o644))
+	testkit.WriteKind(t, dir, "holder", holderTemplate)
 	t.Cleanup(func() {
 		_, _ = kubectl(t, "", "delete", "--ignore-not-found", "--wait", "--timeout=60s", "crd/holders.owntest.example.com")
 	})
@@ -141,7 +139,7 @@ func TestHostileTenantChangesNothing(t *testing.T) {
 	root := exists(t, c, configMapGVK, ns, "kube-root-ca.crt")
 	a := startOperator(t, ownershipTemplates(t), ns, nil)
 	waitCRD(t)
-	waitEstablished(t, "holders.owntest.example.com")
+	clustertest.WaitEstablished(t, 60*time.Second, "holders.owntest.example.com")
 	mustKubectl(t, redisYAML(ns, "web", 1, "7.0"), "apply", "-f", "-")
 	applyHolder(t, ns, "kube-root-ca.crt", "{}")
 	eventually(t, 60*time.Second, func() string {
@@ -210,7 +208,7 @@ func TestForgedReleaseMarkNotAdopted(t *testing.T) {
 func TestTwoCRsRenderingOneName(t *testing.T) {
 	ns := clustertest.Namespace(t)
 	c := newClient(t)
-	cfg, ct := countingConfig()
+	cfg, ct := testkit.CountRequests(clustertest.Config())
 	a := startOperator(t, copyTemplates(t), ns, cfg)
 	waitCRD(t)
 	mustKubectl(t, redisYAML(ns, "shop", 1, "7.0"), "apply", "-f", "-")
@@ -218,14 +216,14 @@ func TestTwoCRsRenderingOneName(t *testing.T) {
 	svc := object(t, c, serviceGVK, ns, "shop")
 	owner := getCR(t, c, ns, "shop").GetUID()
 
-	waitEstablished(t, "staticsites.web.example.com")
+	clustertest.WaitEstablished(t, 60*time.Second, "staticsites.web.example.com")
 	mustKubectl(t, "apiVersion: web.example.com/v1\nkind: StaticSite\nmetadata: {name: shop, namespace: "+ns+"}\nspec: {}\n", "apply", "-f", "-")
 	site := schema.GroupVersionKind{Group: "web.example.com", Version: "v1", Kind: "StaticSite"}
 	eventually(t, 60*time.Second, func() string {
 		return conflicted(t, c, site, ns, "shop", "children.service: Service "+ns+"/shop exists and is controlled by RedisCluster "+ns+"/shop")
 	})
 	a.Settled(t, 0, 60*time.Second)
-	w, _ := ct.snapshot()
+	w := testkit.Strings(ct.Writes(0))
 	if n := countPath(w, "services/shop"); n > 2 {
 		t.Fatalf("%d write requests to Service shop, want the RedisCluster's create and at most one refused create-only apply: %v", n, w)
 	}
@@ -234,7 +232,7 @@ func TestTwoCRsRenderingOneName(t *testing.T) {
 		touchReconciled(t, a, "cueop-staticsite", "staticsite/shop", ns, i)
 	}
 	a.Settled(t, 0, 60*time.Second)
-	if got := countPath(writesSince(ct, n), "services/shop"); got != 0 {
+	if got := countPath(testkit.Strings(ct.Writes(n)), "services/shop"); got != 0 {
 		t.Fatalf("%d write requests to Service shop by reconciles of the StaticSite in conflict", got)
 	}
 	now := object(t, c, serviceGVK, ns, "shop")
@@ -280,7 +278,7 @@ func TestAdoptionIsOptIn(t *testing.T) {
 	mustKubectl(t, fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: theirs, namespace: %s, ownerReferences: [{apiVersion: v1, kind: ConfigMap, name: boss, uid: %s, controller: true}]}\ndata: {text: theirs}\n", ns, boss.GetUID()), "apply", "-f", "-")
 	mine, vol, theirs := object(t, c, configMapGVK, ns, "mine"), object(t, c, pvcGVK, ns, "vol"), object(t, c, configMapGVK, ns, "theirs")
 	a := startOperator(t, ownershipTemplates(t), ns, nil)
-	waitEstablished(t, "holders.owntest.example.com")
+	clustertest.WaitEstablished(t, 60*time.Second, "holders.owntest.example.com")
 	applyHolder(t, ns, "mine", "{}")
 	applyHolder(t, ns, "vol", "{pvc: true}")
 	applyHolder(t, ns, "theirs", "{adopt: uncontrolled}")

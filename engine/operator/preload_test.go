@@ -7,6 +7,7 @@ import (
 
 	"github.com/cueop/cueop/engine/operator"
 	"github.com/cueop/cueop/engine/template"
+	"github.com/cueop/cueop/engine/template/templatetest"
 )
 
 // TestPreloadServesTheEditMadeMeanwhile: Start compiles the templates while
@@ -25,10 +26,7 @@ func TestPreloadServesTheEditMadeMeanwhile(t *testing.T) {
 	}
 	load := func(dir string) string {
 		t.Helper()
-		set, err := template.Load(dir)
-		if err != nil {
-			t.Fatal(err)
-		}
+		set := templatetest.Load(t, dir)
 		return revision(set)
 	}
 

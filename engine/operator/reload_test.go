@@ -25,27 +25,6 @@ func editTemplate(t *testing.T, dir string, edit func(string) string) {
 	editFile(t, filepath.Join(dir, "rediscluster", "rediscluster.cue"), edit)
 }
 
-// editFile rewrites the file p with edit applied, atomically, as an editor
-// saves.
-func editFile(t *testing.T, p string, edit func(string) string) {
-	t.Helper()
-	src, err := os.ReadFile(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	next := edit(string(src))
-	if next == string(src) {
-		t.Fatal("edit changed nothing")
-	}
-	tmp := p + ".tmp"
-	if err := os.WriteFile(tmp, []byte(next), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Rename(tmp, p); err != nil {
-		t.Fatal(err)
-	}
-}
-
 // addPodLabel makes every Pod carry tier: value.
 func addPodLabel(value string) func(string) string {
 	return func(src string) string {
@@ -246,12 +225,5 @@ func writeVolume(t *testing.T, root, stamp, src string, edit func(string) string
 	}
 	if old != "" {
 		must(t, os.RemoveAll(filepath.Join(root, old)))
-	}
-}
-
-func must(t *testing.T, err error) {
-	t.Helper()
-	if err != nil {
-		t.Fatal(err)
 	}
 }

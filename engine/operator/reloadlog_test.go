@@ -1,13 +1,12 @@
 package operator_test
 
 import (
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/cueop/cueop/engine/operator/operatortest"
 	"github.com/cueop/cueop/engine/worker/workertest"
+	"github.com/cueop/cueop/internal/testkit"
 	"github.com/cueop/cueop/localcluster/clustertest"
 )
 
@@ -22,16 +21,11 @@ func TestBrokenReloadLoggedOnce(t *testing.T) {
 	defer stop()
 	act.WaitLog(t, time.Minute, "serving kind", "kind", "Scaled")
 
-	file := filepath.Join(dir, "scaled", "scaled.cue")
-	if err := os.WriteFile(file, []byte(scaledTemplate+"\nbroken: 1 & 2\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	testkit.WriteKind(t, dir, "scaled", scaledTemplate+"\nbroken: 1 & 2\n")
 	act.WaitLog(t, time.Minute, "templates did not load")
 	// A fixed edit is a new revision served: the watch has returned from
 	// the broken reload, and logged whatever it would log of it.
-	if err := os.WriteFile(file, []byte(scaledTemplate+"\n// fixed\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	testkit.WriteKind(t, dir, "scaled", scaledTemplate+"\n// fixed\n")
 	act.WaitLog(t, time.Minute, "template changed", "kind", "Scaled")
 	if got := act.Logged("templates did not load"); len(got) != 1 {
 		t.Errorf("%d load errors logged, want 1: %v", len(got), got)

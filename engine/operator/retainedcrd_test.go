@@ -1,10 +1,9 @@
 package operator_test
 
 import (
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/cueop/cueop/engine/operator/operatortest"
 	"github.com/cueop/cueop/engine/render"
@@ -41,10 +40,7 @@ ready: observed.bolt != _|_
 // mapped Bolt, its list answered 404, and the deletion waited forever).
 func TestRetainedKindCRDDeleted(t *testing.T) {
 	ns := clustertest.Namespace(t)
-	dir := t.TempDir()
-	must(t, os.CopyFS(filepath.Join(dir, "cue.mod"), os.DirFS("../../templates/cue.mod")))
-	must(t, os.MkdirAll(filepath.Join(dir, "nut"), 0o755))
-	must(t, os.WriteFile(filepath.Join(dir, "nut", "nut.cue"), []byte(nutTemplate), 0o644))
+	dir := kindsDir(t, map[string]string{"nut": nutTemplate})
 	t.Cleanup(func() {
 		_, _ = kubectl(t, "", "delete", "--ignore-not-found", "--wait", "--timeout=60s", "crd/nuts.nuts.example.com")
 	})
@@ -52,7 +48,7 @@ func TestRetainedKindCRDDeleted(t *testing.T) {
 	opts := operatortest.Options(dir, ns)
 	opts.AllowedKinds = render.MustKindSet("Bolt.bolts.example.com," + render.DefaultAllowedKinds)
 	operatortest.StartObserved(t, clustertest.Config(), opts)
-	waitEstablished(t, "nuts.nuts.example.com")
+	clustertest.WaitEstablished(t, 60*time.Second, "nuts.nuts.example.com")
 	mustKubectl(t, "apiVersion: nuts.example.com/v1\nkind: Nut\nmetadata:\n  name: nn\n  namespace: "+ns+"\nspec:\n  size: 2\n", "apply", "-f", "-")
 	mustKubectl(t, "", "-n", ns, "wait", "--for=condition=Ready", "nut/nn", "--timeout=120s")
 	if out, _ := kubectl(t, "", "-n", ns, "get", "nut", "nn", "-o", "jsonpath={.metadata.finalizers}"); !strings.Contains(out, wellknown.FinalizerRetain) {

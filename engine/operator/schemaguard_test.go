@@ -72,7 +72,7 @@ func startVault(t *testing.T, ns string) (*operatortest.Activity, string) {
 	})
 	dir := kindsDir(t, map[string]string{"vault": vaultTemplate})
 	a := startOperator(t, dir, ns, nil)
-	waitEstablished(t, vaultCRD)
+	clustertest.WaitEstablished(t, 60*time.Second, vaultCRD)
 	return a, filepath.Join(dir, "vault", "vault.cue")
 }
 
@@ -225,7 +225,7 @@ func TestSchemaRefusedAtStartKeepsRunning(t *testing.T) {
 	dir := kindsDir(t, map[string]string{"vault": vaultTemplate})
 	file := filepath.Join(dir, "vault", "vault.cue")
 	_, stop := startOperatorStoppable(t, dir, ns, nil)
-	waitEstablished(t, vaultCRD)
+	clustertest.WaitEstablished(t, 60*time.Second, vaultCRD)
 	applyVault(t, ns, "r5", "{replicas: 5}")
 	eventually(t, 60*time.Second, func() string { return podsOf(t, ns, "r5", 5) })
 	stop()

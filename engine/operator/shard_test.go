@@ -2,13 +2,11 @@ package operator_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 	"regexp"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -24,12 +22,12 @@ import (
 	watchtools "k8s.io/client-go/tools/watch"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/cueop/cueop/engine/operator"
 	"github.com/cueop/cueop/engine/operator/operatortest"
 	"github.com/cueop/cueop/engine/shard"
 	"github.com/cueop/cueop/engine/wellknown"
+	"github.com/cueop/cueop/internal/testkit"
 	"github.com/cueop/cueop/localcluster/clustertest"
 )
 
@@ -73,22 +71,17 @@ func (s *statusWriters) of(name string) map[string]bool {
 	return out
 }
 
-// replicaTransport records status writes and can cut the replica off the
-// API server, as a crash or a partition would. With noGate it drops
+// replicaTransport records status writes. With noGate it drops
 // shardSelector from every request, as an API server without the
 // ShardedListAndWatch gate ignores it.
 type replicaTransport struct {
 	rt     http.RoundTripper
 	id     string
-	cut    *atomic.Bool
 	status *statusWriters
 	noGate bool
 }
 
 func (r replicaTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	if r.cut.Load() {
-		return nil, errors.New("replica cut off from the API server")
-	}
 	if r.noGate {
 		req = withoutShardSelector(req)
 	}
@@ -119,7 +112,7 @@ func withoutShardSelector(req *http.Request) *http.Request {
 
 type shardReplica struct {
 	*operator.Sharded
-	cut  atomic.Bool
+	cut  testkit.Cut // off the API server, as a crash or a partition would
 	stop func()
 }
 
@@ -151,8 +144,9 @@ func startShardReplica(t *testing.T, dir, ns, id string, f shard.Filter, status 
 	r := &shardReplica{}
 	cfg := clustertest.Config()
 	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
-		return replicaTransport{rt, id, &r.cut, status, f == shard.ByClient}
+		return replicaTransport{rt, id, status, f == shard.ByClient}
 	})
+	cfg.Wrap(r.cut.Wrap) // before the rest
 	s, err := operator.NewSharded(cfg, operatortest.Options(dir, ns), operator.Sharding{
 		Shards: 2, Identity: id, Namespace: ns,
 		LeaseDuration: shardLease, RenewDeadline: shardRenew, RetryPeriod: shardRetry,
@@ -363,21 +357,8 @@ func testShardedReplicasHandOver(t *testing.T, f shard.Filter) {
 // rangesHeld is cueop_shard_ranges_held of replica id.
 func rangesHeld(t *testing.T, id string) float64 {
 	t.Helper()
-	families, err := metrics.Registry.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range families {
-		if f.GetName() != "cueop_shard_ranges_held" {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == "replica" && l.GetValue() == id {
-					return m.GetGauge().GetValue()
-				}
-			}
-		}
+	if v, ok := testkit.Metric(t, "cueop_shard_ranges_held", "replica", id); ok {
+		return v
 	}
 	return -1
 }
@@ -436,7 +417,7 @@ func testShardedTemplateRemovalClearsEveryRange(t *testing.T, f shard.Filter) {
 		return ""
 	})
 
-	mustRun(t, "rm", "-r", dir+"/webapp")
+	testkit.Remove(t, dir, "webapp")
 	eventually(t, 60*time.Second, func() string {
 		for _, names := range byRange {
 			for _, n := range names {

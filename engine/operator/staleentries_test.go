@@ -2,11 +2,11 @@ package operator_test
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/cueop/cueop/internal/testkit"
 )
 
 // TestUnservedEntryRepaired leaves a RedisCluster with a managedFields
@@ -44,7 +44,7 @@ func TestUnservedEntryRepaired(t *testing.T) {
 		t.Fatalf("managedFields entries at v1 once v1 is dropped by hand: %v, want 1", at)
 	}
 	k, _ := redisWithoutV1(t, dir)
-	must(t, os.Remove(filepath.Join(dir, "rediscluster", "v1.cue")))
+	testkit.Remove(t, dir, "rediscluster/v1.cue")
 	if out, err := kubectl(t, "", "-n", ns, "wait", "rediscluster/sessions", "--timeout=60s", "--for=jsonpath={.status.revision}="+k.Revision); err != nil {
 		events, _ := kubectl(t, "", "-n", ns, "get", "events", "--field-selector=involvedObject.name=sessions,reason=StatusWriteFailed", "-o", "jsonpath={.items[*].message}")
 		t.Fatalf("status.revision not %s with an entry at v1 not served: %v: %s\nStatusWriteFailed Events: %s", k.Revision, err, out, events)

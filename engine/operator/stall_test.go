@@ -3,21 +3,18 @@ package operator_test
 import (
 	"context"
 	"fmt"
-	"net/http"
-	"path"
 	"slices"
 	"sort"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/cueop/cueop/engine/operator"
 	"github.com/cueop/cueop/engine/operator/operatortest"
+	"github.com/cueop/cueop/internal/testkit"
 	"github.com/cueop/cueop/localcluster/clustertest"
 )
 
@@ -45,15 +42,7 @@ func stalledCR(cr *unstructured.Unstructured, reason string, parts ...string) st
 	return ""
 }
 
-func conditionOf(cr *unstructured.Unstructured, typ string) map[string]any {
-	conds, _, _ := unstructured.NestedSlice(cr.Object, "status", "conditions")
-	for _, c := range conds {
-		if m := c.(map[string]any); m["type"] == typ {
-			return m
-		}
-	}
-	return nil
-}
+var conditionOf = testkit.Condition
 
 func TestInvalidSpecStallsAndChangesNothing(t *testing.T) {
 	ns := clustertest.Namespace(t)
@@ -121,58 +110,6 @@ func TestRefusedChildStallsAndAppliesNothing(t *testing.T) {
 	}
 }
 
-// countingTransport counts the requests that write, and records the
-// resources watched and the writes the API server refused.
-type countingTransport struct {
-	rt      http.RoundTripper
-	mu      sync.Mutex
-	writes  []string
-	reads   int
-	watched []string // last path segment of every watch request
-	failed  []string // writes answered with an error status
-}
-
-func (c *countingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	c.mu.Lock()
-	switch req.Method {
-	case http.MethodGet, http.MethodHead, http.MethodOptions:
-		c.reads++
-		if req.URL.Query().Get("watch") == "true" {
-			c.watched = append(c.watched, path.Base(req.URL.Path))
-		}
-	default:
-		c.writes = append(c.writes, req.Method+" "+req.URL.Path)
-	}
-	c.mu.Unlock()
-	resp, err := c.rt.RoundTrip(req)
-	if req.Method != http.MethodGet && resp != nil && resp.StatusCode >= 400 {
-		c.mu.Lock()
-		c.failed = append(c.failed, fmt.Sprintf("%s %s: %d", req.Method, req.URL.Path, resp.StatusCode))
-		c.mu.Unlock()
-	}
-	return resp, err
-}
-
-// failures are the writes refused so far.
-func (c *countingTransport) failures() []string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return slices.Clone(c.failed)
-}
-
-func (c *countingTransport) snapshot() ([]string, int) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return append([]string(nil), c.writes...), c.reads
-}
-
-func countingConfig() (*rest.Config, *countingTransport) {
-	cfg := rest.CopyConfig(clustertest.Config())
-	ct := &countingTransport{}
-	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { ct.rt = rt; return ct })
-	return cfg, ct
-}
-
 // TestNoWritesOnResync restarts the operator over converged CRs: the new
 // operator reconciles every one of them and must not write anything, nor
 // render any (each CR's status records the digest of its inputs and
@@ -188,7 +125,7 @@ func TestNoWritesOnResync(t *testing.T) {
 	}
 	opts := convergeThenStop(t, dir, ns, c, names...)
 	rendered, checked := renders(t, "RedisCluster"), appliesUnchanged(t)
-	cfg, ct := countingConfig()
+	cfg, ct := testkit.CountRequests(clustertest.Config())
 	// The same conversion endpoint (address and CA) as the first process,
 	// as a restarted Deployment keeps its Service and certificate Secret:
 	// the CRD's clientConfig needs no write.
@@ -200,7 +137,7 @@ func TestNoWritesOnResync(t *testing.T) {
 		return ""
 	})
 	act.Settled(t, 0, 60*time.Second)
-	writes, reads := ct.snapshot()
+	writes, reads := testkit.Strings(ct.Writes(0)), ct.Reads()
 	if len(writes) != 0 {
 		t.Fatalf("%d write requests during a resync of converged CRs: %v", len(writes), writes)
 	}
@@ -214,9 +151,10 @@ func TestNoWritesOnResync(t *testing.T) {
 
 	// Only the child kinds that have children are watched, not every
 	// allowed kind; and the Templates, each kind's state (templatedrift.go).
-	ct.mu.Lock()
-	watched := slices.Clone(ct.watched)
-	ct.mu.Unlock()
+	var watched []string
+	for _, r := range ct.Where(testkit.Request.Watch) {
+		watched = append(watched, r.Resource())
+	}
 	sort.Strings(watched)
 	watched = slices.Compact(watched)
 	want := []string{"blogs", "configmaps", "pods", "redisclusters", "services", "staticsites", "templates", "webapps"}

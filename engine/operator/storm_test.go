@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cueop/cueop/internal/testkit"
 	"github.com/cueop/cueop/localcluster/clustertest"
 )
 
@@ -49,7 +50,7 @@ func TestNoRetryStorm(t *testing.T) {
 				if parent.metadata.labels.stuck != _|_ {nodeSelector: nowhere: "true"}
 				if parent.metadata.labels.broken != _|_ {priorityClassName: "does-not-exist"}`, 1)
 	})
-	cfg, ct := countingConfig()
+	cfg, ct := testkit.CountRequests(clustertest.Config())
 	startOperator(t, dir, ns, cfg)
 	c := newClient(t)
 	waitCRD(t)
@@ -70,10 +71,10 @@ func TestNoRetryStorm(t *testing.T) {
 		}
 		return ""
 	})
-	writes0, reads0 := ct.snapshot()
+	writes0, reads0 := testkit.Strings(ct.Writes(0)), ct.Reads()
 	d := stormDuration(t)
 	time.Sleep(d)
-	writes1, reads1 := ct.snapshot()
+	writes1, reads1 := testkit.Strings(ct.Writes(0)), ct.Reads()
 	got := len(writes1) - len(writes0) + reads1 - reads0
 	// Each retry of a broken CR re-sends its one refused Pod; watch
 	// requests (a handful) come on top.

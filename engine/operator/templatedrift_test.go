@@ -2,7 +2,6 @@ package operator_test
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -12,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/cueop/cueop/engine/operator"
+	"github.com/cueop/cueop/internal/testkit"
 )
 
 // TestTemplateRestoredAndForeignLeft: a Template is the operator's; a
@@ -120,14 +120,8 @@ func TestTemplateStatusForgedIsPutBack(t *testing.T) {
 		return ""
 	})
 	// A broken edit: the status a forger would hide.
-	file := filepath.Join(dir, "rediscluster", "rediscluster.cue")
-	good, err := os.ReadFile(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(file, append(append([]byte{}, good...), []byte("\nbroken: 1 & 2\n")...), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	good := testkit.Read(t, dir, "rediscluster/rediscluster.cue")
+	testkit.Write(t, dir, map[string]string{"rediscluster/rediscluster.cue": good + "\nbroken: 1 & 2\n"})
 	var want map[string]any
 	eventually(t, 60*time.Second, func() string {
 		s, msg, obj := templateCondition(t, "Degraded")

@@ -2,13 +2,13 @@ package operator_test
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/cueop/cueop/internal/testkit"
 )
 
 const redisTemplate = "template/" + redisCRD
@@ -55,14 +55,8 @@ func TestTemplateObjectShowsLoadState(t *testing.T) {
 	if out := mustKubectl(t, "", "get", "templates"); !strings.Contains(out, redisCRD) || !strings.Contains(out, rev) {
 		t.Fatalf("kubectl get templates does not show %s at %s:\n%s", redisCRD, rev, out)
 	}
-	file := filepath.Join(dir, "rediscluster", "rediscluster.cue")
-	good, err := os.ReadFile(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(file, append(append([]byte{}, good...), []byte("\nbroken: 1 & 2\n")...), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	good := testkit.Read(t, dir, "rediscluster/rediscluster.cue")
+	testkit.Write(t, dir, map[string]string{"rediscluster/rediscluster.cue": good + "\nbroken: 1 & 2\n"})
 	eventually(t, 60*time.Second, func() string {
 		s, msg, _ := templateCondition(t, "Degraded")
 		if s != "True" || !strings.Contains(msg, "rediscluster.cue:") {
@@ -73,9 +67,7 @@ func TestTemplateObjectShowsLoadState(t *testing.T) {
 	if s, msg, _ := templateCondition(t, "Ready"); s != "True" {
 		t.Fatalf("the last good revision serves, yet Ready is %s: %s", s, msg)
 	}
-	if err := os.WriteFile(file, good, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	testkit.Write(t, dir, map[string]string{"rediscluster/rediscluster.cue": good})
 	eventually(t, 60*time.Second, func() string {
 		if s, msg, _ := templateCondition(t, "Degraded"); s != "False" {
 			return "Degraded " + s + ": " + msg

@@ -46,7 +46,7 @@ func TestSpokeOnlyFieldReportedOnCR(t *testing.T) {
 	t.Cleanup(func() { _, _ = kubectl(t, "", "delete", "crd", "dials.unrendered.test.example", "--ignore-not-found") })
 	_, stop := operatortest.StartObserved(t, clustertest.Config(), operatortest.Options(dir, ns))
 	defer stop()
-	waitEstablished(t, "dials.unrendered.test.example")
+	clustertest.WaitEstablished(t, 60*time.Second, "dials.unrendered.test.example")
 	eventually(t, time.Minute, func() string { // the CRD points at the conversion endpoint once it is served
 		if _, err := kubectl(t, "apiVersion: unrendered.test.example/v2\nkind: Dial\nmetadata: {name: d, namespace: "+ns+"}\nspec: {size: 2, tier: gold}\n",
 			"apply", "--server-side", "--field-manager=test", "-f", "-"); err != nil {

@@ -2,8 +2,6 @@ package operator_test
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -17,6 +15,7 @@ import (
 	"github.com/cueop/cueop/engine/operator/operatortest"
 	"github.com/cueop/cueop/engine/template"
 
+	"github.com/cueop/cueop/internal/testkit"
 	"github.com/cueop/cueop/localcluster/clustertest"
 )
 
@@ -58,7 +57,7 @@ func TestStorageVersionSwitch(t *testing.T) {
 		t.Errorf("Pods changed by the storage switch: %s, were %s", got, pods)
 	}
 
-	must(t, os.Remove(filepath.Join(dir, "rediscluster", "v1.cue")))
+	testkit.Remove(t, dir, "rediscluster/v1.cue")
 	eventually(t, 60*time.Second, func() string { return crdVersions(t, "v2", "v2", "v2") })
 	if _, err := kubectl(t, "", "-n", ns, "get", "redisclusters.v1.cache.example.com", "one"); err == nil {
 		t.Error("v1 still served after the revision dropping it")
@@ -82,13 +81,10 @@ func redisV2YAML(ns, name string, size int, version string, minReady int) string
 func swapToVersionsStep(t *testing.T, dir string) {
 	t.Helper()
 	src := "../../testdata/versions/rediscluster"
-	v1, err := os.ReadFile(filepath.Join(src, "v1.cue"))
-	must(t, err)
-	must(t, os.WriteFile(filepath.Join(dir, "rediscluster", "v1.cue"), v1, 0o644))
-	hub, err := os.ReadFile(filepath.Join(src, "rediscluster.cue"))
-	must(t, err)
-	editFile(t, filepath.Join(dir, "rediscluster", "rediscluster.cue"), func(string) string { return string(hub) })
-	must(t, os.Remove(filepath.Join(dir, "rediscluster", "v2.cue")))
+	testkit.Write(t, dir, map[string]string{"rediscluster/v1.cue": testkit.Read(t, src, "v1.cue")})
+	hub := testkit.Read(t, src, "rediscluster.cue")
+	editFile(t, dir+"/rediscluster/rediscluster.cue", func(string) string { return hub })
+	testkit.Remove(t, dir, "rediscluster/v2.cue")
 }
 
 // startRedisFleet runs an operator on a copy of the shipped templates
@@ -240,7 +236,7 @@ func TestStorageVersionSwitchResumed(t *testing.T) {
 func redisWithoutV1(t *testing.T, dir string) (*template.Kind, *apiextensionsv1.CustomResourceDefinition) {
 	t.Helper()
 	next := copyTemplatesFrom(t, dir)
-	must(t, os.Remove(filepath.Join(next, "rediscluster", "v1.cue")))
+	testkit.Remove(t, next, "rediscluster/v1.cue")
 	set, err := template.Load(next)
 	must(t, err)
 	for _, k := range set.Kinds {

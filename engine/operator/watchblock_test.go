@@ -3,12 +3,12 @@ package operator_test
 import (
 	"net/http"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"k8s.io/client-go/rest"
 
+	"github.com/cueop/cueop/internal/testkit"
 	"github.com/cueop/cueop/localcluster/clustertest"
 )
 
@@ -82,20 +82,6 @@ status: {
 ready: status.text == parent.spec.text
 `
 
-// listSeen flags the first list or watch request of a resource.
-type listSeen struct {
-	rt       http.RoundTripper
-	resource string
-	seen     atomic.Bool
-}
-
-func (l *listSeen) RoundTrip(req *http.Request) (*http.Response, error) {
-	if req.Method == http.MethodGet && strings.HasSuffix(req.URL.Path, "/"+l.resource) {
-		l.seen.Store(true)
-	}
-	return l.rt.RoundTrip(req)
-}
-
 // TestUnsyncedWatchDelaysOnlyItsKind runs the operator as a user that may
 // not list or watch Knots. A Blocker renders a Knot, whose watch never
 // syncs; meanwhile a Note (a ConfigMap) created after the Knot list was
@@ -108,18 +94,17 @@ func TestUnsyncedWatchDelaysOnlyItsKind(t *testing.T) {
 	dir := kindsDir(t, map[string]string{"blocker": blockerTemplate, "note": noteTemplate})
 	cfg := rest.CopyConfig(clustertest.Config())
 	cfg.Impersonate = rest.ImpersonationConfig{UserName: "cueop-nolist"}
-	knots := &listSeen{resource: "knots"}
-	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { knots.rt = rt; return knots })
+	cfg, reqs := testkit.CountRequests(cfg)
 	startKinds(t, dir, ns, "Knot.knot.idtest.example.com", cfg)
-	waitEstablished(t, "blockers.idtest.example.com")
-	waitEstablished(t, "notes.idtest.example.com")
+	clustertest.WaitEstablished(t, 60*time.Second, "blockers.idtest.example.com")
+	clustertest.WaitEstablished(t, 60*time.Second, "notes.idtest.example.com")
 	// After the start, or the operator, looking for Knots it manages,
 	// would stop at once (see e2e TestAllowedKindBeyondRBACFailsClearly).
 	installCRD(t, knotCRD, "knots.knot.idtest.example.com")
 
 	mustKubectl(t, "apiVersion: idtest.example.com/v1\nkind: Blocker\nmetadata: {name: b, namespace: "+ns+"}\nspec: {}\n", "apply", "-f", "-")
 	eventually(t, 30*time.Second, func() string {
-		if !knots.seen.Load() {
+		if reqs.Count(func(r testkit.Request) bool { return r.Method == http.MethodGet && strings.HasSuffix(r.Path, "/knots") }) == 0 {
 			return "the operator has not tried to list Knots"
 		}
 		return ""

@@ -14,8 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 
-	"sigs.k8s.io/controller-runtime/pkg/metrics"
-
 	"github.com/cueop/cueop/engine/budget"
 	"github.com/cueop/cueop/engine/operator/operatortest"
 	"github.com/cueop/cueop/engine/worker/workertest"
@@ -41,12 +39,7 @@ func startHostileObserved(t *testing.T, ns string, b budget.Budget) (string, *op
 	opts := operatortest.Options(dir, ns)
 	opts.Budget = b
 	a, _ := operatortest.StartObserved(t, clustertest.Config(), opts)
-	eventually(t, 60*time.Second, func() string {
-		if _, err := kubectl(t, "", "wait", "--for=condition=Established", "crd/hostiles.hostile.test.example", "--timeout=5s"); err != nil {
-			return "Hostile CRD not established: " + err.Error()
-		}
-		return ""
-	})
+	clustertest.WaitEstablished(t, 60*time.Second, "hostiles.hostile.test.example")
 	return dir, a
 }
 
@@ -103,10 +96,10 @@ func TestTenantFatalAllocationSparesOperator(t *testing.T) {
 func TestTemplateBombRefusedOnReload(t *testing.T) {
 	ns := clustertest.Namespace(t)
 	dir := startHostile(t, ns, budget.Budget{})
-	errs := gatherTotal(t, "cueop_template_load_errors_total")
+	errs := metricSum(t, "cueop_template_load_errors_total")
 	workertest.WriteFile(t, dir, "templatebomb/bomb.cue", workertest.TemplateBomb)
 	eventually(t, 120*time.Second, func() string {
-		if n := gatherTotal(t, "cueop_template_load_errors_total"); n <= errs {
+		if n := metricSum(t, "cueop_template_load_errors_total"); n <= errs {
 			return "no load error after the template bomb"
 		}
 		return ""
@@ -165,12 +158,12 @@ func TestSlowBadCompilesDoNotRefuseFix(t *testing.T) {
 	dir := startHostile(t, ns, budget.Budget{Time: 300 * time.Millisecond})
 	applyHostile(t, ns, "cr", nil)
 	eventually(t, 60*time.Second, func() string { return hostileCondition(t, ns, "cr", "Ready", "True") })
-	errs := gatherTotal(t, "cueop_template_load_errors_total")
+	errs := metricSum(t, "cueop_template_load_errors_total")
 	for i := range 2 {
 		slow := fmt.Sprintf("\n_slow%d: len([for a in list.Range(0, 2000, 1) for b in list.Range(0, 2000, 1) for c in list.Range(0, 2000, 1) if a+b+c < 0 {a}])\n", i)
 		workertest.WriteFile(t, dir, "hostile/hostile.cue", workertest.HostileKind+slow)
 		eventually(t, 120*time.Second, func() string {
-			if n := gatherTotal(t, "cueop_template_load_errors_total"); n <= errs+float64(i) {
+			if n := metricSum(t, "cueop_template_load_errors_total"); n <= errs+float64(i) {
 				return fmt.Sprintf("slow edit %d not refused yet", i)
 			}
 			return ""
@@ -184,21 +177,6 @@ func TestSlowBadCompilesDoNotRefuseFix(t *testing.T) {
 		}
 		return ""
 	})
-}
-
-// gatherTotal is the value of the unlabelled counter name.
-func gatherTotal(t *testing.T, name string) float64 {
-	t.Helper()
-	families, err := metrics.Registry.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range families {
-		if f.GetName() == name && len(f.GetMetric()) > 0 {
-			return f.GetMetric()[0].GetCounter().GetValue()
-		}
-	}
-	return 0
 }
 
 // TestBusyForAMomentWritesNoStatus: while one CR's slow render holds its

@@ -13,6 +13,8 @@ import (
 
 	"github.com/cueop/cueop/engine/render"
 	"github.com/cueop/cueop/engine/template"
+	"github.com/cueop/cueop/engine/template/templatetest"
+	"github.com/cueop/cueop/internal/testkit"
 )
 
 // TestMemoSameAsFreshRender walks one RedisCluster through a life of
@@ -177,10 +179,7 @@ func copyObjects(in map[string]*unstructured.Unstructured) map[string]*unstructu
 
 func loadKinds(t *testing.T, dir string) *template.Set {
 	t.Helper()
-	set, err := template.Load(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	set := templatetest.Load(t, dir)
 	return set
 }
 
@@ -188,28 +187,9 @@ func loadKinds(t *testing.T, dir string) *template.Set {
 // one more label.
 func editedTemplates(t *testing.T) string {
 	t.Helper()
-	dir := t.TempDir()
-	err := filepath.WalkDir("../../templates", func(p string, d os.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		rel, _ := filepath.Rel("../../templates", p)
-		data, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		if rel == filepath.Join("rediscluster", "rediscluster.cue") {
-			data = []byte(strings.Replace(string(data), `metadata: {name: "\(_name)-\(i)", labels: _selector}`,
-				`metadata: {name: "\(_name)-\(i)", labels: _selector & {edited: "yes"}}`, 1))
-		}
-		if err := os.MkdirAll(filepath.Join(dir, filepath.Dir(rel)), 0o755); err != nil {
-			return err
-		}
-		return os.WriteFile(filepath.Join(dir, rel), data, 0o644)
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	dir := testkit.CopyTemplates(t)
+	testkit.EditFile(t, filepath.Join(dir, "rediscluster", "rediscluster.cue"), testkit.Replace(
+		`metadata: {name: "\(_name)-\(i)", labels: _selector}`, `metadata: {name: "\(_name)-\(i)", labels: _selector & {edited: "yes"}}`))
 	return dir
 }
 
@@ -217,10 +197,7 @@ func editedTemplates(t *testing.T) string {
 // 3 replicas with full Pods observed when nothing it reads changed: the
 // digest of its inputs and the unpacking of the previous result.
 func BenchmarkMemoHit(b *testing.B) {
-	set, err := template.Load("../../templates")
-	if err != nil {
-		b.Fatal(err)
-	}
+	set := templatetest.Load(b, "../../templates")
 	k := set.Lookup("cache.example.com", "RedisCluster")
 	cr := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "cache.example.com/v1", "kind": "RedisCluster",
@@ -251,10 +228,7 @@ func BenchmarkMemoHit(b *testing.B) {
 // packing of its result, against BenchmarkRenderFullPods of engine/render
 // for the render alone.
 func BenchmarkMemoMiss(b *testing.B) {
-	set, err := template.Load("../../templates")
-	if err != nil {
-		b.Fatal(err)
-	}
+	set := templatetest.Load(b, "../../templates")
 	k := set.Lookup("cache.example.com", "RedisCluster")
 	cr := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "cache.example.com/v1", "kind": "RedisCluster",

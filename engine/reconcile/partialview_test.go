@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"maps"
 	"os"
-	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -24,6 +23,7 @@ import (
 	"github.com/cueop/cueop/engine/render"
 	"github.com/cueop/cueop/engine/template"
 	"github.com/cueop/cueop/engine/wellknown"
+	"github.com/cueop/cueop/internal/testkit"
 )
 
 // typedChildren are a RedisCluster's children as the children cache holds
@@ -271,19 +271,7 @@ func TestGatesJudgeWholeChildren(t *testing.T) {
 // own (the project's templates' cue.mod).
 func kindFromSource(t *testing.T, group, kind, src string) *template.Kind {
 	t.Helper()
-	dir := t.TempDir()
-	mod, err := os.ReadFile("../../templates/cue.mod/module.cue")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for p, data := range map[string][]byte{"cue.mod/module.cue": mod, "k/k.cue": []byte(src)} {
-		if err := os.MkdirAll(filepath.Join(dir, filepath.Dir(p)), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, p), data, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	dir := testkit.Dir(t, map[string]string{"cue.mod/module.cue": testkit.Read(t, testkit.Shipped(), "cue.mod/module.cue"), "k/k.cue": src})
 	k := loadKinds(t, dir).Lookup(group, kind)
 	if k == nil {
 		t.Fatalf("no kind %s.%s", kind, group)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/cueop/cueop/engine/convert"
 	"github.com/cueop/cueop/engine/worker/workertest"
+	"github.com/cueop/cueop/internal/testkit"
 )
 
 // mapSpokeTemplate's v2 gives every entry of spec.m a field, drop, that
@@ -102,26 +103,11 @@ func TestSpecNotRenderedOncePerGeneration(t *testing.T) {
 	}
 }
 
-// normalisingSpokeTemplate's hub lowers the case of v2's tier and lacks
-// v2's c.
-const normalisingSpokeTemplate = `package app
-import "strings"
-resource: {group: "apps.test.example", version: "v1", kind: "App"}
-#Spec: {a: int, tier?: string}
-parent: spec: #Spec
-children: {}
-versions: v2: {
-	#Spec: {a: int, tier?: string, c?: int}
-	toHub: {in: spec: _, out: spec: {a: in.spec.a, if in.spec.tier != _|_ {tier: strings.ToLower(in.spec.tier)}}}
-	fromHub: {in: spec: _, out: spec: {a: in.spec.a, if in.spec.tier != _|_ {tier: in.spec.tier}}}
-}
-`
-
 // TestSpecNotRenderedWording: a field the hub lacks is "not rendered"; a
 // value the hub normalises is "rendered as the hub holds it", not called
 // lost.
 func TestSpecNotRenderedWording(t *testing.T) {
-	k := loadKinds(t, workertest.Templates(t, map[string]string{"app/app.cue": normalisingSpokeTemplate})).Kinds[0]
+	k := loadKinds(t, workertest.Templates(t, map[string]string{"app/app.cue": testkit.NormalisingKind})).Kinds[0]
 	c, err := convert.New(k)
 	if err != nil {
 		t.Fatal(err)

@@ -2,8 +2,6 @@ package render_test
 
 import (
 	"errors"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -11,6 +9,7 @@ import (
 
 	"github.com/cueop/cueop/engine/render"
 	"github.com/cueop/cueop/engine/template"
+	"github.com/cueop/cueop/engine/template/templatetest"
 	"github.com/cueop/cueop/engine/wellknown"
 )
 
@@ -168,22 +167,5 @@ func TestWaveGaps(t *testing.T) {
 // tryCompile is compileKind that returns the load error.
 func tryCompile(t *testing.T, src string) (*template.Kind, error) {
 	t.Helper()
-	dir := t.TempDir()
-	for name, data := range map[string]string{
-		"cue.mod/module.cue": "module: \"test.example/t@v0\"\nlanguage: version: \"v0.17.0\"\n",
-		"app/app.cue":        src,
-	} {
-		p := filepath.Join(dir, name)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	set, err := template.Load(dir)
-	if err != nil {
-		return nil, err
-	}
-	return set.Kinds[0], nil
+	return templatetest.TryCompile(t, map[string]string{"app/app.cue": src})
 }

@@ -2,7 +2,6 @@ package render_test
 
 import (
 	"os"
-	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/cueop/cueop/engine/render"
 	"github.com/cueop/cueop/engine/template"
+	"github.com/cueop/cueop/engine/template/templatetest"
 )
 
 // readsCases are templates that read observed (and parent) in each way the
@@ -149,25 +149,10 @@ func fullPods(t testing.TB) map[string]*unstructured.Unstructured {
 // TestReadsAcrossFiles: observed declared in one file of the package and
 // read in another (the reference is resolved by name, not in its file).
 func TestReadsAcrossFiles(t *testing.T) {
-	dir := t.TempDir()
-	for name, data := range map[string]string{
-		"cue.mod/module.cue": "module: \"test.example/t@v0\"\nlanguage: version: \"v0.17.0\"\n",
-		"app/a.cue":          readsBase,
-		"app/b.cue":          "package app\nstatus: {p: *observed.pod.status.phase | \"\"}\n",
-	} {
-		p := filepath.Join(dir, name)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	set, err := template.Load(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	k := set.Kinds[0]
+	k := templatetest.Compile(t, map[string]string{
+		"app/a.cue": readsBase,
+		"app/b.cue": "package app\nstatus: {p: *observed.pod.status.phase | \"\"}\n",
+	})
 	if got, want := k.Reads.Observed.Paths(), []string{"pod.status.phase"}; !reflect.DeepEqual(got, want) {
 		t.Errorf("observed paths %q, want %q", got, want)
 	}

@@ -3,8 +3,6 @@ package render_test
 import (
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"reflect"
 	"runtime"
 	"strings"
@@ -15,22 +13,13 @@ import (
 
 	"github.com/cueop/cueop/engine/render"
 	"github.com/cueop/cueop/engine/template"
+	"github.com/cueop/cueop/engine/template/templatetest"
 	"github.com/cueop/cueop/engine/wellknown"
 	_ "github.com/cueop/cueop/internal/update"
 )
 
-func loadKind(t testing.TB, group, kind string) *template.Kind {
-	t.Helper()
-	set, err := template.Load("../../templates")
-	if err != nil {
-		t.Fatal(err)
-	}
-	k := set.Lookup(group, kind)
-	if k == nil {
-		t.Fatalf("no kind %s.%s", kind, group)
-	}
-	return k
-}
+// loadKind is the kind of group and kind of the project's templates.
+var loadKind = templatetest.Shipped
 
 func redis(spec map[string]any) *unstructured.Unstructured {
 	return &unstructured.Unstructured{Object: map[string]any{
@@ -124,24 +113,7 @@ children: {
 // "app/app.cue") holding src, and returns its kind.
 func compileKind(t testing.TB, file, src string) *template.Kind {
 	t.Helper()
-	dir := t.TempDir()
-	for name, data := range map[string]string{
-		"cue.mod/module.cue": "module: \"test.example/t@v0\"\nlanguage: version: \"v0.17.0\"\n",
-		file:                 src,
-	} {
-		p := filepath.Join(dir, name)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	set, err := template.Load(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return set.Kinds[0]
+	return templatetest.Compile(t, map[string]string{file: src})
 }
 
 func app(n int64) *unstructured.Unstructured {

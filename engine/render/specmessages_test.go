@@ -8,6 +8,7 @@ import (
 
 	"github.com/cueop/cueop/engine/render"
 	"github.com/cueop/cueop/engine/template"
+	"github.com/cueop/cueop/engine/template/templatetest"
 )
 
 // authorsTemplates holds the Blog test kind: a retained claim, a wave-0
@@ -16,11 +17,7 @@ const authorsTemplates = "../../testdata/authors/templates"
 
 func loadBlog(t testing.TB) *template.Kind {
 	t.Helper()
-	set, err := template.Load(authorsTemplates)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return set.Lookup("authors.example.com", "Blog")
+	return templatetest.Lookup(t, templatetest.Load(t, authorsTemplates), "authors.example.com", "Blog")
 }
 
 func blog(spec map[string]any) *unstructured.Unstructured {

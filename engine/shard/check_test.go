@@ -19,11 +19,11 @@ import (
 	"k8s.io/client-go/kubernetes"
 	toolscache "k8s.io/client-go/tools/cache"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/cueop/cueop/engine/operator"
 	"github.com/cueop/cueop/engine/shard"
+	"github.com/cueop/cueop/internal/testkit"
 	"github.com/cueop/cueop/localcluster/clustertest"
 )
 
@@ -133,31 +133,14 @@ func TestListWatchFiltersWithoutTheGate(t *testing.T) {
 // droppedTotal is cueop_shard_client_dropped_total.
 func droppedTotal(t *testing.T) float64 {
 	t.Helper()
-	return metricValue(t, "cueop_shard_client_dropped_total", nil)
+	return metricValue(t, "cueop_shard_client_dropped_total")
 }
 
 // metricValue is the value of the metric name whose labels hold labels.
-func metricValue(t *testing.T, name string, labels map[string]string) float64 {
+func metricValue(t *testing.T, name string, kv ...string) float64 {
 	t.Helper()
-	families, err := metrics.Registry.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range families {
-		if f.GetName() != name {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			match := 0
-			for _, l := range m.GetLabel() {
-				if v, ok := labels[l.GetName()]; ok && v == l.GetValue() {
-					match++
-				}
-			}
-			if match == len(labels) {
-				return m.GetCounter().GetValue() + m.GetGauge().GetValue()
-			}
-		}
+	if v, ok := testkit.Metric(t, name, kv...); ok {
+		return v
 	}
 	return -1
 }
@@ -193,7 +176,7 @@ func TestShardedReplicaFiltersWithoutTheGate(t *testing.T) {
 		}
 		return ""
 	})
-	if got := metricValue(t, "cueop_shard_filter", map[string]string{"replica": "nogate", "filter": "client"}); got != 1 {
+	if got := metricValue(t, "cueop_shard_filter", "replica", "nogate", "filter", "client"); got != 1 {
 		t.Errorf(`cueop_shard_filter{replica="nogate",filter="client"} = %v, want 1`, got)
 	}
 	cancel()

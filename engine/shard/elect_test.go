@@ -2,10 +2,7 @@ package shard_test
 
 import (
 	"context"
-	"errors"
-	"net/http"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -19,6 +16,7 @@ import (
 	watchtools "k8s.io/client-go/tools/watch"
 
 	"github.com/cueop/cueop/engine/shard"
+	"github.com/cueop/cueop/internal/testkit"
 	"github.com/cueop/cueop/localcluster/clustertest"
 )
 
@@ -60,20 +58,8 @@ func (s *serving) serve(id string) func(ctx context.Context, r shard.Range) {
 
 // replica is one shard.Run whose connection to the API server can be cut.
 type replica struct {
-	cut  atomic.Bool
+	cut  testkit.Cut
 	stop func()
-}
-
-type cutTransport struct {
-	rt  http.RoundTripper
-	cut *atomic.Bool
-}
-
-func (c cutTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	if c.cut.Load() {
-		return nil, errors.New("replica cut off from the API server")
-	}
-	return c.rt.RoundTrip(req)
 }
 
 func startReplica(t *testing.T, ns, id string, shards int, s *serving) *replica {
@@ -86,7 +72,7 @@ func startReplicaWith(t *testing.T, ns, id string, shards int, s *serving, chang
 	t.Helper()
 	r := &replica{}
 	cfg := clustertest.Config()
-	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return cutTransport{rt, &r.cut} })
+	cfg.Wrap(r.cut.Wrap)
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		t.Fatal(err)

@@ -12,6 +12,7 @@ import (
 	"github.com/cueop/cueop/engine/source"
 	"github.com/cueop/cueop/engine/source/sourcetest"
 	"github.com/cueop/cueop/engine/template"
+	"github.com/cueop/cueop/engine/template/templatetest"
 )
 
 const appKind = `package web
@@ -52,10 +53,7 @@ func open(t *testing.T, ref, cache string, limits template.Limits) *source.Sourc
 
 func greeting(t *testing.T, dir string) string {
 	t.Helper()
-	set, err := template.Load(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	set := templatetest.Load(t, dir)
 	if len(set.Kinds) != 1 || set.Kinds[0].Name != "app/web" {
 		t.Fatalf("kinds = %v, want app/web", set.Kinds)
 	}

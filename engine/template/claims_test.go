@@ -1,12 +1,11 @@
 package template_test
 
 import (
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/cueop/cueop/engine/template"
+	"github.com/cueop/cueop/internal/testkit"
 )
 
 // evilKind claims App's CRD name (apps.apps.test.example) as kind Evil.
@@ -94,21 +93,15 @@ func TestLoadClaimKeptByHolder(t *testing.T) {
 // Without a holder (nothing served, no CRD) both are refused, and the
 // rest still loads: no module blocks every other.
 func TestLoadModuleClaimingAnothersKind(t *testing.T) {
-	root := t.TempDir()
-	files := map[string]string{
+	root := testkit.Dir(t, map[string]string{
 		template.ModulesFile: `[{"dir": "redis", "source": {"ref": "oci://r.test/test.example/redis@v1", "module": "test.example/redis@v1", "version": "v1.1.0", "digest": "sha256:aa"}},
 {"dir": "evil", "source": {"ref": "oci://r.test/test.example/evil@v1", "module": "test.example/evil@v1", "version": "v1.0.1", "digest": "sha256:bb"}}]`,
-		"redis/cue.mod/module.cue": "module: \"test.example/redis@v1\"\nlanguage: version: \"v0.17.0\"\n",
+		"redis/cue.mod/module.cue": testkit.ModuleFile("test.example/redis@v1"),
 		"redis/app/app.cue":        okKind,
-		"evil/cue.mod/module.cue":  "module: \"test.example/evil@v1\"\nlanguage: version: \"v0.17.0\"\n",
+		"evil/cue.mod/module.cue":  testkit.ModuleFile("test.example/evil@v1"),
 		"evil/app/app.cue":         okKind,
 		"evil/other/other.cue":     thirdKind,
-	}
-	for name, src := range files {
-		p := filepath.Join(root, name)
-		must(t, os.MkdirAll(filepath.Dir(p), 0o755))
-		must(t, os.WriteFile(p, []byte(src), 0o644))
-	}
+	})
 	held := func(kindID, crdName string) []template.Holding {
 		if kindID == "App.apps.test.example" || crdName == "apps.apps.test.example" {
 			return []template.Holding{{Package: "redis/app", Kind: "App.apps.test.example", CRD: "apps.apps.test.example"}}

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/cueop/cueop/engine/template"
+	"github.com/cueop/cueop/internal/testkit"
 )
 
 const embedKind = `@extern(embed)
@@ -24,18 +25,10 @@ children: cm: {apiVersion: "v1", kind: "ConfigMap", metadata: name: "x", data: d
 // secret, and returns it.
 func outside(t *testing.T) string {
 	t.Helper()
-	dir := t.TempDir()
-	must(t, os.WriteFile(filepath.Join(dir, "secret.txt"), []byte("s3cret"), 0o644))
-	must(t, os.WriteFile(filepath.Join(dir, "evil.cue"), []byte("package app\n_data: \"evil\"\n"), 0o644))
-	return dir
+	return testkit.Dir(t, map[string]string{"secret.txt": "s3cret", "evil.cue": "package app\n_data: \"evil\"\n"})
 }
 
-func must(t *testing.T, err error) {
-	t.Helper()
-	if err != nil {
-		t.Fatal(err)
-	}
-}
+var must = testkit.Must
 
 // TestLoadRefusesSymlinksOut: no file a template reads may resolve outside
 // the templates directory, whichever way it is reached.
@@ -137,10 +130,7 @@ func TestLoadFollowsLinksInside(t *testing.T) {
 func TestLoadRefusesModuleDeps(t *testing.T) {
 	asked := registry(t)
 	dir := writeTemplates(t, map[string]string{"app/app.cue": okKind})
-	must(t, os.WriteFile(filepath.Join(dir, "cue.mod/module.cue"), []byte(`module: "test.example/t@v0"
-language: version: "v0.17.0"
-deps: "example.com/lib@v0": v: "v0.1.0"
-`), 0o644))
+	testkit.Write(t, dir, map[string]string{"cue.mod/module.cue": testkit.Module + "deps: \"example.com/lib@v0\": v: \"v0.1.0\"\n"})
 	_, err := template.Load(dir)
 	if err == nil || !strings.Contains(err.Error(), `deps example.com/lib@v0 refused: templates are loaded hermetically`) ||
 		!strings.Contains(err.Error(), "cue.mod/module.cue") {

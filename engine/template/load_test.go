@@ -1,35 +1,18 @@
 package template_test
 
 import (
-	"os"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/cueop/cueop/engine/template"
+	"github.com/cueop/cueop/internal/testkit"
 	_ "github.com/cueop/cueop/internal/update"
 )
 
-// writeTemplates makes a templates module with one package per entry.
-func writeTemplates(t *testing.T, pkgs map[string]string) string {
-	t.Helper()
-	dir := t.TempDir()
-	files := map[string]string{"cue.mod/module.cue": "module: \"test.example/t@v0\"\nlanguage: version: \"v0.17.0\"\n"}
-	for name, src := range pkgs {
-		files[name] = src
-	}
-	for name, src := range files {
-		p := filepath.Join(dir, name)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(src), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return dir
-}
+// writeTemplates makes a templates module with the files of files (slash
+// path: content).
+var writeTemplates = testkit.Templates
 
 const okKind = `package app
 resource: {group: "apps.test.example", version: "v1", kind: "App"}
@@ -84,9 +67,7 @@ func TestRevisionChangesWithEveryFile(t *testing.T) {
 	if again := loadRevision(t, dir); again != first {
 		t.Fatalf("revision not stable: %s then %s", first, again)
 	}
-	if err := os.WriteFile(filepath.Join(dir, "app/extra.txt"), []byte("b"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	testkit.Write(t, dir, map[string]string{"app/extra.txt": "b"})
 	if loadRevision(t, dir) == first {
 		t.Error("editing a file of the kind did not change its revision")
 	}

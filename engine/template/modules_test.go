@@ -9,6 +9,7 @@ import (
 	"cuelang.org/go/cue"
 
 	"github.com/cueop/cueop/engine/template"
+	"github.com/cueop/cueop/internal/testkit"
 )
 
 // modulesDir lays out a directory of modules as a registry source does:
@@ -16,23 +17,13 @@ import (
 // app/cue.mod/deps.
 func modulesDir(t *testing.T) string {
 	t.Helper()
-	root := t.TempDir()
-	files := map[string]string{
-		template.ModulesFile: `[{"dir": "app", "source": {"ref": "oci://r.test/test.example/app@v0.1.0", "module": "test.example/app@v0", "version": "v0.1.0", "digest": "sha256:aa"}}]`,
-		"app/cue.mod/module.cue": `module: "test.example/app@v0"
-language: version: "v0.17.0"
-deps: "example.com/lib@v0": v: "v0.1.0"
-`,
-		"app/web/web.cue": strings.Replace(okKind, "package app\n", "package web\nimport \"example.com/lib\"\n", 1) + "children: cm: data: d: lib.greeting\n",
-		"app/cue.mod/deps/example.com/lib@v0.1.0/cue.mod/module.cue": "module: \"example.com/lib@v0\"\nlanguage: version: \"v0.17.0\"\n",
+	return testkit.Dir(t, map[string]string{
+		template.ModulesFile:     `[{"dir": "app", "source": {"ref": "oci://r.test/test.example/app@v0.1.0", "module": "test.example/app@v0", "version": "v0.1.0", "digest": "sha256:aa"}}]`,
+		"app/cue.mod/module.cue": testkit.ModuleFile("test.example/app@v0") + "deps: \"example.com/lib@v0\": v: \"v0.1.0\"\n",
+		"app/web/web.cue":        strings.Replace(okKind, "package app\n", "package web\nimport \"example.com/lib\"\n", 1) + "children: cm: data: d: lib.greeting\n",
+		"app/cue.mod/deps/example.com/lib@v0.1.0/cue.mod/module.cue": testkit.ModuleFile("example.com/lib@v0"),
 		"app/cue.mod/deps/example.com/lib@v0.1.0/lib.cue":            "package lib\ngreeting: \"from lib\"\n",
-	}
-	for name, src := range files {
-		p := filepath.Join(root, name)
-		must(t, os.MkdirAll(filepath.Dir(p), 0o755))
-		must(t, os.WriteFile(p, []byte(src), 0o644))
-	}
-	return root
+	})
 }
 
 // TestLoadModulesDir: each module of a directory of modules loads with its

@@ -1,23 +1,16 @@
 package template
 
 import (
-	"os"
-	"path/filepath"
 	"testing"
+
+	"github.com/cueop/cueop/internal/testkit"
 )
 
 // TestSnapshotKeepsFirstRead: a file changed while a load reads it is
 // served, and hashed into the revision, as first read: what CUE compiled is
 // what the revision names.
 func TestSnapshotKeepsFirstRead(t *testing.T) {
-	root := t.TempDir()
-	if err := os.MkdirAll(filepath.Join(root, "app"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	p := filepath.Join(root, "app", "app.cue")
-	if err := os.WriteFile(p, []byte("package app\nx: 1\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	root := testkit.Dir(t, map[string]string{"app/app.cue": "package app\nx: 1\n"})
 	snap, err := openSnapshot(root)
 	if err != nil {
 		t.Fatal(err)
@@ -28,9 +21,7 @@ func TestSnapshotKeepsFirstRead(t *testing.T) {
 		t.Fatal(err)
 	}
 	rev := snap.revision([]string{"app"})
-	if err := os.WriteFile(p, []byte("package app\nx: 2\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	testkit.Write(t, root, map[string]string{"app/app.cue": "package app\nx: 2\n"})
 	again, err := snap.ReadFile("app/app.cue")
 	if err != nil || string(again) != string(first) {
 		t.Errorf("second read = %q (%v), want the first %q", again, err, first)

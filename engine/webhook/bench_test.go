@@ -23,7 +23,7 @@ import (
 	ctrlwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/cueop/cueop/engine/convert"
-	"github.com/cueop/cueop/engine/template"
+	"github.com/cueop/cueop/engine/template/templatetest"
 	"github.com/cueop/cueop/engine/webhook"
 )
 
@@ -116,10 +116,7 @@ func BenchmarkHandleOne(b *testing.B) {
 // benchHandler is a Handler with the RedisCluster's converter, in workers
 // under the workers build tag (bench_worker_test.go).
 func benchHandler(b *testing.B) *webhook.Handler {
-	set, err := template.Load("../../templates")
-	if err != nil {
-		b.Fatal(err)
-	}
+	set := templatetest.Load(b, "../../templates")
 	k := set.Lookup("cache.example.com", "RedisCluster")
 	c, err := convert.New(k)
 	if err != nil || c == nil {

@@ -10,7 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/cueop/cueop/engine/render"
-	"github.com/cueop/cueop/engine/template"
+	"github.com/cueop/cueop/engine/template/templatetest"
 	"github.com/cueop/cueop/engine/worker"
 )
 
@@ -19,10 +19,7 @@ import (
 // difference is what isolation costs a render (encoding, two pipe
 // crossings, decoding, and the worker's accounting reads of /proc).
 func BenchmarkRenderIPC(b *testing.B) {
-	set, err := template.Load("../../templates")
-	if err != nil {
-		b.Fatal(err)
-	}
+	set := templatetest.Load(b, "../../templates")
 	k := set.Lookup("cache.example.com", "RedisCluster")
 	in := render.Inputs{Kind: k, Parent: redis(), Observed: fullPods(b)}
 	p := worker.New(worker.Options{Workers: 1})

@@ -13,6 +13,7 @@ import (
 	"github.com/cueop/cueop/engine/budget"
 	"github.com/cueop/cueop/engine/convert"
 	"github.com/cueop/cueop/engine/template"
+	"github.com/cueop/cueop/engine/template/templatetest"
 	"github.com/cueop/cueop/engine/worker"
 	"github.com/cueop/cueop/engine/worker/workertest"
 )
@@ -171,10 +172,7 @@ func TestLenientConversionKeepsTheSchemaBounds(t *testing.T) {
 // converts in a fresh worker, from the revision's own files.
 func TestConversionAfterTemplatesDirectoryGone(t *testing.T) {
 	dir := workertest.Templates(t, map[string]string{"hostileversions/hostileversions.cue": workertest.HostileVersionsKind})
-	set, err := template.Load(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	set := templatetest.Load(t, dir)
 	p := newPool(t, worker.Options{})
 	c := converter(t, p, set.Kinds[0], budget.Budget{})
 	if err := os.RemoveAll(dir); err != nil {

@@ -15,6 +15,7 @@ import (
 	"github.com/cueop/cueop/engine/budget"
 	"github.com/cueop/cueop/engine/render"
 	"github.com/cueop/cueop/engine/template"
+	"github.com/cueop/cueop/engine/template/templatetest"
 	"github.com/cueop/cueop/engine/wellknown"
 	"github.com/cueop/cueop/engine/worker"
 	"github.com/cueop/cueop/engine/worker/workertest"
@@ -204,10 +205,7 @@ func TestLoadCompilesInWorkersFirst(t *testing.T) {
 // worker, the one that compiled the new revision and a fresh one alike.
 func TestLastGoodRevisionRendersAfterEdit(t *testing.T) {
 	dir := workertest.Templates(t, map[string]string{"hostile/hostile.cue": workertest.HostileKind})
-	set, err := template.Load(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	set := templatetest.Load(t, dir)
 	good := set.Kinds[0]
 	in := render.Inputs{Kind: good, Parent: cr("ns", "a", map[string]any{"count": int64(2)})}
 	want, err := render.RenderInputs(in, render.Options{})

@@ -29,7 +29,14 @@ func SetLogger() {
 // returns its combined output.
 func Kubectl(t testing.TB, stdin string, args ...string) (string, error) {
 	t.Helper()
-	cmd := exec.Command("kubectl", append([]string{"--kubeconfig", Cluster().KubeconfigPath}, args...)...)
+	return KubectlAt(Cluster().KubeconfigPath, stdin, args...)
+}
+
+// KubectlAt runs the real kubectl against the cluster of the kubeconfig
+// file with stdin and returns its combined output: for a test's private
+// control plane.
+func KubectlAt(kubeconfig, stdin string, args ...string) (string, error) {
+	cmd := exec.Command("kubectl", append([]string{"--kubeconfig", kubeconfig}, args...)...)
 	cmd.Stdin = strings.NewReader(stdin)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
@@ -40,7 +47,13 @@ func Kubectl(t testing.TB, stdin string, args ...string) (string, error) {
 // MustKubectl is Kubectl that fails the test on error.
 func MustKubectl(t testing.TB, stdin string, args ...string) string {
 	t.Helper()
-	out, err := Kubectl(t, stdin, args...)
+	return MustKubectlAt(t, Cluster().KubeconfigPath, stdin, args...)
+}
+
+// MustKubectlAt is KubectlAt that fails the test on error.
+func MustKubectlAt(t testing.TB, kubeconfig, stdin string, args ...string) string {
+	t.Helper()
+	out, err := KubectlAt(kubeconfig, stdin, args...)
 	if err != nil {
 		t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
 	}
@@ -51,13 +64,43 @@ func MustKubectl(t testing.TB, stdin string, args ...string) string {
 // then it fails the test with cond's last reason.
 func Eventually(t testing.TB, timeout time.Duration, cond func() string) {
 	t.Helper()
+	if why := Within(timeout, cond); why != "" {
+		t.Fatalf("not within %s: %s", timeout, why)
+	}
+}
+
+// Within polls cond every 100ms until it returns "" or timeout passes, and
+// returns its last reason ("" when it held).
+func Within(timeout time.Duration, cond func() string) string {
 	deadline := time.Now().Add(timeout)
 	why := cond()
 	for why != "" && time.Now().Before(deadline) {
 		time.Sleep(100 * time.Millisecond)
 		why = cond()
 	}
-	if why != "" {
-		t.Fatalf("not within %s: %s", timeout, why)
-	}
+	return why
+}
+
+// InstallCRD applies a test CRD named name, waits for it to be
+// Established, and deletes it (waiting until it is gone) at the test's end,
+// so that a second run in the same process starts without it.
+func InstallCRD(t testing.TB, crdYAML, name string) {
+	t.Helper()
+	MustKubectl(t, crdYAML, "apply", "-f", "-")
+	t.Cleanup(func() { _, _ = Kubectl(t, "", "delete", "--ignore-not-found", "--wait", "--timeout=60s", "crd/"+name) })
+	WaitEstablished(t, 60*time.Second, name)
+}
+
+// WaitEstablished waits until each CRD named in crds (a CRD's name, such
+// as widgets.example.com) is Established, failing the test after timeout.
+func WaitEstablished(t testing.TB, timeout time.Duration, crds ...string) {
+	t.Helper()
+	Eventually(t, timeout, func() string {
+		for _, crd := range crds {
+			if out, err := Kubectl(t, "", "wait", "--for=condition=Established", "crd/"+crd, "--timeout=5s"); err != nil {
+				return "CRD " + crd + " not established: " + strings.TrimSpace(out)
+			}
+		}
+		return ""
+	})
 }

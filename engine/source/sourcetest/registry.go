@@ -18,6 +18,8 @@ import (
 	"cuelang.org/go/mod/modregistry"
 	"cuelang.org/go/mod/module"
 	"cuelang.org/go/mod/modzip"
+
+	"github.com/cueop/cueop/internal/testkit"
 )
 
 // Registry is an in-memory OCI registry served over HTTP.
@@ -83,7 +85,7 @@ func (r *Registry) Publish(t testing.TB, mod, version string, files map[string]s
 // ModuleFile is a module file for mod, with deps (module@major: version).
 func ModuleFile(mod string, deps map[string]string) string {
 	var b strings.Builder
-	b.WriteString("module: \"" + mod + "\"\nlanguage: version: \"v0.17.0\"\n")
+	b.WriteString(testkit.ModuleFile(mod))
 	for d, v := range deps {
 		b.WriteString("deps: \"" + d + "\": v: \"" + v + "\"\n")
 	}

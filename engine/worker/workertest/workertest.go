@@ -4,10 +4,10 @@
 package workertest
 
 import (
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/cueop/cueop/internal/testkit"
 )
 
 // HostileKind is a kind whose render a tenant controls: the bounds of
@@ -69,26 +69,16 @@ func SlowSpec() map[string]any {
 	return map[string]any{"items": items}
 }
 
-// Templates writes a templates directory (a CUE module) holding files,
-// by slash path, and returns it.
+// Templates is a new templates directory of the test module holding files
+// (slash path: content); files gets the module's cue.mod/module.cue.
 func Templates(t testing.TB, files map[string]string) string {
 	t.Helper()
-	dir := t.TempDir()
-	files["cue.mod/module.cue"] = "module: \"test.example/t@v0\"\nlanguage: version: \"v0.17.0\"\n"
-	for name, data := range files {
-		WriteFile(t, dir, name, data)
-	}
-	return dir
+	files["cue.mod/module.cue"] = testkit.Module
+	return testkit.Dir(t, files)
 }
 
 // WriteFile writes data to dir/name (slash path), making its directory.
 func WriteFile(t testing.TB, dir, name, data string) {
 	t.Helper()
-	p := filepath.Join(dir, filepath.FromSlash(name))
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	testkit.Write(t, dir, map[string]string{name: data})
 }
