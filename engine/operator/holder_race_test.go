@@ -4,8 +4,11 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
+
+	"sigs.k8s.io/yaml"
 
 	"github.com/cueop/cueop/engine/operator/operatortest"
 	"github.com/cueop/cueop/engine/template"
@@ -58,5 +61,42 @@ func TestCRDClaimedMeanwhileIsNotOverwritten(t *testing.T) {
 	}
 	if ann, _ := crdAnnotations(t, redisCRD); ann[wellknown.AnnotationOperator] != "team-a/cueop" {
 		t.Errorf("CRD %s names %q, want team-a/cueop, which claimed it first", redisCRD, ann[wellknown.AnnotationOperator])
+	}
+}
+
+// TestWaitingKindHeldByAnotherOperator: with --install-crds=false, a kind
+// waits for its CRD; the CRD that comes names another operator instance
+// (another install applied it): the waiting operator neither serves the
+// kind nor points the CRD at itself, as when the CRD was there at its
+// start (before: the wait's end started the controller without asking
+// who holds the CRD, and both installs served the kind).
+func TestWaitingKindHeldByAnotherOperator(t *testing.T) {
+	ns := clustertest.Namespace(t)
+	dir := kindsDir(t, map[string]string{
+		"aardvark": strings.NewReplacer("%[1]s", "aardvark", "%[2]s", "Aardvark").Replace(waiterTemplate),
+	})
+	opts := operatortest.Options(dir, ns)
+	opts.InstallCRDs, opts.Instance = false, "team-a/cueop"
+	act, _ := operatortest.StartObserved(t, clustertest.Config(), opts)
+	act.WaitLog(t, 60*time.Second, "kind waits for its CRD", "kind", "Aardvark")
+
+	crd := map[string]any{}
+	must(t, yaml.Unmarshal([]byte(waiterCRDs(t, dir)["Aardvark"]), &crd))
+	meta := crd["metadata"].(map[string]any)
+	meta["annotations"] = map[string]any{wellknown.AnnotationOperator: "team-b/cueop"}
+	b, err := yaml.Marshal(crd)
+	must(t, err)
+	installCRD(t, string(b), "aardvarks.crdwait.example.com")
+	eventually(t, 60*time.Second, func() string {
+		if len(act.Logged("serving kind", "kind", "Aardvark")) == 0 && len(act.Logged("kind not served: another operator holds it", "kind", "Aardvark.crdwait.example.com")) == 0 {
+			return "Aardvark neither served nor refused once its CRD, held by team-b/cueop, was applied"
+		}
+		return ""
+	})
+	if served := act.Logged("serving kind", "kind", "Aardvark"); len(served) > 0 {
+		t.Errorf("team-a/cueop serves Aardvark, whose CRD names team-b/cueop: %+v", served)
+	}
+	if got := act.Operator.HeldElsewhere()["aardvark"]; got != "team-b/cueop" {
+		t.Errorf("kinds held elsewhere %v, want aardvark: team-b/cueop", act.Operator.HeldElsewhere())
 	}
 }
