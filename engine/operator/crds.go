@@ -68,7 +68,15 @@ func (o *Operator) installCRDThen(ctx context.Context, k *template.Kind, beforeA
 	if beforeApply != nil {
 		undo = beforeApply()
 	}
-	if _, err := o.applier.Apply(ctx, u, live); err != nil {
+	apply := o.applier.Apply
+	if live != nil && live.GetAnnotations()[wellknown.AnnotationOperator] != o.Instance() {
+		// Claimed (unclaimed or taken over) by this apply: over the CRD as
+		// read, so that another instance's claim made since (two installs
+		// starting together) refuses it (a Conflict, retried: checkHolder
+		// then finds the claim) instead of being overwritten.
+		apply = o.applier.ApplyOver
+	}
+	if _, err := apply(ctx, u, live); err != nil {
 		if errors.As(err, new(apierrors.APIStatus)) { // the API server's answer: not applied
 			undo()
 		}

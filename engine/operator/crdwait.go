@@ -2,6 +2,7 @@ package operator
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/cueop/cueop/engine/template"
@@ -81,6 +82,12 @@ func (o *Operator) startWhenServed(ctx, wctx context.Context, k *template.Kind) 
 		return
 	}
 	delete(o.waiting, k.Name)
+	// The CRD that came may name another operator instance (holder.go):
+	// neither pointed at this operator nor served, as at a reload.
+	if err := o.checkHolder(ctx, k); errors.As(err, new(heldError)) {
+		o.reportKind(ctx, k, err) // templatestatus.go
+		return
+	}
 	o.pointLive(ctx, k.Resource.CRDName()) // cabundle.go
 	o.migrateStorage(ctx, k)               // migrate.go
 	err := o.start(ctx, k)

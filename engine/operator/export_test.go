@@ -35,3 +35,10 @@ func Preload(ctx context.Context, dir string) (noted <-chan struct{}, result fun
 // ReleaseKey is the operator's release key (releasekey.go), for the
 // external tests.
 func (o *Operator) ReleaseKey(ctx context.Context) ([]byte, error) { return o.releaseKey(ctx) }
+
+// InstallCRDThen is installCRDThen, for the external tests: beforeApply
+// runs once the live CRD was read and the schema guard passed it, just
+// before the apply.
+func (o *Operator) InstallCRDThen(ctx context.Context, k *template.Kind, beforeApply func() (undo func())) error {
+	return o.installCRDThen(ctx, k, beforeApply)
+}

@@ -117,6 +117,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	converted, err := h.review(context.WithValue(r.Context(), slotKey{}, s), rr)
+	// The slot is held until the answer is written: within WriteTime, so
+	// that a client that reads it slowly or never does not keep it.
+	defer writeWithin(w, h.Limits.writeTime())()
 	w.Header().Set("Content-Type", "application/json")
 	if err != nil {
 		h.Log.Info("conversion refused", "to", rr.desired, "error", err.Error())
@@ -133,6 +136,22 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if _, err := w.Write(appendReview(make([]byte, 0, 256+sumLen(converted)), rr, converted)); err != nil {
 		h.Log.Error(err, "conversion review: write response")
+	}
+}
+
+// writeWithin sets a write deadline of d from now on w's connection (over
+// HTTP/2, its stream), and returns what clears it once the answer is
+// written: the server sets none of its own, and a keep-alive
+// connection's next answer must not find it past.
+func writeWithin(w http.ResponseWriter, d time.Duration) (clear func()) {
+	rc := http.NewResponseController(w)
+	if err := rc.SetWriteDeadline(time.Now().Add(d)); err != nil {
+		return func() {} // a writer without deadlines (a test's recorder)
+	}
+	return func() {
+		if err := rc.Flush(); err == nil {
+			_ = rc.SetWriteDeadline(time.Time{})
+		}
 	}
 }
 

@@ -35,6 +35,11 @@ type Limits struct {
 	// never holds no slot); DefaultBodyTime when zero. A body not read in
 	// time ends its connection.
 	BodyTime time.Duration
+	// WriteTime bounds the write of a review's answer (its slot is held
+	// until it is written: a client that reads it slowly or never holds
+	// the slot that long at most); DefaultWriteTime when zero. An answer
+	// not written in time ends its connection (over HTTP/2, its stream).
+	WriteTime time.Duration
 	// MaxConnections bounds the connections open at once (Server);
 	// DefaultMaxConnections when zero.
 	MaxConnections int
@@ -52,6 +57,7 @@ const (
 	DefaultMaxConcurrent = 4
 	DefaultWait          = time.Second
 	DefaultBodyTime      = 10 * time.Second
+	DefaultWriteTime     = 10 * time.Second
 )
 
 // MaxReviewTime bounds the conversion of one review: the API server gives
@@ -97,6 +103,13 @@ func (l Limits) bodyTime() time.Duration {
 // maxReading bounds the bytes of the bodies read or held at once: a body
 // is read before its review takes a slot, so without it every connection
 // could hold a whole body.
+func (l Limits) writeTime() time.Duration {
+	if l.WriteTime > 0 {
+		return l.WriteTime
+	}
+	return DefaultWriteTime
+}
+
 func (l Limits) maxReading() int64 {
 	return 2 * int64(l.maxConcurrent()+1) * l.maxBytes()
 }
