@@ -284,13 +284,13 @@ func (l *limitListener) Accept() (net.Conn, error) {
 		}
 		// A slot for it: one of an idle connection's if none is free, else
 		// the next to close (the kernel's accept queue holds the others).
-		if err := l.reserve(); err != nil {
+		if err := l.reserve(src); err != nil {
 			_ = c.Close()
 			return nil, err
 		}
 		l.mu.Lock()
 		l.bySource[src]++
-		lc := &limitConn{Conn: c, l: l, src: src, state: http.StateNew}
+		lc := &limitConn{Conn: c, l: l, src: src, state: http.StateNew, since: time.Now()}
 		l.conns[lc] = struct{}{}
 		lc.arm()
 		l.mu.Unlock()
@@ -300,15 +300,16 @@ func (l *limitListener) Accept() (net.Conn, error) {
 	}
 }
 
-// reserve takes a slot, closing idle connections while there is none.
-func (l *limitListener) reserve() error {
+// reserve takes a slot for a connection from src, closing another
+// source's connection while there is none (evictFor).
+func (l *limitListener) reserve(src string) error {
 	for {
 		select {
 		case l.sem <- struct{}{}:
 			return nil
 		default:
 		}
-		l.evictIdle()
+		l.evictFor(src)
 		select {
 		case l.sem <- struct{}{}:
 			return nil
@@ -319,19 +320,43 @@ func (l *limitListener) reserve() error {
 	}
 }
 
-// evictIdle closes the keep-alive connection idle longest, if any.
-func (l *limitListener) evictIdle() {
+// evictFor closes a connection for a new one from src when every slot is
+// taken: one of the source holding the most connections, and only if it
+// holds more than src does, so that a flood from many addresses closes
+// its own connections, never those of a client holding fewer (the API
+// server's keep-alive connections among them). Of that source, the
+// connection idle longest, else the oldest (one stuck in a handshake or a
+// slow request).
+func (l *limitListener) evictFor(src string) {
 	l.mu.Lock()
-	var oldest *limitConn
-	for c := range l.conns {
-		if c.state == http.StateIdle && (oldest == nil || c.idleSince.Before(oldest.idleSince)) {
-			oldest = c
+	busiest, most := "", l.bySource[src]
+	for s, n := range l.bySource {
+		if n > most {
+			busiest, most = s, n
+		}
+	}
+	var victim *limitConn
+	if busiest != "" {
+		for c := range l.conns {
+			if c.src != busiest {
+				continue
+			}
+			switch {
+			case victim == nil:
+				victim = c
+			case c.state == http.StateIdle && victim.state != http.StateIdle:
+				victim = c
+			case c.state == http.StateIdle && victim.state == http.StateIdle && c.idleSince.Before(victim.idleSince):
+				victim = c
+			case c.state != http.StateIdle && victim.state != http.StateIdle && c.since.Before(victim.since):
+				victim = c
+			}
 		}
 	}
 	l.mu.Unlock()
-	if oldest != nil {
+	if victim != nil {
 		l.evicted.Add(1)
-		_ = oldest.Close()
+		_ = victim.Close()
 	}
 }
 
@@ -361,6 +386,7 @@ type limitConn struct {
 	// Guarded by l.mu.
 	state     http.ConnState
 	idleSince time.Time
+	since     time.Time   // accepted
 	deadline  *time.Timer // closes the connection at RequestTime
 }
 

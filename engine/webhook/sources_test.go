@@ -1,12 +1,14 @@
 package webhook_test
 
 import (
+	"context"
 	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptrace"
 	"testing"
 	"time"
 
@@ -139,5 +141,51 @@ func TestServerClosesSlowAndIdleConnections(t *testing.T) {
 	get(t, client("127.0.0.5"), addr)
 	if s.Evicted() < 1 {
 		t.Errorf("%d idle connections closed for the new one, want 1", s.Evicted())
+	}
+}
+
+// TestServerEvictsFromTheBusiestSource: with every slot taken, a new
+// connection closes one of the source holding the most, never the
+// keep-alive connection of a client holding fewer (the API server's,
+// beside a flood from several addresses; before: the one idle
+// connection, the client's, was closed for the flood's).
+func TestServerEvictsFromTheBusiestSource(t *testing.T) {
+	s := &webhook.Server{MaxConnections: 4, MaxConnectionsPerSource: 2}
+	addr := serveLocal(t, s)
+	legit := client("127.0.0.9")
+	reused := func() bool {
+		var r bool
+		ctx := httptrace.WithClientTrace(context.Background(), &httptrace.ClientTrace{GotConn: func(i httptrace.GotConnInfo) { r = i.Reused }})
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, "https://"+addr+"/ok", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := legit.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return r
+	}
+	reused()
+	dialFrom(t, "127.0.0.2", addr)
+	dialFrom(t, "127.0.0.2", addr)
+	dialFrom(t, "127.0.0.3", addr)
+	clustertest.Eventually(t, 10*time.Second, func() string {
+		if s.Open() != 4 {
+			return fmt.Sprintf("%d open, want 4: the client's and the flood's 3", s.Open())
+		}
+		return ""
+	})
+	dialFrom(t, "127.0.0.3", addr)
+	clustertest.Eventually(t, 10*time.Second, func() string {
+		if s.Evicted() != 1 || s.Open() != 4 {
+			return fmt.Sprintf("%d evicted, %d open; want one of 127.0.0.2's closed for 127.0.0.3's second", s.Evicted(), s.Open())
+		}
+		return ""
+	})
+	if !reused() {
+		t.Errorf("the client's keep-alive connection was closed for the flood's")
 	}
 }
