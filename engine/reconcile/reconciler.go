@@ -12,7 +12,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -94,12 +93,7 @@ type Reconciler struct {
 	// when it may (forbidden.go: wellknown.ReasonNamespaceNotBound).
 	Bound func(namespace string) error
 
-	written        statusWrites
-	statusFailures statusFailures // statusfail.go
-	memo           renderMemo     // memo.go
-	conflicts      conflictMemo   // ownership.go
-	busy           busySince      // busy.go
-	finalized      finalizedCRs   // finalizers.go
+	crs crs // what is kept of each CR between its reconciles (crs.go)
 
 	stampOnce sync.Once // resync.go
 	stampText string
@@ -128,20 +122,18 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	cr.SetGroupVersionKind(r.Kind().Resource.GroupVersionKind())
 	if err := r.Parents.Get(ctx, req.NamespacedName, cr); err != nil {
 		if apierrors.IsNotFound(err) {
-			r.forgetStatus(ctx, req.NamespacedName)
-			r.forget(req.NamespacedName)
-			r.finalized.forget(req.NamespacedName)
+			r.forget(ctx, req.NamespacedName, true)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if cr.GetDeletionTimestamp() != nil {
-		if r.finalized.has(req.NamespacedName, cr) || r.written.stale(req.NamespacedName, cr) {
+		if r.crs.finalized(req.NamespacedName, cr) || r.crs.stale(req.NamespacedName, cr) {
 			return ctrl.Result{}, nil // the event of cueop's last write (or of the CR's end) brings it back
 		}
-		r.forget(req.NamespacedName)
+		r.forget(ctx, req.NamespacedName, false)
 		return r.finalize(ctx, cr) // deletion.go
 	}
-	if r.written.stale(req.NamespacedName, cr) {
+	if r.crs.stale(req.NamespacedName, cr) {
 		return ctrl.Result{}, nil // the event of cueop's last status write brings the CR back
 	}
 	rev, _, _ := unstructured.NestedString(cr.Object, "status", "revision")
@@ -173,18 +165,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return run.result(err), err
 	}
 	return quietly(run.result(err), err) // quiet.go
-}
-
-// forget drops what the reconciler holds of the CR key between reconciles
-// (its rollout turn, last write, references, memo, conflicts, busy mark),
-// once it is gone or being deleted.
-func (r *Reconciler) forget(key types.NamespacedName) {
-	r.Rollout.Forget(key)
-	r.written.forget(key)
-	r.Refs.Forget(key)
-	r.memo.forget(key)
-	r.conflicts.forget(key)
-	r.busy.forget(key)
 }
 
 // run is the state of one reconcile of one CR.
@@ -282,7 +262,7 @@ func (r *run) render(ctx context.Context) error {
 	// objects; the memo reuses the last result when their digest is the same.
 	in := render.Inputs{Kind: r.kind, Parent: r.cr, Observed: r.observed, Referenced: r.referenced}
 	ev := boundedEvaluator{r.r.evaluator(), r.subject(), r.r.inputBound()} // inputsize.go
-	res, hit, err := r.r.memo.render(ctx, ev, client.ObjectKeyFromObject(r.cr), in, r.r.options(), r.loadReferenced(ctx))
+	res, hit, err := r.r.crs.render(ctx, ev, client.ObjectKeyFromObject(r.cr), in, r.r.options(), r.loadReferenced(ctx))
 	if !hit {
 		r.r.rendered(r.kind.Resource.Kind, time.Since(start), err)
 	}
@@ -294,10 +274,10 @@ func (r *run) render(ctx context.Context) error {
 	key := client.ObjectKeyFromObject(r.cr)
 	if err != nil {
 		r.notRendered("render not run, retrying: " + firstLine(err.Error()))
-		r.quiet = isTransient(err) && r.r.busy.quiet(key, time.Now()) // busy.go
+		r.quiet = isTransient(err) && r.r.crs.busyQuiet(key, time.Now()) // busy.go
 		return fmt.Errorf("%s: render: %w", r.subject(), err)
 	}
-	r.r.busy.forget(key)
+	r.r.crs.busyEnd(key)
 	if res.ReadyByDefault && len(r.sources) > 0 {
 		// The default readiness judges the children whole (partialview.go).
 		res = render.Reuse(render.Inputs{Kind: r.kind, Observed: r.wholeObserved()}, res)

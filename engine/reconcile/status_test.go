@@ -28,7 +28,7 @@ func TestStatusWritesStale(t *testing.T) {
 		cr.SetResourceVersion(rv)
 		return cr
 	}
-	var w statusWrites
+	var w crs
 	if w.stale(key, at("1")) {
 		t.Error("stale before any write")
 	}
@@ -57,7 +57,7 @@ func TestStatusWritesStale(t *testing.T) {
 	}
 
 	w.wrote(key, "3", "4")
-	w.forget(key)
+	w.forget(key, true)
 	if w.stale(key, at("3")) {
 		t.Error("stale after forget")
 	}
