@@ -54,7 +54,10 @@ func (r *Reconciler) finalize(ctx context.Context, cr *unstructured.Unstructured
 		return run.refusedDeletion(ctx, err) // forbidden.go
 	}
 	if len(left) > 0 && slices.Contains(fins, wellknown.FinalizerOrdered) {
-		err := run.forbidden(run.deleteWave(ctx, left)) // ordered.go
+		o, err := run.deleteWave(ctx, left) // ordered.go
+		run.note(o)
+		o, err = run.forbidden(err)
+		run.note(o)
 		if err := errors.Join(err, run.writeStatus(ctx)); err != nil {
 			return ctrl.Result{}, err
 		}

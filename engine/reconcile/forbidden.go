@@ -81,19 +81,17 @@ func objectText(o *unstructured.Unstructured) string {
 // not retried with backoff but every forbiddenRecheck (result). A view of
 // the children that failed only for denials is no observe failure: the CR
 // is stalled, not in progress.
-func (r *run) forbidden(err error) error {
+func (r *run) forbidden(err error) (outcome, error) {
 	lines, rest := splitDenials(err)
 	if len(lines) == 0 {
-		return err
+		return outcome{}, err
 	}
-	r.stalled = &stall{reason: wellknown.ReasonForbidden, message: strings.Join(lines, "\n")}
 	if r.observeFailed != nil {
 		if l, other := splitDenials(r.observeFailed); len(l) > 0 && other == nil {
 			r.observeFailed = nil
 		}
 	}
-	r.deleting = ""
-	return rest
+	return stallOf(wellknown.ReasonForbidden, strings.Join(lines, "\n")), rest
 }
 
 // splitDenials are the lines of the denials err holds, once each in order,
@@ -187,8 +185,8 @@ func (r *run) confirmed(ctx context.Context, victims []*unstructured.Unstructure
 // status, with an Event), and it is looked at again every
 // forbiddenRecheck; its finalizers stay either way.
 func (r *run) refusedDeletion(ctx context.Context, err error) (ctrl.Result, error) {
-	rest := r.forbidden(err)
-	if r.stalled == nil {
+	o, rest := r.forbidden(err)
+	if !r.note(o) {
 		return ctrl.Result{}, err
 	}
 	serr := r.writeStatus(ctx)

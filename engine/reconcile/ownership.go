@@ -119,7 +119,7 @@ type claimed struct {
 // then, unless an object found is in conflict, applied over the objects
 // found that the CR controls or may adopt. When any is in conflict the CR
 // stalls: nothing that exists is changed, here or in applyAll.
-func (r *run) createAbsent(ctx context.Context) []error {
+func (r *run) createAbsent(ctx context.Context) (outcome, []error) {
 	var failed []error
 	var lines []string
 	var claims []claimed
@@ -144,10 +144,9 @@ func (r *run) createAbsent(ctx context.Context) []error {
 	}
 	r.r.crs.setConflicts(client.ObjectKeyFromObject(r.cr), ids)
 	if len(lines) > 0 {
-		r.stalled = &stall{reason: wellknown.ReasonChildConflict, message: strings.Join(lines, "\n")}
-		return failed
+		return stallOf(wellknown.ReasonChildConflict, strings.Join(lines, "\n")), failed
 	}
-	return append(failed, r.claimAll(ctx, claims)...)
+	return outcome{}, append(failed, r.claimAll(ctx, claims)...)
 }
 
 // create creates c where its name is free, with a create-only apply, or

@@ -375,7 +375,7 @@ func TestDefaultReadyJudgesWholeChildren(t *testing.T) {
 	k := kindFromSource(t, "x.example.com", "Thing", thingSource)
 	for _, fast := range []bool{true, false} {
 		r := thingRun(t, k, thing(fast), thingDeployment(false))
-		if err := r.render(context.Background()); err != nil || r.result_ == nil {
+		if o, err := r.render(context.Background()); r.note(o) || err != nil || r.result_ == nil {
 			t.Fatalf("fast %v: render: %v, %v", fast, err, r.stalled)
 		}
 		if !r.result_.Ready || r.result_.ReadyByDefault != fast {
@@ -398,7 +398,7 @@ func TestDefaultReadySettlesOnKstatus(t *testing.T) {
 	for _, fast := range []bool{true, false} {
 		cr := thing(fast)
 		r := thingRun(t, k, cr, thingDeployment(false))
-		if err := r.render(context.Background()); err != nil || r.result_ == nil {
+		if o, err := r.render(context.Background()); r.note(o) || err != nil || r.result_ == nil {
 			t.Fatalf("render: %v, %v", err, r.stalled)
 		}
 		st := r.desiredStatus()
@@ -422,7 +422,7 @@ func TestDefaultReadySettlesOnKstatus(t *testing.T) {
 func TestAbsentReadsOfTheDefaultReady(t *testing.T) {
 	k := kindFromSource(t, "x.example.com", "Thing", thingSource+"readyWhen: deploy: (*observed.deploy.status.bogus | 0) == 1\n")
 	r := thingRun(t, k, thing(true), thingDeployment(false))
-	if err := r.render(context.Background()); err != nil || r.result_ == nil {
+	if o, err := r.render(context.Background()); r.note(o) || err != nil || r.result_ == nil {
 		t.Fatalf("render: %v, %v", err, r.stalled)
 	}
 	if reason, msg := r.notReady(); reason != wellknown.ReasonReadsAbsentField || !strings.Contains(msg, "status.bogus") {

@@ -144,8 +144,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	run := &run{r: r, kind: k, cr: cr, log: log.FromContext(ctx)}
 	// A denial stalls the CR, and is no error (forbidden.go).
-	err := run.forbidden(run.converge(ctx))
-	run.unfinished(err) // pending.go
+	o, err := run.forbidden(run.converge(ctx))
+	run.note(o)
+	run.note(run.unfinished(err)) // pending.go
+	// 7. status
 	serr := run.writeStatus(ctx)
 	run.statusFailed = serr != nil
 	if serr != nil {
@@ -192,9 +194,7 @@ type run struct {
 	skipped bool
 	// rerendered: the children were observed and rendered twice (rerender).
 	rerendered bool
-	stalled    *stall
 	actions    map[apply.Action][]string
-	waiting    string // why the CR is not converged yet, if it is not
 	pending    string // why the current inputs were not rendered (pending.go)
 	// quiet: the render was refused as busy within its grace (busy.go):
 	// the status is not written for it.
@@ -204,59 +204,82 @@ type run struct {
 	statusFailed bool
 
 	referenced map[string]render.Referenced // what the references resolved to
-	missing    string                       // the references not found, if any
 	held       map[string]bool              // children of waves not applied yet
 	waveWait   string                       // which child the next wave waits for
-	deleting   string                       // which wave a deletion waits for
+
+	// What the stages implied for the conditions, set by note alone
+	// (outcome.go).
+	stalled  *stall
+	waiting  string // why the CR is not converged yet, if it is not (wait)
+	missing  string // the references not found, if any
+	deleting string // which wave a deletion waits for
 }
 
-// stall is why a CR cannot progress without a change of spec or template.
-type stall struct {
-	reason, message string
-}
-
+// converge runs the stages of a reconcile of a CR that is not being
+// deleted (deletion.go), in order. Each stage returns what it implies for
+// the CR's conditions (outcome.go), which note records; a stage that
+// stalls the CR, or fails, ends it. Reconcile writes the status (7).
 func (r *run) converge(ctx context.Context) error {
-	if r.stalled = r.notBound(); r.stalled != nil { // forbidden.go
+	// 0. admit: the kind may act in the namespace, the CR is not stalled
+	// over its render budget.
+	if r.note(r.admit()) {
 		return nil
 	}
-	if r.stalled = budgetStall(r.cr, r.kind); r.stalled != nil {
-		return nil
-	}
+	// 1. observe the children.
 	if err := r.observe(ctx, r.viewKeys()); err != nil { // partialview.go
 		r.observeFailed = err
 		return err
 	}
-	if err := r.resolve(ctx); err != nil || r.stalled != nil || r.missing != "" {
+	// 2. resolve the references.
+	o, err := r.resolve(ctx) // references.go
+	if r.note(o) || err != nil || r.missing != "" {
 		return err
 	}
+	// 3. decide: a CR settled at these very inputs is left as it is.
 	if r.skipped = r.settled(); r.skipped { // resync.go
-		if o, ok := r.r.Observer.(interface{ Settled(kind string) }); ok {
-			o.Settled(r.kind.Resource.Kind)
+		if obs, ok := r.r.Observer.(interface{ Settled(kind string) }); ok {
+			obs.Settled(r.kind.Resource.Kind)
 		}
 		return nil
 	}
-	if err := r.render(ctx); err != nil || r.result_ == nil {
+	// 4. render, and again when the template saw other objects than its
+	// children.
+	o, err = r.render(ctx)
+	if r.note(o) || err != nil || r.result_ == nil {
 		return err
 	}
-	if err := r.watchKinds(ctx); err != nil {
+	if o, err = r.watchKinds(ctx); r.note(o) || err != nil {
 		return err
 	}
-	if err := r.rerender(ctx); err != nil || r.result_ == nil {
+	o, err = r.rerender(ctx)
+	if r.note(o) || err != nil || r.result_ == nil {
 		return err
 	}
+	// 5. apply: finalizers first, then the children, wave by wave.
 	if err := r.syncFinalizers(ctx); err != nil { // finalizers.go
 		return err
 	}
-	r.gateWaves(ctx)
-	if err := r.applyAll(ctx); err != nil || r.stalled != nil {
+	r.gateWaves(ctx)         // waves.go
+	o, err = r.applyAll(ctx) // converge.go
+	if r.note(o) || err != nil {
 		return err
 	}
+	// 6. prune what the render no longer has.
 	return r.prune(ctx)
+}
+
+// admit is the stall of a CR whose kind may not act in its namespace
+// (forbidden.go) or whose render ran out of budget (budget.go).
+func (r *run) admit() outcome {
+	if s := r.notBound(); s != nil {
+		return stalledBy(s)
+	}
+	return stalledBy(budgetStall(r.cr, r.kind))
 }
 
 // render renders the CR with what observe saw. A render error the template
 // or the spec must fix stalls the CR (r.result_ stays nil).
-func (r *run) render(ctx context.Context) error {
+func (r *run) render(ctx context.Context) (outcome, error) {
 	start := time.Now()
 	// Every input of the render: the observed children and the referenced
 	// objects; the memo reuses the last result when their digest is the same.
@@ -268,25 +291,22 @@ func (r *run) render(ctx context.Context) error {
 	}
 	var rerr *render.Error
 	if errors.As(err, &rerr) {
-		r.result_, r.stalled = nil, &stall{reason: rerr.Reason, message: rerr.Error()}
-		return nil
+		r.result_ = nil
+		return stallOf(rerr.Reason, rerr.Error()), nil
 	}
 	key := client.ObjectKeyFromObject(r.cr)
 	if err != nil {
 		r.notRendered("render not run, retrying: " + firstLine(err.Error()))
 		r.quiet = isTransient(err) && r.r.crs.busyQuiet(key, time.Now()) // busy.go
-		return fmt.Errorf("%s: render: %w", r.subject(), err)
+		return outcome{}, fmt.Errorf("%s: render: %w", r.subject(), err)
 	}
 	r.r.crs.busyEnd(key)
 	if res.ReadyByDefault && len(r.sources) > 0 {
 		// The default readiness judges the children whole (partialview.go).
 		res = render.Reuse(render.Inputs{Kind: r.kind, Observed: r.wholeObserved()}, res)
 	}
-	r.result_, r.waiting = r.r.withChildLabels(res), ""
-	if !res.Ready {
-		r.waiting = "waiting for children to be ready"
-	}
-	return nil
+	r.result_ = r.r.withChildLabels(res) // not ready: the CR waits (wait)
+	return outcome{}, nil
 }
 
 // rerender observes and renders once more when the template saw, for a
@@ -294,18 +314,18 @@ func (r *run) render(ctx context.Context) error {
 // object of a renamed child, or its object at another version than the one
 // rendered (now watched, so listed at it). Then the children's observed
 // objects are the ones the template asked for.
-func (r *run) rerender(ctx context.Context) error {
+func (r *run) rerender(ctx context.Context) (outcome, error) {
 	if !misread(r.result_.Children, r.owned, r.observed) {
-		return nil
+		return outcome{}, nil
 	}
 	r.rerendered = true
 	if err := r.observe(ctx, nil); err != nil {
 		r.result_, r.observeFailed = nil, err
-		return err
+		return outcome{}, err
 	}
 	r.observed = renderedView(r.result_.Children, r.owned, r.observed)
-	if err := r.render(ctx); err != nil || r.result_ == nil {
-		return err
+	if o, err := r.render(ctx); err != nil || r.result_ == nil {
+		return o, err
 	}
 	// Should this render want yet other objects, they are what the rest of
 	// the reconcile (recreate) takes as each child's observed object.
@@ -317,9 +337,9 @@ func (r *run) rerender(ctx context.Context) error {
 // the version rendered. A kind not watched before has no children to
 // observe: it had none managed by cueop when the operator started, and only
 // this process creates them.
-func (r *run) watchKinds(ctx context.Context) error {
+func (r *run) watchKinds(ctx context.Context) (outcome, error) {
 	if r.r.WatchKind == nil {
-		return nil
+		return outcome{}, nil
 	}
 	var done []schema.GroupVersionKind
 	for _, c := range r.result_.Children {
@@ -329,11 +349,10 @@ func (r *run) watchKinds(ctx context.Context) error {
 		}
 		done = append(done, gvk)
 		if err := deny("watch "+gvk.Kind+" children", r.r.WatchKind(ctx, gvk)); err != nil { // forbidden.go
-			r.waiting = "watch failed, retrying: " + err.Error()
-			return fmt.Errorf("%s: %w", r.subject(), err)
+			return waitFor("watch failed, retrying: " + err.Error()), fmt.Errorf("%s: %w", r.subject(), err)
 		}
 	}
-	return nil
+	return outcome{}, nil
 }
 
 // converged is true when the CR is ready and this reconcile found nothing

@@ -76,34 +76,32 @@ func referencedTooLarge(id string, o *unstructured.Unstructured, read, max int) 
 // stalls the CR; a missing one leaves it waiting, not rendered. The index
 // learns what the CR reads either way, so that the object's creation or
 // change wakes it.
-func (r *run) resolve(ctx context.Context) error {
-	r.referenced, r.missing = nil, ""
+func (r *run) resolve(ctx context.Context) (outcome, error) {
+	r.referenced = nil
 	if !r.kind.References {
 		r.r.Refs.Forget(client.ObjectKeyFromObject(r.cr))
-		return nil
+		return outcome{}, nil
 	}
 	refs, err := r.references(ctx)
 	var rerr *render.Error
 	if errors.As(err, &rerr) {
-		r.stalled = &stall{reason: rerr.Reason, message: rerr.Error()}
-		return nil
+		return stallOf(rerr.Reason, rerr.Error()), nil
 	}
 	if err != nil {
-		return fmt.Errorf("%s: references: %w", r.subject(), err)
+		return outcome{}, fmt.Errorf("%s: references: %w", r.subject(), err)
 	}
 	if len(refs) == 0 {
-		return nil
+		return outcome{}, nil
 	}
 	if r.r.Read == nil {
-		return fmt.Errorf("%s: the template references objects and this reconciler reads none", r.subject())
+		return outcome{}, fmt.Errorf("%s: the template references objects and this reconciler reads none", r.subject())
 	}
 	got, missing, err := ReadReferences(ctx, refs, r.cr.GetNamespace(), r.r.Read)
 	if err != nil {
-		r.waiting = "reading references failed, retrying: " + err.Error()
-		return fmt.Errorf("%s: %w", r.subject(), err)
+		return waitFor("reading references failed, retrying: " + err.Error()), fmt.Errorf("%s: %w", r.subject(), err)
 	}
-	r.referenced, r.missing = got, missing
-	return nil
+	r.referenced = got
+	return outcome{missing: missing}, nil
 }
 
 // ReadReferences reads, with read, the objects refs name in namespace, each

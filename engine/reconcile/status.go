@@ -90,11 +90,6 @@ func (r *run) conditions(conds []metav1.Condition) []metav1.Condition {
 		set(wellknown.ConditionReconciling, metav1.ConditionUnknown, wellknown.ReasonObserveFailed, msg)
 		set(wellknown.ConditionReady, metav1.ConditionUnknown, wellknown.ReasonObserveFailed, msg)
 		return conds
-	case r.deleting != "":
-		set(wellknown.ConditionReconciling, metav1.ConditionTrue, wellknown.ReasonDeleting, r.deleting)
-		set(wellknown.ConditionStalled, metav1.ConditionFalse, wellknown.ReasonDeleting, "")
-		set(wellknown.ConditionReady, metav1.ConditionFalse, wellknown.ReasonDeleting, r.deleting)
-		return conds
 	case r.missing != "" && r.stalled == nil:
 		set(wellknown.ConditionReconciling, metav1.ConditionTrue, wellknown.ReasonReferenceNotFound, r.missing)
 		set(wellknown.ConditionStalled, metav1.ConditionFalse, wellknown.ReasonReferenceNotFound, "")
@@ -104,6 +99,11 @@ func (r *run) conditions(conds []metav1.Condition) []metav1.Condition {
 		set(wellknown.ConditionStalled, metav1.ConditionTrue, r.stalled.reason, r.stalled.message)
 		set(wellknown.ConditionReconciling, metav1.ConditionFalse, r.stalled.reason, stallHint(r.stalled.reason))
 		set(wellknown.ConditionReady, metav1.ConditionFalse, r.stalled.reason, firstLine(r.stalled.message))
+		return conds
+	case r.deleting != "": // a stall (a denial) outranks it
+		set(wellknown.ConditionReconciling, metav1.ConditionTrue, wellknown.ReasonDeleting, r.deleting)
+		set(wellknown.ConditionStalled, metav1.ConditionFalse, wellknown.ReasonDeleting, "")
+		set(wellknown.ConditionReady, metav1.ConditionFalse, wellknown.ReasonDeleting, r.deleting)
 		return conds
 	case r.result_ == nil: // not rendered at the current inputs: never Converged
 		r.pendingConditions(set, meta.FindStatusCondition(conds, wellknown.ConditionReady) != nil) // pending.go
@@ -148,8 +148,8 @@ func (r *run) progressing() string {
 			parts = append(parts, fmt.Sprintf("%s %d", a, n))
 		}
 	}
-	if r.waiting != "" {
-		parts = append(parts, r.waiting)
+	if w := r.wait(); w != "" {
+		parts = append(parts, w)
 	}
 	if r.waveWait != "" {
 		parts = append(parts, r.waveWait)

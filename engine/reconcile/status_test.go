@@ -79,7 +79,7 @@ func TestNotRenderedIsNeverConverged(t *testing.T) {
 		"skipped": {func(r *run) {}, wellknown.ReasonRenderPending, "not rendered at generation 3 with template revision rev-1 yet"},
 		"failed after render": {func(r *run) {
 			r.result_ = &render.Result{Ready: true}
-			r.unfinished(errors.New("finalizer cueop.dev/retain: conflict"))
+			r.note(r.unfinished(errors.New("finalizer cueop.dev/retain: conflict")))
 		}, wellknown.ReasonProgressing, "retrying: finalizer cueop.dev/retain: conflict"},
 	}
 	for name, c := range cases {
