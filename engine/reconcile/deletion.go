@@ -29,6 +29,20 @@ type OwnedFunc func(ctx context.Context, ns string, owner types.UID) ([]*unstruc
 // does not hold sends none.
 const deletionRecheck = 10 * time.Second
 
+// deleted is the path of a CR being deleted: none of the stages of a live
+// CR's reconcile run. A CR whose finalizers cueop took off, or read from a
+// cache behind cueop's last write of it, is left until the write's (or the
+// CR's end's) event brings it back; otherwise what was kept of it between
+// reconciles is dropped, but that its finalizers came off and that its
+// status write failed (crs.go), and it is finalized.
+func (r *Reconciler) deleted(ctx context.Context, key types.NamespacedName, cr *unstructured.Unstructured) (ctrl.Result, error) {
+	if r.crs.finalized(key, cr) || r.crs.stale(key, cr) {
+		return ctrl.Result{}, nil
+	}
+	r.forget(ctx, key, false)
+	return r.finalize(ctx, cr)
+}
+
 // finalize runs for a CR being deleted that carries cueop's finalizers.
 // With the user's orphan cascade (kubectl delete --cascade=orphan) it
 // deletes nothing and takes its finalizers off: the garbage collector

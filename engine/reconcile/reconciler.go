@@ -116,7 +116,9 @@ func (r *Reconciler) Kind() *template.Kind { return r.Rollout.Current() }
 // SetKind rolls k out to the CRs of the kind.
 func (r *Reconciler) SetKind(k *template.Kind) { r.Rollout.SetKind(k) }
 
-// Reconcile converges one CR.
+// Reconcile converges one CR: a CR being deleted takes the deletion path
+// (deletion.go), any other the stages of converge (reconcileLive); a CR
+// gone is forgotten.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	cr := &unstructured.Unstructured{}
 	cr.SetGroupVersionKind(r.Kind().Resource.GroupVersionKind())
@@ -127,12 +129,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if cr.GetDeletionTimestamp() != nil {
-		if r.crs.finalized(req.NamespacedName, cr) || r.crs.stale(req.NamespacedName, cr) {
-			return ctrl.Result{}, nil // the event of cueop's last write (or of the CR's end) brings it back
-		}
-		r.forget(ctx, req.NamespacedName, false)
-		return r.finalize(ctx, cr) // deletion.go
+		return r.deleted(ctx, req.NamespacedName, cr) // deletion.go
 	}
+	return r.reconcileLive(ctx, req, cr)
+}
+
+// reconcileLive reconciles cr, a CR not being deleted, with the revision
+// its rollout chooses: the stages of converge, then its status (stage 7),
+// its Events and its rollout's bookkeeping.
+func (r *Reconciler) reconcileLive(ctx context.Context, req ctrl.Request, cr *unstructured.Unstructured) (ctrl.Result, error) {
 	if r.crs.stale(req.NamespacedName, cr) {
 		return ctrl.Result{}, nil // the event of cueop's last status write brings the CR back
 	}
