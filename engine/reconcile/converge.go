@@ -99,7 +99,7 @@ func (r *run) recreate(ctx context.Context, immutable []refusal) (outcome, error
 // gates (gateReady: its readyWhen, else kstatus).
 func (r *run) othersReady(ctx context.Context, id string) bool {
 	for _, c := range r.result_.Children {
-		if ok, _ := gateReady(ctx, c, r.wholeLive(c), r.r.BindingModes); c.ID != id && !ok { // partialview.go
+		if ok, _ := gateReady(ctx, c, r.wholeLive(c), r.r.bindingModes()); c.ID != id && !ok { // partialview.go
 			return false
 		}
 	}

@@ -112,8 +112,8 @@ func (s *crs) forget(key types.NamespacedName, gone bool) (StatusFailing, bool) 
 // once the CR is gone (gone), but that its finalizers came off and that its
 // status write failed while it is being deleted.
 func (r *Reconciler) forget(ctx context.Context, key types.NamespacedName, gone bool) {
-	if st, moved := r.crs.forget(key, gone); moved && r.OnStatusFailing != nil && ctx.Err() == nil {
-		r.OnStatusFailing(ctx, st)
+	if st, moved := r.crs.forget(key, gone); moved && ctx.Err() == nil {
+		r.tellStatusFailing(ctx, st)
 	}
 	r.Rollout.Forget(key)
 	r.Refs.Forget(key)

@@ -82,12 +82,12 @@ func (r *Reconciler) finalize(ctx context.Context, cr *unstructured.Unstructured
 }
 
 // liveChildren are the objects the CR controls, as the API server has them
-// now (Reconciler.Owned), each once.
+// now (Cluster.Owned), each once.
 func (r *run) liveChildren(ctx context.Context) ([]*unstructured.Unstructured, error) {
-	if r.r.Owned == nil {
+	if r.r.Cluster == nil {
 		return nil, fmt.Errorf("%s: no way to list its children from the API server", r.subject())
 	}
-	objs, err := r.r.Owned(ctx, r.cr.GetNamespace(), r.cr.GetUID())
+	objs, err := r.r.Cluster.Owned(ctx, r.cr.GetNamespace(), r.cr.GetUID())
 	if err != nil {
 		what := "list the children of " + r.subject() + " in namespace " + r.cr.GetNamespace()
 		return nil, fmt.Errorf("%s: list its children: %w", r.subject(), deny(what, err)) // forbidden.go

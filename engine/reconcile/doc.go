@@ -50,6 +50,7 @@
 //
 // It must not load templates, install CRDs or run the manager (package
 // operator), nor render by itself (package render) or write a child but
-// through package apply: it is handed a compiled Kind and clients, and
-// writes only a CR's children, finalizers and status.
+// through package apply: it is handed a compiled Kind, clients and what
+// it asks of the operator (cluster.go: Cluster, Host), and writes only a
+// CR's children, finalizers and status.
 package reconcile

@@ -138,12 +138,12 @@ func appendNew(lines []string, more ...string) []string {
 }
 
 // notBound stalls the CR when its kind is not bound in its namespace
-// (Reconciler.Bound).
+// (Host.Bound).
 func (r *run) notBound() *stall {
-	if r.r.Bound == nil {
+	if r.r.Host == nil {
 		return nil
 	}
-	if err := r.r.Bound(r.cr.GetNamespace()); err != nil {
+	if err := r.r.Host.Bound(r.cr.GetNamespace()); err != nil {
 		return &stall{reason: wellknown.ReasonNamespaceNotBound, message: fmt.Sprintf("%s: %v; nothing is rendered, applied or pruned", r.subject(), err)}
 	}
 	return nil
@@ -162,11 +162,11 @@ func forbiddenHint(reason string) string {
 }
 
 // confirmed are the victims of a prune that the API server lists as the
-// CR's children now (Reconciler.Owned): the cache's view decides nothing
+// CR's children now (Cluster.Owned): the cache's view decides nothing
 // is deleted on its own. A list refused (a denial) or failed prunes
-// nothing. Without Owned (tests) the victims are the cache's.
+// nothing. Without a Cluster (tests) the victims are the cache's.
 func (r *run) confirmed(ctx context.Context, victims []*unstructured.Unstructured) ([]*unstructured.Unstructured, error) {
-	if len(victims) == 0 || r.r.Owned == nil {
+	if len(victims) == 0 || r.r.Cluster == nil {
 		return victims, nil
 	}
 	live, err := r.liveChildren(ctx) // deletion.go

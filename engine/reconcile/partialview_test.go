@@ -236,7 +236,7 @@ func TestGatesJudgeWholeChildren(t *testing.T) {
 		return &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": kind,
 			"metadata": map[string]any{"name": name, "namespace": "ns"}}}
 	}
-	r := &run{r: &Reconciler{Applier: &apply.Applier{}, BindingModes: modes}, kind: &template.Kind{Waves: true}, cr: cr}
+	r := &run{r: &Reconciler{Applier: &apply.Applier{}, Cluster: clusterFuncs{modes: modes}}, kind: &template.Kind{Waves: true}, cr: cr}
 	r.owned = sortChildren(cr, []*unstructured.Unstructured{view})
 	r.observed = r.owned.templateView(r.r.fieldManager())
 	r.sources = map[*unstructured.Unstructured]runtime.Object{view: &listedClaim}

@@ -36,13 +36,6 @@ type Reconciler struct {
 	Parents client.Reader
 	// Children reads children from a cache indexed by IndexOwnerUID.
 	Children client.Reader
-	// ChildKinds returns the kinds whose children Children caches: a
-	// reconcile lists the children of each.
-	ChildKinds func() []schema.GroupVersionKind
-	// WatchKind, when set, makes Children cache the children of a kind at a
-	// version, and is called for every kind and version a render produces
-	// before its children are applied.
-	WatchKind func(ctx context.Context, gvk schema.GroupVersionKind) error
 	// Scheme, when set, names the child kinds Children caches as typed
 	// objects; the others are cached unstructured.
 	Scheme *runtime.Scheme
@@ -50,10 +43,6 @@ type Reconciler struct {
 	Client client.Client
 	// Applier writes the children.
 	Applier *apply.Applier
-	// ReleaseKey, when set, is the key of the proofs a released child
-	// carries, that cueop released it (releaseproof.go); nil: releases
-	// carry no proof and no child is adopted by its released-from mark.
-	ReleaseKey func(context.Context) ([]byte, error)
 	// Options are the administrator's render policy.
 	Options render.Options
 	// Evaluator runs the renders and the references' evaluations; nil
@@ -64,34 +53,20 @@ type Reconciler struct {
 	Recorder record.EventRecorder
 	// Observer is told about each reconcile; nil means nobody.
 	Observer Observer
-	// Read lists the objects templates reference (references.go); Refs
-	// learns which CR reads what, for the watch of those objects to wake
-	// them.
-	Read ReadFunc
+	// Cluster is what the reconciler reads and watches through the
+	// operator; Host what it asks and tells the operator (cluster.go).
+	Cluster Cluster
+	Host    Host
+	// Refs learns which CR reads what objects (references.go), for the
+	// watch of those objects to wake them.
 	Refs *RefIndex
-	// Load, when set, reads whole a referenced object Read listed by its
-	// metadata, for a render (references.go).
-	Load LoadFunc
-	// BindingModes reads StorageClasses for the gates (gateready.go); nil:
-	// a Pending claim is not ready for them.
-	BindingModes BindingModes
-	// Owned lists a CR's children from the API server (deletion.go): what
-	// a finalizer is taken off on, never the cache.
-	Owned OwnedFunc
 	// ChildLabels are set on every child besides the engine's own labels
 	// (a sharded replica's shard label: childlabels.go).
 	ChildLabels map[string]string
-	// OnStatusFailing, when set, is told the kind's state of its status
-	// writes when the first CR's fails and when the last failing one is
-	// written (statusfail.go).
-	OnStatusFailing func(context.Context, StatusFailing)
 	// Live reads a CR from the API server, whole managedFields included,
 	// for a status write refused for an entry at a version not served
 	// (staleentries.go); nil: that write is left to fail.
 	Live client.Reader
-	// Bound, when set, says why the kind may not act in a namespace, nil
-	// when it may (forbidden.go: wellknown.ReasonNamespaceNotBound).
-	Bound func(namespace string) error
 
 	crs crs // what is kept of each CR between its reconciles (crs.go)
 
@@ -343,7 +318,7 @@ func (r *run) rerender(ctx context.Context) (outcome, error) {
 // observe: it had none managed by cueop when the operator started, and only
 // this process creates them.
 func (r *run) watchKinds(ctx context.Context) (outcome, error) {
-	if r.r.WatchKind == nil {
+	if r.r.Cluster == nil {
 		return outcome{}, nil
 	}
 	var done []schema.GroupVersionKind
@@ -353,7 +328,7 @@ func (r *run) watchKinds(ctx context.Context) (outcome, error) {
 			continue
 		}
 		done = append(done, gvk)
-		if err := deny("watch "+gvk.Kind+" children", r.r.WatchKind(ctx, gvk)); err != nil { // forbidden.go
+		if err := deny("watch "+gvk.Kind+" children", r.r.Cluster.WatchKind(ctx, gvk)); err != nil { // forbidden.go
 			return waitFor("watch failed, retrying: " + err.Error()), fmt.Errorf("%s: %w", r.subject(), err)
 		}
 	}

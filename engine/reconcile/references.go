@@ -30,12 +30,12 @@ type ReadFunc func(ctx context.Context, gvk schema.GroupVersionKind, namespace s
 type LoadFunc func(ctx context.Context, meta *unstructured.Unstructured) (*unstructured.Unstructured, error)
 
 // loadReferenced returns in with its referenced objects read whole, when
-// the reconciler reads them by metadata (Reconciler.Load): only a render
+// the reconciler reads them by metadata (Cluster.Load): only a render
 // needs them, as the digest of the inputs counts a referenced object by
 // its resourceVersion (render.Inputs.Digest), so a CR whose references did
 // not change costs no read.
 func (r *run) loadReferenced(ctx context.Context) func(render.Inputs) (render.Inputs, error) {
-	if r.r.Load == nil {
+	if r.r.Cluster == nil {
 		return nil
 	}
 	max := r.r.inputBound() // inputsize.go
@@ -45,7 +45,7 @@ func (r *run) loadReferenced(ctx context.Context) func(render.Inputs) (render.In
 		for id, ref := range in.Referenced {
 			objs := make([]*unstructured.Unstructured, len(ref.Objects))
 			for i, o := range ref.Objects {
-				got, err := r.r.Load(ctx, o)
+				got, err := r.r.Cluster.Load(ctx, o)
 				if err != nil {
 					return in, fmt.Errorf("references.%s: read %s %s/%s: %w", id, o.GetKind(), o.GetNamespace(), o.GetName(), deny("get "+objectText(o), err))
 				}
@@ -93,10 +93,10 @@ func (r *run) resolve(ctx context.Context) (outcome, error) {
 	if len(refs) == 0 {
 		return outcome{}, nil
 	}
-	if r.r.Read == nil {
+	if r.r.Cluster == nil {
 		return outcome{}, fmt.Errorf("%s: the template references objects and this reconciler reads none", r.subject())
 	}
-	got, missing, err := ReadReferences(ctx, refs, r.cr.GetNamespace(), r.r.Read)
+	got, missing, err := ReadReferences(ctx, refs, r.cr.GetNamespace(), r.r.Cluster.Read)
 	if err != nil {
 		return waitFor("reading references failed, retrying: " + err.Error()), fmt.Errorf("%s: %w", r.subject(), err)
 	}

@@ -27,7 +27,7 @@ type StatusFailing struct {
 // or nothing to write) and returns the kind's state and whether it moved
 // between none failing and some (or is told for the first time: a kind's
 // controller started anew must clear what the one before it set), so that
-// the kind's state (Reconciler.OnStatusFailing) changes only when the
+// the kind's state (Host.StatusFailing) changes only when the
 // first CR fails and when the last one is written. The state's First and
 // Err are found only when it moved (one pass over the records), so that
 // an outcome that does not move it costs O(1) under the lock every
@@ -83,7 +83,7 @@ func (r *Reconciler) statusWritten(ctx context.Context, cr *unstructured.Unstruc
 		}
 	}
 	st, moved := r.crs.setStatus(types.NamespacedName{Namespace: cr.GetNamespace(), Name: cr.GetName()}, msg)
-	if moved && r.OnStatusFailing != nil {
-		r.OnStatusFailing(ctx, st)
+	if moved {
+		r.tellStatusFailing(ctx, st)
 	}
 }
