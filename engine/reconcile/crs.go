@@ -13,9 +13,10 @@ import (
 // dropped, so memory is bounded by the CRs that have something to keep;
 // forget drops what a CR being deleted or gone no longer needs.
 //
-// Kept elsewhere, as they answer questions across CRs: a CR's rollout turn
-// (Rollout: the CRs in flight and waiting, by revision) and what it
-// references (RefIndex: the CRs that read an object). forget tells both.
+// Kept elsewhere, as they answer questions across CRs under their own
+// locks: a CR's rollout turn (Rollout's turns: how many CRs are in flight,
+// which wait next) and what it references (RefIndex: the CRs that read an
+// object). forget drops both.
 type crs struct {
 	mu sync.Mutex
 	m  map[types.NamespacedName]*crRecord
