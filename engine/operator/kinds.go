@@ -175,18 +175,14 @@ func (o *Operator) start(ctx context.Context, k *template.Kind) error {
 	}
 	rec := reconcile.NewReconciler(k)
 	rec.Parents, rec.Children, rec.Client, rec.Scheme = o.parents, b.cache, o.mgr.GetClient(), o.mgr.GetScheme()
-	rec.ChildKinds, rec.WatchKind, rec.Owned = b.watchedKinds, b.watchKind, b.ownedLive
+	rec.Cluster, rec.Host = clusterOf(b), o.hostOf(k) // reconcilerhooks.go
 	rec.Applier, rec.Recorder, rec.Observer = b.applier, o.recorder, o.metrics
 	rec.Options.AllowedKinds, rec.Options.Scope = o.opts.AllowedKinds, o.scope
 	rec.Options.Budget = o.opts.Budget
 	rec.Evaluator = o.eval
 	rec.Options.ReadableKinds, rec.Options.DataKinds = o.opts.ReadableKinds, o.opts.DataKinds
 	rec.ChildLabels = b.childLabels()
-	rec.BindingModes = b.modes.Mode                             // storageclasses.go
-	rec.OnStatusFailing = o.statusFailing(k.Resource.CRDName()) // statusfailing.go
-	rec.Live = o.mgr.GetAPIReader()                             // reconcile/staleentries.go
-	rec.Bound = o.boundIn(k)                                    // forbidden.go
-	rec.ReleaseKey = o.releaseKey                               // releasekey.go
+	rec.Live = o.mgr.GetAPIReader() // reconcile/staleentries.go
 	log := o.log.WithValues("kind", k.Resource.Kind)
 	c, err := controller.NewUnmanaged("cueop-"+k.Name, controller.Options{
 		Reconciler: rec, MaxConcurrentReconciles: o.opts.MaxConcurrent,

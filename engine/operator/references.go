@@ -209,6 +209,6 @@ func (b *bundle) readSource(kc *kindController, gvk schema.GroupVersionKind) sou
 // serveReferences wires kc's reconciler to the references cache of its
 // identity.
 func (b *bundle) serveReferences(kc *kindController) error {
-	kc.rec.Read, kc.rec.Load, kc.rec.Refs = b.readReferenced, b.loadReferenced, reconcile.NewRefIndex()
+	kc.rec.Refs = reconcile.NewRefIndex()
 	return b.reads.addController(kc)
 }

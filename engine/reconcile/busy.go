@@ -2,7 +2,6 @@ package reconcile
 
 import (
 	"errors"
-	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -26,30 +25,20 @@ func isTransient(err error) bool {
 	return errors.As(err, &t) && t.Transient()
 }
 
-// busySince are the CRs whose renders were refused as busy, since when.
-type busySince struct {
-	mu sync.Mutex
-	m  map[types.NamespacedName]time.Time
-}
-
-// quiet records a busy refusal of key's render and tells whether it is
+// busyQuiet records a busy refusal of key's render and tells whether it is
 // still within busyGrace of the first of the series.
-func (b *busySince) quiet(key types.NamespacedName, now time.Time) bool {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.m == nil {
-		b.m = map[types.NamespacedName]time.Time{}
-	}
-	first, ok := b.m[key]
-	if !ok {
-		b.m[key], first = now, now
-	}
+func (s *crs) busyQuiet(key types.NamespacedName, now time.Time) bool {
+	first := now
+	s.change(key, func(c *crRecord) {
+		if c.busySince.IsZero() {
+			c.busySince = now
+		}
+		first = c.busySince
+	})
 	return now.Sub(first) < busyGrace
 }
 
-// forget ends key's series (rendered, or gone).
-func (b *busySince) forget(key types.NamespacedName) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	delete(b.m, key)
+// busyEnd ends key's series (rendered).
+func (s *crs) busyEnd(key types.NamespacedName) {
+	s.change(key, func(c *crRecord) { c.busySince = time.Time{} })
 }

@@ -22,10 +22,10 @@ import (
 // one per CR at a time and only while every other child is ready, so a
 // rollout never takes down more than one child of a CR; when its policy
 // does not, the CR stalls (lifecycle.go).
-func (r *run) applyAll(ctx context.Context) error {
-	errs := r.createAbsent(ctx)
-	if r.stalled != nil {
-		return errors.Join(errs...)
+func (r *run) applyAll(ctx context.Context) (outcome, error) {
+	o, errs := r.createAbsent(ctx) // ownership.go
+	if o.stall != nil {
+		return o, errors.Join(errs...)
 	}
 	var immutable []refusal
 	for _, c := range r.result_.Children {
@@ -50,8 +50,7 @@ func (r *run) applyAll(ctx context.Context) error {
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
-		r.applyFailed(err)
-		return err
+		return applyFailed(err), err
 	}
 	return r.recreate(ctx, immutable)
 }
@@ -62,42 +61,45 @@ func (r *run) live(c render.Child) *unstructured.Unstructured {
 	return r.owned.matchLive(c.Object)
 }
 
-// applyFailed marks the CR stalled when the API server refuses a child for
-// good (invalid, forbidden); other failures are retried with backoff.
-func (r *run) applyFailed(err error) {
+// applyFailed stalls the CR when the API server refuses a child for good
+// (invalid, forbidden); other failures are retried with backoff.
+func applyFailed(err error) outcome {
 	terminating := apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause)
 	if !terminating && (apierrors.IsInvalid(err) || apierrors.IsForbidden(err) || apierrors.IsBadRequest(err)) {
-		r.stalled = &stall{reason: wellknown.ReasonApplyRejected, message: err.Error()}
-		return
+		return stallOf(wellknown.ReasonApplyRejected, err.Error())
 	}
-	r.waiting = "apply failed, retrying: " + err.Error()
+	return waitFor("apply failed, retrying: " + err.Error())
 }
 
-func (r *run) recreate(ctx context.Context, immutable []refusal) error {
-	if len(immutable) == 0 || r.stallImmutable(immutable) {
-		return nil
+// recreate deletes the first child whose change is immutable, to be
+// created again, when its policy allows and every other child is ready
+// (lifecycle.go).
+func (r *run) recreate(ctx context.Context, immutable []refusal) (outcome, error) {
+	if len(immutable) == 0 {
+		return outcome{}, nil
+	}
+	if o := stallImmutable(immutable); o.stall != nil { // lifecycle.go
+		return o, nil
 	}
 	c := immutable[0].child
 	if !r.othersReady(ctx, c.ID) {
-		r.waiting = fmt.Sprintf("waiting for children to be ready before recreating %s %s", c.Object.GetKind(), c.Object.GetName())
-		return nil
+		return waitFor(fmt.Sprintf("waiting for children to be ready before recreating %s %s", c.Object.GetKind(), c.Object.GetName())), nil
 	}
 	live := r.live(c)
 	if err := deny("delete "+objectText(live), r.r.Applier.Replace(ctx, live, c.Policy.Cascade == render.CascadeOrphan)); err != nil {
 		r.r.applied(r.kind.Resource.Kind, "", err)
-		return err
+		return outcome{}, err
 	}
 	r.r.applied(r.kind.Resource.Kind, apply.Recreated, nil)
 	r.record(apply.Recreated, c.Object)
-	r.waiting = fmt.Sprintf("recreating %s %s: an immutable field changed", c.Object.GetKind(), c.Object.GetName())
-	return nil
+	return waitFor(fmt.Sprintf("recreating %s %s: an immutable field changed", c.Object.GetKind(), c.Object.GetName())), nil
 }
 
 // othersReady is true when every child but id exists and is ready for the
 // gates (gateReady: its readyWhen, else kstatus).
 func (r *run) othersReady(ctx context.Context, id string) bool {
 	for _, c := range r.result_.Children {
-		if ok, _ := gateReady(ctx, c, r.wholeLive(c), r.r.BindingModes); c.ID != id && !ok { // partialview.go
+		if ok, _ := gateReady(ctx, c, r.wholeLive(c), r.r.bindingModes()); c.ID != id && !ok { // partialview.go
 			return false
 		}
 	}

@@ -29,6 +29,20 @@ type OwnedFunc func(ctx context.Context, ns string, owner types.UID) ([]*unstruc
 // does not hold sends none.
 const deletionRecheck = 10 * time.Second
 
+// deleted is the path of a CR being deleted: none of the stages of a live
+// CR's reconcile run. A CR whose finalizers cueop took off, or read from a
+// cache behind cueop's last write of it, is left until the write's (or the
+// CR's end's) event brings it back; otherwise what was kept of it between
+// reconciles is dropped, but that its finalizers came off and that its
+// status write failed (crs.go), and it is finalized.
+func (r *Reconciler) deleted(ctx context.Context, key types.NamespacedName, cr *unstructured.Unstructured) (ctrl.Result, error) {
+	if r.crs.finalized(key, cr) || r.crs.stale(key, cr) {
+		return ctrl.Result{}, nil
+	}
+	r.forget(ctx, key, false)
+	return r.finalize(ctx, cr)
+}
+
 // finalize runs for a CR being deleted that carries cueop's finalizers.
 // With the user's orphan cascade (kubectl delete --cascade=orphan) it
 // deletes nothing and takes its finalizers off: the garbage collector
@@ -54,7 +68,10 @@ func (r *Reconciler) finalize(ctx context.Context, cr *unstructured.Unstructured
 		return run.refusedDeletion(ctx, err) // forbidden.go
 	}
 	if len(left) > 0 && slices.Contains(fins, wellknown.FinalizerOrdered) {
-		err := run.forbidden(run.deleteWave(ctx, left)) // ordered.go
+		o, err := run.deleteWave(ctx, left) // ordered.go
+		run.note(o)
+		o, err = run.forbidden(err)
+		run.note(o)
 		if err := errors.Join(err, run.writeStatus(ctx)); err != nil {
 			return ctrl.Result{}, err
 		}
@@ -65,12 +82,12 @@ func (r *Reconciler) finalize(ctx context.Context, cr *unstructured.Unstructured
 }
 
 // liveChildren are the objects the CR controls, as the API server has them
-// now (Reconciler.Owned), each once.
+// now (Cluster.Owned), each once.
 func (r *run) liveChildren(ctx context.Context) ([]*unstructured.Unstructured, error) {
-	if r.r.Owned == nil {
+	if r.r.Cluster == nil {
 		return nil, fmt.Errorf("%s: no way to list its children from the API server", r.subject())
 	}
-	objs, err := r.r.Owned(ctx, r.cr.GetNamespace(), r.cr.GetUID())
+	objs, err := r.r.Cluster.Owned(ctx, r.cr.GetNamespace(), r.cr.GetUID())
 	if err != nil {
 		what := "list the children of " + r.subject() + " in namespace " + r.cr.GetNamespace()
 		return nil, fmt.Errorf("%s: list its children: %w", r.subject(), deny(what, err)) // forbidden.go

@@ -30,6 +30,10 @@
 //	         Stalled beside the template's own (conditions.go), written
 //	         once and only when it changed
 //
+// Each stage returns, beside what it did, what it implies for the CR's
+// conditions (outcome.go: a stall, a wait, missing references), which one
+// place records (run.note) and one turns into the conditions (status.go);
+// converge (reconciler.go) runs the stages in this order, numbered.
 // A render error (a spec breaking a CUE constraint, a refused child) sets
 // Stalled and changes no child. A reconcile that ends without a render of
 // the CR's current inputs says why it waits, never Converged (pending.go).
@@ -38,13 +42,15 @@
 // server, not the cache, releases those to retain and, for a kind with
 // waves, deletes the others wave by wave in the foreground before its
 // finalizers come off; the user's orphan cascade deletes nothing
-// (deletion.go, ordered.go). Rollout (rollout.go) chooses the revision each CR renders
+// (deletion.go, ordered.go). What the reconciler keeps of a CR between
+// reconciles is one record (crs.go), forgotten once the CR goes. Rollout (rollout.go) chooses the revision each CR renders
 // with: a new revision moves a bounded number of CRs at once; a CR waiting
 // on a missing reference frees its slot (Park), and a waiting CR whose
 // child drifted is repaired (Drifted).
 //
 // It must not load templates, install CRDs or run the manager (package
 // operator), nor render by itself (package render) or write a child but
-// through package apply: it is handed a compiled Kind and clients, and
-// writes only a CR's children, finalizers and status.
+// through package apply: it is handed a compiled Kind, clients and what
+// it asks of the operator (cluster.go: Cluster, Host), and writes only a
+// CR's children, finalizers and status.
 package reconcile

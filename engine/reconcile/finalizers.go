@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
-	"sync"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -69,9 +68,9 @@ func (r *Reconciler) setFinalizers(ctx context.Context, cr *unstructured.Unstruc
 	// Until the cache has the write, a reconcile reading the CR as it was
 	// would write again: a deleted CR's finalizers would come off twice, the
 	// second time answered 404.
-	r.written.wrote(client.ObjectKeyFromObject(cr), cr.GetResourceVersion(), patched.GetResourceVersion())
+	r.crs.wrote(client.ObjectKeyFromObject(cr), cr.GetResourceVersion(), patched.GetResourceVersion())
 	if cr.GetDeletionTimestamp() != nil && !anyOurs(patched.GetFinalizers()) {
-		r.finalized.done(client.ObjectKeyFromObject(cr), cr.GetUID())
+		r.crs.finalizedDone(client.ObjectKeyFromObject(cr), cr.GetUID())
 	}
 	cr.SetFinalizers(patched.GetFinalizers())
 	cr.SetResourceVersion(patched.GetResourceVersion())
@@ -122,43 +121,27 @@ func finalizerOps(cr *unstructured.Unstructured, want map[string]bool) []map[str
 	return ops
 }
 
-// finalizedCRs remembers the CRs being deleted that cueop took its last
-// finalizer off, by uid, until the cache no longer holds them. Nothing is
-// left to do for them: the API server refuses a new finalizer on an object
-// being deleted. The write that removes the last finalizer deletes the CR
-// and answers with the resourceVersion it had, so statusWrites cannot tell
-// a cache that still holds the CR from one that caught up; without this,
-// a reconcile reading the lagging cache took the finalizers off again,
-// answered 404.
-type finalizedCRs struct {
-	mu  sync.Mutex
-	uid map[types.NamespacedName]types.UID
+// finalizedDone remembers, by its uid, that key is a CR being deleted
+// whose last finalizer cueop took off, until the cache no longer holds it.
+// Nothing is left to do for it: the API server refuses a new finalizer on
+// an object being deleted. The write that removes the last finalizer
+// deletes the CR and answers with the resourceVersion it had, so stale
+// (status.go) cannot tell a cache that still holds the CR from one that
+// caught up; without this, a reconcile reading the lagging cache took the
+// finalizers off again, answered 404.
+func (s *crs) finalizedDone(key types.NamespacedName, uid types.UID) {
+	s.change(key, func(c *crRecord) { c.finalizedUID = uid })
 }
 
-func (f *finalizedCRs) done(key types.NamespacedName, uid types.UID) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.uid == nil {
-		f.uid = map[types.NamespacedName]types.UID{}
-	}
-	f.uid[key] = uid
-}
-
-// has says whether cr is a CR whose finalizers cueop took off; a CR of the
-// same name with another uid forgets the old one.
-func (f *finalizedCRs) has(key types.NamespacedName, cr *unstructured.Unstructured) bool {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	uid, ok := f.uid[key]
-	if ok && uid == cr.GetUID() {
-		return true
-	}
-	delete(f.uid, key)
-	return false
-}
-
-func (f *finalizedCRs) forget(key types.NamespacedName) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	delete(f.uid, key)
+// finalized says whether cr is a CR whose finalizers cueop took off; a CR
+// of the same name with another uid forgets the old one.
+func (s *crs) finalized(key types.NamespacedName, cr *unstructured.Unstructured) bool {
+	done := false
+	s.change(key, func(c *crRecord) {
+		done = c.finalizedUID != "" && c.finalizedUID == cr.GetUID()
+		if !done {
+			c.finalizedUID = ""
+		}
+	})
+	return done
 }

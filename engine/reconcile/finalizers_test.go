@@ -57,23 +57,23 @@ func TestFinalizedCRs(t *testing.T) {
 		o.SetUID(types.UID(uid))
 		return o
 	}
-	var f finalizedCRs
-	if f.has(key, cr("a")) {
+	var f crs
+	if f.finalized(key, cr("a")) {
 		t.Error("done before any write")
 	}
-	f.done(key, "a")
-	if !f.has(key, cr("a")) || !f.has(key, cr("a")) {
+	f.finalizedDone(key, "a")
+	if !f.finalized(key, cr("a")) || !f.finalized(key, cr("a")) {
 		t.Error("the finalized CR is not done")
 	}
-	if f.has(key, cr("b")) {
+	if f.finalized(key, cr("b")) {
 		t.Error("a new CR of the same name is done")
 	}
-	if f.has(key, cr("a")) {
+	if f.finalized(key, cr("a")) {
 		t.Error("still done after another uid was seen")
 	}
-	f.done(key, "a")
-	f.forget(key)
-	if f.has(key, cr("a")) {
+	f.finalizedDone(key, "a")
+	f.forget(key, true)
+	if f.finalized(key, cr("a")) {
 		t.Error("done after forget")
 	}
 }

@@ -81,19 +81,17 @@ func objectText(o *unstructured.Unstructured) string {
 // not retried with backoff but every forbiddenRecheck (result). A view of
 // the children that failed only for denials is no observe failure: the CR
 // is stalled, not in progress.
-func (r *run) forbidden(err error) error {
+func (r *run) forbidden(err error) (outcome, error) {
 	lines, rest := splitDenials(err)
 	if len(lines) == 0 {
-		return err
+		return outcome{}, err
 	}
-	r.stalled = &stall{reason: wellknown.ReasonForbidden, message: strings.Join(lines, "\n")}
 	if r.observeFailed != nil {
 		if l, other := splitDenials(r.observeFailed); len(l) > 0 && other == nil {
 			r.observeFailed = nil
 		}
 	}
-	r.deleting = ""
-	return rest
+	return stallOf(wellknown.ReasonForbidden, strings.Join(lines, "\n")), rest
 }
 
 // splitDenials are the lines of the denials err holds, once each in order,
@@ -140,12 +138,12 @@ func appendNew(lines []string, more ...string) []string {
 }
 
 // notBound stalls the CR when its kind is not bound in its namespace
-// (Reconciler.Bound).
+// (Host.Bound).
 func (r *run) notBound() *stall {
-	if r.r.Bound == nil {
+	if r.r.Host == nil {
 		return nil
 	}
-	if err := r.r.Bound(r.cr.GetNamespace()); err != nil {
+	if err := r.r.Host.Bound(r.cr.GetNamespace()); err != nil {
 		return &stall{reason: wellknown.ReasonNamespaceNotBound, message: fmt.Sprintf("%s: %v; nothing is rendered, applied or pruned", r.subject(), err)}
 	}
 	return nil
@@ -164,11 +162,11 @@ func forbiddenHint(reason string) string {
 }
 
 // confirmed are the victims of a prune that the API server lists as the
-// CR's children now (Reconciler.Owned): the cache's view decides nothing
+// CR's children now (Cluster.Owned): the cache's view decides nothing
 // is deleted on its own. A list refused (a denial) or failed prunes
-// nothing. Without Owned (tests) the victims are the cache's.
+// nothing. Without a Cluster (tests) the victims are the cache's.
 func (r *run) confirmed(ctx context.Context, victims []*unstructured.Unstructured) ([]*unstructured.Unstructured, error) {
-	if len(victims) == 0 || r.r.Owned == nil {
+	if len(victims) == 0 || r.r.Cluster == nil {
 		return victims, nil
 	}
 	live, err := r.liveChildren(ctx) // deletion.go
@@ -187,8 +185,8 @@ func (r *run) confirmed(ctx context.Context, victims []*unstructured.Unstructure
 // status, with an Event), and it is looked at again every
 // forbiddenRecheck; its finalizers stay either way.
 func (r *run) refusedDeletion(ctx context.Context, err error) (ctrl.Result, error) {
-	rest := r.forbidden(err)
-	if r.stalled == nil {
+	o, rest := r.forbidden(err)
+	if !r.note(o) {
 		return ctrl.Result{}, err
 	}
 	serr := r.writeStatus(ctx)

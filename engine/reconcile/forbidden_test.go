@@ -50,7 +50,7 @@ func TestSplitDenials(t *testing.T) {
 		t.Fatalf("no denial: lines %q, rest %v", lines, rest)
 	}
 	r := &run{observeFailed: fmt.Errorf("list: %w", d1)}
-	if err := r.forbidden(r.observeFailed); err != nil || r.observeFailed != nil || r.stalled == nil || r.stalled.reason != wellknown.ReasonForbidden {
+	if o, err := r.forbidden(r.observeFailed); !r.note(o) || err != nil || r.observeFailed != nil || r.stalled == nil || r.stalled.reason != wellknown.ReasonForbidden {
 		t.Fatalf("a denied observe: err %v, observeFailed %v, stalled %v", err, r.observeFailed, r.stalled)
 	}
 }

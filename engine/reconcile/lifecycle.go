@@ -43,10 +43,9 @@ type refusal struct {
 	err   error
 }
 
-// stallImmutable stalls the CR, and returns true, when a child whose change
-// is immutable may not be recreated: nothing is deleted, not even the
-// children that may be.
-func (r *run) stallImmutable(refused []refusal) bool {
+// stallImmutable stalls the CR when a child whose change is immutable may
+// not be recreated: nothing is deleted, not even the children that may be.
+func stallImmutable(refused []refusal) outcome {
 	var lines []string
 	for _, f := range refused {
 		if f.child.Policy.Recreate {
@@ -61,10 +60,9 @@ func (r *run) stallImmutable(refused []refusal) bool {
 			id, o.GetKind(), o.GetNamespace(), o.GetName(), strings.Join(apply.ImmutableFields(f.err), "; "), hint))
 	}
 	if len(lines) == 0 {
-		return false
+		return outcome{}
 	}
-	r.stalled = &stall{reason: wellknown.ReasonImmutableChange, message: strings.Join(lines, "\n")}
-	return true
+	return stallOf(wellknown.ReasonImmutableChange, strings.Join(lines, "\n"))
 }
 
 // pruneOne deletes a child the template no longer renders, or releases it

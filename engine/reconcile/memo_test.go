@@ -38,7 +38,7 @@ func TestMemoSameAsFreshRender(t *testing.T) {
 	for _, id := range []string{"pod-0", "pod-1", "pod-2"} {
 		pods[id] = livePod(t, id, "False")
 	}
-	var m renderMemo
+	var m crs
 	key := types.NamespacedName{Namespace: "ns", Name: "r"}
 	kind := v1
 	step := func(name string, wantHit bool) *render.Result {
@@ -99,7 +99,7 @@ func TestMemoSameAsFreshRender(t *testing.T) {
 	if n, _ := m.size(); n != 1 {
 		t.Errorf("%d entries, want 1", n)
 	}
-	m.forget(key)
+	m.forget(key, true)
 	if n, _ := m.size(); n != 0 {
 		t.Errorf("%d entries after forget, want 0", n)
 	}
@@ -132,7 +132,7 @@ func TestMemoDefaultReady(t *testing.T) {
 		"pages":      {Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": md("docs-pages")}},
 		"service":    {Object: map[string]any{"apiVersion": "v1", "kind": "Service", "metadata": md("docs"), "spec": map[string]any{"type": "ClusterIP"}}},
 	}
-	var m renderMemo
+	var m crs
 	key := types.NamespacedName{Namespace: "web", Name: "docs"}
 	for i, wantReady := range []bool{true, false} {
 		if i == 1 {
@@ -209,7 +209,7 @@ func BenchmarkMemoHit(b *testing.B) {
 	for _, id := range []string{"pod-0", "pod-1", "pod-2"} {
 		pods[id] = livePod(t, id, "True")
 	}
-	var m renderMemo
+	var m crs
 	key := types.NamespacedName{Namespace: "ns", Name: "r"}
 	in := render.Inputs{Kind: k, Parent: cr, Observed: pods}
 	if _, _, err := m.render(context.Background(), render.InProcess{}, key, in, render.Options{}, nil); err != nil {
@@ -244,7 +244,7 @@ func BenchmarkMemoMiss(b *testing.B) {
 		}
 		ins[i] = render.Inputs{Kind: k, Parent: cr, Observed: pods}
 	}
-	var m renderMemo
+	var m crs
 	key := types.NamespacedName{Namespace: "ns", Name: "r"}
 	b.ReportAllocs()
 	i := 0
@@ -279,7 +279,7 @@ func TestMemoLoadsReferencedOnMissOnly(t *testing.T) {
 		in.Referenced = map[string]render.Referenced{"settings": {Objects: []*unstructured.Unstructured{o}}}
 		return in, nil
 	}
-	var m renderMemo
+	var m crs
 	key := types.NamespacedName{Namespace: "web", Name: "shop"}
 	for i, step := range []struct {
 		rv        string

@@ -25,7 +25,7 @@ func (r *run) observe(ctx context.Context, keep map[string]bool) error {
 	var objs []*unstructured.Unstructured
 	uid := string(r.cr.GetUID())
 	r.sources, r.wholes = nil, nil
-	for _, gvk := range r.r.ChildKinds() {
+	for _, gvk := range r.r.childKinds() {
 		items, sources, err := r.r.listChildren(ctx, gvk, r.cr.GetNamespace(), uid, keep)
 		if err != nil {
 			what := fmt.Sprintf("list %s in namespace %s", gvk.Kind, r.cr.GetNamespace())

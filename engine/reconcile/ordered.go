@@ -19,7 +19,7 @@ import (
 // being deleted, until the garbage collector has deleted its dependents (a
 // Deployment's ReplicaSets and their Pods), so that the next wave waits
 // for them too. Their deletion events bring the CR back.
-func (r *run) deleteWave(ctx context.Context, left []*unstructured.Unstructured) error {
+func (r *run) deleteWave(ctx context.Context, left []*unstructured.Unstructured) (outcome, error) {
 	top := 0
 	for _, o := range left {
 		top = max(top, render.WaveOf(o))
@@ -37,11 +37,11 @@ func (r *run) deleteWave(ctx context.Context, left []*unstructured.Unstructured)
 		}
 		r.log.Info("deleting wave", "wave", top, "child", fmt.Sprintf("%s %s/%s", o.GetKind(), o.GetNamespace(), o.GetName()))
 	}
-	r.deleting = fmt.Sprintf("deleting wave %d: waiting for %s to be gone", top, strings.Join(waveNames(left, top), ", "))
+	o := outcome{deleting: fmt.Sprintf("deleting wave %d: waiting for %s to be gone", top, strings.Join(waveNames(left, top), ", "))}
 	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("%s: delete wave %d: %w", r.subject(), top, err)
+		return o, fmt.Errorf("%s: delete wave %d: %w", r.subject(), top, err)
 	}
-	return nil
+	return o, nil
 }
 
 // waveNames names the children of wave w among left.

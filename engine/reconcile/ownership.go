@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"sync"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -120,7 +119,7 @@ type claimed struct {
 // then, unless an object found is in conflict, applied over the objects
 // found that the CR controls or may adopt. When any is in conflict the CR
 // stalls: nothing that exists is changed, here or in applyAll.
-func (r *run) createAbsent(ctx context.Context) []error {
+func (r *run) createAbsent(ctx context.Context) (outcome, []error) {
 	var failed []error
 	var lines []string
 	var claims []claimed
@@ -143,12 +142,11 @@ func (r *run) createAbsent(ctx context.Context) []error {
 			r.record(action, c.Object)
 		}
 	}
-	r.r.conflicts.set(client.ObjectKeyFromObject(r.cr), ids)
+	r.r.crs.setConflicts(client.ObjectKeyFromObject(r.cr), ids)
 	if len(lines) > 0 {
-		r.stalled = &stall{reason: wellknown.ReasonChildConflict, message: strings.Join(lines, "\n")}
-		return failed
+		return stallOf(wellknown.ReasonChildConflict, strings.Join(lines, "\n")), failed
 	}
-	return append(failed, r.claimAll(ctx, claims)...)
+	return outcome{}, append(failed, r.claimAll(ctx, claims)...)
 }
 
 // create creates c where its name is free, with a create-only apply, or
@@ -156,7 +154,7 @@ func (r *run) createAbsent(ctx context.Context) []error {
 // the read comes first, so that a CR in conflict sends no write.
 func (r *run) create(ctx context.Context, c render.Child) (apply.Action, *claimed, error) {
 	a := r.r.Applier
-	if !r.r.conflicts.had(client.ObjectKeyFromObject(r.cr), c.ID) {
+	if !r.r.crs.hadConflict(client.ObjectKeyFromObject(r.cr), c.ID) {
 		action, err := a.Apply(ctx, c.Object, nil)
 		if !apply.IsExists(err) {
 			return action, nil, deny("create "+objectText(c.Object), err) // forbidden.go
@@ -219,30 +217,15 @@ func (r *run) dropReleasedMark(ctx context.Context, c render.Child, live *unstru
 	return action, deny("patch "+objectText(live), r.r.Applier.RemoveAnnotations(ctx, live, wellknown.AnnotationReleasedFrom, wellknown.AnnotationReleaseProof))
 }
 
-// conflictMemo remembers, per CR, the children found in conflict by its last
-// reconcile.
-type conflictMemo struct {
-	mu sync.Mutex
-	m  map[types.NamespacedName]map[string]bool
+// setConflicts remembers the children of key found in conflict by its
+// last reconcile.
+func (s *crs) setConflicts(key types.NamespacedName, ids map[string]bool) {
+	s.change(key, func(c *crRecord) { c.conflicts = ids })
 }
 
-func (m *conflictMemo) set(key types.NamespacedName, ids map[string]bool) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if len(ids) == 0 {
-		delete(m.m, key)
-		return
-	}
-	if m.m == nil {
-		m.m = map[types.NamespacedName]map[string]bool{}
-	}
-	m.m[key] = ids
+// hadConflict says whether key's last reconcile found child id in conflict.
+func (s *crs) hadConflict(key types.NamespacedName, id string) bool {
+	had := false
+	s.read(key, func(c *crRecord) { had = c.conflicts[id] })
+	return had
 }
-
-func (m *conflictMemo) had(key types.NamespacedName, id string) bool {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.m[key][id]
-}
-
-func (m *conflictMemo) forget(key types.NamespacedName) { m.set(key, nil) }

@@ -236,7 +236,7 @@ func TestGatesJudgeWholeChildren(t *testing.T) {
 		return &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": kind,
 			"metadata": map[string]any{"name": name, "namespace": "ns"}}}
 	}
-	r := &run{r: &Reconciler{Applier: &apply.Applier{}, BindingModes: modes}, kind: &template.Kind{Waves: true}, cr: cr}
+	r := &run{r: &Reconciler{Applier: &apply.Applier{}, Cluster: clusterFuncs{modes: modes}}, kind: &template.Kind{Waves: true}, cr: cr}
 	r.owned = sortChildren(cr, []*unstructured.Unstructured{view})
 	r.observed = r.owned.templateView(r.r.fieldManager())
 	r.sources = map[*unstructured.Unstructured]runtime.Object{view: &listedClaim}
@@ -363,7 +363,7 @@ func TestDefaultReadyJudgesWholeChildren(t *testing.T) {
 	k := kindFromSource(t, "x.example.com", "Thing", thingSource)
 	for _, fast := range []bool{true, false} {
 		r := thingRun(t, k, thing(fast), thingDeployment(false))
-		if err := r.render(context.Background()); err != nil || r.result_ == nil {
+		if o, err := r.render(context.Background()); r.note(o) || err != nil || r.result_ == nil {
 			t.Fatalf("fast %v: render: %v, %v", fast, err, r.stalled)
 		}
 		if !r.result_.Ready || r.result_.ReadyByDefault != fast {
@@ -386,7 +386,7 @@ func TestDefaultReadySettlesOnKstatus(t *testing.T) {
 	for _, fast := range []bool{true, false} {
 		cr := thing(fast)
 		r := thingRun(t, k, cr, thingDeployment(false))
-		if err := r.render(context.Background()); err != nil || r.result_ == nil {
+		if o, err := r.render(context.Background()); r.note(o) || err != nil || r.result_ == nil {
 			t.Fatalf("render: %v, %v", err, r.stalled)
 		}
 		st := r.desiredStatus()
@@ -410,7 +410,7 @@ func TestDefaultReadySettlesOnKstatus(t *testing.T) {
 func TestAbsentReadsOfTheDefaultReady(t *testing.T) {
 	k := kindFromSource(t, "x.example.com", "Thing", thingSource+"readyWhen: deploy: (*observed.deploy.status.bogus | 0) == 1\n")
 	r := thingRun(t, k, thing(true), thingDeployment(false))
-	if err := r.render(context.Background()); err != nil || r.result_ == nil {
+	if o, err := r.render(context.Background()); r.note(o) || err != nil || r.result_ == nil {
 		t.Fatalf("render: %v, %v", err, r.stalled)
 	}
 	if reason, msg := r.notReady(); reason != wellknown.ReasonReadsAbsentField || !strings.Contains(msg, "status.bogus") {

@@ -14,14 +14,14 @@ func (r *run) notRendered(why string) {
 	r.result_, r.pending = nil, why
 }
 
-// unfinished makes a reconcile that failed after its render say so: a
+// unfinished is the outcome of a reconcile that failed after its render: a
 // failure nothing else explained (a finalizer, prune or recreate request)
 // keeps the CR Reconciling, never Converged.
-func (r *run) unfinished(err error) {
-	if err == nil || r.waiting != "" || r.stalled != nil || r.observeFailed != nil || r.result_ == nil {
-		return
+func (r *run) unfinished(err error) outcome {
+	if err == nil || r.wait() != "" || r.stalled != nil || r.observeFailed != nil || r.result_ == nil {
+		return outcome{}
 	}
-	r.waiting = "retrying: " + firstLine(err.Error())
+	return waitFor("retrying: " + firstLine(err.Error()))
 }
 
 // pendingConditions are the conditions of a CR this reconcile did not
@@ -44,8 +44,8 @@ func (r *run) pendingMessage() string {
 	switch {
 	case r.pending != "":
 		return r.pending
-	case r.waiting != "":
-		return r.waiting
+	case r.wait() != "":
+		return r.wait()
 	}
 	return fmt.Sprintf("not rendered at generation %d with template revision %s yet; retrying", r.cr.GetGeneration(), r.kind.Revision)
 }

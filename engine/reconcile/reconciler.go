@@ -12,7 +12,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -37,13 +36,6 @@ type Reconciler struct {
 	Parents client.Reader
 	// Children reads children from a cache indexed by IndexOwnerUID.
 	Children client.Reader
-	// ChildKinds returns the kinds whose children Children caches: a
-	// reconcile lists the children of each.
-	ChildKinds func() []schema.GroupVersionKind
-	// WatchKind, when set, makes Children cache the children of a kind at a
-	// version, and is called for every kind and version a render produces
-	// before its children are applied.
-	WatchKind func(ctx context.Context, gvk schema.GroupVersionKind) error
 	// Scheme, when set, names the child kinds Children caches as typed
 	// objects; the others are cached unstructured.
 	Scheme *runtime.Scheme
@@ -51,10 +43,6 @@ type Reconciler struct {
 	Client client.Client
 	// Applier writes the children.
 	Applier *apply.Applier
-	// ReleaseKey, when set, is the key of the proofs a released child
-	// carries, that cueop released it (releaseproof.go); nil: releases
-	// carry no proof and no child is adopted by its released-from mark.
-	ReleaseKey func(context.Context) ([]byte, error)
 	// Options are the administrator's render policy.
 	Options render.Options
 	// Evaluator runs the renders and the references' evaluations; nil
@@ -65,41 +53,22 @@ type Reconciler struct {
 	Recorder record.EventRecorder
 	// Observer is told about each reconcile; nil means nobody.
 	Observer Observer
-	// Read lists the objects templates reference (references.go); Refs
-	// learns which CR reads what, for the watch of those objects to wake
-	// them.
-	Read ReadFunc
+	// Cluster is what the reconciler reads and watches through the
+	// operator; Host what it asks and tells the operator (cluster.go).
+	Cluster Cluster
+	Host    Host
+	// Refs learns which CR reads what objects (references.go), for the
+	// watch of those objects to wake them.
 	Refs *RefIndex
-	// Load, when set, reads whole a referenced object Read listed by its
-	// metadata, for a render (references.go).
-	Load LoadFunc
-	// BindingModes reads StorageClasses for the gates (gateready.go); nil:
-	// a Pending claim is not ready for them.
-	BindingModes BindingModes
-	// Owned lists a CR's children from the API server (deletion.go): what
-	// a finalizer is taken off on, never the cache.
-	Owned OwnedFunc
 	// ChildLabels are set on every child besides the engine's own labels
 	// (a sharded replica's shard label: childlabels.go).
 	ChildLabels map[string]string
-	// OnStatusFailing, when set, is told the kind's state of its status
-	// writes when the first CR's fails and when the last failing one is
-	// written (statusfail.go).
-	OnStatusFailing func(context.Context, StatusFailing)
 	// Live reads a CR from the API server, whole managedFields included,
 	// for a status write refused for an entry at a version not served
 	// (staleentries.go); nil: that write is left to fail.
 	Live client.Reader
-	// Bound, when set, says why the kind may not act in a namespace, nil
-	// when it may (forbidden.go: wellknown.ReasonNamespaceNotBound).
-	Bound func(namespace string) error
 
-	written        statusWrites
-	statusFailures statusFailures // statusfail.go
-	memo           renderMemo     // memo.go
-	conflicts      conflictMemo   // ownership.go
-	busy           busySince      // busy.go
-	finalized      finalizedCRs   // finalizers.go
+	crs crs // what is kept of each CR between its reconciles (crs.go)
 
 	stampOnce sync.Once // resync.go
 	stampText string
@@ -122,26 +91,29 @@ func (r *Reconciler) Kind() *template.Kind { return r.Rollout.Current() }
 // SetKind rolls k out to the CRs of the kind.
 func (r *Reconciler) SetKind(k *template.Kind) { r.Rollout.SetKind(k) }
 
-// Reconcile converges one CR.
+// Reconcile converges one CR: a CR being deleted takes the deletion path
+// (deletion.go), any other the stages of converge (reconcileLive); a CR
+// gone is forgotten.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	cr := &unstructured.Unstructured{}
 	cr.SetGroupVersionKind(r.Kind().Resource.GroupVersionKind())
 	if err := r.Parents.Get(ctx, req.NamespacedName, cr); err != nil {
 		if apierrors.IsNotFound(err) {
-			r.forgetStatus(ctx, req.NamespacedName)
-			r.forget(req.NamespacedName)
-			r.finalized.forget(req.NamespacedName)
+			r.forget(ctx, req.NamespacedName, true)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if cr.GetDeletionTimestamp() != nil {
-		if r.finalized.has(req.NamespacedName, cr) || r.written.stale(req.NamespacedName, cr) {
-			return ctrl.Result{}, nil // the event of cueop's last write (or of the CR's end) brings it back
-		}
-		r.forget(req.NamespacedName)
-		return r.finalize(ctx, cr) // deletion.go
+		return r.deleted(ctx, req.NamespacedName, cr) // deletion.go
 	}
-	if r.written.stale(req.NamespacedName, cr) {
+	return r.reconcileLive(ctx, req, cr)
+}
+
+// reconcileLive reconciles cr, a CR not being deleted, with the revision
+// its rollout chooses: the stages of converge, then its status (stage 7),
+// its Events and its rollout's bookkeeping.
+func (r *Reconciler) reconcileLive(ctx context.Context, req ctrl.Request, cr *unstructured.Unstructured) (ctrl.Result, error) {
+	if r.crs.stale(req.NamespacedName, cr) {
 		return ctrl.Result{}, nil // the event of cueop's last status write brings the CR back
 	}
 	rev, _, _ := unstructured.NestedString(cr.Object, "status", "revision")
@@ -152,8 +124,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	run := &run{r: r, kind: k, cr: cr, log: log.FromContext(ctx)}
 	// A denial stalls the CR, and is no error (forbidden.go).
-	err := run.forbidden(run.converge(ctx))
-	run.unfinished(err) // pending.go
+	o, err := run.forbidden(run.converge(ctx))
+	run.note(o)
+	run.note(run.unfinished(err)) // pending.go
+	// 7. status
 	serr := run.writeStatus(ctx)
 	run.statusFailed = serr != nil
 	if serr != nil {
@@ -173,18 +147,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return run.result(err), err
 	}
 	return quietly(run.result(err), err) // quiet.go
-}
-
-// forget drops what the reconciler holds of the CR key between reconciles
-// (its rollout turn, last write, references, memo, conflicts, busy mark),
-// once it is gone or being deleted.
-func (r *Reconciler) forget(key types.NamespacedName) {
-	r.Rollout.Forget(key)
-	r.written.forget(key)
-	r.Refs.Forget(key)
-	r.memo.forget(key)
-	r.conflicts.forget(key)
-	r.busy.forget(key)
 }
 
 // run is the state of one reconcile of one CR.
@@ -212,9 +174,7 @@ type run struct {
 	skipped bool
 	// rerendered: the children were observed and rendered twice (rerender).
 	rerendered bool
-	stalled    *stall
 	actions    map[apply.Action][]string
-	waiting    string // why the CR is not converged yet, if it is not
 	pending    string // why the current inputs were not rendered (pending.go)
 	// quiet: the render was refused as busy within its grace (busy.go):
 	// the status is not written for it.
@@ -224,89 +184,109 @@ type run struct {
 	statusFailed bool
 
 	referenced map[string]render.Referenced // what the references resolved to
-	missing    string                       // the references not found, if any
 	held       map[string]bool              // children of waves not applied yet
 	waveWait   string                       // which child the next wave waits for
-	deleting   string                       // which wave a deletion waits for
+
+	// What the stages implied for the conditions, set by note alone
+	// (outcome.go).
+	stalled  *stall
+	waiting  string // why the CR is not converged yet, if it is not (wait)
+	missing  string // the references not found, if any
+	deleting string // which wave a deletion waits for
 }
 
-// stall is why a CR cannot progress without a change of spec or template.
-type stall struct {
-	reason, message string
-}
-
+// converge runs the stages of a reconcile of a CR that is not being
+// deleted (deletion.go), in order. Each stage returns what it implies for
+// the CR's conditions (outcome.go), which note records; a stage that
+// stalls the CR, or fails, ends it. Reconcile writes the status (7).
 func (r *run) converge(ctx context.Context) error {
-	if r.stalled = r.notBound(); r.stalled != nil { // forbidden.go
+	// 0. admit: the kind may act in the namespace, the CR is not stalled
+	// over its render budget.
+	if r.note(r.admit()) {
 		return nil
 	}
-	if r.stalled = budgetStall(r.cr, r.kind); r.stalled != nil {
-		return nil
-	}
+	// 1. observe the children.
 	if err := r.observe(ctx, r.viewKeys()); err != nil { // partialview.go
 		r.observeFailed = err
 		return err
 	}
-	if err := r.resolve(ctx); err != nil || r.stalled != nil || r.missing != "" {
+	// 2. resolve the references.
+	o, err := r.resolve(ctx) // references.go
+	if r.note(o) || err != nil || r.missing != "" {
 		return err
 	}
+	// 3. decide: a CR settled at these very inputs is left as it is.
 	if r.skipped = r.settled(); r.skipped { // resync.go
-		if o, ok := r.r.Observer.(interface{ Settled(kind string) }); ok {
-			o.Settled(r.kind.Resource.Kind)
+		if obs, ok := r.r.Observer.(interface{ Settled(kind string) }); ok {
+			obs.Settled(r.kind.Resource.Kind)
 		}
 		return nil
 	}
-	if err := r.render(ctx); err != nil || r.result_ == nil {
+	// 4. render, and again when the template saw other objects than its
+	// children.
+	o, err = r.render(ctx)
+	if r.note(o) || err != nil || r.result_ == nil {
 		return err
 	}
-	if err := r.watchKinds(ctx); err != nil {
+	if o, err = r.watchKinds(ctx); r.note(o) || err != nil {
 		return err
 	}
-	if err := r.rerender(ctx); err != nil || r.result_ == nil {
+	o, err = r.rerender(ctx)
+	if r.note(o) || err != nil || r.result_ == nil {
 		return err
 	}
+	// 5. apply: finalizers first, then the children, wave by wave.
 	if err := r.syncFinalizers(ctx); err != nil { // finalizers.go
 		return err
 	}
-	r.gateWaves(ctx)
-	if err := r.applyAll(ctx); err != nil || r.stalled != nil {
+	r.gateWaves(ctx)         // waves.go
+	o, err = r.applyAll(ctx) // converge.go
+	if r.note(o) || err != nil {
 		return err
 	}
+	// 6. prune what the render no longer has.
 	return r.prune(ctx)
+}
+
+// admit is the stall of a CR whose kind may not act in its namespace
+// (forbidden.go) or whose render ran out of budget (budget.go).
+func (r *run) admit() outcome {
+	if s := r.notBound(); s != nil {
+		return stalledBy(s)
+	}
+	return stalledBy(budgetStall(r.cr, r.kind))
 }
 
 // render renders the CR with what observe saw. A render error the template
 // or the spec must fix stalls the CR (r.result_ stays nil).
-func (r *run) render(ctx context.Context) error {
+func (r *run) render(ctx context.Context) (outcome, error) {
 	start := time.Now()
 	// Every input of the render: the observed children and the referenced
 	// objects; the memo reuses the last result when their digest is the same.
 	in := render.Inputs{Kind: r.kind, Parent: r.cr, Observed: r.observed, Referenced: r.referenced}
 	ev := boundedEvaluator{r.r.evaluator(), r.subject(), r.r.inputBound()} // inputsize.go
-	res, hit, err := r.r.memo.render(ctx, ev, client.ObjectKeyFromObject(r.cr), in, r.r.options(), r.loadReferenced(ctx))
+	res, hit, err := r.r.crs.render(ctx, ev, client.ObjectKeyFromObject(r.cr), in, r.r.options(), r.loadReferenced(ctx))
 	if !hit {
 		r.r.rendered(r.kind.Resource.Kind, time.Since(start), err)
 	}
 	var rerr *render.Error
 	if errors.As(err, &rerr) {
-		r.result_, r.stalled = nil, &stall{reason: rerr.Reason, message: rerr.Error()}
-		return nil
+		r.result_ = nil
+		return stallOf(rerr.Reason, rerr.Error()), nil
 	}
 	key := client.ObjectKeyFromObject(r.cr)
 	if err != nil {
 		r.notRendered("render not run, retrying: " + firstLine(err.Error()))
-		r.quiet = isTransient(err) && r.r.busy.quiet(key, time.Now()) // busy.go
-		return fmt.Errorf("%s: render: %w", r.subject(), err)
+		r.quiet = isTransient(err) && r.r.crs.busyQuiet(key, time.Now()) // busy.go
+		return outcome{}, fmt.Errorf("%s: render: %w", r.subject(), err)
 	}
-	r.r.busy.forget(key)
+	r.r.crs.busyEnd(key)
 	if res.ReadyByDefault && len(r.sources) > 0 {
 		// The default readiness judges the children whole (partialview.go).
 		res = render.Reuse(render.Inputs{Kind: r.kind, Observed: r.wholeObserved()}, res)
 	}
-	r.result_, r.waiting = r.r.withChildLabels(res), ""
-	if !res.Ready {
-		r.waiting = "waiting for children to be ready"
-	}
-	return nil
+	r.result_ = r.r.withChildLabels(res) // not ready: the CR waits (wait)
+	return outcome{}, nil
 }
 
 // rerender observes and renders once more when the template saw, for a
@@ -314,18 +294,18 @@ func (r *run) render(ctx context.Context) error {
 // object of a renamed child, or its object at another version than the one
 // rendered (now watched, so listed at it). Then the children's observed
 // objects are the ones the template asked for.
-func (r *run) rerender(ctx context.Context) error {
+func (r *run) rerender(ctx context.Context) (outcome, error) {
 	if !misread(r.result_.Children, r.owned, r.observed) {
-		return nil
+		return outcome{}, nil
 	}
 	r.rerendered = true
 	if err := r.observe(ctx, nil); err != nil {
 		r.result_, r.observeFailed = nil, err
-		return err
+		return outcome{}, err
 	}
 	r.observed = renderedView(r.result_.Children, r.owned, r.observed)
-	if err := r.render(ctx); err != nil || r.result_ == nil {
-		return err
+	if o, err := r.render(ctx); err != nil || r.result_ == nil {
+		return o, err
 	}
 	// Should this render want yet other objects, they are what the rest of
 	// the reconcile (recreate) takes as each child's observed object.
@@ -337,9 +317,9 @@ func (r *run) rerender(ctx context.Context) error {
 // the version rendered. A kind not watched before has no children to
 // observe: it had none managed by cueop when the operator started, and only
 // this process creates them.
-func (r *run) watchKinds(ctx context.Context) error {
-	if r.r.WatchKind == nil {
-		return nil
+func (r *run) watchKinds(ctx context.Context) (outcome, error) {
+	if r.r.Cluster == nil {
+		return outcome{}, nil
 	}
 	var done []schema.GroupVersionKind
 	for _, c := range r.result_.Children {
@@ -348,12 +328,11 @@ func (r *run) watchKinds(ctx context.Context) error {
 			continue
 		}
 		done = append(done, gvk)
-		if err := deny("watch "+gvk.Kind+" children", r.r.WatchKind(ctx, gvk)); err != nil { // forbidden.go
-			r.waiting = "watch failed, retrying: " + err.Error()
-			return fmt.Errorf("%s: %w", r.subject(), err)
+		if err := deny("watch "+gvk.Kind+" children", r.r.Cluster.WatchKind(ctx, gvk)); err != nil { // forbidden.go
+			return waitFor("watch failed, retrying: " + err.Error()), fmt.Errorf("%s: %w", r.subject(), err)
 		}
 	}
-	return nil
+	return outcome{}, nil
 }
 
 // converged is true when the CR is ready and this reconcile found nothing

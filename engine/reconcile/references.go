@@ -30,12 +30,12 @@ type ReadFunc func(ctx context.Context, gvk schema.GroupVersionKind, namespace s
 type LoadFunc func(ctx context.Context, meta *unstructured.Unstructured) (*unstructured.Unstructured, error)
 
 // loadReferenced returns in with its referenced objects read whole, when
-// the reconciler reads them by metadata (Reconciler.Load): only a render
+// the reconciler reads them by metadata (Cluster.Load): only a render
 // needs them, as the digest of the inputs counts a referenced object by
 // its resourceVersion (render.Inputs.Digest), so a CR whose references did
 // not change costs no read.
 func (r *run) loadReferenced(ctx context.Context) func(render.Inputs) (render.Inputs, error) {
-	if r.r.Load == nil {
+	if r.r.Cluster == nil {
 		return nil
 	}
 	max := r.r.inputBound() // inputsize.go
@@ -45,7 +45,7 @@ func (r *run) loadReferenced(ctx context.Context) func(render.Inputs) (render.In
 		for id, ref := range in.Referenced {
 			objs := make([]*unstructured.Unstructured, len(ref.Objects))
 			for i, o := range ref.Objects {
-				got, err := r.r.Load(ctx, o)
+				got, err := r.r.Cluster.Load(ctx, o)
 				if err != nil {
 					return in, fmt.Errorf("references.%s: read %s %s/%s: %w", id, o.GetKind(), o.GetNamespace(), o.GetName(), deny("get "+objectText(o), err))
 				}
@@ -76,34 +76,32 @@ func referencedTooLarge(id string, o *unstructured.Unstructured, read, max int) 
 // stalls the CR; a missing one leaves it waiting, not rendered. The index
 // learns what the CR reads either way, so that the object's creation or
 // change wakes it.
-func (r *run) resolve(ctx context.Context) error {
-	r.referenced, r.missing = nil, ""
+func (r *run) resolve(ctx context.Context) (outcome, error) {
+	r.referenced = nil
 	if !r.kind.References {
 		r.r.Refs.Forget(client.ObjectKeyFromObject(r.cr))
-		return nil
+		return outcome{}, nil
 	}
 	refs, err := r.references(ctx)
 	var rerr *render.Error
 	if errors.As(err, &rerr) {
-		r.stalled = &stall{reason: rerr.Reason, message: rerr.Error()}
-		return nil
+		return stallOf(rerr.Reason, rerr.Error()), nil
 	}
 	if err != nil {
-		return fmt.Errorf("%s: references: %w", r.subject(), err)
+		return outcome{}, fmt.Errorf("%s: references: %w", r.subject(), err)
 	}
 	if len(refs) == 0 {
-		return nil
+		return outcome{}, nil
 	}
-	if r.r.Read == nil {
-		return fmt.Errorf("%s: the template references objects and this reconciler reads none", r.subject())
+	if r.r.Cluster == nil {
+		return outcome{}, fmt.Errorf("%s: the template references objects and this reconciler reads none", r.subject())
 	}
-	got, missing, err := ReadReferences(ctx, refs, r.cr.GetNamespace(), r.r.Read)
+	got, missing, err := ReadReferences(ctx, refs, r.cr.GetNamespace(), r.r.Cluster.Read)
 	if err != nil {
-		r.waiting = "reading references failed, retrying: " + err.Error()
-		return fmt.Errorf("%s: %w", r.subject(), err)
+		return waitFor("reading references failed, retrying: " + err.Error()), fmt.Errorf("%s: %w", r.subject(), err)
 	}
-	r.referenced, r.missing = got, missing
-	return nil
+	r.referenced = got
+	return outcome{missing: missing}, nil
 }
 
 // ReadReferences reads, with read, the objects refs name in namespace, each

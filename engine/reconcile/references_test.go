@@ -135,7 +135,7 @@ func TestLoadReferencedWithinRenderBudget(t *testing.T) {
 	for i := range 10 {
 		objs = append(objs, cm("ns", fmt.Sprintf("big-%d", i), nil))
 	}
-	rec := &Reconciler{Load: load, Options: render.Options{Budget: budget.Budget{Memory: 1 << 20}}}
+	rec := &Reconciler{Cluster: clusterFuncs{load: load}, Options: render.Options{Budget: budget.Budget{Memory: 1 << 20}}}
 	r := &run{r: rec}
 	_, err := r.loadReferenced(context.Background())(render.Inputs{Referenced: map[string]render.Referenced{"all": {List: true, Objects: objs}}})
 	var rerr *render.Error

@@ -18,7 +18,7 @@ import (
 // their own, with fields of their choosing, which a CR of the name it
 // gives then takes over. So cueop marks what it releases with a proof
 // only it can make, wellknown.AnnotationReleaseProof: an HMAC-SHA256, under a key
-// only the operator reads (Reconciler.ReleaseKey), of the object's uid,
+// only the operator reads (Host.ReleaseKey), of the object's uid,
 // group, kind, namespace and name and the CR it was released from. A mark
 // whose proof is missing, or does not verify (another object's, another
 // CR's, another key's), is a conflict: the CR stalls with ChildConflict
@@ -53,13 +53,13 @@ func proven(key []byte, obj *unstructured.Unstructured, from string) string {
 }
 
 // releaseKey is the key of the release proofs; nil when the reconciler has
-// none (Reconciler.ReleaseKey unset: releases carry no proof, and nothing
-// is adopted by its released-from mark).
+// none (no Reconciler.Host: releases carry no proof, and nothing is
+// adopted by its released-from mark).
 func (r *run) releaseKey(ctx context.Context) ([]byte, error) {
-	if r.r.ReleaseKey == nil {
+	if r.r.Host == nil {
 		return nil, nil
 	}
-	key, err := r.r.ReleaseKey(ctx)
+	key, err := r.r.Host.ReleaseKey(ctx)
 	if err != nil {
 		// Not wrapped: a refusal to read the operator's own Secret is not
 		// a refusal of the child's request (forbidden.go).

@@ -36,23 +36,78 @@ type Rollout struct {
 	previous *template.Kind // the last good revision, for CRs left on a halted one
 	// served are the revisions this process served and did not halt, that
 	// CRs were last rendered with: a waiting CR is rendered with its own.
-	served   map[string]*template.Kind
-	halts    map[string]bool // revisions whose rollout halted
-	inFlight map[types.NamespacedName]bool
-	waiting  map[types.NamespacedName]bool
-	stalled  map[types.NamespacedName]bool
-	halted   bool
-	revOf    map[types.NamespacedName]string
-	crsOn    map[string]int // CRs by revOf, to forget revisions no CR is on
-	// drifted are the CRs a child of which was deleted or taken over by
-	// hand since their last reconcile (Drifted).
-	drifted map[types.NamespacedName]bool
+	served map[string]*template.Kind
+	halts  map[string]bool // revisions whose rollout halted
+	halted bool
+	crsOn  map[string]int // CRs by turn.rev, to forget revisions no CR is on
+	// turns are the CRs' places in the rollout, one record per CR; counts
+	// how many are in flight, waiting and stalled.
+	turns                      map[types.NamespacedName]*turn
+	inFlight, waiting, stalled int
+}
+
+// turn is a CR's place in the rollout.
+type turn struct {
+	inFlight, waiting bool
+	// stalled: moved to the current revision, and found Stalled.
+	stalled bool
+	// drifted: a child of it was deleted or taken over by hand since its
+	// last reconcile (Drifted).
+	drifted bool
+	// rev is the revision it was last rendered with.
+	rev string
+}
+
+// turn returns key's turn, a new one when it has none. The caller holds
+// the lock, and calls tidy after changing it.
+func (ro *Rollout) turn(key types.NamespacedName) *turn {
+	t := ro.turns[key]
+	if t == nil {
+		t = &turn{}
+		ro.turns[key] = t
+	}
+	return t
+}
+
+// tidy drops key's turn when it holds nothing. The caller holds the lock.
+func (ro *Rollout) tidy(key types.NamespacedName) {
+	if t := ro.turns[key]; t != nil && *t == (turn{}) {
+		delete(ro.turns, key)
+	}
+}
+
+// setInFlight, setWaiting and setStalled set a flag of t and keep its
+// count. The caller holds the lock.
+func (ro *Rollout) setInFlight(t *turn, on bool) { flag(&t.inFlight, &ro.inFlight, on) }
+func (ro *Rollout) setWaiting(t *turn, on bool)  { flag(&t.waiting, &ro.waiting, on) }
+func (ro *Rollout) setStalled(t *turn, on bool)  { flag(&t.stalled, &ro.stalled, on) }
+
+func flag(f *bool, count *int, on bool) {
+	switch {
+	case on && !*f:
+		*count++
+	case !on && *f:
+		*count--
+	}
+	*f = on
+}
+
+// keysOf are the CRs whose turn has is, sorted. The caller holds the lock.
+func (ro *Rollout) keysOf(is func(*turn) bool) []types.NamespacedName {
+	var out []types.NamespacedName
+	for k, t := range ro.turns {
+		if is(t) {
+			out = append(out, k)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].String() < out[j].String() })
+	return out
 }
 
 // NewRollout starts serving k.
 func NewRollout(k *template.Kind) *Rollout {
-	ro := &Rollout{revOf: map[types.NamespacedName]string{}, crsOn: map[string]int{},
-		served: map[string]*template.Kind{}, halts: map[string]bool{}, drifted: map[types.NamespacedName]bool{}}
+	ro := &Rollout{turns: map[types.NamespacedName]*turn{}, crsOn: map[string]int{},
+		served: map[string]*template.Kind{}, halts: map[string]bool{}}
 	ro.SetKind(k)
 	return ro
 }
@@ -82,10 +137,11 @@ func (ro *Rollout) SetKind(k *template.Kind) {
 	ro.served[k.Revision] = k
 	ro.forgetUnused()
 	ro.halted = false
-	ro.inFlight = map[types.NamespacedName]bool{}
-	ro.waiting = map[types.NamespacedName]bool{}
-	ro.stalled = map[types.NamespacedName]bool{}
-	ro.drifted = map[types.NamespacedName]bool{}
+	for key, t := range ro.turns {
+		*t = turn{rev: t.rev}
+		ro.tidy(key)
+	}
+	ro.inFlight, ro.waiting, ro.stalled = 0, 0, 0
 }
 
 // Choose returns the revision to render a CR with, given the revision it
@@ -105,47 +161,51 @@ func (ro *Rollout) SetKind(k *template.Kind) {
 func (ro *Rollout) Choose(key types.NamespacedName, rev string, specChanged bool) *template.Kind {
 	ro.mu.Lock()
 	defer ro.mu.Unlock()
-	drifted := ro.drifted[key]
-	delete(ro.drifted, key)
+	t := ro.turn(key)
+	defer ro.tidy(key)
+	drifted := t.drifted
+	t.drifted = false
 	own, known := ro.served[rev]
 	if !known && ro.halts[rev] {
 		own, known = ro.previous, ro.previous != nil
 	}
 	switch {
-	case rev == "", rev == ro.current.Revision, ro.inFlight[key]:
+	case rev == "", rev == ro.current.Revision, t.inFlight:
 		return ro.current
-	case !ro.halted && (ro.MaxInFlight == 0 || len(ro.inFlight) < ro.MaxInFlight),
+	case !ro.halted && (ro.MaxInFlight == 0 || ro.inFlight < ro.MaxInFlight),
 		!known && (specChanged || drifted) && !ro.halted:
-		delete(ro.waiting, key)
-		ro.inFlight[key] = true
+		ro.setWaiting(t, false)
+		ro.setInFlight(t, true)
 		return ro.current
 	}
-	ro.waiting[key] = true
-	ro.setRev(key, rev)
+	ro.setWaiting(t, true)
+	ro.setRev(key, t, rev)
 	return own
 }
 
 // Done records how a CR's reconcile with k ended.
 func (ro *Rollout) Done(key types.NamespacedName, k *template.Kind, converged, stalled bool) {
 	ro.mu.Lock()
-	ro.setRev(key, k.Revision)
+	t := ro.turn(key)
+	ro.setRev(key, t, k.Revision)
 	var wake []types.NamespacedName
 	var halt []types.NamespacedName
-	if k == ro.current && ro.inFlight[key] {
+	if k == ro.current && t.inFlight {
 		switch {
 		case stalled:
-			ro.stalled[key] = true
-			if !ro.halted && len(ro.stalled) >= ro.haltAfter() {
+			ro.setStalled(t, true)
+			if !ro.halted && ro.stalled >= ro.haltAfter() {
 				ro.halted = true
-				halt = sortedKeys(ro.stalled)
-				wake = sortedKeys(ro.waiting)
+				halt = ro.keysOf(func(t *turn) bool { return t.stalled })
+				wake = ro.keysOf(func(t *turn) bool { return t.waiting })
 			}
 		case converged:
-			delete(ro.inFlight, key)
-			delete(ro.stalled, key)
+			ro.setInFlight(t, false)
+			ro.setStalled(t, false)
 			wake = ro.nextWaiting()
 		}
 	}
+	ro.tidy(key)
 	ro.mu.Unlock()
 	ro.notify(k, halt, wake)
 }
@@ -168,12 +228,14 @@ func (ro *Rollout) notify(k *template.Kind, halt, wake []types.NamespacedName) {
 // brings it back to Choose like any other CR.
 func (ro *Rollout) Park(key types.NamespacedName, rev string) {
 	ro.mu.Lock()
-	wasInFlight := ro.inFlight[key]
-	delete(ro.inFlight, key)
-	delete(ro.stalled, key)
+	t := ro.turn(key)
+	wasInFlight := t.inFlight
+	ro.setInFlight(t, false)
+	ro.setStalled(t, false)
 	if rev != "" {
-		ro.setRev(key, rev)
+		ro.setRev(key, t, rev)
 	}
+	ro.tidy(key)
 	var wake []types.NamespacedName
 	if wasInFlight {
 		wake = ro.nextWaiting()
@@ -189,20 +251,22 @@ func (ro *Rollout) Park(key types.NamespacedName, rev string) {
 func (ro *Rollout) Drifted(key types.NamespacedName) {
 	ro.mu.Lock()
 	defer ro.mu.Unlock()
-	if ro.waiting[key] {
-		ro.drifted[key] = true
+	if t := ro.turns[key]; t != nil && t.waiting {
+		t.drifted = true
 	}
 }
 
 // Forget drops a deleted CR.
 func (ro *Rollout) Forget(key types.NamespacedName) {
 	ro.mu.Lock()
-	wasInFlight := ro.inFlight[key]
-	delete(ro.inFlight, key)
-	delete(ro.waiting, key)
-	delete(ro.stalled, key)
-	delete(ro.drifted, key)
-	ro.setRev(key, "")
+	t := ro.turn(key)
+	wasInFlight := t.inFlight
+	ro.setInFlight(t, false)
+	ro.setWaiting(t, false)
+	ro.setStalled(t, false)
+	t.drifted = false
+	ro.setRev(key, t, "")
+	ro.tidy(key)
 	var wake []types.NamespacedName
 	if wasInFlight {
 		wake = ro.nextWaiting()
@@ -216,36 +280,40 @@ func (ro *Rollout) Forget(key types.NamespacedName) {
 // its reconcile ends, even when the CR turns out deleted. The caller holds
 // the lock.
 func (ro *Rollout) nextWaiting() []types.NamespacedName {
-	if ro.halted || len(ro.waiting) == 0 {
+	if ro.halted || ro.waiting == 0 {
 		return nil
 	}
-	next := sortedKeys(ro.waiting)[0]
-	delete(ro.waiting, next)
-	ro.inFlight[next] = true
+	var next types.NamespacedName
+	var t *turn
+	for k, kt := range ro.turns {
+		if kt.waiting && (t == nil || k.String() < next.String()) {
+			next, t = k, kt
+		}
+	}
+	ro.setWaiting(t, false)
+	ro.setInFlight(t, true)
 	return []types.NamespacedName{next}
 }
 
 // setRev records the revision a CR was last rendered with ("" when it is
-// gone), forgetting a served revision no CR is on any more. The caller
-// holds the lock.
-func (ro *Rollout) setRev(key types.NamespacedName, rev string) {
-	old, had := ro.revOf[key]
-	if had && old == rev {
+// gone) in t, key's turn, forgetting a served revision no CR is on any
+// more. The caller holds the lock.
+func (ro *Rollout) setRev(key types.NamespacedName, t *turn, rev string) {
+	old := t.rev
+	if old == rev {
 		return
 	}
-	if had {
+	if old != "" {
 		ro.crsOn[old]--
 		if ro.crsOn[old] <= 0 {
 			delete(ro.crsOn, old)
 			ro.forget(old)
 		}
 	}
-	if rev == "" {
-		delete(ro.revOf, key)
-		return
+	t.rev = rev
+	if rev != "" {
+		ro.crsOn[rev]++
 	}
-	ro.revOf[key] = rev
-	ro.crsOn[rev]++
 }
 
 // forgetUnused forgets the served revisions no CR is on. The caller holds
@@ -296,21 +364,14 @@ func (ro *Rollout) Progress() Progress {
 	ro.mu.Lock()
 	defer ro.mu.Unlock()
 	p := Progress{Revision: ro.current.Revision, PerRevision: map[string]int{},
-		InFlight: len(ro.inFlight), Waiting: len(ro.waiting), Stalled: len(ro.stalled), Halted: ro.halted}
+		InFlight: ro.inFlight, Waiting: ro.waiting, Stalled: ro.stalled, Halted: ro.halted}
 	if ro.previous != nil {
 		p.Previous = ro.previous.Revision
 	}
-	for _, rev := range ro.revOf {
-		p.PerRevision[rev]++
+	for _, t := range ro.turns {
+		if t.rev != "" {
+			p.PerRevision[t.rev]++
+		}
 	}
 	return p
-}
-
-func sortedKeys(m map[types.NamespacedName]bool) []types.NamespacedName {
-	out := make([]types.NamespacedName, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].String() < out[j].String() })
-	return out
 }

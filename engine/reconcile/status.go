@@ -8,7 +8,6 @@ import (
 	"reflect"
 	"sort"
 	"strings"
-	"sync"
 	"unicode/utf8"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -91,11 +90,6 @@ func (r *run) conditions(conds []metav1.Condition) []metav1.Condition {
 		set(wellknown.ConditionReconciling, metav1.ConditionUnknown, wellknown.ReasonObserveFailed, msg)
 		set(wellknown.ConditionReady, metav1.ConditionUnknown, wellknown.ReasonObserveFailed, msg)
 		return conds
-	case r.deleting != "":
-		set(wellknown.ConditionReconciling, metav1.ConditionTrue, wellknown.ReasonDeleting, r.deleting)
-		set(wellknown.ConditionStalled, metav1.ConditionFalse, wellknown.ReasonDeleting, "")
-		set(wellknown.ConditionReady, metav1.ConditionFalse, wellknown.ReasonDeleting, r.deleting)
-		return conds
 	case r.missing != "" && r.stalled == nil:
 		set(wellknown.ConditionReconciling, metav1.ConditionTrue, wellknown.ReasonReferenceNotFound, r.missing)
 		set(wellknown.ConditionStalled, metav1.ConditionFalse, wellknown.ReasonReferenceNotFound, "")
@@ -105,6 +99,11 @@ func (r *run) conditions(conds []metav1.Condition) []metav1.Condition {
 		set(wellknown.ConditionStalled, metav1.ConditionTrue, r.stalled.reason, r.stalled.message)
 		set(wellknown.ConditionReconciling, metav1.ConditionFalse, r.stalled.reason, stallHint(r.stalled.reason))
 		set(wellknown.ConditionReady, metav1.ConditionFalse, r.stalled.reason, firstLine(r.stalled.message))
+		return conds
+	case r.deleting != "": // a stall (a denial) outranks it
+		set(wellknown.ConditionReconciling, metav1.ConditionTrue, wellknown.ReasonDeleting, r.deleting)
+		set(wellknown.ConditionStalled, metav1.ConditionFalse, wellknown.ReasonDeleting, "")
+		set(wellknown.ConditionReady, metav1.ConditionFalse, wellknown.ReasonDeleting, r.deleting)
 		return conds
 	case r.result_ == nil: // not rendered at the current inputs: never Converged
 		r.pendingConditions(set, meta.FindStatusCondition(conds, wellknown.ConditionReady) != nil) // pending.go
@@ -149,8 +148,8 @@ func (r *run) progressing() string {
 			parts = append(parts, fmt.Sprintf("%s %d", a, n))
 		}
 	}
-	if r.waiting != "" {
-		parts = append(parts, r.waiting)
+	if w := r.wait(); w != "" {
+		parts = append(parts, w)
 	}
 	if r.waveWait != "" {
 		parts = append(parts, r.waveWait)
@@ -192,11 +191,11 @@ func (r *run) writeStatus(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("%s: status write failed: %w", r.subject(), err)
 	}
-	r.r.written.wrote(client.ObjectKeyFromObject(r.cr), r.cr.GetResourceVersion(), obj.GetResourceVersion())
+	r.r.crs.wrote(client.ObjectKeyFromObject(r.cr), r.cr.GetResourceVersion(), obj.GetResourceVersion())
 	return nil
 }
 
-// statusWrites remembers, per CR, the resourceVersion the cache held when
+// wrote and stale keep, per CR (crRecord.behind), the resourceVersion the cache held when
 // cueop last wrote its status or its finalizers (finalizers.go), until the
 // cache moves past it. A reconcile
 // that reads the CR at that version would compare against a status older
@@ -204,47 +203,31 @@ func (r *run) writeStatus(ctx context.Context) error {
 // conditions' lastTransitionTime reset, and the reconcile after it would
 // put them back. The write's watch event is still to come and reconciles
 // the CR again with the cache caught up, so such a reconcile is skipped.
-type statusWrites struct {
-	mu     sync.Mutex
-	behind map[types.NamespacedName]string // resourceVersion older than the last write
-}
-
 // wrote records a status write of key made from the CR at resourceVersion
 // read; written is the resourceVersion the API server answered with. A
 // write that changed nothing (the same version) brings no event: it
 // records nothing and keeps what an earlier write of the same reconcile
 // recorded (finalizers, then a status already right), whose event is
 // still to come.
-func (w *statusWrites) wrote(key types.NamespacedName, read, written string) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
+func (s *crs) wrote(key types.NamespacedName, read, written string) {
 	if read == "" || written == "" || read == written {
 		return
 	}
-	if w.behind == nil {
-		w.behind = map[types.NamespacedName]string{}
-	}
-	w.behind[key] = read
+	s.change(key, func(c *crRecord) { c.behind = read })
 }
 
 // stale is true when cr, as read from the cache, predates cueop's last
 // status write of it; otherwise the cache has moved on and key is
 // forgotten.
-func (w *statusWrites) stale(key types.NamespacedName, cr *unstructured.Unstructured) bool {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	rv, ok := w.behind[key]
-	if ok && rv == cr.GetResourceVersion() {
-		return true
-	}
-	delete(w.behind, key)
-	return false
-}
-
-func (w *statusWrites) forget(key types.NamespacedName) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	delete(w.behind, key)
+func (s *crs) stale(key types.NamespacedName, cr *unstructured.Unstructured) bool {
+	stale := false
+	s.change(key, func(c *crRecord) {
+		stale = c.behind != "" && c.behind == cr.GetResourceVersion()
+		if !stale {
+			c.behind = ""
+		}
+	})
+	return stale
 }
 
 // sameStatus compares statuses as JSON, so that int and int64, or a nil

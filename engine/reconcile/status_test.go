@@ -28,7 +28,7 @@ func TestStatusWritesStale(t *testing.T) {
 		cr.SetResourceVersion(rv)
 		return cr
 	}
-	var w statusWrites
+	var w crs
 	if w.stale(key, at("1")) {
 		t.Error("stale before any write")
 	}
@@ -57,7 +57,7 @@ func TestStatusWritesStale(t *testing.T) {
 	}
 
 	w.wrote(key, "3", "4")
-	w.forget(key)
+	w.forget(key, true)
 	if w.stale(key, at("3")) {
 		t.Error("stale after forget")
 	}
@@ -79,7 +79,7 @@ func TestNotRenderedIsNeverConverged(t *testing.T) {
 		"skipped": {func(r *run) {}, wellknown.ReasonRenderPending, "not rendered at generation 3 with template revision rev-1 yet"},
 		"failed after render": {func(r *run) {
 			r.result_ = &render.Result{Ready: true}
-			r.unfinished(errors.New("finalizer cueop.dev/retain: conflict"))
+			r.note(r.unfinished(errors.New("finalizer cueop.dev/retain: conflict")))
 		}, wellknown.ReasonProgressing, "retrying: finalizer cueop.dev/retain: conflict"},
 	}
 	for name, c := range cases {

@@ -2,7 +2,6 @@ package reconcile
 
 import (
 	"context"
-	"sync"
 
 	"github.com/cueop/cueop/engine/wellknown"
 	corev1 "k8s.io/api/core/v1"
@@ -24,48 +23,42 @@ type StatusFailing struct {
 	First, Err string
 }
 
-// statusFailures are the CRs whose last status write failed, with the
-// error, so that the kind's state (Reconciler.OnStatusFailing) changes
-// only when the first one fails and when the last one is written.
-type statusFailures struct {
-	mu      sync.Mutex
-	failing map[types.NamespacedName]string
-	told    bool // the kind's state was told once: a new reconciler tells it at its first outcome
-}
-
-// set records the outcome of key's status write (err "": written, or
-// nothing to write) and returns the kind's state and whether it moved
+// setStatus records the outcome of key's status write (err "": written,
+// or nothing to write) and returns the kind's state and whether it moved
 // between none failing and some (or is told for the first time: a kind's
-// controller started anew must clear what the one before it set). The
-// state's First and Err are found only when it moved (one pass over the
-// failing CRs), so that an outcome that does not move it costs O(1) under
-// the lock every reconcile of the kind takes, however many CRs fail.
-func (f *statusFailures) set(key types.NamespacedName, err string) (StatusFailing, bool) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	before := len(f.failing)
-	if err == "" {
-		delete(f.failing, key)
-	} else {
-		if f.failing == nil {
-			f.failing = map[types.NamespacedName]string{}
+// controller started anew must clear what the one before it set), so that
+// the kind's state (Host.StatusFailing) changes only when the
+// first CR fails and when the last one is written. The state's First and
+// Err are found only when it moved (one pass over the records), so that
+// an outcome that does not move it costs O(1) under the lock every
+// reconcile of the kind takes, however many CRs fail.
+func (s *crs) setStatus(key types.NamespacedName, err string) (StatusFailing, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	before := s.failing
+	s.update(key, func(c *crRecord) {
+		switch {
+		case c.statusErr == "" && err != "":
+			s.failing++
+		case c.statusErr != "" && err == "":
+			s.failing--
 		}
-		f.failing[key] = err
-	}
-	st := StatusFailing{Failing: len(f.failing)}
-	moved := !f.told || (before == 0) != (st.Failing == 0)
-	f.told = true
+		c.statusErr = err
+	})
+	st := StatusFailing{Failing: s.failing}
+	moved := !s.told || (before == 0) != (st.Failing == 0)
+	s.told = true
 	if !moved {
 		return st, false
 	}
 	var first *types.NamespacedName
-	for k := range f.failing {
-		if first == nil || k.Namespace < first.Namespace || k.Namespace == first.Namespace && k.Name < first.Name {
+	for k, c := range s.m {
+		if c.statusErr != "" && (first == nil || k.Namespace < first.Namespace || k.Namespace == first.Namespace && k.Name < first.Name) {
 			first = &k
 		}
 	}
 	if first != nil {
-		st.First, st.Err = first.String(), f.failing[*first]
+		st.First, st.Err = first.String(), s.m[*first].statusErr
 	}
 	return st, true
 }
@@ -89,16 +82,8 @@ func (r *Reconciler) statusWritten(ctx context.Context, cr *unstructured.Unstruc
 			o.StatusWriteFailed(r.Kind().Resource.Kind)
 		}
 	}
-	st, moved := r.statusFailures.set(types.NamespacedName{Namespace: cr.GetNamespace(), Name: cr.GetName()}, msg)
-	if moved && r.OnStatusFailing != nil {
-		r.OnStatusFailing(ctx, st)
-	}
-}
-
-// forgetStatus drops a CR gone from the failing ones.
-func (r *Reconciler) forgetStatus(ctx context.Context, key types.NamespacedName) {
-	st, moved := r.statusFailures.set(key, "")
-	if moved && r.OnStatusFailing != nil && ctx.Err() == nil {
-		r.OnStatusFailing(ctx, st)
+	st, moved := r.crs.setStatus(types.NamespacedName{Namespace: cr.GetNamespace(), Name: cr.GetName()}, msg)
+	if moved {
+		r.tellStatusFailing(ctx, st)
 	}
 }

@@ -13,7 +13,7 @@ import (
 // at each failure or write between; the state told names the first
 // failing CR (by namespace and name).
 func TestStatusFailuresMove(t *testing.T) {
-	var f statusFailures
+	var f crs
 	a, b := types.NamespacedName{Namespace: "ns", Name: "a"}, types.NamespacedName{Namespace: "ns", Name: "b"}
 	for i, step := range []struct {
 		key     types.NamespacedName
@@ -29,7 +29,7 @@ func TestStatusFailuresMove(t *testing.T) {
 		{b, "", 1, "", false},
 		{a, "", 0, "", true},
 	} {
-		st, moved := f.set(step.key, step.err)
+		st, moved := f.setStatus(step.key, step.err)
 		if !moved {
 			st.First = "" // found only when told
 		}
@@ -44,17 +44,17 @@ func TestStatusFailuresMove(t *testing.T) {
 // failing CRs at each took 75 s for the 12,000 first failures), and the
 // state told names the first failure.
 func TestStatusFailuresMany(t *testing.T) {
-	var f statusFailures
-	f.set(types.NamespacedName{Namespace: "ns", Name: "ok"}, "")
+	var f crs
+	f.setStatus(types.NamespacedName{Namespace: "ns", Name: "ok"}, "")
 	start := time.Now()
 	for i := 12000; i > 0; i-- {
-		st, moved := f.set(types.NamespacedName{Namespace: "ns", Name: fmt.Sprintf("cr%05d", i)}, fmt.Sprint("refused ", i))
+		st, moved := f.setStatus(types.NamespacedName{Namespace: "ns", Name: fmt.Sprintf("cr%05d", i)}, fmt.Sprint("refused ", i))
 		if moved && (st.First != "ns/cr12000" || st.Err != "refused 12000") {
 			t.Fatalf("first failure told as %+v", st)
 		}
 	}
 	for i := 1; i <= 12000; i++ {
-		f.set(types.NamespacedName{Namespace: "ns", Name: fmt.Sprintf("cr%05d", i)}, "")
+		f.setStatus(types.NamespacedName{Namespace: "ns", Name: fmt.Sprintf("cr%05d", i)}, "")
 	}
 	if d := time.Since(start); d > 10*time.Second {
 		t.Errorf("24,000 outcomes of 12,000 failing CRs took %v", d)

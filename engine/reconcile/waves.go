@@ -46,7 +46,7 @@ func (r *run) gateWaves(ctx context.Context) {
 	if !r.kind.Waves {
 		return
 	}
-	g := GateWaves(ctx, r.result_.Children, r.wholeLive, r.r.BindingModes) // partialview.go
+	g := GateWaves(ctx, r.result_.Children, r.wholeLive, r.r.bindingModes()) // partialview.go
 	if g.Held == nil {
 		return
 	}

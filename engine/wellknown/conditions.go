@@ -76,7 +76,7 @@ const ReasonChildConflict = "ChildConflict"
 const ReasonForbidden = "Forbidden"
 
 // ReasonNamespaceNotBound stalls a CR of a kind the administrator binds in
-// other namespaces only (reconcile.Reconciler.Bound): it renders, applies
+// other namespaces only (reconcile.Host.Bound): it renders, applies
 // and prunes nothing.
 const ReasonNamespaceNotBound = "NamespaceNotBound"
 
