@@ -28,7 +28,7 @@ func (b *bundle) listRefused(ctx context.Context, resource schema.GroupVersionRe
 	return nil
 }
 
-// boundIn is the reconcile.Reconciler.Bound of k's kind: nil (bound
+// boundIn is the reconcile.Host.Bound of k's kind: nil (bound
 // everywhere) without Options.Identities, else why the kind may not act in
 // a namespace the administrator did not bind it in.
 func (o *Operator) boundIn(k *template.Kind) func(namespace string) error {

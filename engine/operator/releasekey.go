@@ -45,7 +45,7 @@ type releaseKeys struct {
 	key []byte
 }
 
-// releaseKey is the release key (reconcile.Reconciler.ReleaseKey).
+// releaseKey is the release key (reconcile.Host.ReleaseKey).
 func (o *Operator) releaseKey(ctx context.Context) ([]byte, error) {
 	if len(o.opts.ReleaseKey) > 0 {
 		if len(o.opts.ReleaseKey) < MinReleaseKeyBytes {

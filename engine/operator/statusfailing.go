@@ -14,7 +14,7 @@ import (
 	"github.com/cueop/cueop/engine/wellknown"
 )
 
-// statusFailing is the reconcilers' OnStatusFailing of the kind whose CRD
+// statusFailing is the reconcilers' Host.StatusFailing of the kind whose CRD
 // is crdName: it sets the CRD's wellknown.CRDConditionStatusWriteFailing and logs.
 func (o *Operator) statusFailing(crdName string) func(context.Context, reconcile.StatusFailing) {
 	return func(ctx context.Context, st reconcile.StatusFailing) {
