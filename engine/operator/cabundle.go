@@ -10,6 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/cueop/cueop/engine/wellknown"
 )
 
 // pointLiveCRD writes the conversion endpoint (address and CA bundle) into
@@ -17,7 +19,8 @@ import (
 // (config/ applies them from crds/, without a caBundle): only into a CRD
 // that converts by webhook, only the clientConfig, and only when it
 // differs, so that a restart writes nothing. A CRD not there yet is left
-// alone: it is pointed at the kind's next reload.
+// alone: it is pointed at the kind's next reload. A CRD another operator
+// instance holds (taken over since) is not written: an error says so.
 func (o *Operator) pointLiveCRD(ctx context.Context, crdName string) error {
 	return o.pointLiveIf(ctx, crdName, false)
 }
@@ -36,6 +39,12 @@ func (o *Operator) pointLiveIf(ctx context.Context, crdName string, lost bool) e
 	live.SetGroupVersionKind(apiextensionsv1.SchemeGroupVersion.WithKind("CustomResourceDefinition"))
 	if err := o.mgr.GetAPIReader().Get(ctx, client.ObjectKey{Name: crdName}, live); err != nil {
 		return client.IgnoreNotFound(err)
+	}
+	if h := live.GetAnnotations()[wellknown.AnnotationOperator]; h != "" && h != o.Instance() {
+		// Taken over by another instance (holder.go) since this one
+		// served it: the CRD is the holder's to point, and the kind stops
+		// serving here at its next reload.
+		return fmt.Errorf("crd %s: conversion webhook: not pointed here: the operator %s holds it (annotation %s), not this one (%s)", crdName, h, wellknown.AnnotationOperator, o.Instance())
 	}
 	want := live.DeepCopy()
 	if err := e.Point(ctx, want); err != nil {

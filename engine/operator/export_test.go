@@ -42,3 +42,8 @@ func (o *Operator) ReleaseKey(ctx context.Context) ([]byte, error) { return o.re
 func (o *Operator) InstallCRDThen(ctx context.Context, k *template.Kind, beforeApply func() (undo func())) error {
 	return o.installCRDThen(ctx, k, beforeApply)
 }
+
+// PointLiveCRD is pointLiveCRD, for the external tests.
+func (o *Operator) PointLiveCRD(ctx context.Context, crdName string) error {
+	return o.pointLiveCRD(ctx, crdName)
+}

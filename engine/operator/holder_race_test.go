@@ -10,6 +10,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
+	"github.com/cueop/cueop/engine/operator"
 	"github.com/cueop/cueop/engine/operator/operatortest"
 	"github.com/cueop/cueop/engine/template"
 	"github.com/cueop/cueop/engine/wellknown"
@@ -98,5 +99,35 @@ func TestWaitingKindHeldByAnotherOperator(t *testing.T) {
 	}
 	if got := act.Operator.HeldElsewhere()["aardvark"]; got != "team-b/cueop" {
 		t.Errorf("kinds held elsewhere %v, want aardvark: team-b/cueop", act.Operator.HeldElsewhere())
+	}
+}
+
+// TestTakenOverCRDNotRepointed: with --install-crds=false, an operator
+// whose kind another instance took over since (the CRD names
+// team-b/cueop) does not point the CRD's conversion webhook back at
+// itself when its certificate changes or its periodic check runs (before:
+// pointLiveIf wrote the clientConfig of any CRD of a kind it served).
+func TestTakenOverCRDNotRepointed(t *testing.T) {
+	t.Cleanup(func() {
+		_, _ = kubectl(t, "", "delete", "--ignore-not-found", "--wait", "--timeout=60s", "crd/"+redisCRD)
+	})
+	mustKubectl(t, "", "apply", "--server-side", "--field-manager=cueop", "-f", "../../crds/"+redisCRD+".yaml")
+	mustKubectl(t, "", "wait", "--for=condition=Established", "--timeout=60s", "crd/"+redisCRD)
+	mustKubectl(t, "", "annotate", "--overwrite", "crd/"+redisCRD, wellknown.AnnotationOperator+"=team-b/cueop")
+	_, rv := crdAnnotations(t, redisCRD)
+
+	conv, err := operator.LocalConversion()
+	must(t, err)
+	opts := operatortest.Options(copyTemplates(t), clustertest.Namespace(t))
+	opts.InstallCRDs, opts.Instance, opts.Conversion = false, "team-a/cueop", conv
+	a, _ := operatortest.StartObserved(t, clustertest.Config(), opts)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	err = a.Operator.PointLiveCRD(ctx, redisCRD)
+	if err == nil || !strings.Contains(err.Error(), "team-b/cueop") {
+		t.Errorf("pointing CRD %s held by team-b/cueop: %v, want an error naming the holder", redisCRD, err)
+	}
+	if _, now := crdAnnotations(t, redisCRD); now != rv {
+		t.Errorf("CRD %s written (resourceVersion %s, was %s) by team-a/cueop, which no longer holds it", redisCRD, now, rv)
 	}
 }
