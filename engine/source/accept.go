@@ -14,7 +14,7 @@ import (
 // of an older layout) records nothing.
 func (s *Source) Accept(srcs []template.Source) {
 	if s.accept(srcs) {
-		if err := s.saveRecord(context.Background()); err != nil { // written again at the next change
+		if err := s.saveRecord(context.Background(), false); err != nil { // written again at the next change
 			s.opts.Log.Error(err, "template modules: accepted digests not recorded in the cluster")
 		}
 	}

@@ -60,7 +60,7 @@ func (p pinned) pin(ref Ref) *Resolved {
 func (r *Resolved) checkDep(ref Ref, mv module.Version, digest, where string) error {
 	for _, d := range r.Deps {
 		if d.Module == mv.Path() && d.Version == mv.Version() && d.Digest != digest {
-			return fmt.Errorf("dependency %s@%s moved: its tag names digest %s, not %s recorded in %s with the pin %s: refused (remove the pin's record from %s to take the new content)",
+			return fmt.Errorf("dependency %s@%s moved: its tag names digest %s, not %s recorded in %s with the pin %s: refused (remove the pin's record from %s, every replica stopped, to take the new content)",
 				mv.BasePath(), mv.Version(), digest, d.Digest, where, ref.Raw, where)
 		}
 	}

@@ -128,7 +128,7 @@ func sameDeps(rec, ours Resolved, from string) error {
 		return nil
 	}
 	sort.Strings(diff)
-	return fmt.Errorf("the pin %s is recorded there with other dependencies than this operator fetched (a dependency's tag moved while another replica recorded the pin, or the record was edited): %s: refused (remove the pin's record from %s and restart to take what the tags name now)",
+	return fmt.Errorf("the pin %s is recorded there with other dependencies than this operator fetched (a dependency's tag moved while another replica recorded the pin, or the record was edited): %s: refused (remove the pin's record from %s, every replica stopped, and start again to take what the tags name now)",
 		rec.Ref, strings.Join(diff, "; "), from)
 }
 
@@ -151,9 +151,11 @@ func (s *Source) loadRecord(ctx context.Context) (pinned, error) {
 }
 
 // saveRecord writes what serves and what was accepted to the cluster's
-// record, when that changed since it was last written. The caller does
-// not hold s.mu: a write may wait on the API server.
-func (s *Source) saveRecord(ctx context.Context) error {
+// record, when that changed since it was last written, or always (a
+// poll: a read, and a write when the record there lost what this replica
+// serves, deleted or edited meanwhile). The caller does not hold s.mu: a
+// write may wait on the API server.
+func (s *Source) saveRecord(ctx context.Context, always bool) error {
 	if s.opts.Record == nil {
 		return nil
 	}
@@ -163,7 +165,7 @@ func (s *Source) saveRecord(ctx context.Context) error {
 	ours := s.record()
 	s.mu.Unlock()
 	data, err := ours.encode()
-	if err != nil || string(data) == string(s.saved) {
+	if err != nil || (!always && string(data) == string(s.saved)) {
 		return err
 	}
 	ctx, cancel := context.WithTimeout(ctx, recordTimeout)

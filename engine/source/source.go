@@ -160,7 +160,7 @@ func (s *Source) Start(ctx context.Context) error {
 	if _, err = s.commit(rs); err != nil {
 		return err
 	}
-	return s.saveRecord(ctx)
+	return s.saveRecord(ctx, true)
 }
 
 // Poll follows the moving references once; when one moved it lays out the
@@ -190,7 +190,7 @@ func (s *Source) Poll(ctx context.Context) (changed bool, err error) {
 	}
 	changed, err = s.commit(rs)
 	if err == nil {
-		if err := s.saveRecord(ctx); err != nil { // written again at the next poll
+		if err := s.saveRecord(ctx, true); err != nil { // written again at the next poll
 			s.opts.Log.Error(err, "template modules: the digests serving are not recorded in the cluster")
 		}
 	}

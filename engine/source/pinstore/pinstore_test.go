@@ -214,3 +214,37 @@ func TestPinRecordedByAnotherReplicaWins(t *testing.T) {
 		t.Errorf("the first record of the pin was replaced:\n%s", rec)
 	}
 }
+
+// TestPinRecordDeletedIsWrittenAgain: the ConfigMap deleted while a
+// source serves (an administrator's mistake, a namespace cleanup) is
+// written again at the next poll, before a restart could find it missing
+// and trust the tags (before: written only when what serves changed).
+func TestPinRecordDeletedIsWrittenAgain(t *testing.T) {
+	ctx := context.Background()
+	ns := clustertest.Namespace(t)
+	c := operatorClient(t, ns)
+	reg := sourcetest.Start(t)
+	publishLib(t, reg, "hello")
+	publishApp(t, reg)
+	probe := open(t, reg.Ref("example.com/app", "v1.0.0"), t.TempDir(), nil)
+	if err := probe.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	pin := reg.Ref("example.com/app", "v1.0.0@"+probe.Serving()[0].Digest)
+	s := open(t, pin, t.TempDir(), pinstore.ForClient(c, ns, pinstore.DefaultName))
+	if err := s.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	libDigest := s.Serving()[0].Deps[0].Digest
+	clustertest.MustKubectl(t, "", "delete", "-n", ns, "configmap", pinstore.DefaultName)
+	if _, err := s.Poll(ctx); err != nil {
+		t.Fatal(err)
+	}
+	cm, err := c.CoreV1().ConfigMaps(ns).Get(ctx, pinstore.DefaultName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("the ConfigMap deleted is not written again at the next poll: %v", err)
+	}
+	if rec := cm.Data[pinstore.Key]; !strings.Contains(rec, libDigest) || !strings.Contains(rec, pin) {
+		t.Errorf("the record written again lacks the pin and its dependency's digest %s:\n%s", libDigest, rec)
+	}
+}
