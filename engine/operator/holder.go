@@ -10,6 +10,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/metadata/metadatainformer"
+	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/cueop/cueop/engine/identity"
@@ -30,7 +33,7 @@ import (
 // HeldByAnotherOperator, in the log and the metrics; the Template is the
 // holder's to write, templatedrift.go) and its other kinds serve. A kind
 // this operator served until another instance took its CRD stops being
-// reconciled at the next reload. Taking a kind over is the
+// reconciled when it sees the CRD change (watchHolders: a reload). Taking a kind over is the
 // administrator's choice (Options.TakeOver, `cueop run --take-over`), as
 // when an install moves: the CRD then records the new instance.
 //
@@ -138,4 +141,64 @@ func (o *Operator) HeldElsewhere() map[string]string {
 		out[k] = v
 	}
 	return out
+}
+
+// watchHolders follows the CRDs of the kinds served: one another instance
+// takes over (its annotation names that instance) stops being served here
+// at once, by a reload, instead of at the next edit of the templates (a
+// static templates directory may never change) while both instances
+// reconcile its CRs. A kind this operator is told to take over is left to
+// its next start: two installs both told to take one kind would
+// otherwise take it from each other without end.
+func (o *Operator) watchHolders(ctx context.Context) {
+	mc, err := metadata.NewForConfigAndClient(o.mgr.GetConfig(), o.mgr.GetHTTPClient())
+	if err != nil {
+		o.log.Error(err, "kinds taken over by another operator: not followed; they stop serving here at the next reload")
+		return
+	}
+	gvr := apiextensionsv1.SchemeGroupVersion.WithResource("customresourcedefinitions")
+	inf := metadatainformer.NewFilteredMetadataInformer(mc, gvr, "", 0, toolscache.Indexers{}, nil).Informer()
+	kick := make(chan string, 1)
+	on := func(obj any) {
+		m, ok := obj.(*metav1.PartialObjectMetadata)
+		if !ok {
+			return
+		}
+		if h := m.GetAnnotations()[wellknown.AnnotationOperator]; h == "" || h == o.Instance() || !o.servesHeld(m.GetName()) {
+			return
+		}
+		select {
+		case kick <- m.GetName():
+		default: // a reload is due already
+		}
+	}
+	if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{AddFunc: on, UpdateFunc: func(_, obj any) { on(obj) }}); err != nil {
+		o.log.Error(err, "kinds taken over by another operator: not followed")
+		return
+	}
+	go inf.Run(ctx.Done())
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case crd := <-kick:
+			o.log.Info("a kind served here was taken over by another operator: reloading to stop serving it", "crd", crd)
+			if err := o.reload(ctx); err != nil && ctx.Err() == nil {
+				o.log.Error(err, "reload after a kind was taken over")
+			}
+		}
+	}
+}
+
+// servesHeld tells whether this operator serves the kind of CRD crdName,
+// not told to take it over.
+func (o *Operator) servesHeld(crdName string) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for _, kc := range o.kinds {
+		if kc.crdName == crdName {
+			return !o.takesOver(kc.rec.Kind())
+		}
+	}
+	return false
 }

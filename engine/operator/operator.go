@@ -491,6 +491,7 @@ func (o *Operator) Start(ctx context.Context) error {
 	}
 	o.unwarm(ctx, warmed)
 	go o.repointOnRotation(ctx) // conversion.go
+	go o.watchHolders(ctx)      // holder.go
 	return o.watchTemplates(ctx, w, o.reload)
 }
 
