@@ -9,6 +9,7 @@ import (
 
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
+	"github.com/cueop/cueop/engine/operator"
 	"github.com/cueop/cueop/engine/render"
 	"github.com/cueop/cueop/engine/source"
 )
@@ -46,7 +47,7 @@ current-context: c
 	g := &globals{templates: "../../templates", allowedKinds: render.DefaultAllowedKinds, readableKinds: render.DefaultReadableKinds, dataKinds: render.DefaultDataKinds}
 	f := &runFlags{kubeconfig: kubeconfig, leaderNamespace: "default", metricsAddr: "0", probeAddr: "0", maxConcurrent: 1,
 		shard:   shardFlags{shards: 2, leaseDuration: 15 * time.Second, renewDeadline: 10 * time.Second, retryPeriod: time.Second},
-		webhook: webhookFlags{local: true}}
+		webhook: webhookFlags{local: true}, holder: holderFlags{instance: operator.DefaultInstance}}
 	before := loadErrorsTotal(t)
 	g.source.refusals.report(source.Refusal{Ref: "oci://registry.example/example.com/redis@v1", Module: "example.com/redis@v1", Version: "v1.1.0",
 		Err: errors.New("module example.com/redis@v1.1.0: file rediscluster/rediscluster.cue: too large")})
