@@ -52,7 +52,9 @@ func (o *Operator) reload(ctx context.Context) error {
 func (o *Operator) reloadSet(ctx context.Context, set *template.Set, err error) error {
 	if set == nil {
 		o.loadFailed(ctx, err, nil)
-		o.reportLoadFailed(ctx, err) // templatestatus.go
+		o.mu.Lock()
+		o.reports.loadFailed(ctx, servedKinds{o.kinds, o.waiting}, err) // templatestatus.go
+		o.mu.Unlock()
 		return err
 	}
 	if err != nil {
@@ -93,7 +95,7 @@ func (o *Operator) reloadSet(ctx context.Context, set *template.Set, err error) 
 			reports[name] = err
 		}
 	}
-	o.reportTemplates(ctx, set, reports) // templatestatus.go
+	o.reports.reload(ctx, servedKinds{o.kinds, o.waiting}, set, reports) // templatestatus.go
 	err = errors.Join(append(errs, err)...)
 	o.accepted(set, failed, err) // accepted.go
 	return err
@@ -153,7 +155,7 @@ func (o *Operator) serve(ctx context.Context, k *template.Kind) error {
 	commit()
 	o.schemaAccepted(k)
 	o.metrics.revision(k)
-	o.warnTemplate(k)                 // templatewarn.go
+	o.reports.warn(k)                 // templatewarn.go
 	if !ok && o.awaitingCRD(ctx, k) { // crdwait.go: migrated and started once served
 		return nil
 	}

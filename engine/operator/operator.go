@@ -152,9 +152,6 @@ type Operator struct {
 	// refused are the kinds whose newest template was refused for a
 	// breaking schema change (schemaguard.go), by kind name.
 	refused map[string]bool
-	// moduleRefused are the module references whose newest version was
-	// refused at fetch, by reference (modulerefused.go).
-	moduleRefused map[string]moduleRefusal
 	// heldElsewhere are the packages whose kind another operator instance
 	// holds (holder.go), with that instance.
 	heldElsewhere map[string]string
@@ -172,7 +169,7 @@ type Operator struct {
 
 	conv *conversions // conversion.go; nil without Options.Conversion
 
-	templates *templateWriter // templatewriter.go; nil before the first reload
+	reports *kindReports // the kinds' Templates (templatestatus.go)
 }
 
 // New builds an operator on cfg. Run starts it.
@@ -218,6 +215,7 @@ func New(cfg *rest.Config, opts Options) (*Operator, error) {
 
 		heldElsewhere: map[string]string{},
 	}
+	o.reports = o.newKindReports()
 	if c := opts.Conversion; c != nil {
 		o.conv = newConversions(c, opts.Budget, o.log.WithName("conversion"), mgr.GetAPIReader())
 		if !c.NoServe {
@@ -236,6 +234,27 @@ func New(cfg *rest.Config, opts Options) (*Operator, error) {
 		return nil, err
 	}
 	return o, errors.Join(mgr.Add(parents), mgr.Add(o))
+}
+
+// newKindReports is the reporter of the kinds' state: their Templates,
+// written by a sharded replica's range 0 only, their CRDs' Events.
+func (o *Operator) newKindReports() *kindReports {
+	r := &kindReports{
+		speaks:      o.opts.Shard == nil || o.opts.Shard.Index == 0,
+		log:         o.log,
+		identities:  o.opts.Identities,
+		event:       o.crdEvent,
+		controllers: &o.controllers,
+	}
+	if r.speaks {
+		r.writer = newTemplateWriter(templateWriterConfig{
+			log: o.log, metrics: o.metrics,
+			client: o.mgr.GetClient(), reader: o.mgr.GetAPIReader(), rest: o.mgr.GetConfig(), http: o.mgr.GetHTTPClient(),
+			applier: o.applier, mark: o.TemplatesMark(), instance: o.Instance(), installCRD: o.opts.InstallCRDs,
+			established: o.waitEstablished, mapped: o.waitMapped, holderOf: o.holderOf,
+		})
+	}
+	return r
 }
 
 // managerOptions makes the manager's cache hold only cueop's children and
