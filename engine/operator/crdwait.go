@@ -89,7 +89,7 @@ func (o *Operator) startWhenServed(ctx, wctx context.Context, k *template.Kind) 
 		return
 	}
 	o.pointLive(ctx, k.Resource.CRDName()) // cabundle.go
-	o.migrateStorage(ctx, k)               // migrate.go
+	o.migrations.start(ctx, k)             // migrate.go
 	err := o.start(ctx, k)
 	if err != nil {
 		o.log.Error(err, "kind not served", "kind", k.Resource.Kind)

@@ -159,7 +159,7 @@ func (o *Operator) serve(ctx context.Context, k *template.Kind) error {
 	if !ok && o.awaitingCRD(ctx, k) { // crdwait.go: migrated and started once served
 		return nil
 	}
-	o.migrateStorage(ctx, k) // migrate.go
+	o.migrations.start(ctx, k) // migrate.go
 	if !ok {
 		return o.start(ctx, k)
 	}

@@ -162,7 +162,7 @@ type Operator struct {
 
 	controllers sync.WaitGroup // the kinds' running controllers and storage migrations
 
-	migrations migrations // migrate.go
+	migrations *migrations // migrate.go
 
 	eval render.Evaluator // workers.go
 	pool *worker.Pool     // nil in process
@@ -216,6 +216,12 @@ func New(cfg *rest.Config, opts Options) (*Operator, error) {
 		heldElsewhere: map[string]string{},
 	}
 	o.reports = o.newKindReports()
+	o.migrations = &migrations{
+		migrates: opts.Shard == nil || opts.Shard.Index == 0,
+		log:      o.log, metrics: o.metrics, event: o.crdEventType, controllers: &o.controllers,
+		reader: mgr.GetAPIReader(), client: mgr.GetClient(), config: mgr.GetConfig(), http: mgr.GetHTTPClient(),
+		pageSize: opts.StorageMigrationPageSize,
+	}
 	if c := opts.Conversion; c != nil {
 		o.conv = newConversions(c, opts.Budget, o.log.WithName("conversion"), mgr.GetAPIReader())
 		if !c.NoServe {
@@ -474,7 +480,7 @@ func (o *Operator) Start(ctx context.Context) error {
 	// sync: a restarted process serves sooner. An edit made after the
 	// watch was set up is loaded again before the first serve
 	// (preload.go), a later one by watchTemplates.
-	pre := o.preload(ctx, w)
+	pre := preload(ctx, o.log, w, o.loadTemplates, o.addWatches) // preload.go
 	defer pre.stop()
 	if !o.mgr.GetCache().WaitForCacheSync(ctx) || !o.parents.WaitForCacheSync(ctx) {
 		return errors.New("caches did not sync")
