@@ -171,7 +171,7 @@ func (o *Operator) serve(ctx context.Context, k *template.Kind) error {
 }
 
 func (o *Operator) start(ctx context.Context, k *template.Kind) error {
-	b, err := o.bundleFor(ctx, k) // identities.go
+	b, err := o.ids.forKind(ctx, k) // identities.go
 	if err != nil {
 		return err
 	}
@@ -193,7 +193,7 @@ func (o *Operator) start(ctx context.Context, k *template.Kind) error {
 		RateLimiter:    rateLimiter(),
 	})
 	if err != nil {
-		o.releaseBundle(b, nil)
+		o.ids.release(b, nil)
 		return fmt.Errorf("kind %s: controller: %w", k.Name, err)
 	}
 	kc := &kindController{rec: rec, ctrl: c, resync: make(chan event.GenericEvent), crdName: k.Resource.CRDName(), b: b}
@@ -202,7 +202,7 @@ func (o *Operator) start(ctx context.Context, k *template.Kind) error {
 	}
 	o.pace(ctx, kc, k)
 	if err := o.watch(c, k, kc); err != nil {
-		o.releaseBundle(b, nil)
+		o.ids.release(b, nil)
 		return fmt.Errorf("kind %s: %w", k.Name, err)
 	}
 	cctx, cancel := context.WithCancel(ctx)
@@ -310,7 +310,7 @@ func (o *Operator) stopController(ctx context.Context, name string) {
 	delete(o.kinds, name)
 	kc.b.children.removeController(kc)
 	kc.b.reads.removeController(kc)
-	o.releaseBundle(kc.b, kc.stopped) // identities.go
+	o.ids.release(kc.b, kc.stopped) // identities.go
 	k := kc.rec.Kind()
 	parent := parentObject(k.Resource.GroupVersionKind())
 	if err := o.parents.RemoveInformer(ctx, parent); err != nil {

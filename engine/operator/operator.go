@@ -132,9 +132,8 @@ type Operator struct {
 	metrics  *Metrics
 	log      logr.Logger
 
-	served  map[schema.GroupKind]*meta.RESTMapping // allowed kinds the API server serves, at their preferred version (children.go)
-	shared  *bundle                                // the operator's own identity's children and references (identities.go)
-	bundles map[bundleKey]*bundle                  // the kinds' own, with Options.Identities; guarded by mu
+	childKinds *childKinds // the kinds of children and how they are served (children.go)
+	ids        *identities // the identities the kinds act as, and their caches (identities.go); guarded by mu
 
 	// reloading is held across a reload's load and its serve: the watch
 	// loop's and the retries' (unserved.go) reloads must not interleave,
@@ -176,6 +175,9 @@ type Operator struct {
 func New(cfg *rest.Config, opts Options) (*Operator, error) {
 	if opts.AllowedKinds == nil {
 		opts.AllowedKinds = render.MustKindSet(render.DefaultAllowedKinds)
+	}
+	if opts.ReadableKinds == nil {
+		opts.ReadableKinds = render.MustKindSet(render.DefaultReadableKinds)
 	}
 	if opts.MaxConcurrent <= 0 {
 		opts.MaxConcurrent = 4
@@ -233,10 +235,15 @@ func New(cfg *rest.Config, opts Options) (*Operator, error) {
 	if err := o.startWorkers(); err != nil {
 		return nil, err
 	}
-	if err := o.resolveChildKinds(); err != nil {
+	o.childKinds = &childKinds{allowed: opts.AllowedKinds, data: opts.DataKinds, log: o.log,
+		scheme: mgr.GetScheme(), mapper: mgr.GetRESTMapper(), config: mgr.GetConfig(), http: mgr.GetHTTPClient()}
+	if err := o.childKinds.resolveAll(); err != nil {
 		return nil, err
 	}
-	if o.shared, err = o.newSharedBundle(cfg); err != nil {
+	o.ids = &identities{config: opts.Identities, kinds: o.childKinds, log: o.log, restConfig: mgr.GetConfig(),
+		scheme: mgr.GetScheme(), mapper: mgr.GetRESTMapper(), namespace: opts.Namespace, shard: opts.Shard,
+		readable: opts.ReadableKinds, controllers: &o.controllers}
+	if err := o.ids.newShared(cfg, mgr, o.applier); err != nil {
 		return nil, err
 	}
 	return o, errors.Join(mgr.Add(parents), mgr.Add(o))
@@ -433,20 +440,6 @@ func (o *Operator) Run(ctx context.Context) error {
 	return o.mgr.Start(ctx)
 }
 
-// childObject is the object the cache holds children of kind gvk as: typed
-// when the scheme knows the kind (a third of the memory), else unstructured.
-// reconcile.Reconciler.Scheme makes the reconciler list them alike.
-func (o *Operator) childObject(gvk schema.GroupVersionKind) client.Object {
-	if obj, err := o.mgr.GetScheme().New(gvk); err == nil {
-		if co, ok := obj.(client.Object); ok {
-			return co
-		}
-	}
-	u := &unstructured.Unstructured{}
-	u.SetGroupVersionKind(gvk)
-	return u
-}
-
 // scope asks the API server (through the cached REST mapper) whether a
 // child kind is namespaced.
 func (o *Operator) scope(gk schema.GroupKind) (namespaced, known bool) {
@@ -488,7 +481,7 @@ func (o *Operator) Start(ctx context.Context) error {
 	// The children's informers sync while the templates compile, and the
 	// CRs' informers list meanwhile once they have (warmparents.go).
 	discovered := make(chan error, 1)
-	go func() { discovered <- o.discoverShared(ctx) }() // identities.go
+	go func() { discovered <- o.ids.discoverShared(ctx) }() // identities.go
 	first, err := pre.result(ctx)
 	if err != nil {
 		<-discovered
