@@ -4,21 +4,27 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"slices"
 	"sort"
 	"time"
 
+	"github.com/go-logr/logr"
 	"golang.org/x/sync/errgroup"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/cueop/cueop/engine/apply"
 	"github.com/cueop/cueop/engine/reconcile"
+	"github.com/cueop/cueop/engine/render"
 	"github.com/cueop/cueop/engine/wellknown"
 )
 
@@ -51,21 +57,50 @@ type watchAttempt struct {
 	err  error
 }
 
-// resolveChildKinds resolves the allow-listed kinds the API server serves.
-func (o *Operator) resolveChildKinds() error {
-	o.served = map[schema.GroupKind]*meta.RESTMapping{}
-	for gk := range o.opts.AllowedKinds {
-		m, err := o.resolveChildKind(gk, "")
+// childKinds are the kinds of children cueop may own (the allowed kinds
+// and the data kinds) and how the API server serves them.
+type childKinds struct {
+	allowed render.KindSet // Options.AllowedKinds
+	data    render.KindSet // Options.DataKinds; nil: render.DefaultDataKinds
+	log     logr.Logger
+	scheme  *runtime.Scheme
+	mapper  meta.RESTMapper
+	config  *rest.Config // with http, the discovery asked afresh (ownedfresh.go)
+	http    *http.Client
+	// served are the allowed kinds the API server served at start, at
+	// their preferred version; set by resolveAll.
+	served map[schema.GroupKind]*meta.RESTMapping
+}
+
+// resolveAll resolves the allow-listed kinds the API server serves.
+func (c *childKinds) resolveAll() error {
+	c.served = map[schema.GroupKind]*meta.RESTMapping{}
+	for gk := range c.allowed {
+		m, err := c.resolve(gk, "")
 		if errors.Is(err, errNotServed) {
-			o.log.Info("allowed kind not served by the API server (yet), not watched", "kind", gk.String(), "error", err.Error())
+			c.log.Info("allowed kind not served by the API server (yet), not watched", "kind", gk.String(), "error", err.Error())
 			continue
 		}
 		if err != nil {
 			return err
 		}
-		o.served[gk] = m
+		c.served[gk] = m
 	}
 	return nil
+}
+
+// object is the object the cache holds children of kind gvk as: typed
+// when the scheme knows the kind (a third of the memory), else unstructured.
+// reconcile.Reconciler.Scheme makes the reconciler list them alike.
+func (c *childKinds) object(gvk schema.GroupVersionKind) client.Object {
+	if obj, err := c.scheme.New(gvk); err == nil {
+		if co, ok := obj.(client.Object); ok {
+			return co
+		}
+	}
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(gvk)
+	return u
 }
 
 var errNotServed = errors.New("not served by the API server")
@@ -79,17 +114,17 @@ const syncTimeout = 30 * time.Second
 // nothing until they synced.
 const discoverTimeout = 10 * time.Minute
 
-// resolveChildKind resolves an allowed kind, at version or else at the
-// preferred one, to the resource the API server serves it as.
-func (o *Operator) resolveChildKind(gk schema.GroupKind, version string) (*meta.RESTMapping, error) {
-	if !o.opts.AllowedKinds[gk] {
+// resolve resolves an allowed kind, at version or else at the preferred
+// one, to the resource the API server serves it as.
+func (c *childKinds) resolve(gk schema.GroupKind, version string) (*meta.RESTMapping, error) {
+	if !c.allowed[gk] {
 		return nil, fmt.Errorf("kind %s is not in the allowed kinds", gk)
 	}
 	var versions []string
 	if version != "" {
 		versions = []string{version}
 	}
-	m, err := o.mgr.GetRESTMapper().RESTMapping(gk, versions...)
+	m, err := c.mapper.RESTMapping(gk, versions...)
 	if err != nil {
 		if version != "" {
 			return nil, fmt.Errorf("kind %s version %s: %w: %w", gk, version, errNotServed, err)
@@ -106,22 +141,22 @@ func (o *Operator) resolveChildKind(gk schema.GroupKind, version string) (*meta.
 // managed by cueop (one list request per kind, at most one object long),
 // waiting timeout at most for each to sync.
 func (b *bundle) discoverChildren(ctx context.Context, timeout time.Duration) error {
-	o := b.o
-	gks := make([]schema.GroupKind, 0, len(o.served))
-	for gk := range o.served {
+	ids := b.ids
+	gks := make([]schema.GroupKind, 0, len(ids.kinds.served))
+	for gk := range ids.kinds.served {
 		gks = append(gks, gk)
 	}
 	sort.Slice(gks, func(i, j int) bool { return gks[i].String() < gks[j].String() })
 	selector := labels.SelectorFromSet(labels.Set{wellknown.LabelManagedBy: wellknown.ManagedByValue})
 	if b.sa != nil {
-		selector = labels.SelectorFromSet(o.identitySelector(*b.sa))
+		selector = labels.SelectorFromSet(ids.identitySelector(*b.sa))
 	}
 	// Each kind's list and informer sync at once: at thousands of CRs each
 	// in-use kind's initial list takes seconds, and a restarted process
 	// serves nothing before the last one synced.
 	g, gctx := errgroup.WithContext(ctx)
 	for _, gk := range gks {
-		m := o.served[gk]
+		m := ids.kinds.served[gk]
 		g.Go(func() error {
 			var list *metav1.PartialObjectMetadataList
 			for _, ns := range b.listNamespaces() { // one each where the identity is bound
@@ -142,11 +177,11 @@ func (b *bundle) discoverChildren(ctx context.Context, timeout time.Duration) er
 				return nil
 			}
 			slow := time.AfterFunc(syncTimeout, func() {
-				o.log.Info("the informer of a kind in use has not synced yet (a large list, or a watch the API server refuses: RBAC, a broken conversion); nothing is served until it has",
+				ids.log.Info("the informer of a kind in use has not synced yet (a large list, or a watch the API server refuses: RBAC, a broken conversion); nothing is served until it has",
 					"kind", gk.String(), "waited", syncTimeout.String(), "gives up after", timeout.String())
 			})
 			defer slow.Stop()
-			return b.watchKindWithin(gctx, o.appliedVersion(m, list.Items[0].ManagedFields), discoverTimeout)
+			return b.watchKindWithin(gctx, ids.kinds.appliedVersion(m, list.Items[0].ManagedFields), discoverTimeout)
 		})
 	}
 	return g.Wait()
@@ -162,7 +197,7 @@ func (b *bundle) watchedKinds() []schema.GroupVersionKind {
 // appliedVersion is the kind of m at the version cueop last applied a
 // child with (the version its template renders), when the API server serves
 // it, else at the preferred version.
-func (o *Operator) appliedVersion(m *meta.RESTMapping, fields []metav1.ManagedFieldsEntry) schema.GroupVersionKind {
+func (c *childKinds) appliedVersion(m *meta.RESTMapping, fields []metav1.ManagedFieldsEntry) schema.GroupVersionKind {
 	for _, e := range fields {
 		if e.Manager != apply.DefaultFieldManager || e.Operation != metav1.ManagedFieldsOperationApply || e.Subresource != "" {
 			continue
@@ -171,7 +206,7 @@ func (o *Operator) appliedVersion(m *meta.RESTMapping, fields []metav1.ManagedFi
 		if err != nil || gv.Group != m.GroupVersionKind.Group {
 			break
 		}
-		if _, err := o.resolveChildKind(m.GroupVersionKind.GroupKind(), gv.Version); err == nil {
+		if _, err := c.resolve(m.GroupVersionKind.GroupKind(), gv.Version); err == nil {
 			return gv.WithKind(m.GroupVersionKind.Kind)
 		}
 	}
@@ -229,12 +264,11 @@ func (b *bundle) watchKindWithin(ctx context.Context, gvk schema.GroupVersionKin
 // waits (timeout at most) for it to sync. Only the caller that set
 // kw.syncing runs it.
 func (b *bundle) startWatch(ctx context.Context, gvk schema.GroupVersionKind, kw *kindWatch, timeout time.Duration) (*meta.RESTMapping, error) {
-	o := b.o
-	m, err := o.resolveChildKind(gvk.GroupKind(), gvk.Version)
+	m, err := b.ids.kinds.resolve(gvk.GroupKind(), gvk.Version)
 	if err != nil {
 		return nil, err
 	}
-	obj := o.childObject(m.GroupVersionKind)
+	obj := b.ids.kinds.object(m.GroupVersionKind)
 	if !kw.indexed {
 		if err := b.cache.IndexField(ctx, obj, reconcile.IndexOwnerUID, reconcile.OwnerUIDIndex); err != nil {
 			return nil, fmt.Errorf("index %s children: %w", gvk, err)
@@ -262,15 +296,14 @@ func (b *bundle) addWatch(kw *kindWatch, m *meta.RESTMapping) error {
 		return fmt.Errorf("watch %s children: %w", m.GroupVersionKind, err)
 	}
 	kw.watched = true
-	b.o.log.Info("watching children"+b.as(), "kind", m.GroupVersionKind.GroupKind().String(), "version", m.GroupVersionKind.Version)
+	b.ids.log.Info("watching children"+b.as(), "kind", m.GroupVersionKind.GroupKind().String(), "version", m.GroupVersionKind.Version)
 	return nil
 }
 
 // childSource enqueues kc's CR that controls a changed child of kind gvk,
 // marking it drifted first when the child was deleted or edited by hand.
 func (b *bundle) childSource(kc *kindController, gvk schema.GroupVersionKind) source.Source {
-	o := b.o
 	parent := parentObject(kc.rec.Kind().Resource.GroupVersionKind())
-	owner := handler.EnqueueRequestForOwner(o.mgr.GetScheme(), o.mgr.GetRESTMapper(), parent, handler.OnlyControllerOwner())
-	return source.Kind[client.Object](b.cache, o.childObject(gvk), driftHandler(kc, owner)) // drift.go
+	owner := handler.EnqueueRequestForOwner(b.ids.scheme, b.ids.mapper, parent, handler.OnlyControllerOwner())
+	return source.Kind[client.Object](b.cache, b.ids.kinds.object(gvk), driftHandler(kc, owner)) // drift.go
 }

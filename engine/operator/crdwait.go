@@ -85,16 +85,16 @@ func (o *Operator) startWhenServed(ctx, wctx context.Context, k *template.Kind) 
 	// The CRD that came may name another operator instance (holder.go):
 	// neither pointed at this operator nor served, as at a reload.
 	if err := o.checkHolder(ctx, k); errors.As(err, new(heldError)) {
-		o.reportKind(ctx, k, err) // templatestatus.go
+		o.reports.served(ctx, servedKinds{o.kinds, o.waiting}, k, err) // templatestatus.go
 		return
 	}
 	o.pointLive(ctx, k.Resource.CRDName()) // cabundle.go
-	o.migrateStorage(ctx, k)               // migrate.go
+	o.migrations.start(ctx, k)             // migrate.go
 	err := o.start(ctx, k)
 	if err != nil {
 		o.log.Error(err, "kind not served", "kind", k.Resource.Kind)
 	}
-	o.reportKind(ctx, k, err) // templatestatus.go
+	o.reports.served(ctx, servedKinds{o.kinds, o.waiting}, k, err) // templatestatus.go
 }
 
 // mapped tells whether the API server serves k's kind at its version.

@@ -21,7 +21,7 @@ func Preload(ctx context.Context, dir string) (noted <-chan struct{}, result fun
 	}
 	o := &Operator{opts: Options{Templates: dir, InProcess: true}}
 	o.addWatches(w)
-	p := o.preload(ctx, w)
+	p := preload(ctx, o.log, w, o.loadTemplates, o.addWatches)
 	result = func(ctx context.Context) (*template.Set, error) {
 		first, err := p.result(ctx)
 		if err != nil {

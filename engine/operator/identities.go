@@ -8,14 +8,19 @@ import (
 	"maps"
 	"net/http"
 	"strings"
+	"sync"
 
+	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/cueop/cueop/engine/apply"
 	"github.com/cueop/cueop/engine/identity"
@@ -30,8 +35,8 @@ import (
 // cache and clients) or a kind's ServiceAccount, impersonated. Kinds that
 // act as the same ServiceAccount share one bundle.
 type bundle struct {
-	o  *Operator
-	sa *identity.ServiceAccount // nil: the operator's own identity
+	ids *identities
+	sa  *identity.ServiceAccount // nil: the operator's own identity
 	// namespaces are those its caches and lists cover: nil is the
 	// operator's (Options.Namespace, or every namespace); a kind bound in
 	// chosen namespaces only has RoleBindings there, and a list across
@@ -46,59 +51,78 @@ type bundle struct {
 	reads      readWatch     // references.go
 	refused    refusals      // identitywatch.go; the kind's identity only
 
-	users  int // kinds served with it; guarded by Operator.mu
+	users  int // kinds served with it; guarded by the operator's mu
 	cancel context.CancelFunc
 	done   chan struct{} // closed once its caches stopped
 }
 
-// newSharedBundle is the bundle of the operator's own identity, on the
-// manager's cache and clients.
-func (o *Operator) newSharedBundle(cfg *rest.Config) (*bundle, error) {
-	mc, err := metadata.NewForConfigAndClient(cfg, o.mgr.GetHTTPClient())
-	if err != nil {
-		return nil, err
-	}
-	b := &bundle{o: o, cache: o.mgr.GetCache(), reader: o.mgr.GetAPIReader(), meta: mc, applier: o.applier}
-	b.modes = newBindingModes(b.reader)
-	b.children = childWatch{watches: map[schema.GroupVersionKind]*kindWatch{}, controllerWatches: newControllerWatches(b.childSource)}
-	if o.opts.ReadableKinds == nil {
-		o.opts.ReadableKinds = render.MustKindSet(render.DefaultReadableKinds)
-	}
-	rc, err := o.newReadCache(cfg, o.mgr.GetHTTPClient(), namespaces(o.opts.Namespace), nil)
-	if err != nil {
-		return nil, err
-	}
-	if err := o.checkReadableKinds(); err != nil {
-		return nil, err
-	}
-	b.reads = newReadWatch(rc, b.readSource)
-	return b, o.mgr.Add(rc)
+// identities are the identities the kinds act as, each a bundle: the
+// operator's own (shared) and, with Options.Identities, each kind's
+// ServiceAccount; with what every bundle is given. Its bundles are
+// guarded by the operator's mu, which the caller holds.
+type identities struct {
+	config     *identity.Config // Options.Identities; nil: every kind acts as the operator
+	kinds      *childKinds
+	log        logr.Logger
+	restConfig *rest.Config // the manager's, which each identity's copies
+	scheme     *runtime.Scheme
+	mapper     meta.RESTMapper
+	namespace  string         // Options.Namespace
+	shard      *shard.Range   // Options.Shard
+	readable   render.KindSet // Options.ReadableKinds
+	// controllers counts the goroutines that run an identity's caches.
+	controllers *sync.WaitGroup
+
+	shared  *bundle               // the operator's own identity's children and references
+	bundles map[bundleKey]*bundle // the kinds' own, with Options.Identities
 }
 
-// bundleFor is the bundle k's kind acts with, started when it is the first
-// kind of its ServiceAccount. The caller holds o.mu.
-func (o *Operator) bundleFor(ctx context.Context, k *template.Kind) (*bundle, error) {
-	if o.opts.Identities == nil {
-		return o.shared, nil
+// newShared makes the bundle of the operator's own identity, on mgr's
+// cache and clients (cfg and its HTTP client) and applier.
+func (ids *identities) newShared(cfg *rest.Config, mgr manager.Manager, applier *apply.Applier) error {
+	mc, err := metadata.NewForConfigAndClient(cfg, mgr.GetHTTPClient())
+	if err != nil {
+		return err
+	}
+	b := &bundle{ids: ids, cache: mgr.GetCache(), reader: mgr.GetAPIReader(), meta: mc, applier: applier}
+	b.modes = newBindingModes(b.reader)
+	b.children = childWatch{watches: map[schema.GroupVersionKind]*kindWatch{}, controllerWatches: newControllerWatches(b.childSource)}
+	rc, err := ids.newReadCache(cfg, mgr.GetHTTPClient(), namespaces(ids.namespace), nil)
+	if err != nil {
+		return err
+	}
+	if err := ids.checkReadableKinds(); err != nil {
+		return err
+	}
+	b.reads = newReadWatch(rc, b.readSource)
+	ids.shared = b
+	return mgr.Add(rc)
+}
+
+// forKind is the bundle k's kind acts with, started when it is the first
+// kind of its ServiceAccount.
+func (ids *identities) forKind(ctx context.Context, k *template.Kind) (*bundle, error) {
+	if ids.config == nil {
+		return ids.shared, nil
 	}
 	gk := k.Resource.GroupVersionKind().GroupKind()
-	sa := kindIdentity(o.opts.Identities, k)
-	nss := o.identityNamespaces(gk)
+	sa := kindIdentity(ids.config, k)
+	nss := ids.identityNamespaces(gk)
 	key := bundleKey{sa: sa, namespaces: strings.Join(nss, ",")}
-	if b := o.bundles[key]; b != nil {
+	if b := ids.bundles[key]; b != nil {
 		b.users++
 		return b, nil
 	}
-	b, err := o.newIdentityBundle(sa, nss)
+	b, err := ids.newIdentityBundle(sa, nss)
 	if err != nil {
 		return nil, fmt.Errorf("kind %s: identity %s: %w", k.Name, sa, err)
 	}
 	b.start(ctx)
 	b.users = 1
-	if o.bundles == nil {
-		o.bundles = map[bundleKey]*bundle{}
+	if ids.bundles == nil {
+		ids.bundles = map[bundleKey]*bundle{}
 	}
-	o.bundles[key] = b
+	ids.bundles[key] = b
 	return b, nil
 }
 
@@ -113,9 +137,9 @@ type bundleKey struct {
 // identity cover: nil (Options.Namespace, or every namespace) unless the
 // administrator bound gk in chosen namespaces (RoleBindings there only),
 // then those the operator serves.
-func (o *Operator) identityNamespaces(gk schema.GroupKind) []string {
-	bound := o.opts.Identities.BoundNamespaces(gk)
-	if bound == nil || o.opts.Namespace != "" {
+func (ids *identities) identityNamespaces(gk schema.GroupKind) []string {
+	bound := ids.config.BoundNamespaces(gk)
+	if bound == nil || ids.namespace != "" {
 		return nil // one namespace: its CRs elsewhere are not served, and NamespaceNotBound stalls those there when unbound
 	}
 	return bound
@@ -125,7 +149,7 @@ func (o *Operator) identityNamespaces(gk schema.GroupKind) []string {
 // each: "" is every namespace.
 func (b *bundle) listNamespaces() []string {
 	if b.namespaces == nil {
-		return []string{b.o.opts.Namespace}
+		return []string{b.ids.namespace}
 	}
 	return b.namespaces
 }
@@ -133,7 +157,7 @@ func (b *bundle) listNamespaces() []string {
 // cacheNamespaces are the DefaultNamespaces of b's caches.
 func (b *bundle) cacheNamespaces() map[string]cache.Config {
 	if b.namespaces == nil {
-		return namespaces(b.o.opts.Namespace)
+		return namespaces(b.ids.namespace)
 	}
 	out := map[string]cache.Config{}
 	for _, ns := range b.namespaces {
@@ -142,53 +166,53 @@ func (b *bundle) cacheNamespaces() map[string]cache.Config {
 	return out
 }
 
-// releaseBundle forgets a kind's use of b; when no kind uses it any more,
-// b's caches stop once stopped (the kind's controller) is closed, nil
-// meaning at once. The caller holds o.mu.
-func (o *Operator) releaseBundle(b *bundle, stopped <-chan struct{}) {
+// release forgets a kind's use of b; when no kind uses it any more, b's
+// caches stop once stopped (the kind's controller) is closed, nil meaning
+// at once.
+func (ids *identities) release(b *bundle, stopped <-chan struct{}) {
 	if b == nil || b.sa == nil {
 		return
 	}
 	if b.users--; b.users > 0 {
 		return
 	}
-	delete(o.bundles, bundleKey{sa: *b.sa, namespaces: strings.Join(b.namespaces, ",")})
-	o.controllers.Add(1)
+	delete(ids.bundles, bundleKey{sa: *b.sa, namespaces: strings.Join(b.namespaces, ",")})
+	ids.controllers.Add(1)
 	go func() {
-		defer o.controllers.Done()
+		defer ids.controllers.Done()
 		if stopped != nil {
 			<-stopped // its reconciles read the caches until they return
 		}
 		b.cancel()
 		<-b.done
-		o.log.Info("identity unused: its caches stopped", "serviceAccount", b.sa.String())
+		ids.log.Info("identity unused: its caches stopped", "serviceAccount", b.sa.String())
 	}()
 }
 
 // discoverShared watches, at start, the child kinds of the operator's own
 // identity in use; with Options.Identities, each identity does its own
 // when its first kind starts (bundle.start).
-func (o *Operator) discoverShared(ctx context.Context) error {
-	if o.opts.Identities != nil {
+func (ids *identities) discoverShared(ctx context.Context) error {
+	if ids.config != nil {
 		return nil
 	}
-	return o.shared.discoverChildren(ctx, discoverTimeout)
+	return ids.shared.discoverChildren(ctx, discoverTimeout)
 }
 
 // newIdentityBundle builds the bundle of sa: every request it sends
 // impersonates sa, and its children cache selects the children labelled
 // with sa (and the shard's label when sharded).
-func (o *Operator) newIdentityBundle(sa identity.ServiceAccount, nss []string) (*bundle, error) {
-	cfg := rest.CopyConfig(o.mgr.GetConfig())
+func (ids *identities) newIdentityBundle(sa identity.ServiceAccount, nss []string) (*bundle, error) {
+	cfg := rest.CopyConfig(ids.restConfig)
 	cfg.Impersonate = rest.ImpersonationConfig{UserName: sa.Username()}
 	hc, err := rest.HTTPClientFor(cfg)
 	if err != nil {
 		return nil, err
 	}
-	b := &bundle{o: o, sa: &sa, namespaces: nss}
-	children, err := cache.New(cfg, cache.Options{HTTPClient: hc, Scheme: o.mgr.GetScheme(), Mapper: o.mgr.GetRESTMapper(),
+	b := &bundle{ids: ids, sa: &sa, namespaces: nss}
+	children, err := cache.New(cfg, cache.Options{HTTPClient: hc, Scheme: ids.scheme, Mapper: ids.mapper,
 		DefaultNamespaces: b.cacheNamespaces(), DefaultTransform: compactChild,
-		DefaultLabelSelector: labels.SelectorFromSet(o.identitySelector(sa)), DefaultWatchErrorHandler: b.refused.handler})
+		DefaultLabelSelector: labels.SelectorFromSet(ids.identitySelector(sa)), DefaultWatchErrorHandler: b.refused.handler})
 	if err != nil {
 		return nil, fmt.Errorf("children cache: %w", err)
 	}
@@ -197,7 +221,7 @@ func (o *Operator) newIdentityBundle(sa identity.ServiceAccount, nss []string) (
 		return nil, err
 	}
 	b.children = childWatch{watches: map[schema.GroupVersionKind]*kindWatch{}, controllerWatches: newControllerWatches(b.childSource)}
-	rc, err := o.newReadCache(cfg, hc, b.cacheNamespaces(), b.refused.handler)
+	rc, err := ids.newReadCache(cfg, hc, b.cacheNamespaces(), b.refused.handler)
 	if err != nil {
 		return nil, err
 	}
@@ -208,7 +232,7 @@ func (o *Operator) newIdentityBundle(sa identity.ServiceAccount, nss []string) (
 // clients sets b's client, API reader, metadata client and applier, on
 // cfg and hc (b's identity).
 func (b *bundle) clients(cfg *rest.Config, hc *http.Client) error {
-	scheme, mapper := b.o.mgr.GetScheme(), b.o.mgr.GetRESTMapper()
+	scheme, mapper := b.ids.scheme, b.ids.mapper
 	c, err := client.New(cfg, client.Options{HTTPClient: hc, Scheme: scheme, Mapper: mapper,
 		Cache: &client.CacheOptions{Reader: b.cache, Unstructured: true}})
 	if err != nil {
@@ -242,29 +266,29 @@ func (b *bundle) start(ctx context.Context) {
 		go func() {
 			defer func() { stopped <- struct{}{} }()
 			if err := c.Start(ctx); err != nil {
-				b.o.log.Error(err, "identity cache stopped", "serviceAccount", b.sa.String())
+				b.ids.log.Error(err, "identity cache stopped", "serviceAccount", b.sa.String())
 			}
 		}()
 	}
-	b.o.controllers.Add(1) // Run returns once they stopped
+	b.ids.controllers.Add(1) // Run returns once they stopped
 	go func() {
-		defer b.o.controllers.Done()
+		defer b.ids.controllers.Done()
 		<-stopped
 		<-stopped
 		close(b.done)
 	}()
 	go func() {
 		if err := b.discoverChildren(ctx, syncTimeout); err != nil && ctx.Err() == nil {
-			b.o.log.Error(err, "children of an identity not watched yet (list and watch permitted?)", "serviceAccount", b.sa.String())
+			b.ids.log.Error(err, "children of an identity not watched yet (list and watch permitted?)", "serviceAccount", b.sa.String())
 		}
 	}()
 }
 
 // identitySelector are the labels the children cache of sa selects:
 // cueop's, the shard's when sharded, and sa's.
-func (o *Operator) identitySelector(sa identity.ServiceAccount) labels.Set {
+func (ids *identities) identitySelector(sa identity.ServiceAccount) labels.Set {
 	set := labels.Set{wellknown.LabelManagedBy: wellknown.ManagedByValue}
-	maps.Copy(set, childLabels(o.opts.Shard))
+	maps.Copy(set, childLabels(ids.shard))
 	set[wellknown.LabelIdentity] = identityLabel(sa)
 	return set
 }
@@ -278,7 +302,7 @@ func kindIdentity(ids *identity.Config, k *template.Kind) identity.ServiceAccoun
 // identity carry, besides cueop's own: the shard's when sharded, and the
 // identity's.
 func (b *bundle) childLabels() map[string]string {
-	return identityChildLabels(b.sa, b.o.opts.Shard)
+	return identityChildLabels(b.sa, b.ids.shard)
 }
 
 // identityChildLabels are the labels the children of a kind acting as sa

@@ -52,7 +52,9 @@ func (o *Operator) reload(ctx context.Context) error {
 func (o *Operator) reloadSet(ctx context.Context, set *template.Set, err error) error {
 	if set == nil {
 		o.loadFailed(ctx, err, nil)
-		o.reportLoadFailed(ctx, err) // templatestatus.go
+		o.mu.Lock()
+		o.reports.loadFailed(ctx, servedKinds{o.kinds, o.waiting}, err) // templatestatus.go
+		o.mu.Unlock()
 		return err
 	}
 	if err != nil {
@@ -93,7 +95,7 @@ func (o *Operator) reloadSet(ctx context.Context, set *template.Set, err error) 
 			reports[name] = err
 		}
 	}
-	o.reportTemplates(ctx, set, reports) // templatestatus.go
+	o.reports.reload(ctx, servedKinds{o.kinds, o.waiting}, set, reports) // templatestatus.go
 	err = errors.Join(append(errs, err)...)
 	o.accepted(set, failed, err) // accepted.go
 	return err
@@ -153,11 +155,11 @@ func (o *Operator) serve(ctx context.Context, k *template.Kind) error {
 	commit()
 	o.schemaAccepted(k)
 	o.metrics.revision(k)
-	o.warnTemplate(k)                 // templatewarn.go
+	o.reports.warn(k)                 // templatewarn.go
 	if !ok && o.awaitingCRD(ctx, k) { // crdwait.go: migrated and started once served
 		return nil
 	}
-	o.migrateStorage(ctx, k) // migrate.go
+	o.migrations.start(ctx, k) // migrate.go
 	if !ok {
 		return o.start(ctx, k)
 	}
@@ -169,7 +171,7 @@ func (o *Operator) serve(ctx context.Context, k *template.Kind) error {
 }
 
 func (o *Operator) start(ctx context.Context, k *template.Kind) error {
-	b, err := o.bundleFor(ctx, k) // identities.go
+	b, err := o.ids.forKind(ctx, k) // identities.go
 	if err != nil {
 		return err
 	}
@@ -191,7 +193,7 @@ func (o *Operator) start(ctx context.Context, k *template.Kind) error {
 		RateLimiter:    rateLimiter(),
 	})
 	if err != nil {
-		o.releaseBundle(b, nil)
+		o.ids.release(b, nil)
 		return fmt.Errorf("kind %s: controller: %w", k.Name, err)
 	}
 	kc := &kindController{rec: rec, ctrl: c, resync: make(chan event.GenericEvent), crdName: k.Resource.CRDName(), b: b}
@@ -200,7 +202,7 @@ func (o *Operator) start(ctx context.Context, k *template.Kind) error {
 	}
 	o.pace(ctx, kc, k)
 	if err := o.watch(c, k, kc); err != nil {
-		o.releaseBundle(b, nil)
+		o.ids.release(b, nil)
 		return fmt.Errorf("kind %s: %w", k.Name, err)
 	}
 	cctx, cancel := context.WithCancel(ctx)
@@ -308,7 +310,7 @@ func (o *Operator) stopController(ctx context.Context, name string) {
 	delete(o.kinds, name)
 	kc.b.children.removeController(kc)
 	kc.b.reads.removeController(kc)
-	o.releaseBundle(kc.b, kc.stopped) // identities.go
+	o.ids.release(kc.b, kc.stopped) // identities.go
 	k := kc.rec.Kind()
 	parent := parentObject(k.Resource.GroupVersionKind())
 	if err := o.parents.RemoveInformer(ctx, parent); err != nil {

@@ -23,7 +23,7 @@ import (
 // no write of a CR fails once they are not served. The guard then counts
 // what is left from the API server and refuses the revision while any
 // is; a failure here is told in an Event on the CRD and left to it.
-func (o *Operator) moveFieldsBeforeDrop(ctx context.Context, next *apiextensionsv1.CustomResourceDefinition, live *unstructured.Unstructured) {
+func (m *migrations) moveFieldsBeforeDrop(ctx context.Context, next *apiextensionsv1.CustomResourceDefinition, live *unstructured.Unstructured) {
 	if live == nil {
 		return
 	}
@@ -35,19 +35,19 @@ func (o *Operator) moveFieldsBeforeDrop(ctx context.Context, next *apiextensions
 	if to, from := migrate.Pending(old); len(dropped) == 0 || len(from) > 0 || to == "" {
 		return
 	}
-	m := o.migrator(&migrationReport{o: o, ctx: ctx})
-	m.Report = nil
-	p, err := m.MoveFields(ctx, old.Name)
+	mg := m.migrator(&migrationReport{m: m, ctx: ctx})
+	mg.Report = nil
+	p, err := mg.MoveFields(ctx, old.Name)
 	versions := strings.Join(dropped, ",")
 	if err != nil {
 		msg := fmt.Sprintf("managedFields of the CRs of %s not moved to %s before %s stops being served: %v", old.Name, p.To, versions, err)
-		o.log.Error(err, msg, "kind", p.Kind)
-		o.crdEventType(ctx, old.Name, corev1.EventTypeWarning, "ManagedFieldsMoveFailed", msg)
+		m.log.Error(err, msg, "kind", p.Kind)
+		m.event(ctx, old.Name, corev1.EventTypeWarning, "ManagedFieldsMoveFailed", msg)
 		return
 	}
 	if p.Fields > 0 {
 		msg := fmt.Sprintf("managedFields of %d CRs of %s moved to %s before %s stops being served (%d listed)", p.Fields, old.Name, p.To, versions, p.Listed)
-		o.log.Info(msg, "kind", p.Kind)
-		o.crdEventType(ctx, old.Name, corev1.EventTypeNormal, "ManagedFieldsMoved", msg)
+		m.log.Info(msg, "kind", p.Kind)
+		m.event(ctx, old.Name, corev1.EventTypeNormal, "ManagedFieldsMoved", msg)
 	}
 }

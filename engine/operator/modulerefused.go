@@ -19,8 +19,8 @@ type moduleRefusal struct {
 	serving string
 	msg     string
 	// announced: the ModuleRefused Event is on the CRDs of ref's kinds
-	// (markModuleRefused, else the first report of a kind serving
-	// m.serving, moduleRefusedReport); a range 0 replaying a refusal
+	// (markRefused, else the first report of a kind serving m.serving,
+	// kindReports.moduleRefused); a range 0 replaying a refusal
 	// before its kinds load announces it when they do.
 	announced bool
 }
@@ -43,69 +43,70 @@ func moduleRefusedMessage(ref string, err error) string {
 	return fmt.Sprintf("module reference %s: a version was refused at fetch, and is not fetched again until the reference moves; what serves keeps serving: %v", ref, err)
 }
 
-// markModuleRefused shows m on the kinds of ref: an Event on their CRDs
+// markModuleRefused shows m on the kinds of ref (kindReports.markRefused);
+// it answers m as recorded.
+func (o *Operator) markModuleRefused(m moduleRefusal, ref string) moduleRefusal {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.reports.markRefused(servedKinds{o.kinds, o.waiting}, m, ref)
+}
+
+// markRefused shows m on the kinds of ref among s: an Event on their CRDs
 // and their Templates Degraded, as serving m.serving, else the digest
 // they serve now, else the one the first of them loaded serves. It
 // answers m as recorded.
-func (o *Operator) markModuleRefused(m moduleRefusal, ref string) moduleRefusal {
+func (r *kindReports) markRefused(s servedKinds, m moduleRefusal, ref string) moduleRefusal {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	if o.moduleRefused == nil {
-		o.moduleRefused = map[string]moduleRefusal{}
+	if r.refused == nil {
+		r.refused = map[string]moduleRefusal{}
 	}
-	o.moduleRefused[ref] = m
-	for _, kc := range o.kinds {
+	r.refused[ref] = m
+	for _, kc := range s.kinds {
 		k := kc.rec.Kind()
 		if k.Source.Ref != ref {
 			continue
 		}
 		if m.serving == "" {
 			m.serving = k.Source.Digest
-			o.moduleRefused[ref] = m
+			r.refused[ref] = m
 		}
 		if m.serving != k.Source.Digest {
 			continue // moved on since: another version serves
 		}
-		if o.reportsKinds() {
-			o.crdEvent(ctx, kc.crdName, wellknown.TemplateReasonModuleRefused, m.msg)
+		if r.speaks {
+			r.event(ctx, kc.crdName, wellknown.TemplateReasonModuleRefused, m.msg)
 			m.announced = true
-			o.moduleRefused[ref] = m
+			r.refused[ref] = m
 		}
-		if o.templates != nil {
-			o.templates.queue(o.kindReport(k, nil))
+		if r.writer != nil && r.writer.running() {
+			r.writer.queue(r.kind(s, k, nil))
 		}
 	}
 	return m
 }
 
-// reportsKinds tells the operator reporting on the kinds (their Templates,
-// their CRDs' Events): a sharded replica's range 0 (templateWriter).
-func (o *Operator) reportsKinds() bool { return o.opts.Shard == nil || o.opts.Shard.Index == 0 }
-
-// moduleRefusedReport marks r, the report of a kind serving, Degraded by
-// the refusal of its reference's newest version, if any. The caller holds
-// o.mu.
-func (o *Operator) moduleRefusedReport(r *kindReport, ref, digest string) {
-	m, ok := o.moduleRefused[ref]
+// moduleRefused marks rep, the report of a kind serving, Degraded by the
+// refusal of its reference's newest version, if any.
+func (r *kindReports) moduleRefused(rep *kindReport, ref, digest string) {
+	m, ok := r.refused[ref]
 	if !ok || ref == "" {
 		return
 	}
 	if m.serving == "" { // reported before a kind of ref loaded
 		m.serving = digest
-		o.moduleRefused[ref] = m
+		r.refused[ref] = m
 	}
 	if m.serving == digest {
-		if !m.announced && o.reportsKinds() {
+		if !m.announced && r.speaks {
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			o.crdEvent(ctx, r.name, wellknown.TemplateReasonModuleRefused, m.msg)
+			r.event(ctx, rep.name, wellknown.TemplateReasonModuleRefused, m.msg)
 			cancel()
 			m.announced = true
-			o.moduleRefused[ref] = m
+			r.refused[ref] = m
 		}
-		r.lastError = m.msg
-		r.degraded = condition(wellknown.TemplateConditionDegraded, true, wellknown.TemplateReasonModuleRefused, m.msg)
+		rep.lastError = m.msg
+		rep.degraded = condition(wellknown.TemplateConditionDegraded, true, wellknown.TemplateReasonModuleRefused, m.msg)
 	}
 }
 
@@ -155,8 +156,8 @@ func (s *Sharded) replayModuleRefused(op *Operator) {
 // later.
 func (s *Sharded) keepModuleRefused(op *Operator) {
 	op.mu.Lock()
-	bound := make(map[string]moduleRefusal, len(op.moduleRefused))
-	for ref, m := range op.moduleRefused {
+	bound := make(map[string]moduleRefusal, len(op.reports.refused))
+	for ref, m := range op.reports.refused {
 		bound[ref] = m
 	}
 	op.mu.Unlock()

@@ -132,9 +132,8 @@ type Operator struct {
 	metrics  *Metrics
 	log      logr.Logger
 
-	served  map[schema.GroupKind]*meta.RESTMapping // allowed kinds the API server serves, at their preferred version (children.go)
-	shared  *bundle                                // the operator's own identity's children and references (identities.go)
-	bundles map[bundleKey]*bundle                  // the kinds' own, with Options.Identities; guarded by mu
+	childKinds *childKinds // the kinds of children and how they are served (children.go)
+	ids        *identities // the identities the kinds act as, and their caches (identities.go); guarded by mu
 
 	// reloading is held across a reload's load and its serve: the watch
 	// loop's and the retries' (unserved.go) reloads must not interleave,
@@ -152,9 +151,6 @@ type Operator struct {
 	// refused are the kinds whose newest template was refused for a
 	// breaking schema change (schemaguard.go), by kind name.
 	refused map[string]bool
-	// moduleRefused are the module references whose newest version was
-	// refused at fetch, by reference (modulerefused.go).
-	moduleRefused map[string]moduleRefusal
 	// heldElsewhere are the packages whose kind another operator instance
 	// holds (holder.go), with that instance.
 	heldElsewhere map[string]string
@@ -165,20 +161,23 @@ type Operator struct {
 
 	controllers sync.WaitGroup // the kinds' running controllers and storage migrations
 
-	migrations migrations // migrate.go
+	migrations *migrations // migrate.go
 
 	eval render.Evaluator // workers.go
 	pool *worker.Pool     // nil in process
 
 	conv *conversions // conversion.go; nil without Options.Conversion
 
-	templates *templateWriter // templatewriter.go; nil before the first reload
+	reports *kindReports // the kinds' Templates (templatestatus.go)
 }
 
 // New builds an operator on cfg. Run starts it.
 func New(cfg *rest.Config, opts Options) (*Operator, error) {
 	if opts.AllowedKinds == nil {
 		opts.AllowedKinds = render.MustKindSet(render.DefaultAllowedKinds)
+	}
+	if opts.ReadableKinds == nil {
+		opts.ReadableKinds = render.MustKindSet(render.DefaultReadableKinds)
 	}
 	if opts.MaxConcurrent <= 0 {
 		opts.MaxConcurrent = 4
@@ -218,6 +217,13 @@ func New(cfg *rest.Config, opts Options) (*Operator, error) {
 
 		heldElsewhere: map[string]string{},
 	}
+	o.reports = o.newKindReports()
+	o.migrations = &migrations{
+		migrates: opts.Shard == nil || opts.Shard.Index == 0,
+		log:      o.log, metrics: o.metrics, event: o.crdEventType, controllers: &o.controllers,
+		reader: mgr.GetAPIReader(), client: mgr.GetClient(), config: mgr.GetConfig(), http: mgr.GetHTTPClient(),
+		pageSize: opts.StorageMigrationPageSize,
+	}
 	if c := opts.Conversion; c != nil {
 		o.conv = newConversions(c, opts.Budget, o.log.WithName("conversion"), mgr.GetAPIReader())
 		if !c.NoServe {
@@ -229,13 +235,39 @@ func New(cfg *rest.Config, opts Options) (*Operator, error) {
 	if err := o.startWorkers(); err != nil {
 		return nil, err
 	}
-	if err := o.resolveChildKinds(); err != nil {
+	o.childKinds = &childKinds{allowed: opts.AllowedKinds, data: opts.DataKinds, log: o.log,
+		scheme: mgr.GetScheme(), mapper: mgr.GetRESTMapper(), config: mgr.GetConfig(), http: mgr.GetHTTPClient()}
+	if err := o.childKinds.resolveAll(); err != nil {
 		return nil, err
 	}
-	if o.shared, err = o.newSharedBundle(cfg); err != nil {
+	o.ids = &identities{config: opts.Identities, kinds: o.childKinds, log: o.log, restConfig: mgr.GetConfig(),
+		scheme: mgr.GetScheme(), mapper: mgr.GetRESTMapper(), namespace: opts.Namespace, shard: opts.Shard,
+		readable: opts.ReadableKinds, controllers: &o.controllers}
+	if err := o.ids.newShared(cfg, mgr, o.applier); err != nil {
 		return nil, err
 	}
 	return o, errors.Join(mgr.Add(parents), mgr.Add(o))
+}
+
+// newKindReports is the reporter of the kinds' state: their Templates,
+// written by a sharded replica's range 0 only, their CRDs' Events.
+func (o *Operator) newKindReports() *kindReports {
+	r := &kindReports{
+		speaks:      o.opts.Shard == nil || o.opts.Shard.Index == 0,
+		log:         o.log,
+		identities:  o.opts.Identities,
+		event:       o.crdEvent,
+		controllers: &o.controllers,
+	}
+	if r.speaks {
+		r.writer = newTemplateWriter(templateWriterConfig{
+			log: o.log, metrics: o.metrics,
+			client: o.mgr.GetClient(), reader: o.mgr.GetAPIReader(), rest: o.mgr.GetConfig(), http: o.mgr.GetHTTPClient(),
+			applier: o.applier, mark: o.TemplatesMark(), instance: o.Instance(), installCRD: o.opts.InstallCRDs,
+			established: o.waitEstablished, mapped: o.waitMapped, holderOf: o.holderOf,
+		})
+	}
+	return r
 }
 
 // managerOptions makes the manager's cache hold only cueop's children and
@@ -408,20 +440,6 @@ func (o *Operator) Run(ctx context.Context) error {
 	return o.mgr.Start(ctx)
 }
 
-// childObject is the object the cache holds children of kind gvk as: typed
-// when the scheme knows the kind (a third of the memory), else unstructured.
-// reconcile.Reconciler.Scheme makes the reconciler list them alike.
-func (o *Operator) childObject(gvk schema.GroupVersionKind) client.Object {
-	if obj, err := o.mgr.GetScheme().New(gvk); err == nil {
-		if co, ok := obj.(client.Object); ok {
-			return co
-		}
-	}
-	u := &unstructured.Unstructured{}
-	u.SetGroupVersionKind(gvk)
-	return u
-}
-
 // scope asks the API server (through the cached REST mapper) whether a
 // child kind is namespaced.
 func (o *Operator) scope(gk schema.GroupKind) (namespaced, known bool) {
@@ -455,7 +473,7 @@ func (o *Operator) Start(ctx context.Context) error {
 	// sync: a restarted process serves sooner. An edit made after the
 	// watch was set up is loaded again before the first serve
 	// (preload.go), a later one by watchTemplates.
-	pre := o.preload(ctx, w)
+	pre := preload(ctx, o.log, w, o.loadTemplates, o.addWatches) // preload.go
 	defer pre.stop()
 	if !o.mgr.GetCache().WaitForCacheSync(ctx) || !o.parents.WaitForCacheSync(ctx) {
 		return errors.New("caches did not sync")
@@ -463,7 +481,7 @@ func (o *Operator) Start(ctx context.Context) error {
 	// The children's informers sync while the templates compile, and the
 	// CRs' informers list meanwhile once they have (warmparents.go).
 	discovered := make(chan error, 1)
-	go func() { discovered <- o.discoverShared(ctx) }() // identities.go
+	go func() { discovered <- o.ids.discoverShared(ctx) }() // identities.go
 	first, err := pre.result(ctx)
 	if err != nil {
 		<-discovered

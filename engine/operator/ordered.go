@@ -20,13 +20,13 @@ import (
 // replica clears them whatever ranges it holds at that moment (a range
 // mid-handover has no holder to do it), and two replicas doing it at once
 // only find the work done. They are read as the operator's own identity
-// (o.shared), as the CRs always are, even when the kind acts as its own.
+// (o.ids.shared), as the CRs always are, even when the kind acts as its own.
 func (o *Operator) releaseOrdered(ctx context.Context, kc *kindController) {
 	gvk := kc.rec.Kind().Resource.GroupVersionKind()
 	m, err := o.mgr.GetRESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version)
 	if err == nil {
 		var crs []metav1.PartialObjectMetadata
-		if crs, err = listMetadata(ctx, o.shared.meta, m.Resource, o.opts.Namespace); err == nil {
+		if crs, err = listMetadata(ctx, o.ids.shared.meta, m.Resource, o.opts.Namespace); err == nil {
 			for i := range crs {
 				o.releaseOrderedOne(ctx, kc, m.Resource, gvk, &crs[i])
 			}
@@ -48,7 +48,7 @@ func (o *Operator) releaseOrderedOne(ctx context.Context, kc *kindController, re
 		if err = kc.rec.ReleaseOrdered(ctx, childMetadata(cr, gvk)); err == nil {
 			return
 		}
-		fresh, gerr := o.shared.meta.Resource(resource).Namespace(cr.GetNamespace()).Get(ctx, cr.GetName(), metav1.GetOptions{})
+		fresh, gerr := o.ids.shared.meta.Resource(resource).Namespace(cr.GetNamespace()).Get(ctx, cr.GetName(), metav1.GetOptions{})
 		if apierrors.IsNotFound(gerr) {
 			return
 		}

@@ -30,7 +30,7 @@ import (
 // found. A finalizer comes off on this answer, never on the cache's: a
 // kind is left out only when the API server says it does not serve it;
 // any other failure to resolve or list one is an error, and the finalizer
-// stays. A list answered 404 asks discovery again (freshMapping: the REST
+// stays. A list answered 404 asks discovery again (childKinds.fresh: the REST
 // mapper keeps the mapping of a CRD since deleted): a kind it no longer
 // finds is not served, one served at another version is listed there.
 // The data kinds are listed even when no longer allowed (the allowed
@@ -41,12 +41,11 @@ import (
 // (cannotHaveWritten), unless every kind is (its role or binding missing)
 // or it watches children of the kind (it wrote some, this process).
 func (b *bundle) ownedLive(ctx context.Context, ns string, uid types.UID) ([]*unstructured.Unstructured, error) {
-	o := b.o
 	var out []*unstructured.Unstructured
 	var skipped error            // the first refusal cannotHaveWritten left out
 	var left []*meta.RESTMapping // the kinds it left out
 	listed := false
-	for _, gk := range o.ownedKinds() {
+	for _, gk := range b.ids.kinds.owned() {
 		m, items, err := b.listServed(ctx, gk, ns)
 		if m == nil && err == nil {
 			continue // not served
@@ -102,7 +101,7 @@ func (b *bundle) ownedLive(ctx context.Context, ns string, uid types.UID) ([]*un
 // (nil, nil, nil); a kind that could not be resolved is (nil, nil, err); a
 // list that failed is (m, nil, err).
 func (b *bundle) listServed(ctx context.Context, gk schema.GroupKind, ns string) (*meta.RESTMapping, []metav1.PartialObjectMetadata, error) {
-	m, err := b.o.resolveOwnedKind(gk)
+	m, err := b.ids.kinds.resolveOwned(gk)
 	if notServed(err) {
 		return nil, nil, nil
 	}
@@ -113,7 +112,7 @@ func (b *bundle) listServed(ctx context.Context, gk schema.GroupKind, ns string)
 	if !apierrors.IsNotFound(err) {
 		return m, items, err
 	}
-	fresh, ferr := b.o.freshMapping(gk)
+	fresh, ferr := b.ids.kinds.fresh(gk)
 	if meta.IsNoMatchError(ferr) {
 		return nil, nil, nil
 	}
@@ -135,15 +134,15 @@ func appendControlled(out []*unstructured.Unstructured, items []metav1.PartialOb
 	return out
 }
 
-// ownedKinds are the allowed kinds and the data kinds, sorted.
-func (o *Operator) ownedKinds() []schema.GroupKind {
-	gks := o.allowedKinds()
-	data := o.opts.DataKinds
+// owned are the allowed kinds and the data kinds, sorted.
+func (c *childKinds) owned() []schema.GroupKind {
+	gks := c.allowedSorted()
+	data := c.data
 	if data == nil {
 		data = render.MustKindSet(render.DefaultDataKinds)
 	}
 	for gk := range data {
-		if !o.opts.AllowedKinds[gk] {
+		if !c.allowed[gk] {
 			gks = append(gks, gk)
 		}
 	}
@@ -151,13 +150,13 @@ func (o *Operator) ownedKinds() []schema.GroupKind {
 	return gks
 }
 
-// resolveOwnedKind resolves gk, allowed or a data kind, to the resource
-// the API server serves it as, at its preferred version.
-func (o *Operator) resolveOwnedKind(gk schema.GroupKind) (*meta.RESTMapping, error) {
-	if o.opts.AllowedKinds[gk] {
-		return o.resolveChildKind(gk, "")
+// resolveOwned resolves gk, allowed or a data kind, to the resource the
+// API server serves it as, at its preferred version.
+func (c *childKinds) resolveOwned(gk schema.GroupKind) (*meta.RESTMapping, error) {
+	if c.allowed[gk] {
+		return c.resolve(gk, "")
 	}
-	m, err := o.mgr.GetRESTMapper().RESTMapping(gk)
+	m, err := c.mapper.RESTMapping(gk)
 	if err != nil {
 		return nil, fmt.Errorf("kind %s: %w", gk, err)
 	}
@@ -176,10 +175,10 @@ func notServed(err error) bool {
 	return err != nil && meta.IsNoMatchError(err) && !errors.As(err, &failed)
 }
 
-// allowedKinds are the allowed kinds, sorted.
-func (o *Operator) allowedKinds() []schema.GroupKind {
-	gks := make([]schema.GroupKind, 0, len(o.opts.AllowedKinds))
-	for gk := range o.opts.AllowedKinds {
+// allowedSorted are the allowed kinds, sorted.
+func (c *childKinds) allowedSorted() []schema.GroupKind {
+	gks := make([]schema.GroupKind, 0, len(c.allowed))
+	for gk := range c.allowed {
 		gks = append(gks, gk)
 	}
 	sort.Slice(gks, func(i, j int) bool { return gks[i].String() < gks[j].String() })

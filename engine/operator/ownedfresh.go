@@ -10,13 +10,13 @@ import (
 	"k8s.io/client-go/restmapper"
 )
 
-// freshMapping resolves gk from the API server's discovery as it is now,
+// fresh resolves gk from the API server's discovery as it is now,
 // past the REST mapper, which keeps a mapping once found: a list of a kind
 // answered 404 (its CRD deleted, or the version mapped no longer served)
 // is asked again here. A NoMatch error says the kind is not served; a
 // discovery that failed for gk's group is an error.
-func (o *Operator) freshMapping(gk schema.GroupKind) (*meta.RESTMapping, error) {
-	dc, err := discovery.NewDiscoveryClientForConfigAndClient(o.mgr.GetConfig(), o.mgr.GetHTTPClient())
+func (c *childKinds) fresh(gk schema.GroupKind) (*meta.RESTMapping, error) {
+	dc, err := discovery.NewDiscoveryClientForConfigAndClient(c.config, c.http)
 	if err != nil {
 		return nil, fmt.Errorf("kind %s: discovery: %w", gk, err)
 	}

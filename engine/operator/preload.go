@@ -5,6 +5,7 @@ import (
 	"errors"
 
 	"github.com/fsnotify/fsnotify"
+	"github.com/go-logr/logr"
 
 	"github.com/cueop/cueop/engine/template"
 )
@@ -15,7 +16,12 @@ import (
 // made meanwhile is noted, and the templates are loaded again before the
 // first serve, rather than serving a revision already replaced.
 type preloading struct {
-	o      *Operator
+	log logr.Logger
+	// load loads the templates (Operator.loadTemplates); watch adds the
+	// templates' directories to w again (Operator.addWatches) before a
+	// load made anew.
+	load   func(context.Context) (*template.Set, error)
+	watch  func(*fsnotify.Watcher)
 	w      *fsnotify.Watcher
 	cancel context.CancelFunc
 	loaded chan preloaded // the load's result, once
@@ -32,17 +38,17 @@ type preloaded struct {
 	err error
 }
 
-// preload starts loading the templates and noting the edits w reports.
-// The watch is set up before: an edit after it is either in the load or
-// noted.
-func (o *Operator) preload(ctx context.Context, w *fsnotify.Watcher) *preloading {
+// preload starts loading the templates with load and noting the edits w
+// reports, which watch sets up. The watch is set up before: an edit after
+// it is either in the load or noted.
+func preload(ctx context.Context, log logr.Logger, w *fsnotify.Watcher, load func(context.Context) (*template.Set, error), watch func(*fsnotify.Watcher)) *preloading {
 	ctx, cancel := context.WithCancel(ctx)
-	p := &preloading{o: o, w: w, cancel: cancel,
+	p := &preloading{log: log, load: load, watch: watch, w: w, cancel: cancel,
 		loaded: make(chan preloaded, 1), quiet: make(chan struct{}), edited: make(chan bool, 1), noted: make(chan struct{}), done: make(chan struct{})}
 	loadDone := make(chan struct{})
 	go func() {
 		defer close(loadDone)
-		set, err := o.loadTemplates(ctx)
+		set, err := p.load(ctx)
 		p.loaded <- preloaded{set, err}
 	}()
 	go func() {
@@ -67,7 +73,7 @@ func (p *preloading) note() bool {
 				close(p.noted)
 			}
 		case err := <-p.w.Errors:
-			p.o.log.Error(err, "templates watch")
+			p.log.Error(err, "templates watch")
 			if !edited && errors.Is(err, fsnotify.ErrEventOverflow) {
 				edited = true
 				close(p.noted)
@@ -89,9 +95,9 @@ func (p *preloading) result(ctx context.Context) (preloaded, error) {
 	p.got = true
 	close(p.quiet)
 	if <-p.edited {
-		p.o.log.Info("templates edited while the caches synced: loading them again")
-		p.o.addWatches(p.w)
-		set, err := p.o.loadTemplates(ctx)
+		p.log.Info("templates edited while the caches synced: loading them again")
+		p.watch(p.w)
+		set, err := p.load(ctx)
 		first = preloaded{set, err}
 	}
 	return first, nil

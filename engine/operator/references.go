@@ -44,8 +44,8 @@ type readWatch struct {
 // nss (nil: every namespace), their managedFields dropped,
 // on cfg and hc (the identity that reads them), with onError its watch
 // error handler (nil: client-go's).
-func (o *Operator) newReadCache(cfg *rest.Config, hc *http.Client, nss map[string]cache.Config, onError toolscache.WatchErrorHandlerWithContext) (cache.Cache, error) {
-	c, err := cache.New(cfg, cache.Options{HTTPClient: hc, Scheme: o.mgr.GetScheme(), Mapper: o.mgr.GetRESTMapper(),
+func (ids *identities) newReadCache(cfg *rest.Config, hc *http.Client, nss map[string]cache.Config, onError toolscache.WatchErrorHandlerWithContext) (cache.Cache, error) {
+	c, err := cache.New(cfg, cache.Options{HTTPClient: hc, Scheme: ids.scheme, Mapper: ids.mapper,
 		DefaultNamespaces: nss, DefaultTransform: dropManagedFields, DefaultWatchErrorHandler: onError})
 	if err != nil {
 		return nil, fmt.Errorf("references cache: %w", err)
@@ -63,9 +63,9 @@ func newReadWatch(c cache.Cache, src func(*kindController, schema.GroupVersionKi
 // checkReadableKinds refuses a cluster-scoped readable kind: references
 // are read in the CR's namespace. A kind the API server does not serve
 // (yet) is checked when a template first references it.
-func (o *Operator) checkReadableKinds() error {
-	for gk := range o.opts.ReadableKinds {
-		m, err := o.mgr.GetRESTMapper().RESTMapping(gk)
+func (ids *identities) checkReadableKinds() error {
+	for gk := range ids.readable {
+		m, err := ids.mapper.RESTMapping(gk)
 		if err != nil {
 			continue
 		}
@@ -149,7 +149,7 @@ func (b *bundle) watchReadable(ctx context.Context, gvk schema.GroupVersionKind)
 		err = w.addKind(gvk)
 	}
 	if err == nil {
-		b.o.log.Info("watching referenced objects"+b.as(), "kind", gvk.GroupKind().String(), "version", gvk.Version)
+		b.ids.log.Info("watching referenced objects"+b.as(), "kind", gvk.GroupKind().String(), "version", gvk.Version)
 	}
 	delete(w.syncing, gvk)
 	a.err = err
@@ -160,11 +160,11 @@ func (b *bundle) watchReadable(ctx context.Context, gvk schema.GroupVersionKind)
 // startReadWatch checks gvk against the readable kinds and starts its
 // informer, waiting syncTimeout at most for it to sync.
 func (b *bundle) startReadWatch(ctx context.Context, gvk schema.GroupVersionKind) error {
-	o := b.o
-	if !o.opts.ReadableKinds[gvk.GroupKind()] {
-		return fmt.Errorf("kind %s is not in the readable kinds (%s)", gvk.GroupKind(), o.opts.ReadableKinds)
+	ids := b.ids
+	if !ids.readable[gvk.GroupKind()] {
+		return fmt.Errorf("kind %s is not in the readable kinds (%s)", gvk.GroupKind(), ids.readable)
 	}
-	m, err := o.mgr.GetRESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version)
+	m, err := ids.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
 	if err != nil {
 		return fmt.Errorf("referenced kind %s: %w: %w", gvk, errNotServed, err)
 	}

@@ -22,7 +22,7 @@ import (
 // refused with the *schemacompat.Refusal; a kind with no stored CR takes
 // it, with a warning Event on the CRD.
 func (o *Operator) guardSchema(ctx context.Context, k *template.Kind, next *apiextensionsv1.CustomResourceDefinition, live *unstructured.Unstructured) error {
-	o.moveFieldsBeforeDrop(ctx, next, live) // managedfields.go
+	o.migrations.moveFieldsBeforeDrop(ctx, next, live) // managedfields.go
 	r, err := schemaguard.Check(ctx, o.mgr.GetAPIReader(), k, live, next)
 	switch {
 	case err != nil:

@@ -41,11 +41,15 @@ import (
 // cueop_template_restores_total{template,result}.
 
 // TemplatesMark is the value of wellknown.AnnotationTemplates this operator writes.
-func (o *Operator) TemplatesMark() string {
-	if abs, err := filepath.Abs(o.opts.Templates); err == nil {
+func (o *Operator) TemplatesMark() string { return templatesMark(o.opts.Templates) }
+
+// templatesMark is the mark of the templates directory dir: its absolute
+// path.
+func templatesMark(dir string) string {
+	if abs, err := filepath.Abs(dir); err == nil {
 		return abs
 	}
-	return o.opts.Templates
+	return dir
 }
 
 // watchTemplates starts the informer that tells the writer of every change
@@ -54,7 +58,7 @@ func (w *templateWriter) watchTemplates(ctx context.Context) error {
 	if w.watching {
 		return nil
 	}
-	dc, err := dynamic.NewForConfigAndClient(w.o.mgr.GetConfig(), w.o.mgr.GetHTTPClient())
+	dc, err := dynamic.NewForConfigAndClient(w.rest, w.http)
 	if err != nil {
 		return err
 	}
@@ -101,7 +105,7 @@ func (w *templateWriter) restoreAll(ctx context.Context) bool {
 	ok := true
 	for name := range names {
 		if err := w.restore(ctx, name); err != nil {
-			w.o.log.Error(err, "Template not restored; retrying", "template", name)
+			w.log.Error(err, "Template not restored; retrying", "template", name)
 			w.mu.Lock()
 			w.drift[name] = true
 			w.mu.Unlock()
@@ -135,7 +139,7 @@ func (w *templateWriter) restore(ctx context.Context, name string) error {
 			return nil // what was written last, or a change not yet seen
 		}
 		gen = live.GetGeneration()
-		if gen == prev.gen && live.GetAnnotations()[wellknown.AnnotationTemplates] == w.o.TemplatesMark() && sameStatus(live, prev.status) {
+		if gen == prev.gen && live.GetAnnotations()[wellknown.AnnotationTemplates] == w.mark && sameStatus(live, prev.status) {
 			prev.rv = live.GetResourceVersion()
 			return nil
 		}
@@ -148,31 +152,31 @@ func (w *templateWriter) restore(ctx context.Context, name string) error {
 	}
 	b, now := w.budget(name), time.Now()
 	if wait := b.take(now); wait > 0 {
-		if w.o.metrics != nil {
-			w.o.metrics.templateRestore(name, "held")
+		if w.metrics != nil {
+			w.metrics.templateRestore(name, "held")
 		}
 		if !now.Before(b.heldUntil) { // once per hold: one log line, one wake-up at its end
 			b.heldUntil = now.Add(wait)
-			w.o.log.Info("Template keeps being changed by another writer; it is left as it is for a while, then written again",
+			w.log.Info("Template keeps being changed by another writer; it is left as it is for a while, then written again",
 				"template", name, "restores", templateRestoreBurst, "within", templateRestoreWindow.String(), "retryIn", wait.Round(time.Second).String())
 			time.AfterFunc(wait, func() { w.drifted(name) })
 		}
 		return nil
 	}
 	next := observed(prev.status, gen)
-	rv, err := w.write(ctx, name, next, !exists || live.GetAnnotations()[wellknown.AnnotationTemplates] != w.o.TemplatesMark())
+	rv, err := w.write(ctx, name, next, !exists || live.GetAnnotations()[wellknown.AnnotationTemplates] != w.mark)
 	if err != nil {
 		return err
 	}
 	if rv != prev.rv { // else the watch was behind this writer's own last write
-		if w.o.metrics != nil {
-			w.o.metrics.templateRestore(name, "restored")
+		if w.metrics != nil {
+			w.metrics.templateRestore(name, "restored")
 		}
 		writer := "" // deleted
 		if live != nil {
 			writer = lastStatusWriter(live)
 		}
-		w.o.log.Info("Template changed by another writer; its status is written again", "template", name, "statusWriter", writer)
+		w.log.Info("Template changed by another writer; its status is written again", "template", name, "statusWriter", writer)
 	}
 	w.last[name] = &liveTemplate{status: next, gen: gen, rv: rv, ours: true}
 	return nil
@@ -240,14 +244,14 @@ func sameStatus(live *unstructured.Unstructured, status *templateState) bool {
 // and was applied last from this operator's templates, or from unknown
 // ones; or there is no CRD.
 func (w *templateWriter) holds(ctx context.Context, name string) (bool, error) {
-	instance, templates, found, err := w.o.holderOf(ctx, name) // holder.go
+	instance, templates, found, err := w.holderOf(ctx, name) // holder.go
 	if err != nil || !found {
 		return err == nil, err
 	}
-	if instance != "" && instance != w.o.Instance() {
+	if instance != "" && instance != w.instance {
 		return false, nil
 	}
-	return templates == "" || templates == w.o.TemplatesMark(), nil
+	return templates == "" || templates == w.mark, nil
 }
 
 // leave leaves the Template name, which another operator holds, until
@@ -256,7 +260,7 @@ func (w *templateWriter) leave(name string, prev *liveTemplate) {
 	if prev != nil && !prev.ours {
 		return
 	}
-	w.o.log.Info("Template left to the operator holding its kind's CRD", "template", name, "instance", w.o.Instance())
+	w.log.Info("Template left to the operator holding its kind's CRD", "template", name, "instance", w.instance)
 	if prev == nil {
 		w.last[name] = &liveTemplate{status: &templateState{}, gen: 1}
 		return

@@ -5,11 +5,14 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
+	"sync"
 
+	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/cueop/cueop/engine/identity"
 	"github.com/cueop/cueop/engine/schemacompat"
 	"github.com/cueop/cueop/engine/template"
 	"github.com/cueop/cueop/engine/wellknown"
@@ -82,11 +85,51 @@ type kindReport struct {
 	removed         bool // applies only to an object that names pkg
 }
 
-// reportTemplates queues the state of every kind of set, failed holding
-// the error each kind's serve returned. A package the writer knows of that
-// set neither holds nor found broken was removed. The caller holds o.mu.
-func (o *Operator) reportTemplates(ctx context.Context, set *template.Set, failed map[string]error) {
-	w := o.templateWriter(ctx)
+// kindReports makes each kind's report for its Template and queues it to
+// the writer: the reports of a reload, of a kind served later, of a load
+// that failed; and the module versions refused at fetch
+// (modulerefused.go), which show on the kinds of their reference. Its
+// state, and the kinds it is given, are the operator's, guarded by the
+// operator's mu, which the caller holds.
+type kindReports struct {
+	// speaks: it reports on the kinds (their Templates, their CRDs'
+	// Events, the template warnings): an operator unsharded or a sharded
+	// replica's range 0, whose kinds it reports for the others.
+	speaks     bool
+	log        logr.Logger
+	identities *identity.Config // nil: every kind acts as the operator
+	// event emits a Warning Event on a CRD (crds.go).
+	event func(ctx context.Context, crdName, reason, msg string)
+	// writer writes the Templates; nil where the range does not speak.
+	// It starts at the first report.
+	writer      *templateWriter
+	controllers *sync.WaitGroup // the writer runs counted in
+	// refused are the module references whose newest version was refused
+	// at fetch, by reference (modulerefused.go).
+	refused map[string]moduleRefusal
+}
+
+// servedKinds is what a report reads of the operator's kinds, under its
+// mu: those serving, and those waiting for their CRD (crdwait.go).
+type servedKinds struct {
+	kinds   map[string]*kindController
+	waiting map[string]crdWait
+}
+
+// started is the writer, running with ctx from now on; nil where the
+// range does not speak.
+func (r *kindReports) started(ctx context.Context) *templateWriter {
+	if r.writer != nil {
+		r.writer.start(ctx, r.controllers)
+	}
+	return r.writer
+}
+
+// reload queues the state of every kind of set, failed holding the error
+// each kind's serve returned. A package the writer knows of that set
+// neither holds nor found broken was removed.
+func (r *kindReports) reload(ctx context.Context, s servedKinds, set *template.Set, failed map[string]error) {
+	w := r.started(ctx)
 	if w == nil {
 		return
 	}
@@ -94,21 +137,19 @@ func (o *Operator) reportTemplates(ctx context.Context, set *template.Set, faile
 	var reports []kindReport
 	for _, k := range set.Kinds {
 		seen[k.Name] = true
-		reports = append(reports, o.kindReport(k, failed[k.Name]))
+		reports = append(reports, r.kind(s, k, failed[k.Name]))
 	}
 	for name, err := range set.Broken {
 		seen[name] = true
-		reports = append(reports, o.brokenReport(name, err))
+		reports = append(reports, r.broken(s, name, err))
 	}
 	w.queueAll(reports, seen)
 }
 
-// reportLoadFailed queues every known kind as broken by err, a load that
-// found no kind at all (the module itself did not load).
-func (o *Operator) reportLoadFailed(ctx context.Context, err error) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	w := o.templateWriter(ctx)
+// loadFailed queues every known kind as broken by err, a load that found
+// no kind at all (the module itself did not load).
+func (r *kindReports) loadFailed(ctx context.Context, s servedKinds, err error) {
+	w := r.started(ctx)
 	if w == nil {
 		return
 	}
@@ -116,62 +157,62 @@ func (o *Operator) reportLoadFailed(ctx context.Context, err error) {
 	for _, pkg := range w.packages() {
 		set.Broken[pkg] = err
 	}
-	for pkg := range o.kinds {
+	for pkg := range s.kinds {
 		set.Broken[pkg] = err
 	}
-	o.reportTemplates(ctx, set, nil)
+	r.reload(ctx, s, set, nil)
 }
 
-// reportKind queues the state of k alone, once its serve ended with err
-// outside a reload (crdwait.go). The caller holds o.mu.
-func (o *Operator) reportKind(ctx context.Context, k *template.Kind, err error) {
-	if w := o.templateWriter(ctx); w != nil {
-		w.queue(o.kindReport(k, err))
+// served queues the state of k alone, once its serve ended with err
+// outside a reload (crdwait.go).
+func (r *kindReports) served(ctx context.Context, s servedKinds, k *template.Kind, err error) {
+	if w := r.started(ctx); w != nil {
+		w.queue(r.kind(s, k, err))
 	}
 }
 
-// kindReport is the state of k, the newest revision of its package, whose
-// serve returned err. The caller holds o.mu.
-func (o *Operator) kindReport(k *template.Kind, err error) kindReport {
-	r := kindReport{pkg: k.Name, name: k.Resource.CRDName()}
-	kc, serving := o.kinds[k.Name]
-	_, waiting := o.waiting[k.Name]
+// kind is the state of k, the newest revision of its package, whose serve
+// returned err.
+func (r *kindReports) kind(s servedKinds, k *template.Kind, err error) kindReport {
+	rep := kindReport{pkg: k.Name, name: k.Resource.CRDName()}
+	kc, serving := s.kinds[k.Name]
+	_, waiting := s.waiting[k.Name]
 	switch {
 	case err != nil:
-		r.lastError = err.Error()
-		r.degraded = condition(wellknown.TemplateConditionDegraded, true, refusalReason(err), err.Error())
+		rep.lastError = err.Error()
+		rep.degraded = condition(wellknown.TemplateConditionDegraded, true, refusalReason(err), err.Error())
 	case waiting:
-		msg := fmt.Sprintf("revision %s waits for its CRD %s, which cueop does not install (--install-crds=false)", k.Revision, r.name)
-		r.degraded = condition(wellknown.TemplateConditionDegraded, true, wellknown.TemplateReasonWaitingForCRD, msg)
+		msg := fmt.Sprintf("revision %s waits for its CRD %s, which cueop does not install (--install-crds=false)", k.Revision, rep.name)
+		rep.degraded = condition(wellknown.TemplateConditionDegraded, true, wellknown.TemplateReasonWaitingForCRD, msg)
 	case !serving || kc.rec.Kind().Revision != k.Revision:
-		r.degraded = condition(wellknown.TemplateConditionDegraded, true, wellknown.TemplateReasonServeFailed, "revision "+k.Revision+" does not serve")
+		rep.degraded = condition(wellknown.TemplateConditionDegraded, true, wellknown.TemplateReasonServeFailed, "revision "+k.Revision+" does not serve")
 	default:
-		r.degraded = condition(wellknown.TemplateConditionDegraded, false, wellknown.TemplateReasonServing, "the newest revision, "+k.Revision+", serves")
-		o.moduleRefusedReport(&r, k.Source.Ref, k.Source.Digest)
+		rep.degraded = condition(wellknown.TemplateConditionDegraded, false, wellknown.TemplateReasonServing, "the newest revision, "+k.Revision+", serves")
+		r.moduleRefused(&rep, k.Source.Ref, k.Source.Digest)
 	}
 	if serving {
-		r.fields = o.templateFields(kc.rec.Kind())
-		r.ready = condition(wellknown.TemplateConditionReady, true, wellknown.TemplateReasonServing, "revision "+kc.rec.Kind().Revision+" serves")
-		return r
+		rep.fields = r.fields(kc.rec.Kind())
+		rep.ready = condition(wellknown.TemplateConditionReady, true, wellknown.TemplateReasonServing, "revision "+kc.rec.Kind().Revision+" serves")
+		return rep
 	}
-	r.fields = o.templateFields(k)
-	r.ready = r.degraded
-	r.ready.Type, r.ready.Status = wellknown.TemplateConditionReady, metav1.ConditionFalse
-	return r
+	rep.fields = r.fields(k)
+	rep.ready = rep.degraded
+	rep.ready.Type, rep.ready.Status = wellknown.TemplateConditionReady, metav1.ConditionFalse
+	return rep
 }
 
-// brokenReport is the state of the package name, whose template did not
-// load (err names the CUE file:line:col). The caller holds o.mu.
-func (o *Operator) brokenReport(name string, err error) kindReport {
-	r := kindReport{pkg: name, lastError: err.Error()}
-	r.degraded = condition(wellknown.TemplateConditionDegraded, true, wellknown.TemplateReasonTemplateError, err.Error())
-	if kc, ok := o.kinds[name]; ok {
-		r.name, r.fields = kc.crdName, o.templateFields(kc.rec.Kind())
-		r.ready = condition(wellknown.TemplateConditionReady, true, wellknown.TemplateReasonServing, "revision "+kc.rec.Kind().Revision+" serves; the newest template did not load")
-		return r
+// broken is the state of the package name, whose template did not load
+// (err names the CUE file:line:col).
+func (r *kindReports) broken(s servedKinds, name string, err error) kindReport {
+	rep := kindReport{pkg: name, lastError: err.Error()}
+	rep.degraded = condition(wellknown.TemplateConditionDegraded, true, wellknown.TemplateReasonTemplateError, err.Error())
+	if kc, ok := s.kinds[name]; ok {
+		rep.name, rep.fields = kc.crdName, r.fields(kc.rec.Kind())
+		rep.ready = condition(wellknown.TemplateConditionReady, true, wellknown.TemplateReasonServing, "revision "+kc.rec.Kind().Revision+" serves; the newest template did not load")
+		return rep
 	}
-	r.ready = condition(wellknown.TemplateConditionReady, false, wellknown.TemplateReasonTemplateError, err.Error())
-	return r
+	rep.ready = condition(wellknown.TemplateConditionReady, false, wellknown.TemplateReasonTemplateError, err.Error())
+	return rep
 }
 
 func removedReport(pkg string) kindReport {
@@ -181,8 +222,8 @@ func removedReport(pkg string) kindReport {
 		degraded: condition(wellknown.TemplateConditionDegraded, false, wellknown.TemplateReasonKindRemoved, msg)}
 }
 
-// templateFields are the status fields of a Template that k describes.
-func (o *Operator) templateFields(k *template.Kind) *templateState {
+// fields are the status fields of a Template that k describes.
+func (r *kindReports) fields(k *template.Kind) *templateState {
 	s := &templateState{
 		Package: k.Name, Kind: k.Resource.ID(), Revision: k.Revision,
 		StorageVersion: k.Resource.Version, ServiceAccount: "shared",
@@ -194,9 +235,9 @@ func (o *Operator) templateFields(k *template.Kind) *templateState {
 	if len(s.Versions) == 0 {
 		s.Versions = []string{k.Resource.Version}
 	}
-	if o.opts.Identities != nil {
+	if r.identities != nil {
 		gk := k.Resource.GroupVersionKind().GroupKind()
-		s.ServiceAccount = o.opts.Identities.For(gk, k.Resource.CRDName()).String()
+		s.ServiceAccount = r.identities.For(gk, k.Resource.CRDName()).String()
 	}
 	return s
 }

@@ -4,15 +4,19 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"slices"
 	"sort"
 	"sync"
 	"time"
 
+	"github.com/go-logr/logr"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
@@ -32,10 +36,11 @@ import (
 // not install it, it says so once and writes nothing; the kinds serve as
 // before.
 type templateWriter struct {
-	o    *Operator
+	templateWriterConfig
 	wake chan struct{}
 
 	mu      sync.Mutex
+	started bool                  // run is running
 	pending map[string]kindReport // by package
 	names   map[string]string     // by package, the Template named by it
 	current map[string]bool       // the packages of the last reload; nil before it
@@ -63,23 +68,54 @@ const (
 	templateRetryMax = time.Minute
 )
 
-// templateWriter is the operator's writer, started with ctx at its first
-// use; nil on a sharded replica's other ranges than 0, whose kinds range 0
-// reports. The caller holds o.mu.
-func (o *Operator) templateWriter(ctx context.Context) *templateWriter {
-	if o.opts.Shard != nil && o.opts.Shard.Index != 0 {
-		return nil
+// templateWriterConfig is what the writer is given: the clients and the
+// operator's identity, and what it asks of the CRDs.
+type templateWriterConfig struct {
+	log      logr.Logger
+	metrics  *Metrics // nil: no metrics
+	client   client.Client
+	reader   client.Reader // reads uncached: the Templates at start, the CRD
+	rest     *rest.Config  // with http, watches the Templates
+	http     *http.Client
+	applier  *apply.Applier
+	mark     string // the value of wellknown.AnnotationTemplates it writes (Operator.TemplatesMark)
+	instance string // the operator's instance (Operator.Instance)
+	// installCRD: cueop installs CRDs (Options.InstallCRDs), the Template
+	// CRD among them.
+	installCRD bool
+	// established waits until the CRD name serves (crds.go); mapped until
+	// the mapper knows gvk (mapper.go).
+	established func(ctx context.Context, name string) error
+	mapped      func(ctx context.Context, gvk schema.GroupVersionKind) bool
+	// holderOf is the instance and templates a CRD names (holder.go).
+	holderOf func(ctx context.Context, crdName string) (instance, templates string, found bool, err error)
+}
+
+func newTemplateWriter(c templateWriterConfig) *templateWriter {
+	return &templateWriter{templateWriterConfig: c, wake: make(chan struct{}, 1),
+		pending: map[string]kindReport{}, names: map[string]string{}, drift: map[string]bool{}, last: map[string]*liveTemplate{}}
+}
+
+// start runs the writer with ctx, counted in wg, unless it runs already.
+func (w *templateWriter) start(ctx context.Context, wg *sync.WaitGroup) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.started {
+		return
 	}
-	if o.templates == nil {
-		o.templates = &templateWriter{o: o, wake: make(chan struct{}, 1),
-			pending: map[string]kindReport{}, names: map[string]string{}, drift: map[string]bool{}, last: map[string]*liveTemplate{}}
-		o.controllers.Add(1)
-		go func() {
-			defer o.controllers.Done()
-			o.templates.run(ctx)
-		}()
-	}
-	return o.templates
+	w.started = true
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		w.run(ctx)
+	}()
+}
+
+// running tells whether start ran.
+func (w *templateWriter) running() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.started
 }
 
 // queueAll queues the reports of a reload, which found the packages seen,
@@ -149,7 +185,7 @@ func (w *templateWriter) flush(ctx context.Context) bool {
 		}
 	}
 	if err := w.watchTemplates(ctx); err != nil {
-		w.o.log.Error(err, "Templates not watched; retrying")
+		w.log.Error(err, "Templates not watched; retrying")
 		return false
 	}
 	ok := true
@@ -158,7 +194,7 @@ func (w *templateWriter) flush(ctx context.Context) bool {
 			if w.unavailable(err) {
 				continue
 			}
-			w.o.log.Error(err, "kind's state not written; retrying", "package", r.pkg)
+			w.log.Error(err, "kind's state not written; retrying", "package", r.pkg)
 			w.requeue(r)
 			ok = false
 		}
@@ -174,7 +210,7 @@ func (w *templateWriter) unavailable(err error) bool {
 	}
 	if !w.quiet {
 		w.quiet = true
-		w.o.log.Info("the kinds' state is not written to Template objects (the Template CRD is not installed, or cueop may not write it); it shows in the log and in Events on the kinds' CRDs", "crd", TemplateCRDName, "error", err.Error())
+		w.log.Info("the kinds' state is not written to Template objects (the Template CRD is not installed, or cueop may not write it); it shows in the log and in Events on the kinds' CRDs", "crd", TemplateCRDName, "error", err.Error())
 	}
 	return true
 }
@@ -252,13 +288,13 @@ func (w *templateWriter) writeReport(ctx context.Context, r kindReport) error {
 // this operator's) first when create is set; it answers the resourceVersion
 // written.
 func (w *templateWriter) write(ctx context.Context, name string, status *templateState, create bool) (string, error) {
-	c := w.o.mgr.GetClient()
+	c := w.client
 	obj := &unstructured.Unstructured{}
 	obj.SetGroupVersionKind(TemplateGVK)
 	obj.SetName(name)
 	if create {
 		obj.Object["spec"] = map[string]any{}
-		obj.SetAnnotations(map[string]string{wellknown.AnnotationTemplates: w.o.TemplatesMark()})
+		obj.SetAnnotations(map[string]string{wellknown.AnnotationTemplates: w.mark})
 		if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(obj), client.FieldOwner(apply.DefaultFieldManager), client.ForceOwnership); err != nil {
 			return "", fmt.Errorf("Template %s: %w", name, err)
 		}
@@ -303,21 +339,21 @@ func (w *templateWriter) write(ctx context.Context, name string, status *templat
 // of one of this operator's that the last reload did not find was removed
 // meanwhile.
 func (w *templateWriter) seed(ctx context.Context) error {
-	if w.o.opts.InstallCRDs {
+	if w.installCRD {
 		if err := w.install(ctx); err != nil {
 			return err
 		}
 	}
 	list := &unstructured.UnstructuredList{}
 	list.SetGroupVersionKind(TemplateGVK.GroupVersion().WithKind("TemplateList"))
-	if err := w.o.mgr.GetAPIReader().List(ctx, list); err != nil {
+	if err := w.reader.List(ctx, list); err != nil {
 		return fmt.Errorf("list Templates: %w", err)
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for i := range list.Items {
 		item := &list.Items[i]
-		st, ours := statusOf(item), item.GetAnnotations()[wellknown.AnnotationTemplates] == w.o.TemplatesMark()
+		st, ours := statusOf(item), item.GetAnnotations()[wellknown.AnnotationTemplates] == w.mark
 		w.last[item.GetName()] = &liveTemplate{status: st, gen: item.GetGeneration(), ours: ours}
 		if ours && st.Package != "" {
 			w.names[st.Package] = item.GetName()
@@ -336,19 +372,19 @@ func (w *templateWriter) install(ctx context.Context) error {
 	if err := yaml.Unmarshal(templateCRDYAML, &crd.Object); err != nil {
 		return fmt.Errorf("CRD %s: %w", TemplateCRDName, err)
 	}
-	live, err := schemaguard.Live(ctx, w.o.mgr.GetAPIReader(), TemplateCRDName)
+	live, err := schemaguard.Live(ctx, w.reader, TemplateCRDName)
 	if err != nil {
 		return err
 	}
 	// The applier writes only when the live CRD differs: a fresh operator
 	// over an installed CRD sends no request.
-	if _, err := w.o.applier.Apply(ctx, crd, live); err != nil {
+	if _, err := w.applier.Apply(ctx, crd, live); err != nil {
 		return fmt.Errorf("CRD %s: %w", TemplateCRDName, err)
 	}
-	if err := w.o.waitEstablished(ctx, TemplateCRDName); err != nil {
+	if err := w.established(ctx, TemplateCRDName); err != nil {
 		return fmt.Errorf("CRD %s: %w", TemplateCRDName, err)
 	}
-	w.o.waitMapped(ctx, TemplateGVK)
+	w.mapped(ctx, TemplateGVK)
 	return nil
 }
 
@@ -362,12 +398,13 @@ func sameJSON(a, b *templateState) bool {
 // created (tests delete them at their end: a Template outlives the kind's
 // controller by design).
 func (o *Operator) CreatedTemplates() []string {
-	o.mu.Lock()
-	w := o.templates
-	o.mu.Unlock()
-	if w == nil {
+	if o.reports == nil || o.reports.writer == nil {
 		return nil
 	}
+	return o.reports.writer.createdTemplates()
+}
+
+func (w *templateWriter) createdTemplates() []string {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return slices.Clone(w.created)
