@@ -78,6 +78,23 @@ func open(t *testing.T, ref, cache string, rec source.Record) *source.Source {
 	return s
 }
 
+// pinnedApp publishes app v1.0.0 depending on lib ("hello") in a
+// registry of its own and answers the pin of app's digest, the registry,
+// a namespace and a client acting as the operator there.
+func pinnedApp(t *testing.T) (pin string, reg *sourcetest.Registry, ns string, c kubernetes.Interface) {
+	t.Helper()
+	ns = clustertest.Namespace(t)
+	c = operatorClient(t, ns)
+	reg = sourcetest.Start(t)
+	publishLib(t, reg, "hello")
+	publishApp(t, reg)
+	probe := open(t, reg.Ref("example.com/app", "v1.0.0"), t.TempDir(), nil)
+	if err := probe.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return reg.Ref("example.com/app", "v1.0.0@"+probe.Serving()[0].Digest), reg, ns, c
+}
+
 func greeting(t *testing.T, dir string) string {
 	t.Helper()
 	set, err := template.Load(dir)
@@ -97,16 +114,7 @@ func greeting(t *testing.T, dir string) string {
 // without the ConfigMap it would take the moved content.
 func TestPinSurvivesEmptyCache(t *testing.T) {
 	ctx := context.Background()
-	ns := clustertest.Namespace(t)
-	c := operatorClient(t, ns)
-	reg := sourcetest.Start(t)
-	publishLib(t, reg, "hello")
-	publishApp(t, reg)
-	probe := open(t, reg.Ref("example.com/app", "v1.0.0"), t.TempDir(), nil)
-	if err := probe.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	pin := reg.Ref("example.com/app", "v1.0.0@"+probe.Serving()[0].Digest)
+	pin, reg, ns, c := pinnedApp(t)
 
 	firstCache := t.TempDir()
 	first := open(t, pin, firstCache, pinstore.ForClient(c, ns, pinstore.DefaultName))
@@ -179,16 +187,7 @@ func (staleLoad) Load(context.Context) ([]byte, error) { return nil, nil }
 // first record stays: the replicas never serve two contents of one pin.
 func TestPinRecordedByAnotherReplicaWins(t *testing.T) {
 	ctx := context.Background()
-	ns := clustertest.Namespace(t)
-	c := operatorClient(t, ns)
-	reg := sourcetest.Start(t)
-	publishLib(t, reg, "hello")
-	publishApp(t, reg)
-	probe := open(t, reg.Ref("example.com/app", "v1.0.0"), t.TempDir(), nil)
-	if err := probe.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	pin := reg.Ref("example.com/app", "v1.0.0@"+probe.Serving()[0].Digest)
+	pin, reg, ns, c := pinnedApp(t)
 	first := open(t, pin, t.TempDir(), pinstore.ForClient(c, ns, pinstore.DefaultName))
 	if err := first.Start(ctx); err != nil {
 		t.Fatal(err)
@@ -221,16 +220,7 @@ func TestPinRecordedByAnotherReplicaWins(t *testing.T) {
 // and trust the tags (before: written only when what serves changed).
 func TestPinRecordDeletedIsWrittenAgain(t *testing.T) {
 	ctx := context.Background()
-	ns := clustertest.Namespace(t)
-	c := operatorClient(t, ns)
-	reg := sourcetest.Start(t)
-	publishLib(t, reg, "hello")
-	publishApp(t, reg)
-	probe := open(t, reg.Ref("example.com/app", "v1.0.0"), t.TempDir(), nil)
-	if err := probe.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	pin := reg.Ref("example.com/app", "v1.0.0@"+probe.Serving()[0].Digest)
+	pin, _, ns, c := pinnedApp(t)
 	s := open(t, pin, t.TempDir(), pinstore.ForClient(c, ns, pinstore.DefaultName))
 	if err := s.Start(ctx); err != nil {
 		t.Fatal(err)
