@@ -14,6 +14,31 @@ import (
 	"github.com/cueop/cueop/localcluster/clustertest"
 )
 
+// refusingSource is a module source following example.com/redis@v1 (its
+// v1.0.0 published and served) in a registry of its own, its refusals
+// sent on refused, and a namespace for the test's CRs.
+func refusingSource(t *testing.T) (ns string, reg *sourcetest.Registry, ref string, s *source.Source, refused chan source.Refusal) {
+	t.Helper()
+	ns = clustertest.Namespace(t)
+	reg = sourcetest.Start(t)
+	publishRedis(t, reg, "v1.0.0", func(s string) string { return s })
+	ref = reg.Ref("example.com/redis", "v1")
+	refs, err := source.ParseRefs(ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	refused = make(chan source.Refusal, 4)
+	s, err = source.New(source.Options{Refs: refs, CacheDir: t.TempDir(), Limits: registryLimits,
+		Refused: func(r source.Refusal) { refused <- r }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return ns, reg, ref, s, refused
+}
+
 // TestModuleRefusedAtFetchShows: a followed reference whose new version
 // is refused at fetch (a file over the limits) shows on the kind's
 // Template as Degraded ModuleRefused naming the version and the file, in
@@ -24,23 +49,7 @@ func TestModuleRefusedAtFetchShows(t *testing.T) {
 	t.Cleanup(func() {  // registered first, run last: after the operator stopped
 		_, _ = kubectl(t, "", "delete", "--ignore-not-found", redisTemplate)
 	})
-	ns := clustertest.Namespace(t)
-	reg := sourcetest.Start(t)
-	publishRedis(t, reg, "v1.0.0", func(s string) string { return s })
-	ref := reg.Ref("example.com/redis", "v1")
-	refs, err := source.ParseRefs(ref)
-	if err != nil {
-		t.Fatal(err)
-	}
-	refused := make(chan source.Refusal, 4)
-	s, err := source.New(source.Options{Refs: refs, CacheDir: t.TempDir(), Limits: registryLimits,
-		Refused: func(r source.Refusal) { refused <- r }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	ns, reg, ref, s, refused := refusingSource(t)
 	op, err := operator.New(clustertest.Config(), registryOptions(s, ns))
 	if err != nil {
 		t.Fatal(err)
@@ -96,23 +105,7 @@ func TestShardedModuleRefusedShows(t *testing.T) {
 	t.Cleanup(func() {  // registered first, run last: after the replica stopped
 		_, _ = kubectl(t, "", "delete", "--ignore-not-found", redisTemplate)
 	})
-	ns := clustertest.Namespace(t)
-	reg := sourcetest.Start(t)
-	publishRedis(t, reg, "v1.0.0", func(s string) string { return s })
-	ref := reg.Ref("example.com/redis", "v1")
-	refs, err := source.ParseRefs(ref)
-	if err != nil {
-		t.Fatal(err)
-	}
-	refused := make(chan source.Refusal, 4)
-	s, err := source.New(source.Options{Refs: refs, CacheDir: t.TempDir(), Limits: registryLimits,
-		Refused: func(r source.Refusal) { refused <- r }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	ns, reg, ref, s, refused := refusingSource(t)
 	serving := s.Serving()[0].Digest
 	sh, err := operator.NewSharded(clustertest.Config(), registryOptions(s, ns), operator.Sharding{
 		Shards: 2, Identity: "refusing", Namespace: ns, LeaseDuration: shardLease, RenewDeadline: shardRenew, RetryPeriod: shardRetry})
@@ -162,23 +155,7 @@ func TestShardedModuleRefusedThenFixed(t *testing.T) {
 	t.Cleanup(func() { // registered first, run last: after the replica stopped
 		_, _ = kubectl(t, "", "delete", "--ignore-not-found", redisTemplate)
 	})
-	ns := clustertest.Namespace(t)
-	reg := sourcetest.Start(t)
-	publishRedis(t, reg, "v1.0.0", func(s string) string { return s })
-	ref := reg.Ref("example.com/redis", "v1")
-	refs, err := source.ParseRefs(ref)
-	if err != nil {
-		t.Fatal(err)
-	}
-	refused := make(chan source.Refusal, 4)
-	s, err := source.New(source.Options{Refs: refs, CacheDir: t.TempDir(), Limits: registryLimits,
-		Refused: func(r source.Refusal) { refused <- r }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	ns, reg, ref, s, refused := refusingSource(t)
 	sh, err := operator.NewSharded(clustertest.Config(), registryOptions(s, ns), operator.Sharding{
 		Shards: 2, Identity: "fixed", Namespace: ns, LeaseDuration: shardLease, RenewDeadline: shardRenew, RetryPeriod: shardRetry})
 	if err != nil {
