@@ -150,14 +150,15 @@ func TestNoWritesOnResync(t *testing.T) {
 	t.Logf("resync of %d converged CRs: 0 writes, %d reads (lists and watches)", n, reads)
 
 	// Only the child kinds that have children are watched, not every
-	// allowed kind; and the Templates, each kind's state (templatedrift.go).
+	// allowed kind; and the Templates, each kind's state (templatedrift.go),
+	// and the CRDs' metadata, who holds each kind (holder.go).
 	var watched []string
 	for _, r := range ct.Where(testkit.Request.Watch) {
 		watched = append(watched, r.Resource())
 	}
 	sort.Strings(watched)
 	watched = slices.Compact(watched)
-	want := []string{"blogs", "configmaps", "pods", "redisclusters", "services", "staticsites", "templates", "webapps"}
+	want := []string{"blogs", "configmaps", "customresourcedefinitions", "pods", "redisclusters", "services", "staticsites", "templates", "webapps"}
 	if !slices.Equal(watched, want) {
 		t.Errorf("watched %v, want %v", watched, want)
 	}
