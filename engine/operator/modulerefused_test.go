@@ -123,15 +123,7 @@ func TestShardedModuleRefusedShows(t *testing.T) {
 		t.Errorf("cueop_template_load_errors_total = %v, want %v: once for the replica", got, loadErrors+1)
 	}
 
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- sh.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("replica: %v", err)
-		}
-	})
+	operatortest.RunSharded(t, sh)
 	waitCRD(t)
 	eventually(t, 90*time.Second, func() string {
 		if why := templateServes(t, ref, "v1.0.0", serving, "True"); why != "" {
@@ -170,15 +162,7 @@ func TestShardedModuleRefusedThenFixed(t *testing.T) {
 	publishRedis(t, reg, "v1.2.0", func(s string) string { return s + "\n// fixed\n" })
 	poll(t, s, true)
 
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- sh.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("replica: %v", err)
-		}
-	})
+	operatortest.RunSharded(t, sh)
 	waitCRD(t)
 	eventually(t, 90*time.Second, func() string { return templateServes(t, ref, "v1.2.0", s.Serving()[0].Digest, "False") })
 }

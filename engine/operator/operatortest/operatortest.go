@@ -72,9 +72,23 @@ func Start(t testing.TB, cfg *rest.Config, opts operator.Options) (stop func()) 
 // it ended with; calling it again does nothing.
 func Run(t testing.TB, op *operator.Operator) (stop func()) {
 	t.Helper()
+	t.Cleanup(func() { deleteTemplates(op) }) // run after stop
+	return runUntilCleanup(t, "operator", op.Run)
+}
+
+// RunSharded runs the sharded replica s until the test ends, as Run runs
+// an operator.
+func RunSharded(t testing.TB, s *operator.Sharded) (stop func()) {
+	t.Helper()
+	return runUntilCleanup(t, "replica", s.Run)
+}
+
+// runUntilCleanup runs run until stop, called at the test's end at the
+// latest; an error it returns, or a stop over 30 s, fails the test.
+func runUntilCleanup(t testing.TB, name string, run func(context.Context) error) (stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- op.Run(ctx) }()
+	go func() { done <- run(ctx) }()
 	var once sync.Once
 	stop = func() {
 		once.Do(func() {
@@ -82,14 +96,13 @@ func Run(t testing.TB, op *operator.Operator) (stop func()) {
 			select {
 			case err := <-done:
 				if err != nil {
-					t.Errorf("operator: %v", err)
+					t.Errorf("%s: %v", name, err)
 				}
 			case <-time.After(30 * time.Second):
-				t.Error("operator did not stop within 30s")
+				t.Errorf("%s did not stop within 30s", name)
 			}
 		})
 	}
-	t.Cleanup(func() { deleteTemplates(op) }) // run after stop
 	t.Cleanup(stop)
 	return stop
 }
