@@ -44,14 +44,17 @@ func templateSource(t *testing.T) string {
 // or its Template, says so in its log, and serves its own kind; the
 // RedisCluster's Template stays A's. Once B is told to take RedisCluster
 // over (--take-over), the CRD names B, B reconciles the RedisClusters of
-// its namespace and writes the Template, and A, at its next reload, stops
-// serving the kind without writing its CRD back.
+// its namespace and writes the Template, and A, seeing the CRD change,
+// stops serving the kind without writing its CRD back.
 func TestKindHeldByAnotherOperator(t *testing.T) {
 	const widgetCRD = "widgets.evil.example.com"
 	t.Cleanup(func() { // registered first, run last: after the operators stopped
 		_, _ = kubectl(t, "", "delete", "--ignore-not-found", redisTemplate, "template/"+widgetCRD)
 		_, _ = kubectl(t, "", "delete", "--ignore-not-found", "--wait", "--timeout=60s", "crd/"+redisCRD, "crd/"+widgetCRD)
 	})
+	// The RedisCluster CRD an earlier test left names the instance that
+	// applied it (the default one): A, another instance, would not take it.
+	mustKubectl(t, "", "delete", "--ignore-not-found", "--wait", "--timeout=60s", "crd/"+redisCRD)
 	c := newClient(t)
 	nsA, nsB := clustertest.Namespace(t), clustertest.Namespace(t)
 	dirA := copyTemplates(t)
