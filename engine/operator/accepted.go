@@ -6,7 +6,7 @@ import (
 	"github.com/cueop/cueop/engine/template"
 )
 
-// accepted tells Options.TemplatesAccepted the sources of set that loaded
+// accepted are the sources of set, for Options.TemplatesAccepted, that loaded
 // and serve every kind of: what a restart may come back on. A registry
 // module is told when none of its packages is broken, refused (a claim of
 // another module's kind, template/claims.go) or failed to serve (failed,
@@ -14,10 +14,7 @@ import (
 // version does not hold back another team's; a directory (no module) is
 // told only when the whole load passed (err nil). A module that is not
 // told keeps the last one accepted recorded.
-func (o *Operator) accepted(set *template.Set, failed map[string]error, err error) {
-	if o.opts.TemplatesAccepted == nil {
-		return
-	}
+func accepted(set *template.Set, failed map[string]error, err error) []template.Source {
 	bad := map[string]bool{} // module directories, the first element of their packages' names
 	for name := range set.Broken {
 		bad[moduleDir(name)] = true
@@ -32,9 +29,7 @@ func (o *Operator) accepted(set *template.Set, failed map[string]error, err erro
 		}
 		srcs = append(srcs, k.Source)
 	}
-	if len(srcs) > 0 {
-		o.opts.TemplatesAccepted(srcs)
-	}
+	return srcs
 }
 
 // moduleDir is the directory of the module of the package name, in a

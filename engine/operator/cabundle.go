@@ -21,8 +21,8 @@ import (
 // differs, so that a restart writes nothing. A CRD not there yet is left
 // alone: it is pointed at the kind's next reload. A CRD another operator
 // instance holds (taken over since) is not written: an error says so.
-func (o *Operator) pointLiveCRD(ctx context.Context, crdName string) error {
-	return o.pointLiveIf(ctx, crdName, false)
+func (c *crdWriter) pointLiveCRD(ctx context.Context, crdName string) error {
+	return c.pointLiveIf(ctx, crdName, false)
 }
 
 // pointLiveIf is pointLiveCRD; with lost, only a CRD whose clientConfig
@@ -30,21 +30,21 @@ func (o *Operator) pointLiveCRD(ctx context.Context, crdName string) error {
 // must not take a CRD from another endpoint that holds a bundle of its own
 // (replicas each serving with their own local CA rewrote it in turn every
 // 20 s, and each write of a CRD restarts every watch of its CRs).
-func (o *Operator) pointLiveIf(ctx context.Context, crdName string, lost bool) error {
-	e := o.opts.Conversion.endpoint()
+func (c *crdWriter) pointLiveIf(ctx context.Context, crdName string, lost bool) error {
+	e := c.conversion.endpoint()
 	if e == nil || e.Certs == nil {
 		return nil
 	}
 	live := &unstructured.Unstructured{}
 	live.SetGroupVersionKind(apiextensionsv1.SchemeGroupVersion.WithKind("CustomResourceDefinition"))
-	if err := o.mgr.GetAPIReader().Get(ctx, client.ObjectKey{Name: crdName}, live); err != nil {
+	if err := c.reader.Get(ctx, client.ObjectKey{Name: crdName}, live); err != nil {
 		return client.IgnoreNotFound(err)
 	}
-	if h := live.GetAnnotations()[wellknown.AnnotationOperator]; h != "" && h != o.Instance() {
+	if h := live.GetAnnotations()[wellknown.AnnotationOperator]; h != "" && h != c.instance {
 		// Taken over by another instance (holder.go) since this one
 		// served it: the CRD is the holder's to point, and the kind stops
 		// serving here at its next reload.
-		return fmt.Errorf("crd %s: conversion webhook: not pointed here: the operator %s holds it (annotation %s), not this one (%s)", crdName, h, wellknown.AnnotationOperator, o.Instance())
+		return fmt.Errorf("crd %s: conversion webhook: not pointed here: the operator %s holds it (annotation %s), not this one (%s)", crdName, h, wellknown.AnnotationOperator, c.instance)
 	}
 	want := live.DeepCopy()
 	if err := e.Point(ctx, want); err != nil {
@@ -67,17 +67,17 @@ func (o *Operator) pointLiveIf(ctx context.Context, crdName string, lost bool) e
 	if err != nil {
 		return err
 	}
-	if err := o.mgr.GetClient().Patch(ctx, live, client.RawPatch(types.MergePatchType, body)); err != nil {
+	if err := c.client.Patch(ctx, live, client.RawPatch(types.MergePatchType, body)); err != nil {
 		return fmt.Errorf("crd %s: conversion webhook: write the CA bundle: %w", crdName, err)
 	}
-	o.log.Info("conversion webhook: CA bundle written into the CRD", "crd", crdName)
+	c.log.Info("conversion webhook: CA bundle written into the CRD", "crd", crdName)
 	return nil
 }
 
 // pointLive is pointLiveCRD, its error logged: the kind serves on, and
 // reads at its other versions fail until the bundle is written.
-func (o *Operator) pointLive(ctx context.Context, crdName string) {
-	if err := o.pointLiveCRD(ctx, crdName); err != nil {
-		o.log.Error(err, "conversion webhook: CA bundle not written", "crd", crdName)
+func (c *crdWriter) pointLive(ctx context.Context, crdName string) {
+	if err := c.pointLiveCRD(ctx, crdName); err != nil {
+		c.log.Error(err, "conversion webhook: CA bundle not written", "crd", crdName)
 	}
 }

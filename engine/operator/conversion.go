@@ -20,7 +20,6 @@ import (
 	"github.com/cueop/cueop/engine/convert"
 	"github.com/cueop/cueop/engine/template"
 	"github.com/cueop/cueop/engine/webhook"
-	"github.com/cueop/cueop/engine/wellknown"
 )
 
 // Conversion configures the conversion webhook of the kinds with several
@@ -62,6 +61,7 @@ type conversions struct {
 	// (the workers); nil runs them here (converters of the caller's own).
 	checkIn func(context.Context, *template.Kind, []convert.Spec) error
 	budget  budget.Budget
+	limits  webhook.Limits // the handler's (Conversion.Limits)
 
 	mu    sync.Mutex
 	revs  map[schema.GroupKind]string         // the revision converting, by kind
@@ -92,7 +92,7 @@ func newConversions(c *Conversion, b budget.Budget, log logr.Logger, r client.Re
 	if reg == nil {
 		reg = &webhook.Registry{}
 	}
-	return &conversions{reg: reg, make: mk, log: log, reader: r, budget: b, revs: map[schema.GroupKind]string{}, vers: map[schema.GroupKind][]string{}, kinds: map[schema.GroupKind]*template.Kind{}, loaded: make(chan struct{})}
+	return &conversions{reg: reg, make: mk, log: log, reader: r, budget: b, limits: c.Limits, revs: map[schema.GroupKind]string{}, vers: map[schema.GroupKind][]string{}, kinds: map[schema.GroupKind]*template.Kind{}, loaded: make(chan struct{})}
 }
 
 // prepare compiles k's converter and checks its round trips
@@ -230,25 +230,6 @@ func (c *conversions) serve(ctx context.Context, k *template.Kind) error {
 	return nil
 }
 
-// conversionRefused reports a revision whose conversion does not compile
-// or loses a field, as a refused template (an ERROR line,
-// cueop_template_load_errors_total, a TemplateError Event on the CRD and
-// cueop_template_refused until a revision of the kind serves): the last
-// good revision keeps serving and converting. The caller holds o.mu.
-func (o *Operator) conversionRefused(ctx context.Context, k *template.Kind, err error) error {
-	serving := "no revision of the kind serves yet"
-	if kc, ok := o.kinds[k.Name]; ok {
-		serving = "revision " + kc.rec.Kind().Revision + " keeps serving and converting"
-	}
-	msg := fmt.Sprintf("template of %s (revision %s) refused: %s: %v", k.Name, k.Revision, serving, err)
-	o.log.Error(nil, msg, "kind", k.Resource.Kind)
-	o.metrics.loadError()
-	o.metrics.schemaRefused(k, true)
-	o.refused[k.Name] = true // until a revision of the kind serves (schemaAccepted)
-	o.crdEvent(ctx, k.Resource.CRDName(), wellknown.CRDReasonTemplateError, msg)
-	return refusedError{err} // unserved.go: not retried
-}
-
 // serveSet serves the kinds of set (a broken kind keeps its last good
 // revision; a removed kind keeps converting, as its CRD stays).
 func (c *conversions) serveSet(ctx context.Context, set *template.Set) {
@@ -264,29 +245,27 @@ func (c *conversions) serveSet(ctx context.Context, set *template.Set) {
 // webhook.Path, and, with leader election, the loader that keeps the
 // converters current on a replica that is not the leader (a replica
 // without election is the leader: its reload serves them).
-func (o *Operator) serveConversion(mgr manager.Manager, leaderElection bool) error {
-	h, err := o.conversionHandler(mgr)
-	if err != nil {
+func serveConversion(mgr manager.Manager, l *conversionLoader, leaderElection bool) error {
+	if err := handleConversions(mgr, l.conv, l.log.WithName("conversion")); err != nil {
 		return err
 	}
-	mgr.GetWebhookServer().Register(webhook.Path, h)
 	if !leaderElection {
 		return nil
 	}
-	return mgr.Add(&conversionLoader{o: o, elected: mgr.Elected()})
+	l.elected = mgr.Elected()
+	return mgr.Add(l)
 }
 
-// conversionHandler answers the conversion reviews with o's converters,
-// counted in cueop's metrics, the CRs it refuses reported on them by a
-// runnable of mgr (conversionrefused.go).
-func (o *Operator) conversionHandler(mgr manager.Manager) (*webhook.Handler, error) {
-	reports := newConversionReports(mgr, o.conv.reg, o.log.WithName("conversion"))
-	h := &webhook.Handler{Registry: o.conv.reg, Log: o.log.WithName("conversion"), Observe: NewMetrics().Converted,
-		Loaded: o.conv.loaded, Report: reports.report}
-	if c := o.opts.Conversion; c != nil {
-		h.Limits = c.Limits
-	}
-	return h, mgr.Add(reports)
+// handleConversions answers the conversion reviews at webhook.Path of
+// mgr's webhook server with conv's converters, counted in cueop's
+// metrics, the CRs it refuses reported on them by a runnable of mgr
+// (conversionrefused.go).
+func handleConversions(mgr manager.Manager, conv *conversions, log logr.Logger) error {
+	reports := newConversionReports(mgr, conv.reg, log)
+	h := &webhook.Handler{Registry: conv.reg, Log: log, Observe: NewMetrics().Converted,
+		Loaded: conv.loaded, Report: reports.report, Limits: conv.limits}
+	mgr.GetWebhookServer().Register(webhook.Path, h)
+	return mgr.Add(reports)
 }
 
 // webhookServer is the manager's webhook server of c: engine/webhook's,
@@ -300,11 +279,14 @@ func webhookServer(c *Conversion) ctrlwebhook.Server {
 
 // conversionLoader loads the templates for the converters on a replica
 // that is not the leader, at start and on every template change: the
-// leader's own reload serves them there (kinds.go), so that each revision
+// leader's own reload serves them there (lifecycle.go), so that each revision
 // compiles once. It stops once elected.
 type conversionLoader struct {
-	o       *Operator
-	elected <-chan struct{}
+	conv    *conversions
+	loader  *templateLoader
+	watch   templatesWatch
+	log     logr.Logger
+	elected <-chan struct{} // nil: never elected (a sharded replica's)
 }
 
 // NeedLeaderElection: a follower answers conversions too.
@@ -318,7 +300,7 @@ func (l *conversionLoader) Start(ctx context.Context) error {
 	// first serve ends the hold.
 	defer func() {
 		if stopped.Err() != nil {
-			l.o.conv.firstLoadDone()
+			l.conv.firstLoadDone()
 		}
 	}()
 	go func() {
@@ -333,21 +315,21 @@ func (l *conversionLoader) Start(ctx context.Context) error {
 		return fmt.Errorf("conversion templates watch: %w", err)
 	}
 	defer w.Close()
-	l.o.addWatches(w)
+	l.watch.add(w)
 	_ = l.load(ctx)
-	return l.o.watchTemplates(ctx, w, l.load) // watch.go
+	return l.watch.run(ctx, w, l.load) // watch.go
 }
 
 func (l *conversionLoader) load(ctx context.Context) error {
-	set, err := l.o.loadTemplates(ctx)
+	set, err := l.loader.load(ctx)
 	if set != nil {
-		l.o.conv.serveSet(ctx, set)
+		l.conv.serveSet(ctx, set)
 	}
 	if ctx.Err() == nil {
-		l.o.conv.firstLoadDone()
+		l.conv.firstLoadDone()
 	}
 	if err != nil && ctx.Err() == nil {
-		l.o.log.Error(err, "conversion: templates did not load; the last good revision of each kind keeps converting")
+		l.log.Error(err, "conversion: templates did not load; the last good revision of each kind keeps converting")
 	}
 	return nil
 }
@@ -363,6 +345,17 @@ func (o *Operator) ConversionNeeded() <-chan struct{} {
 	}
 	return conversionNeeded(reg, o.opts.Conversion)
 }
+
+// replicaConversion is a sharded replica's conversion endpoint: its
+// converters, loaded by a loader and workers of its own.
+type replicaConversion struct {
+	conv   *conversions
+	loader *templateLoader
+	c      *Conversion
+}
+
+// needed is Operator.ConversionNeeded of the replica.
+func (r *replicaConversion) needed() <-chan struct{} { return conversionNeeded(r.conv.reg, r.c) }
 
 func conversionNeeded(reg *webhook.Registry, c *Conversion) <-chan struct{} {
 	var converting, wanted <-chan struct{} // nil: never
@@ -391,51 +384,6 @@ func (c *Conversion) endpoint() *webhook.Endpoint {
 	return &c.Endpoint
 }
 
-// repointOnRotation installs the CRD of every kind served again (or, when
-// cueop does not install CRDs, writes the bundle into the live CRD) when the
-// CA bundle changes (a renewed CA, a Secret deleted and made again), so
-// that the API server trusts the certificate served. When cueop does not
-// install CRDs it also checks the live CRDs every repointEvery: a CRD
-// replaced or deleted and applied again from crds/ (a GitOps tool) has
-// lost the bundle, and every read at another version than the stored one,
-// the kind's own controller's included, would fail until a restart.
-func (o *Operator) repointOnRotation(ctx context.Context) {
-	c := o.opts.Conversion
-	if c == nil || c.Endpoint.Certs == nil {
-		return
-	}
-	var tick <-chan time.Time
-	if !o.opts.InstallCRDs {
-		t := time.NewTicker(repointEvery)
-		defer t.Stop()
-		tick = t.C
-	}
-	for {
-		changed := c.Endpoint.Certs.BundleChanged()
-		lost := false // a new bundle is written; a tick only restores a lost one
-		select {
-		case <-ctx.Done():
-			return
-		case <-changed:
-		case <-tick:
-			lost = true
-		}
-		o.mu.Lock()
-		for _, kc := range o.kinds {
-			if !o.opts.InstallCRDs {
-				if _, converts := o.conv.reg.Get(kc.rec.Kind().Resource.GroupVersionKind().GroupKind()); converts {
-					if err := o.pointLiveIf(ctx, kc.crdName, lost); err != nil { // cabundle.go
-						o.log.Error(err, "conversion webhook: CA bundle not written", "crd", kc.crdName)
-					}
-				}
-			} else if err := o.installCRD(ctx, kc.rec.Kind()); err != nil {
-				o.log.Error(err, "conversion webhook: CA bundle not written", "crd", kc.crdName)
-			}
-		}
-		o.mu.Unlock()
-	}
-}
-
 // repointEvery is how often the live CRDs are checked for the conversion
 // endpoint when cueop does not install them: a GET per kind served with
 // several versions, a write only when the bundle or address is gone.
@@ -462,15 +410,17 @@ func LocalConversion() (*Conversion, error) {
 // serveReplicaConversion serves the conversion endpoint of a sharded
 // replica on its host manager, whatever ranges it holds (none included):
 // the templates are loaded for it on the replica, in workers of its own.
-func serveReplicaConversion(host manager.Manager, opts Options, log logr.Logger) (*Operator, error) {
-	o := &Operator{opts: opts, log: log, conv: newConversions(opts.Conversion, opts.Budget, log.WithName("conversion"), host.GetAPIReader())}
-	if err := o.startWorkers(); err != nil {
-		return nil, err
-	}
-	h, err := o.conversionHandler(host)
+func serveReplicaConversion(host manager.Manager, opts Options, log logr.Logger) (*replicaConversion, error) {
+	clog := log.WithName("conversion")
+	conv := newConversions(opts.Conversion, opts.Budget, clog, host.GetAPIReader())
+	loader, err := newTemplateLoader(opts, log, host.GetAPIReader(), conv)
 	if err != nil {
 		return nil, err
 	}
-	host.GetWebhookServer().Register(webhook.Path, h)
-	return o, host.Add(&conversionLoader{o: o}) // never elected: loads on every change
+	if err := handleConversions(host, conv, clog); err != nil {
+		loader.stop()
+		return nil, err
+	}
+	l := &conversionLoader{conv: conv, loader: loader, watch: templatesWatch{dir: opts.Templates, log: log}, log: log}
+	return &replicaConversion{conv: conv, loader: loader, c: opts.Conversion}, host.Add(l) // never elected: loads on every change
 }

@@ -26,32 +26,32 @@ const (
 )
 
 // awaitingCRD tells whether k waits for its CRD: a wait is started for it
-// unless one for this revision runs. The caller holds o.mu.
-func (o *Operator) awaitingCRD(ctx context.Context, k *template.Kind) bool {
-	if o.opts.InstallCRDs {
+// unless one for this revision runs. The caller holds lc.mu.
+func (lc *kindLifecycle) awaitingCRD(ctx context.Context, k *template.Kind) bool {
+	if lc.installCRDs {
 		return false
 	}
-	if w, ok := o.waiting[k.Name]; ok {
+	r := lc.record(k.Name)
+	if w := r.wait; w != nil {
 		if w.revision == k.Revision {
+			lc.enter(r, k, phaseWaitingForCRD)
 			return true
 		}
 		w.cancel() // an older revision waited: this one takes over
-		delete(o.waiting, k.Name)
+		r.wait = nil
 	}
-	if o.mapped(k) {
+	if lc.run.mapped(k) {
 		return false
 	}
-	o.log.Info("kind waits for its CRD, which cueop does not install (--install-crds=false): apply it (crds/ of `cueop manifests`) and the kind is served",
+	lc.log.Info("kind waits for its CRD, which cueop does not install (--install-crds=false): apply it (crds/ of `cueop manifests`) and the kind is served",
 		"kind", k.Resource.Kind, "crd", k.Resource.CRDName(), "version", k.Resource.Version)
 	wctx, cancel := context.WithCancel(ctx)
-	if o.waiting == nil {
-		o.waiting = map[string]crdWait{}
-	}
-	o.waiting[k.Name] = crdWait{revision: k.Revision, cancel: cancel}
-	o.controllers.Add(1)
+	r.wait = &crdWait{revision: k.Revision, cancel: cancel}
+	lc.enter(r, k, phaseWaitingForCRD)
+	lc.controllers.Add(1)
 	go func() {
-		defer o.controllers.Done()
-		o.startWhenServed(ctx, wctx, k)
+		defer lc.controllers.Done()
+		lc.startWhenServed(ctx, wctx, k)
 	}()
 	return true
 }
@@ -65,58 +65,47 @@ type crdWait struct {
 // startWhenServed starts k's controller once its CRD serves k's version,
 // unless the wait was cancelled (a newer revision, the kind removed, the
 // operator stopping).
-func (o *Operator) startWhenServed(ctx, wctx context.Context, k *template.Kind) {
+func (lc *kindLifecycle) startWhenServed(ctx, wctx context.Context, k *template.Kind) {
 	for delay := crdPoll; ; delay = min(delay*3/2, crdPollMax) {
 		select {
 		case <-wctx.Done():
 			return
 		case <-time.After(delay):
 		}
-		if o.mapped(k) {
+		if lc.run.mapped(k) {
 			break
 		}
 	}
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	if wctx.Err() != nil {
+	lc.mu.Lock()
+	defer lc.mu.Unlock()
+	r := lc.records[k.Name]
+	if wctx.Err() != nil || r == nil {
 		return
 	}
-	delete(o.waiting, k.Name)
+	r.wait = nil
 	// The CRD that came may name another operator instance (holder.go):
 	// neither pointed at this operator nor served, as at a reload.
-	if err := o.checkHolder(ctx, k); errors.As(err, new(heldError)) {
-		o.reports.served(ctx, servedKinds{o.kinds, o.waiting}, k, err) // templatestatus.go
+	if err := lc.checkHolder(ctx, k, r); errors.As(err, new(heldError)) {
+		lc.reports.served(ctx, lc.records, k, err) // templatestatus.go
 		return
 	}
-	o.pointLive(ctx, k.Resource.CRDName()) // cabundle.go
-	o.migrations.start(ctx, k)             // migrate.go
-	err := o.start(ctx, k)
+	lc.crds.pointLive(ctx, k.Resource.CRDName()) // cabundle.go
+	lc.migrations.start(ctx, k)                  // migrate.go
+	err := lc.start(ctx, k)
 	if err != nil {
-		o.log.Error(err, "kind not served", "kind", k.Resource.Kind)
+		lc.log.Error(err, "kind not served; retrying", "kind", k.Resource.Kind)
+		lc.enter(r, k, phaseUnserved)
+		lc.retryUnserved(ctx) // unserved.go
 	}
-	o.reports.served(ctx, servedKinds{o.kinds, o.waiting}, k, err) // templatestatus.go
+	lc.reports.served(ctx, lc.records, k, err) // templatestatus.go
 }
 
-// mapped tells whether the API server serves k's kind at its version.
-func (o *Operator) mapped(k *template.Kind) bool {
-	gvk := k.Resource.GroupVersionKind()
-	_, err := o.mgr.GetRESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version)
-	return err == nil
-}
-
-// stopWaiting ends the wait of the kind name for its CRD, if any. The
-// caller holds o.mu.
-func (o *Operator) stopWaiting(name string) {
-	if w, ok := o.waiting[name]; ok {
-		w.cancel()
-		delete(o.waiting, name)
-		o.log.Info("kind removed while it waited for its CRD: it will not be served", "package", name)
+// stopWaiting ends the wait of the kind name, r, for its CRD, if any. The
+// caller holds lc.mu.
+func (lc *kindLifecycle) stopWaiting(name string, r *kindRecord) {
+	if r != nil && r.wait != nil {
+		r.wait.cancel()
+		r.wait = nil
+		lc.log.Info("kind removed while it waited for its CRD: it will not be served", "package", name)
 	}
-}
-
-// anyWaiting reports whether a kind waits for its CRD.
-func (o *Operator) anyWaiting() bool {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return len(o.waiting) > 0
 }

@@ -16,6 +16,27 @@
 // reference are cached by their metadata only, and the few objects a render
 // needs are read whole (references.go, refobjects.go).
 //
+// Each job has one owner, a type with its own state; the Operator only
+// wires them (operator.go: the options' defaults in one place, the
+// manager, the caches, the metrics) and none keeps a pointer back to it:
+//
+//   - the kinds' lifecycle (kindLifecycle, lifecycle.go): one record per
+//     kind with an explicit phase (Admitted, WaitingForCRD, Serving,
+//     Refused, HeldElsewhere, Unserved), changed only under its lock by a
+//     reload or the end of a wait; it admits each revision (holder.go,
+//     conversion.go, schemaguard.go), waits for CRDs (crdwait.go) and
+//     retries what time may clear (unserved.go);
+//   - the kinds' controllers (kindRunner, runner.go): a reconciler wired
+//     to its kind's identity, its watches and rollout pacing; started and
+//     stopped by the lifecycle, never recorded by itself;
+//   - the CRDs (crdWriter, crds.go, holder.go, cabundle.go): applied past
+//     the schema guard, their holder recorded and checked, pointed at the
+//     conversion webhook, Events and conditions put on them;
+//   - the templates' load (templateLoader, loader.go) and where
+//     evaluations run: the render and conversion workers (package worker);
+//   - the conversions served (conversions, conversion.go) with packages
+//     convert and webhook.
+//
 // Beside the controllers, the operator runs, per kind:
 //
 //   - identities (Options.Identities; identities.go, identitywatch.go): a
@@ -34,7 +55,7 @@
 //   - sharding (NewSharded, Options.Shard; shard.go, package shard): the
 //     CRs are spread over the replicas by ranges of their uid hash, each
 //     range's holder caching and reconciling only its CRs and children;
-//   - the render and conversion workers (workers.go, package worker).
+//   - the release key of released children (releaseKeys, releasekey.go).
 //
 // The operator wires; it must not render, apply or write a CR's status
 // itself (packages render, apply and reconcile do), nor decide what a

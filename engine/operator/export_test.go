@@ -4,7 +4,9 @@ import (
 	"context"
 
 	"github.com/fsnotify/fsnotify"
+	"github.com/go-logr/logr"
 
+	"github.com/cueop/cueop/engine/render"
 	"github.com/cueop/cueop/engine/template"
 )
 
@@ -19,9 +21,10 @@ func Preload(ctx context.Context, dir string) (noted <-chan struct{}, result fun
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	o := &Operator{opts: Options{Templates: dir, InProcess: true}}
-	o.addWatches(w)
-	p := preload(ctx, o.log, w, o.loadTemplates, o.addWatches)
+	watch := templatesWatch{dir: dir, log: logr.Discard()}
+	watch.add(w)
+	l := &templateLoader{dir: dir, eval: render.InProcess{}}
+	p := preload(ctx, logr.Discard(), w, l.load, watch.add)
 	result = func(ctx context.Context) (*template.Set, error) {
 		first, err := p.result(ctx)
 		if err != nil {
@@ -34,16 +37,16 @@ func Preload(ctx context.Context, dir string) (noted <-chan struct{}, result fun
 
 // ReleaseKey is the operator's release key (releasekey.go), for the
 // external tests.
-func (o *Operator) ReleaseKey(ctx context.Context) ([]byte, error) { return o.releaseKey(ctx) }
+func (o *Operator) ReleaseKey(ctx context.Context) ([]byte, error) { return o.kinds.run.keys.key(ctx) }
 
 // InstallCRDThen is installCRDThen, for the external tests: beforeApply
 // runs once the live CRD was read and the schema guard passed it, just
 // before the apply.
 func (o *Operator) InstallCRDThen(ctx context.Context, k *template.Kind, beforeApply func() (undo func())) error {
-	return o.installCRDThen(ctx, k, beforeApply)
+	return o.crds.installThen(ctx, k, beforeApply)
 }
 
 // PointLiveCRD is pointLiveCRD, for the external tests.
 func (o *Operator) PointLiveCRD(ctx context.Context, crdName string) error {
-	return o.pointLiveCRD(ctx, crdName)
+	return o.crds.pointLiveCRD(ctx, crdName)
 }

@@ -2,14 +2,10 @@ package operator
 
 import (
 	"context"
-	"fmt"
-	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-
-	"github.com/cueop/cueop/engine/template"
 )
 
 // listRefused is the API server's refusal, by its authorization, of a list
@@ -26,21 +22,4 @@ func (b *bundle) listRefused(ctx context.Context, resource schema.GroupVersionRe
 		}
 	}
 	return nil
-}
-
-// boundIn is the reconcile.Host.Bound of k's kind: nil (bound
-// everywhere) without Options.Identities, else why the kind may not act in
-// a namespace the administrator did not bind it in.
-func (o *Operator) boundIn(k *template.Kind) func(namespace string) error {
-	ids := o.opts.Identities
-	if ids == nil {
-		return nil
-	}
-	gk := k.Resource.GroupVersionKind().GroupKind()
-	return func(ns string) error {
-		if ids.Bound(gk, ns) {
-			return nil
-		}
-		return fmt.Errorf("kind %s is not bound in namespace %s: it is bound in namespaces %s only", gk, ns, strings.Join(ids.BoundNamespaces(gk), ", "))
-	}
 }

@@ -23,7 +23,7 @@ import (
 // A kind is held by one operator instance (Options.Instance: one install,
 // its replicas and shards alike), recorded on the kind's CRD by the
 // annotation wellknown.AnnotationOperator, next to the package it was applied for
-// (wellknown.AnnotationPackage, claims.go) and the templates of the operator that
+// (wellknown.AnnotationPackage, loader.go) and the templates of the operator that
 // applied it last (wellknown.AnnotationTemplates). The CRD is the record because
 // only cluster administrators and operators may write CRDs; a Template or
 // a CR is written by many more.
@@ -48,17 +48,12 @@ import (
 const DefaultInstance = identity.DefaultNamespace + "/cueop"
 
 // Instance is the name of the operator instance this operator is.
-func (o *Operator) Instance() string {
-	if o.opts.Instance != "" {
-		return o.opts.Instance
-	}
-	return DefaultInstance
-}
+func (o *Operator) Instance() string { return o.crds.instance }
 
 // takesOver tells whether the administrator told this operator to take k
 // over from whichever instance holds it (by Kind.group or CRD name).
-func (o *Operator) takesOver(k *template.Kind) bool {
-	return slices.Contains(o.opts.TakeOver, k.Resource.ID()) || slices.Contains(o.opts.TakeOver, k.Resource.CRDName())
+func (c *crdWriter) takesOver(k *template.Kind) bool {
+	return slices.Contains(c.takeOver, k.Resource.ID()) || slices.Contains(c.takeOver, k.Resource.CRDName())
 }
 
 // heldError is a kind's serve refused because another operator instance
@@ -74,10 +69,10 @@ func (e heldError) Error() string {
 
 // holderOf is the instance a CRD names ("" when none) and the templates
 // it was applied from last; found is false when there is no such CRD.
-func (o *Operator) holderOf(ctx context.Context, crdName string) (instance, templates string, found bool, err error) {
+func (c *crdWriter) holderOf(ctx context.Context, crdName string) (instance, templates string, found bool, err error) {
 	crd := &metav1.PartialObjectMetadata{}
 	crd.SetGroupVersionKind(apiextensionsv1.SchemeGroupVersion.WithKind("CustomResourceDefinition"))
-	if err := o.mgr.GetAPIReader().Get(ctx, client.ObjectKey{Name: crdName}, crd); err != nil {
+	if err := c.reader.Get(ctx, client.ObjectKey{Name: crdName}, crd); err != nil {
 		if apierrors.IsNotFound(err) {
 			return "", "", false, nil
 		}
@@ -88,57 +83,71 @@ func (o *Operator) holderOf(ctx context.Context, crdName string) (instance, temp
 }
 
 // checkHolder answers a heldError when k's CRD names another instance and
-// k is not taken over. A kind taken over whose CRD cueop does not apply
-// (--install-crds=false) is recorded on its CRD here. The caller holds
-// o.mu.
-func (o *Operator) checkHolder(ctx context.Context, k *template.Kind) error {
+// k is not taken over (held). A kind taken over whose CRD cueop does not
+// apply (--install-crds=false) is recorded on its CRD here. The caller
+// holds lc.mu.
+func (lc *kindLifecycle) checkHolder(ctx context.Context, k *template.Kind, r *kindRecord) error {
 	crdName := k.Resource.CRDName()
-	holder, _, found, err := o.holderOf(ctx, crdName)
-	if err != nil || !found || holder == "" || holder == o.Instance() {
-		delete(o.heldElsewhere, k.Name)
+	holder, _, found, err := lc.crds.holderOf(ctx, crdName)
+	if err != nil || !found || holder == "" || holder == lc.crds.instance {
 		return err
 	}
-	if !o.takesOver(k) {
-		herr := heldError{crd: crdName, kind: k.Resource.ID(), holder: holder, instance: o.Instance()}
-		if o.heldElsewhere[k.Name] != holder { // once per holder, not at every reload
-			o.log.Error(herr, "kind not served: another operator holds it", "kind", k.Resource.ID(), "crd", crdName, "holder", holder, "instance", o.Instance())
-		}
-		o.heldElsewhere[k.Name] = holder
-		return herr
+	if !lc.crds.takesOver(k) {
+		return lc.held(ctx, k, r, holder)
 	}
-	delete(o.heldElsewhere, k.Name)
-	o.log.Info("taking the kind over from another operator (--take-over)", "kind", k.Resource.ID(), "crd", crdName, "from", holder, "instance", o.Instance())
-	if o.opts.InstallCRDs {
+	lc.log.Info("taking the kind over from another operator (--take-over)", "kind", k.Resource.ID(), "crd", crdName, "from", holder, "instance", lc.crds.instance)
+	if lc.installCRDs {
 		return nil // the CRD's apply records this instance
 	}
-	return o.recordHolder(ctx, crdName, k.Name)
+	return lc.crds.recordHolder(ctx, crdName, k.Name)
+}
+
+// held records k's kind, r, held by the instance holder: it stops waiting
+// for its CRD, and its controller stops (taken over by another operator).
+// It answers the heldError, logged once per holder. The caller holds
+// lc.mu.
+func (lc *kindLifecycle) held(ctx context.Context, k *template.Kind, r *kindRecord, holder string) error {
+	herr := heldError{crd: k.Resource.CRDName(), kind: k.Resource.ID(), holder: holder, instance: lc.crds.instance}
+	if r.heldBy != holder { // once per holder, not at every reload
+		lc.log.Error(herr, "kind not served: another operator holds it", "kind", k.Resource.ID(), "crd", herr.crd, "holder", holder, "instance", lc.crds.instance)
+	}
+	lc.stopWaiting(k.Name, r)
+	if kc := r.serving; kc != nil {
+		r.serving = nil
+		lc.stop(ctx, k.Name, kc)
+	}
+	lc.enter(r, k, phaseHeld)
+	r.heldBy = holder
+	return herr
 }
 
 // recordHolder writes this instance, its templates and the package pkg
 // on the CRD crdName.
-func (o *Operator) recordHolder(ctx context.Context, crdName, pkg string) error {
+func (c *crdWriter) recordHolder(ctx context.Context, crdName, pkg string) error {
 	body, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{
-		wellknown.AnnotationOperator: o.Instance(), wellknown.AnnotationTemplates: o.TemplatesMark(), wellknown.AnnotationPackage: pkg}}})
+		wellknown.AnnotationOperator: c.instance, wellknown.AnnotationTemplates: c.mark, wellknown.AnnotationPackage: pkg}}})
 	if err != nil {
 		return err
 	}
 	crd := &metav1.PartialObjectMetadata{}
 	crd.SetGroupVersionKind(apiextensionsv1.SchemeGroupVersion.WithKind("CustomResourceDefinition"))
 	crd.SetName(crdName)
-	if err := o.mgr.GetClient().Patch(ctx, crd, client.RawPatch(types.MergePatchType, body)); err != nil {
-		return fmt.Errorf("CustomResourceDefinition %s: record the operator %s: %w", crdName, o.Instance(), err)
+	if err := c.client.Patch(ctx, crd, client.RawPatch(types.MergePatchType, body)); err != nil {
+		return fmt.Errorf("CustomResourceDefinition %s: record the operator %s: %w", crdName, c.instance, err)
 	}
 	return nil
 }
 
-// HeldElsewhere are the packages this operator does not serve because
-// another operator instance holds their kind, with that instance.
-func (o *Operator) HeldElsewhere() map[string]string {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	out := make(map[string]string, len(o.heldElsewhere))
-	for k, v := range o.heldElsewhere {
-		out[k] = v
+// heldElsewhereNow are the packages not served because another operator
+// instance holds their kind, with that instance.
+func (lc *kindLifecycle) heldElsewhereNow() map[string]string {
+	lc.mu.Lock()
+	defer lc.mu.Unlock()
+	out := map[string]string{}
+	for name, r := range lc.records {
+		if r.phase == phaseHeld {
+			out[name] = r.heldBy
+		}
 	}
 	return out
 }
@@ -150,10 +159,10 @@ func (o *Operator) HeldElsewhere() map[string]string {
 // reconcile its CRs. A kind this operator is told to take over is left to
 // its next start: two installs both told to take one kind would
 // otherwise take it from each other without end.
-func (o *Operator) watchHolders(ctx context.Context) {
-	mc, err := metadata.NewForConfigAndClient(o.mgr.GetConfig(), o.mgr.GetHTTPClient())
+func (lc *kindLifecycle) watchHolders(ctx context.Context) {
+	mc, err := metadata.NewForConfigAndClient(lc.run.mgr.GetConfig(), lc.run.mgr.GetHTTPClient())
 	if err != nil {
-		o.log.Error(err, "kinds taken over by another operator: not followed; they stop serving here at the next reload")
+		lc.log.Error(err, "kinds taken over by another operator: not followed; they stop serving here at the next reload")
 		return
 	}
 	gvr := apiextensionsv1.SchemeGroupVersion.WithResource("customresourcedefinitions")
@@ -164,7 +173,7 @@ func (o *Operator) watchHolders(ctx context.Context) {
 		if !ok {
 			return
 		}
-		if h := m.GetAnnotations()[wellknown.AnnotationOperator]; h == "" || h == o.Instance() || !o.servesHeld(m.GetName()) {
+		if h := m.GetAnnotations()[wellknown.AnnotationOperator]; h == "" || h == lc.crds.instance || !lc.servesHeld(m.GetName()) {
 			return
 		}
 		select {
@@ -173,7 +182,7 @@ func (o *Operator) watchHolders(ctx context.Context) {
 		}
 	}
 	if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{AddFunc: on, UpdateFunc: func(_, obj any) { on(obj) }}); err != nil {
-		o.log.Error(err, "kinds taken over by another operator: not followed")
+		lc.log.Error(err, "kinds taken over by another operator: not followed")
 		return
 	}
 	go inf.Run(ctx.Done())
@@ -182,9 +191,9 @@ func (o *Operator) watchHolders(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case crd := <-kick:
-			o.log.Info("a kind served here was taken over by another operator: reloading to stop serving it", "crd", crd)
-			if err := o.reload(ctx); err != nil && ctx.Err() == nil {
-				o.log.Error(err, "reload after a kind was taken over")
+			lc.log.Info("a kind served here was taken over by another operator: reloading to stop serving it", "crd", crd)
+			if err := lc.reload(ctx); err != nil && ctx.Err() == nil {
+				lc.log.Error(err, "reload after a kind was taken over")
 			}
 		}
 	}
@@ -192,12 +201,12 @@ func (o *Operator) watchHolders(ctx context.Context) {
 
 // servesHeld tells whether this operator serves the kind of CRD crdName,
 // not told to take it over.
-func (o *Operator) servesHeld(crdName string) bool {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	for _, kc := range o.kinds {
+func (lc *kindLifecycle) servesHeld(crdName string) bool {
+	lc.mu.Lock()
+	defer lc.mu.Unlock()
+	for _, kc := range lc.records.controllers() {
 		if kc.crdName == crdName {
-			return !o.takesOver(kc.rec.Kind())
+			return !lc.crds.takesOver(kc.rec.Kind())
 		}
 	}
 	return false

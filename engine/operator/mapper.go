@@ -88,8 +88,7 @@ func (c *cachedMapper) RESTMapping(gk schema.GroupKind, versions ...string) (*me
 // should be installed before calling Start" error, which a new user reads
 // as a failure. A kind still unknown after that starts anyway (its source
 // retries, and logs).
-func (o *Operator) waitMapped(ctx context.Context, gvk schema.GroupVersionKind) (waited bool) {
-	mapper := o.mgr.GetRESTMapper()
+func waitMapped(ctx context.Context, mapper meta.RESTMapper, gvk schema.GroupVersionKind) (waited bool) {
 	polls := 0
 	_ = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, mapTimeout, true, func(context.Context) (bool, error) {
 		polls++

@@ -36,33 +36,25 @@ func (o *Operator) ModuleRefused(ref string, err error) {
 	msg := moduleRefusedMessage(ref, err)
 	o.log.Error(nil, msg)
 	o.metrics.loadError()
-	o.markModuleRefused(moduleRefusal{msg: msg, serving: template.ModuleServing(o.opts.Templates, ref)}, ref)
+	o.kinds.markModuleRefused(moduleRefusal{msg: msg, serving: template.ModuleServing(o.opts.Templates, ref)}, ref)
 }
 
 func moduleRefusedMessage(ref string, err error) string {
 	return fmt.Sprintf("module reference %s: a version was refused at fetch, and is not fetched again until the reference moves; what serves keeps serving: %v", ref, err)
 }
 
-// markModuleRefused shows m on the kinds of ref (kindReports.markRefused);
-// it answers m as recorded.
-func (o *Operator) markModuleRefused(m moduleRefusal, ref string) moduleRefusal {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return o.reports.markRefused(servedKinds{o.kinds, o.waiting}, m, ref)
-}
-
 // markRefused shows m on the kinds of ref among s: an Event on their CRDs
 // and their Templates Degraded, as serving m.serving, else the digest
 // they serve now, else the one the first of them loaded serves. It
 // answers m as recorded.
-func (r *kindReports) markRefused(s servedKinds, m moduleRefusal, ref string) moduleRefusal {
+func (r *kindReports) markRefused(s kindRecords, m moduleRefusal, ref string) moduleRefusal {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if r.refused == nil {
 		r.refused = map[string]moduleRefusal{}
 	}
 	r.refused[ref] = m
-	for _, kc := range s.kinds {
+	for _, kc := range s.controllers() {
 		k := kc.rec.Kind()
 		if k.Source.Ref != ref {
 			continue
@@ -133,7 +125,7 @@ func (s *Sharded) ModuleRefused(ref string, err error) {
 	}
 	s.mu.Unlock()
 	for _, op := range ops {
-		s.keepServing(ref, op.markModuleRefused(m, ref))
+		s.keepServing(ref, op.kinds.markModuleRefused(m, ref))
 	}
 }
 
@@ -147,7 +139,7 @@ func (s *Sharded) replayModuleRefused(op *Operator) {
 	}
 	s.mu.Unlock()
 	for ref, m := range refused {
-		s.keepServing(ref, op.markModuleRefused(m, ref))
+		s.keepServing(ref, op.kinds.markModuleRefused(m, ref))
 	}
 }
 
@@ -155,12 +147,12 @@ func (s *Sharded) replayModuleRefused(op *Operator) {
 // the digests the refusals were reported on, for the operators made
 // later.
 func (s *Sharded) keepModuleRefused(op *Operator) {
-	op.mu.Lock()
+	op.kinds.mu.Lock()
 	bound := make(map[string]moduleRefusal, len(op.reports.refused))
 	for ref, m := range op.reports.refused {
 		bound[ref] = m
 	}
-	op.mu.Unlock()
+	op.kinds.mu.Unlock()
 	for ref, m := range bound {
 		s.keepServing(ref, m)
 	}

@@ -11,7 +11,6 @@ import (
 	"github.com/fsnotify/fsnotify"
 	"github.com/go-logr/logr"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
@@ -20,7 +19,6 @@ import (
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -89,7 +87,7 @@ type Options struct {
 	// the uid hash space only (shard.go); nil means all of them.
 	Shard *shard.Range
 	// Workers configure the worker processes that every render, every
-	// evaluation of references and every compile runs in (workers.go).
+	// evaluation of references and every compile runs in (loader.go).
 	Workers worker.Options
 	// StorageMigrationPageSize is the number of CRs a storage migration
 	// lists at once (migrate.go); 0 means migrate.DefaultPageSize.
@@ -122,57 +120,34 @@ type Options struct {
 	TakeOver []string
 }
 
-// Operator serves every kind of a templates directory.
+// Operator serves every kind of a templates directory. It wires the
+// owners of the jobs together and holds the manager and its caches; each
+// job is its owner's: the kinds' lifecycle (kindLifecycle), their
+// controllers (kindRunner), their CRDs (crdWriter), the templates' load
+// (templateLoader), conversions (conversions), storage migrations
+// (migrations), the identities and their caches (identities), the
+// Templates (kindReports).
 type Operator struct {
-	opts     Options
-	mgr      manager.Manager
-	parents  cache.Cache
-	applier  *apply.Applier
-	recorder record.EventRecorder
-	metrics  *Metrics
-	log      logr.Logger
+	opts    Options
+	mgr     manager.Manager
+	parents cache.Cache
+	metrics *Metrics
+	log     logr.Logger
 
-	childKinds *childKinds // the kinds of children and how they are served (children.go)
-	ids        *identities // the identities the kinds act as, and their caches (identities.go); guarded by mu
-
-	// reloading is held across a reload's load and its serve: the watch
-	// loop's and the retries' (unserved.go) reloads must not interleave,
-	// or one that read the files before an edit could serve its older
-	// result after the edit was served.
-	reloading sync.Mutex
-
-	releaseKeys releaseKeys // releasekey.go
-
-	mu    sync.Mutex
-	kinds map[string]*kindController // by kind name
-	// waiting are the kinds waiting for their CRD (crdwait.go), by kind
-	// name.
-	waiting map[string]crdWait
-	// refused are the kinds whose newest template was refused for a
-	// breaking schema change (schemaguard.go), by kind name.
-	refused map[string]bool
-	// heldElsewhere are the packages whose kind another operator instance
-	// holds (holder.go), with that instance.
-	heldElsewhere map[string]string
-	// unserved are the kinds whose last serve failed retriably, retried
-	// while retrying (unserved.go).
-	unserved map[string]bool
-	retrying bool
+	ids        *identities     // the identities the kinds act as, and their caches (identities.go)
+	loader     *templateLoader // loader.go
+	crds       *crdWriter
+	kinds      *kindLifecycle
+	migrations *migrations    // migrate.go
+	conv       *conversions   // conversion.go; nil without Options.Conversion
+	reports    *kindReports   // the kinds' Templates (templatestatus.go)
+	watch      templatesWatch // watch.go
 
 	controllers sync.WaitGroup // the kinds' running controllers and storage migrations
-
-	migrations *migrations // migrate.go
-
-	eval render.Evaluator // workers.go
-	pool *worker.Pool     // nil in process
-
-	conv *conversions // conversion.go; nil without Options.Conversion
-
-	reports *kindReports // the kinds' Templates (templatestatus.go)
 }
 
-// New builds an operator on cfg. Run starts it.
-func New(cfg *rest.Config, opts Options) (*Operator, error) {
+// withDefaults is opts with every default set: the one place they are.
+func (opts Options) withDefaults() (Options, error) {
 	if opts.AllowedKinds == nil {
 		opts.AllowedKinds = render.MustKindSet(render.DefaultAllowedKinds)
 	}
@@ -182,17 +157,32 @@ func New(cfg *rest.Config, opts Options) (*Operator, error) {
 	if opts.MaxConcurrent <= 0 {
 		opts.MaxConcurrent = 4
 	}
-	cfg = clientDefaults(cfg, opts)
+	if opts.Instance == "" {
+		opts.Instance = DefaultInstance
+	}
+	if opts.ReleaseKeyNamespace == "" {
+		opts.ReleaseKeyNamespace = DefaultReleaseKeyNamespace
+	}
 	if opts.Conversion == nil {
 		c, err := LocalConversion()
 		if err != nil {
-			return nil, err
+			return opts, err
 		}
 		opts.Conversion = c
 	}
 	if c := opts.Conversion; !c.NoServe {
 		opts.Manager.WebhookServer = webhookServer(c) // conversion.go
 	}
+	return opts, nil
+}
+
+// New builds an operator on cfg. Run starts it.
+func New(cfg *rest.Config, opts Options) (*Operator, error) {
+	opts, err := opts.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	cfg = clientDefaults(cfg, opts)
 	mgr, err := ctrl.NewManager(cfg, shardChildren(managerOptions(opts.Manager, opts.Namespace), opts.Shard))
 	if err != nil {
 		return nil, fmt.Errorf("manager: %w", err)
@@ -206,47 +196,66 @@ func New(cfg *rest.Config, opts Options) (*Operator, error) {
 	if err != nil {
 		return nil, fmt.Errorf("apply client: %w", err)
 	}
-	o := &Operator{
-		opts: opts, mgr: mgr, parents: parents,
-		applier:  &apply.Applier{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Responses: responses},
-		recorder: mgr.GetEventRecorderFor("cueop"),
-		metrics:  NewMetrics(),
-		log:      mgr.GetLogger().WithName("cueop"),
-		kinds:    map[string]*kindController{},
-		refused:  map[string]bool{},
-
-		heldElsewhere: map[string]string{},
-	}
-	o.reports = o.newKindReports()
-	o.migrations = &migrations{
-		migrates: opts.Shard == nil || opts.Shard.Index == 0,
-		log:      o.log, metrics: o.metrics, event: o.crdEventType, controllers: &o.controllers,
-		reader: mgr.GetAPIReader(), client: mgr.GetClient(), config: mgr.GetConfig(), http: mgr.GetHTTPClient(),
-		pageSize: opts.StorageMigrationPageSize,
-	}
-	if c := opts.Conversion; c != nil {
-		o.conv = newConversions(c, opts.Budget, o.log.WithName("conversion"), mgr.GetAPIReader())
-		if !c.NoServe {
-			if err := o.serveConversion(mgr, opts.Manager.LeaderElection); err != nil {
-				return nil, err
-			}
-		}
-	}
-	if err := o.startWorkers(); err != nil {
-		return nil, err
-	}
-	o.childKinds = &childKinds{allowed: opts.AllowedKinds, data: opts.DataKinds, log: o.log,
-		scheme: mgr.GetScheme(), mapper: mgr.GetRESTMapper(), config: mgr.GetConfig(), http: mgr.GetHTTPClient()}
-	if err := o.childKinds.resolveAll(); err != nil {
-		return nil, err
-	}
-	o.ids = &identities{config: opts.Identities, kinds: o.childKinds, log: o.log, restConfig: mgr.GetConfig(),
-		scheme: mgr.GetScheme(), mapper: mgr.GetRESTMapper(), namespace: opts.Namespace, shard: opts.Shard,
-		readable: opts.ReadableKinds, controllers: &o.controllers}
-	if err := o.ids.newShared(cfg, mgr, o.applier); err != nil {
+	o := &Operator{opts: opts, mgr: mgr, parents: parents, metrics: NewMetrics(), log: mgr.GetLogger().WithName("cueop"),
+		watch: templatesWatch{dir: opts.Templates}}
+	o.watch.log = o.log
+	applier := &apply.Applier{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Responses: responses}
+	if err := o.wire(cfg, applier); err != nil {
 		return nil, err
 	}
 	return o, errors.Join(mgr.Add(parents), mgr.Add(o))
+}
+
+// wire makes the owners of the jobs, each given what it needs of the
+// others.
+func (o *Operator) wire(cfg *rest.Config, applier *apply.Applier) error {
+	opts, mgr := o.opts, o.mgr
+	recorder := mgr.GetEventRecorderFor("cueop")
+	o.crds = &crdWriter{reader: mgr.GetAPIReader(), client: mgr.GetClient(), applier: applier, recorder: recorder, log: o.log,
+		instance: opts.Instance, mark: o.TemplatesMark(), takeOver: opts.TakeOver, conversion: opts.Conversion}
+	o.migrations = &migrations{
+		migrates: opts.Shard == nil || opts.Shard.Index == 0,
+		log:      o.log, metrics: o.metrics, event: o.crds.eventType, controllers: &o.controllers,
+		reader: mgr.GetAPIReader(), client: mgr.GetClient(), config: mgr.GetConfig(), http: mgr.GetHTTPClient(),
+		pageSize: opts.StorageMigrationPageSize,
+	}
+	o.crds.moveFields = o.migrations.moveFieldsBeforeDrop
+	o.reports = o.newKindReports()
+	o.conv = newConversions(opts.Conversion, opts.Budget, o.log.WithName("conversion"), mgr.GetAPIReader())
+	var err error
+	if o.loader, err = newTemplateLoader(opts, o.log, mgr.GetAPIReader(), o.conv); err != nil {
+		return err
+	}
+	if !opts.Conversion.NoServe {
+		l := &conversionLoader{conv: o.conv, loader: o.loader, watch: o.watch, log: o.log}
+		if err := serveConversion(mgr, l, opts.Manager.LeaderElection); err != nil {
+			return err
+		}
+	}
+	kinds := &childKinds{allowed: opts.AllowedKinds, data: opts.DataKinds, log: o.log,
+		scheme: mgr.GetScheme(), mapper: mgr.GetRESTMapper(), config: mgr.GetConfig(), http: mgr.GetHTTPClient()}
+	if err := kinds.resolveAll(); err != nil {
+		return err
+	}
+	o.ids = &identities{config: opts.Identities, kinds: kinds, log: o.log, restConfig: mgr.GetConfig(),
+		scheme: mgr.GetScheme(), mapper: mgr.GetRESTMapper(), namespace: opts.Namespace, shard: opts.Shard,
+		readable: opts.ReadableKinds, controllers: &o.controllers}
+	if err := o.ids.newShared(cfg, mgr, applier); err != nil {
+		return err
+	}
+	run := &kindRunner{mgr: mgr, parents: o.parents, ids: o.ids, crds: o.crds, recorder: recorder, metrics: o.metrics, log: o.log,
+		eval: o.loader.eval, opts: opts, controllers: &o.controllers,
+		keys: &releaseKeys{given: opts.ReleaseKey, namespace: opts.ReleaseKeyNamespace, reader: mgr.GetAPIReader(), client: mgr.GetClient(), log: o.log}}
+	o.kinds = &kindLifecycle{run: run, crds: o.crds, conv: o.conv, reports: o.reports, migrations: o.migrations, metrics: o.metrics,
+		log: o.log, load: o.loader.load, installCRDs: opts.InstallCRDs, loaded: opts.TemplatesLoaded, accept: opts.TemplatesAccepted,
+		controllers: &o.controllers, records: kindRecords{}}
+	o.loader.served = o.kinds.holdings
+	return nil
+}
+
+// waitMapped is waitMapped of the manager's REST mapper (mapper.go).
+func (o *Operator) waitMapped(ctx context.Context, gvk schema.GroupVersionKind) bool {
+	return waitMapped(ctx, o.mgr.GetRESTMapper(), gvk)
 }
 
 // newKindReports is the reporter of the kinds' state: their Templates,
@@ -256,15 +265,15 @@ func (o *Operator) newKindReports() *kindReports {
 		speaks:      o.opts.Shard == nil || o.opts.Shard.Index == 0,
 		log:         o.log,
 		identities:  o.opts.Identities,
-		event:       o.crdEvent,
+		event:       o.crds.event,
 		controllers: &o.controllers,
 	}
 	if r.speaks {
 		r.writer = newTemplateWriter(templateWriterConfig{
 			log: o.log, metrics: o.metrics,
 			client: o.mgr.GetClient(), reader: o.mgr.GetAPIReader(), rest: o.mgr.GetConfig(), http: o.mgr.GetHTTPClient(),
-			applier: o.applier, mark: o.TemplatesMark(), instance: o.Instance(), installCRD: o.opts.InstallCRDs,
-			established: o.waitEstablished, mapped: o.waitMapped, holderOf: o.holderOf,
+			applier: o.crds.applier, mark: o.crds.mark, instance: o.crds.instance, installCRD: o.opts.InstallCRDs,
+			established: o.crds.waitEstablished, mapped: o.waitMapped, holderOf: o.crds.holderOf,
 		})
 	}
 	return r
@@ -436,18 +445,8 @@ func (o *Operator) Run(ctx context.Context) error {
 	defer running.Delete(o)
 	// Return only once every kind's controller has drained.
 	defer o.controllers.Wait()
-	defer o.stopWorkers() // a follower's, which Start never ran on (conversion.go loads templates there)
+	defer o.loader.stop() // a follower's, which Start never ran on (conversion.go loads templates there)
 	return o.mgr.Start(ctx)
-}
-
-// scope asks the API server (through the cached REST mapper) whether a
-// child kind is namespaced.
-func (o *Operator) scope(gk schema.GroupKind) (namespaced, known bool) {
-	m, err := o.mgr.GetRESTMapper().RESTMapping(gk)
-	if err != nil {
-		return false, false
-	}
-	return m.Scope.Name() == meta.RESTScopeNameNamespace, true
 }
 
 // NeedLeaderElection makes the operator's controllers run on the leader only.
@@ -467,13 +466,13 @@ func (o *Operator) Start(ctx context.Context) error {
 		return fmt.Errorf("templates watch: %w", err)
 	}
 	defer w.Close()
-	defer o.stopWorkers()
-	o.addWatches(w)
+	defer o.loader.stop()
+	o.watch.add(w)
 	// The templates compile (in a worker, then here) while the caches
 	// sync: a restarted process serves sooner. An edit made after the
 	// watch was set up is loaded again before the first serve
-	// (preload.go), a later one by watchTemplates.
-	pre := preload(ctx, o.log, w, o.loadTemplates, o.addWatches) // preload.go
+	// (preload.go), a later one by the watch.
+	pre := preload(ctx, o.log, w, o.loader.load, o.watch.add) // preload.go
 	defer pre.stop()
 	if !o.mgr.GetCache().WaitForCacheSync(ctx) || !o.parents.WaitForCacheSync(ctx) {
 		return errors.New("caches did not sync")
@@ -487,34 +486,50 @@ func (o *Operator) Start(ctx context.Context) error {
 		<-discovered
 		return nil // stopped before the first serve
 	}
-	warmed := o.warmParents(ctx, first.set)
+	warmed := o.kinds.run.warmParents(ctx, first.set)
 	if err := <-discovered; err != nil {
 		return err
 	}
-	// No kind to serve is fatal, unless a kind was refused for its schema:
-	// exiting would make a restarted operator crash-loop on the CRs it
-	// protects; it waits for a fixed template instead (schemaguard.go). A
-	// kind waiting for its CRD (crdwait.go) is a kind to serve.
-	o.reloading.Lock()
-	err = o.reloadSet(ctx, first.set, first.err)
-	o.reloading.Unlock()
-	o.conv.firstLoadDone()
-	if err != nil {
-		if len(o.kindNames()) == 0 && !o.anyWaiting() && !o.anyRefused() && len(o.HeldElsewhere()) == 0 {
-			return fmt.Errorf("templates %s: %w", o.opts.Templates, err)
-		}
-		if err := without(err, first.err); err != nil { // the load error was logged by loadFailed
-			o.log.Error(err, "not every kind serves") // unserved.go retries what may pass
-		}
+	if err := o.serveFirst(ctx, first); err != nil {
+		return err
 	}
-	o.unwarm(ctx, warmed)
-	go o.repointOnRotation(ctx) // conversion.go
-	go o.watchHolders(ctx)      // holder.go
-	return o.watchTemplates(ctx, w, o.reload)
+	o.kinds.unwarm(ctx, warmed)
+	go o.kinds.repoint(ctx)      // conversion.go
+	go o.kinds.watchHolders(ctx) // holder.go
+	return o.watch.run(ctx, w, o.kinds.reload)
+}
+
+// serveFirst serves the first load. No kind to serve is fatal, unless a
+// kind was refused for its schema: exiting would make a restarted
+// operator crash-loop on the CRs it protects; it waits for a fixed
+// template instead (schemaguard.go). A kind waiting for its CRD
+// (crdwait.go) is a kind to serve.
+func (o *Operator) serveFirst(ctx context.Context, first preloaded) error {
+	o.kinds.reloading.Lock()
+	err := o.kinds.reloadSet(ctx, first.set, first.err)
+	o.kinds.reloading.Unlock()
+	o.conv.firstLoadDone()
+	if err == nil {
+		return nil
+	}
+	if o.kinds.idle() {
+		return fmt.Errorf("templates %s: %w", o.opts.Templates, err)
+	}
+	if err := without(err, first.err); err != nil { // the load error was logged by loadFailed
+		o.log.Error(err, "not every kind serves") // unserved.go retries what may pass
+	}
+	return nil
 }
 
 // Parents is the cache of the CRs, for callers that follow their status.
 func (o *Operator) Parents() cache.Cache { return o.parents }
+
+// HeldElsewhere are the packages this operator does not serve because
+// another operator instance holds their kind, with that instance.
+func (o *Operator) HeldElsewhere() map[string]string { return o.kinds.heldElsewhereNow() }
+
+// Progress returns the rollout state of every kind served.
+func (o *Operator) Progress() []KindProgress { return o.kinds.progress() }
 
 // without is err, a join of errors, without load: a cause logged already
 // is not logged twice.

@@ -21,25 +21,25 @@ import (
 // mid-handover has no holder to do it), and two replicas doing it at once
 // only find the work done. They are read as the operator's own identity
 // (o.ids.shared), as the CRs always are, even when the kind acts as its own.
-func (o *Operator) releaseOrdered(ctx context.Context, kc *kindController) {
+func (kr *kindRunner) releaseOrdered(ctx context.Context, kc *kindController) {
 	gvk := kc.rec.Kind().Resource.GroupVersionKind()
-	m, err := o.mgr.GetRESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version)
+	m, err := kr.mgr.GetRESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version)
 	if err == nil {
 		var crs []metav1.PartialObjectMetadata
-		if crs, err = listMetadata(ctx, o.ids.shared.meta, m.Resource, o.opts.Namespace); err == nil {
+		if crs, err = listMetadata(ctx, kr.ids.shared.meta, m.Resource, kr.opts.Namespace); err == nil {
 			for i := range crs {
-				o.releaseOrderedOne(ctx, kc, m.Resource, gvk, &crs[i])
+				kr.releaseOrderedOne(ctx, kc, m.Resource, gvk, &crs[i])
 			}
 			return
 		}
 	}
-	o.log.Error(err, "list to release the ordered-deletion finalizer", "kind", gvk.Kind)
+	kr.log.Error(err, "list to release the ordered-deletion finalizer", "kind", gvk.Kind)
 }
 
 // releaseOrderedOne removes the finalizer from cr, reading it again when
 // the patch meets a list changed meanwhile (another replica, the garbage
 // collector).
-func (o *Operator) releaseOrderedOne(ctx context.Context, kc *kindController, resource schema.GroupVersionResource, gvk schema.GroupVersionKind, cr *metav1.PartialObjectMetadata) {
+func (kr *kindRunner) releaseOrderedOne(ctx context.Context, kc *kindController, resource schema.GroupVersionResource, gvk schema.GroupVersionKind, cr *metav1.PartialObjectMetadata) {
 	var err error
 	for range 3 {
 		if !slices.Contains(cr.GetFinalizers(), wellknown.FinalizerOrdered) {
@@ -48,7 +48,7 @@ func (o *Operator) releaseOrderedOne(ctx context.Context, kc *kindController, re
 		if err = kc.rec.ReleaseOrdered(ctx, childMetadata(cr, gvk)); err == nil {
 			return
 		}
-		fresh, gerr := o.ids.shared.meta.Resource(resource).Namespace(cr.GetNamespace()).Get(ctx, cr.GetName(), metav1.GetOptions{})
+		fresh, gerr := kr.ids.shared.meta.Resource(resource).Namespace(cr.GetNamespace()).Get(ctx, cr.GetName(), metav1.GetOptions{})
 		if apierrors.IsNotFound(gerr) {
 			return
 		}
@@ -58,5 +58,5 @@ func (o *Operator) releaseOrderedOne(ctx context.Context, kc *kindController, re
 		}
 		cr = fresh
 	}
-	o.log.Error(fmt.Errorf("%s %s/%s: %w", gvk.Kind, cr.GetNamespace(), cr.GetName(), err), "release the ordered-deletion finalizer")
+	kr.log.Error(fmt.Errorf("%s %s/%s: %w", gvk.Kind, cr.GetNamespace(), cr.GetName(), err), "release the ordered-deletion finalizer")
 }

@@ -1,7 +1,6 @@
 package operator
 
 import (
-	"sort"
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -15,19 +14,6 @@ type KindProgress struct {
 	Kind, Package string
 	GVK           schema.GroupVersionKind // the CRs' group, version and kind
 	reconcile.Progress
-}
-
-// Progress returns the rollout state of every kind served.
-func (o *Operator) Progress() []KindProgress {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	var out []KindProgress
-	for name, kc := range o.kinds {
-		res := kc.rec.Kind().Resource
-		out = append(out, KindProgress{Kind: res.Kind, Package: name, GVK: res.GroupVersionKind(), Progress: kc.rec.Rollout.Progress()})
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Package < out[j].Package })
-	return out
 }
 
 // running are the operators of this process, for the rollout collector.

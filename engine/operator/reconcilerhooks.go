@@ -8,7 +8,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/cueop/cueop/engine/reconcile"
-	"github.com/cueop/cueop/engine/template"
 )
 
 // kindCluster is a kind's reconcile.Cluster: the bundle of its identity,
@@ -44,15 +43,11 @@ func (c kindCluster) Load(ctx context.Context, meta *unstructured.Unstructured) 
 	return c.b.loadReferenced(ctx, meta)
 }
 
-// kindHost is a kind's reconcile.Host: the operator, for that kind.
+// kindHost is a kind's reconcile.Host (kindRunner.hostOf).
 type kindHost struct {
-	o       *Operator
+	keys    *releaseKeys
 	bound   func(namespace string) error                   // forbidden.go; nil: bound everywhere
 	failing func(context.Context, reconcile.StatusFailing) // statusfailing.go
-}
-
-func (o *Operator) hostOf(k *template.Kind) kindHost {
-	return kindHost{o: o, bound: o.boundIn(k), failing: o.statusFailing(k.Resource.CRDName())}
 }
 
 func (h kindHost) Bound(namespace string) error {
@@ -62,6 +57,6 @@ func (h kindHost) Bound(namespace string) error {
 	return h.bound(namespace)
 }
 
-func (h kindHost) ReleaseKey(ctx context.Context) ([]byte, error) { return h.o.releaseKey(ctx) } // releasekey.go
+func (h kindHost) ReleaseKey(ctx context.Context) ([]byte, error) { return h.keys.key(ctx) } // releasekey.go
 
 func (h kindHost) StatusFailing(ctx context.Context, st reconcile.StatusFailing) { h.failing(ctx, st) }

@@ -10,6 +10,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/go-logr/logr"
 )
 
 // The key of the proofs released children carry (reconcile/releaseproof.go)
@@ -41,41 +43,46 @@ const DefaultReleaseKeyNamespace = "default"
 // releaseKeys loads the release key once; a failed load is tried again at
 // the next need.
 type releaseKeys struct {
-	mu  sync.Mutex
-	key []byte
+	given     []byte // Options.ReleaseKey
+	namespace string // Options.ReleaseKeyNamespace
+	reader    client.Reader
+	client    client.Client
+	log       logr.Logger
+
+	mu     sync.Mutex
+	loaded []byte
 }
 
-// releaseKey is the release key (reconcile.Host.ReleaseKey).
-func (o *Operator) releaseKey(ctx context.Context) ([]byte, error) {
-	if len(o.opts.ReleaseKey) > 0 {
-		if len(o.opts.ReleaseKey) < MinReleaseKeyBytes {
-			return nil, fmt.Errorf("the release key given is %d bytes, fewer than %d", len(o.opts.ReleaseKey), MinReleaseKeyBytes)
+// key is the release key (reconcile.Host.ReleaseKey).
+func (k *releaseKeys) key(ctx context.Context) ([]byte, error) {
+	if len(k.given) > 0 {
+		if len(k.given) < MinReleaseKeyBytes {
+			return nil, fmt.Errorf("the release key given is %d bytes, fewer than %d", len(k.given), MinReleaseKeyBytes)
 		}
-		return o.opts.ReleaseKey, nil
+		return k.given, nil
 	}
-	k := &o.releaseKeys
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	if k.key != nil {
-		return k.key, nil
+	if k.loaded != nil {
+		return k.loaded, nil
 	}
-	key, err := o.loadReleaseKey(ctx)
+	key, err := k.load(ctx)
 	if err != nil {
 		return nil, err
 	}
-	k.key = key
+	k.loaded = key
 	return key, nil
 }
 
-// loadReleaseKey reads the release key Secret, creating it when absent.
-func (o *Operator) loadReleaseKey(ctx context.Context) ([]byte, error) {
-	ns := o.opts.ReleaseKeyNamespace
+// load reads the release key Secret, creating it when absent.
+func (k *releaseKeys) load(ctx context.Context) ([]byte, error) {
+	ns := k.namespace
 	if ns == "" {
 		ns = DefaultReleaseKeyNamespace
 	}
 	name := fmt.Sprintf("Secret %s/%s", ns, ReleaseKeySecret)
 	s := &corev1.Secret{}
-	err := o.mgr.GetAPIReader().Get(ctx, client.ObjectKey{Namespace: ns, Name: ReleaseKeySecret}, s)
+	err := k.reader.Get(ctx, client.ObjectKey{Namespace: ns, Name: ReleaseKeySecret}, s)
 	if apierrors.IsNotFound(err) {
 		key := make([]byte, MinReleaseKeyBytes)
 		if _, err := rand.Read(key); err != nil {
@@ -86,16 +93,16 @@ func (o *Operator) loadReleaseKey(ctx context.Context) ([]byte, error) {
 			Type:       corev1.SecretTypeOpaque,
 			Data:       map[string][]byte{ReleaseKeyField: key},
 		}
-		err = o.mgr.GetClient().Create(ctx, s)
+		err = k.client.Create(ctx, s)
 		if err == nil {
-			o.log.Info("release key created", "secret", ns+"/"+ReleaseKeySecret)
+			k.log.Info("release key created", "secret", ns+"/"+ReleaseKeySecret)
 			return key, nil
 		}
 		if !apierrors.IsAlreadyExists(err) {
 			return nil, fmt.Errorf("create %s: %w", name, err)
 		}
 		s = &corev1.Secret{} // another replica created it first
-		err = o.mgr.GetAPIReader().Get(ctx, client.ObjectKey{Namespace: ns, Name: ReleaseKeySecret}, s)
+		err = k.reader.Get(ctx, client.ObjectKey{Namespace: ns, Name: ReleaseKeySecret}, s)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", name, err)

@@ -99,7 +99,7 @@ type Sharded struct {
 	leases kubernetes.Interface
 	log    logr.Logger
 
-	conv *Operator // the replica's conversion endpoint (conversion.go)
+	conv *replicaConversion // the replica's conversion endpoint (conversion.go)
 
 	mu  sync.Mutex
 	ops map[int]*Operator // by range index
@@ -113,7 +113,7 @@ type Sharded struct {
 // CRD at it.
 func (s *Sharded) ConversionNeeded() <-chan struct{} {
 	if s.conv != nil {
-		return s.conv.ConversionNeeded()
+		return s.conv.needed()
 	}
 	return conversionNeeded(nil, s.opts.Conversion)
 }
@@ -206,7 +206,7 @@ func (s *Sharded) Run(ctx context.Context) error {
 	}
 	s.log.Info(msg, "filter", filter, "replica", s.sh.Identity, "shards", s.sh.Shards, "leaseNamespace", s.sh.Namespace)
 	if s.conv != nil {
-		defer s.conv.stopWorkers()
+		defer s.conv.loader.stop()
 	}
 	return s.host.Start(ctx)
 }

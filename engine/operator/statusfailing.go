@@ -16,36 +16,36 @@ import (
 
 // statusFailing is the reconcilers' Host.StatusFailing of the kind whose CRD
 // is crdName: it sets the CRD's wellknown.CRDConditionStatusWriteFailing and logs.
-func (o *Operator) statusFailing(crdName string) func(context.Context, reconcile.StatusFailing) {
+func (c *crdWriter) statusFailing(crdName string) func(context.Context, reconcile.StatusFailing) {
 	return func(ctx context.Context, st reconcile.StatusFailing) {
-		c := apiextensionsv1.CustomResourceDefinitionCondition{Type: wellknown.CRDConditionStatusWriteFailing, Status: apiextensionsv1.ConditionFalse,
+		cond := apiextensionsv1.CustomResourceDefinitionCondition{Type: wellknown.CRDConditionStatusWriteFailing, Status: apiextensionsv1.ConditionFalse,
 			Reason: wellknown.CRDReasonStatusWritten, Message: "the status of every CR is written"}
 		if st.Failing > 0 {
-			c.Status, c.Reason = apiextensionsv1.ConditionTrue, wellknown.ReasonStatusWriteFailed
+			cond.Status, cond.Reason = apiextensionsv1.ConditionTrue, wellknown.ReasonStatusWriteFailed
 			// No count: the condition is set only when the kind's state
 			// moves (its first CR failing), not at each CR that follows.
-			c.Message = fmt.Sprintf("the status of CRs could not be written, retried with backoff (a %s Event on each), first %s: %s",
+			cond.Message = fmt.Sprintf("the status of CRs could not be written, retried with backoff (a %s Event on each), first %s: %s",
 				wellknown.ReasonStatusWriteFailed, st.First, st.Err)
 		}
 		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 			crd := &apiextensionsv1.CustomResourceDefinition{}
-			if err := o.mgr.GetAPIReader().Get(ctx, client.ObjectKey{Name: crdName}, crd); err != nil {
+			if err := c.reader.Get(ctx, client.ObjectKey{Name: crdName}, crd); err != nil {
 				return err
 			}
-			if old := apihelpers.FindCRDCondition(crd, c.Type); old == nil && st.Failing == 0 ||
-				old != nil && old.Status == c.Status && old.Message == c.Message {
+			if old := apihelpers.FindCRDCondition(crd, cond.Type); old == nil && st.Failing == 0 ||
+				old != nil && old.Status == cond.Status && old.Message == cond.Message {
 				return nil // as it is: a kind that never failed has no such condition
 			}
 			if st.Failing > 0 {
-				o.log.Error(nil, "status writes failing: "+c.Message, "crd", crdName)
+				c.log.Error(nil, "status writes failing: "+cond.Message, "crd", crdName)
 			} else {
-				o.log.Info("status writes no longer failing", "crd", crdName)
+				c.log.Info("status writes no longer failing", "crd", crdName)
 			}
-			apihelpers.SetCRDCondition(crd, c)
-			return o.mgr.GetClient().Status().Update(ctx, crd, client.FieldOwner(apply.DefaultFieldManager))
+			apihelpers.SetCRDCondition(crd, cond)
+			return c.client.Status().Update(ctx, crd, client.FieldOwner(apply.DefaultFieldManager))
 		})
 		if err != nil {
-			o.log.Error(err, "CustomResourceDefinition "+crdName+": condition "+string(wellknown.CRDConditionStatusWriteFailing)+" not set")
+			c.log.Error(err, "CustomResourceDefinition "+crdName+": condition "+string(wellknown.CRDConditionStatusWriteFailing)+" not set")
 		}
 	}
 }

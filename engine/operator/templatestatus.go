@@ -109,13 +109,6 @@ type kindReports struct {
 	refused map[string]moduleRefusal
 }
 
-// servedKinds is what a report reads of the operator's kinds, under its
-// mu: those serving, and those waiting for their CRD (crdwait.go).
-type servedKinds struct {
-	kinds   map[string]*kindController
-	waiting map[string]crdWait
-}
-
 // started is the writer, running with ctx from now on; nil where the
 // range does not speak.
 func (r *kindReports) started(ctx context.Context) *templateWriter {
@@ -128,7 +121,7 @@ func (r *kindReports) started(ctx context.Context) *templateWriter {
 // reload queues the state of every kind of set, failed holding the error
 // each kind's serve returned. A package the writer knows of that set
 // neither holds nor found broken was removed.
-func (r *kindReports) reload(ctx context.Context, s servedKinds, set *template.Set, failed map[string]error) {
+func (r *kindReports) reload(ctx context.Context, s kindRecords, set *template.Set, failed map[string]error) {
 	w := r.started(ctx)
 	if w == nil {
 		return
@@ -148,7 +141,7 @@ func (r *kindReports) reload(ctx context.Context, s servedKinds, set *template.S
 
 // loadFailed queues every known kind as broken by err, a load that found
 // no kind at all (the module itself did not load).
-func (r *kindReports) loadFailed(ctx context.Context, s servedKinds, err error) {
+func (r *kindReports) loadFailed(ctx context.Context, s kindRecords, err error) {
 	w := r.started(ctx)
 	if w == nil {
 		return
@@ -157,7 +150,7 @@ func (r *kindReports) loadFailed(ctx context.Context, s servedKinds, err error) 
 	for _, pkg := range w.packages() {
 		set.Broken[pkg] = err
 	}
-	for pkg := range s.kinds {
+	for pkg := range s.controllers() {
 		set.Broken[pkg] = err
 	}
 	r.reload(ctx, s, set, nil)
@@ -165,7 +158,7 @@ func (r *kindReports) loadFailed(ctx context.Context, s servedKinds, err error) 
 
 // served queues the state of k alone, once its serve ended with err
 // outside a reload (crdwait.go).
-func (r *kindReports) served(ctx context.Context, s servedKinds, k *template.Kind, err error) {
+func (r *kindReports) served(ctx context.Context, s kindRecords, k *template.Kind, err error) {
 	if w := r.started(ctx); w != nil {
 		w.queue(r.kind(s, k, err))
 	}
@@ -173,10 +166,10 @@ func (r *kindReports) served(ctx context.Context, s servedKinds, k *template.Kin
 
 // kind is the state of k, the newest revision of its package, whose serve
 // returned err.
-func (r *kindReports) kind(s servedKinds, k *template.Kind, err error) kindReport {
+func (r *kindReports) kind(s kindRecords, k *template.Kind, err error) kindReport {
 	rep := kindReport{pkg: k.Name, name: k.Resource.CRDName()}
-	kc, serving := s.kinds[k.Name]
-	_, waiting := s.waiting[k.Name]
+	kc, serving := s.controller(k.Name)
+	waiting := s.waiting(k.Name)
 	switch {
 	case err != nil:
 		rep.lastError = err.Error()
@@ -203,10 +196,10 @@ func (r *kindReports) kind(s servedKinds, k *template.Kind, err error) kindRepor
 
 // broken is the state of the package name, whose template did not load
 // (err names the CUE file:line:col).
-func (r *kindReports) broken(s servedKinds, name string, err error) kindReport {
+func (r *kindReports) broken(s kindRecords, name string, err error) kindReport {
 	rep := kindReport{pkg: name, lastError: err.Error()}
 	rep.degraded = condition(wellknown.TemplateConditionDegraded, true, wellknown.TemplateReasonTemplateError, err.Error())
-	if kc, ok := s.kinds[name]; ok {
+	if kc, ok := s.controller(name); ok {
 		rep.name, rep.fields = kc.crdName, r.fields(kc.rec.Kind())
 		rep.ready = condition(wellknown.TemplateConditionReady, true, wellknown.TemplateReasonServing, "revision "+kc.rec.Kind().Revision+" serves; the newest template did not load")
 		return rep

@@ -33,42 +33,53 @@ func retriable(err error) bool {
 	return !errors.As(err, &r) && !errors.As(err, &s) && !errors.As(err, new(heldError))
 }
 
-// noteUnserved records the kinds whose serve failed retriably in this
-// reload and starts the retries when some did. The caller holds o.mu.
-func (o *Operator) noteUnserved(ctx context.Context, unserved map[string]bool) {
-	o.unserved = unserved
-	if len(unserved) == 0 || o.retrying {
+// retryUnserved starts the retries when a kind's serve failed retriably
+// (phaseUnserved) and none run. The caller holds lc.mu.
+func (lc *kindLifecycle) retryUnserved(ctx context.Context) {
+	if lc.records.unserved() == 0 || lc.retrying {
 		return
 	}
-	o.retrying = true
-	o.controllers.Add(1)
+	lc.retrying = true
+	lc.controllers.Add(1)
 	go func() {
-		defer o.controllers.Done()
-		o.retryUnserved(ctx)
+		defer lc.controllers.Done()
+		lc.retry(ctx)
 	}()
 }
 
-func (o *Operator) retryUnserved(ctx context.Context) {
+// unserved counts the kinds to serve again.
+func (rs kindRecords) unserved() int {
+	n := 0
+	for _, r := range rs {
+		if r.phase == phaseUnserved {
+			n++
+		}
+	}
+	return n
+}
+
+// retry reloads, with backoff, until every kind serves.
+func (lc *kindLifecycle) retry(ctx context.Context) {
 	for delay := unservedRetry; ; delay = min(delay*2, unservedRetryMax) {
 		select {
 		case <-ctx.Done():
-			o.mu.Lock()
-			o.retrying = false
-			o.mu.Unlock()
+			lc.mu.Lock()
+			lc.retrying = false
+			lc.mu.Unlock()
 			return
 		case <-time.After(delay):
 		}
-		err := o.reload(ctx)
-		o.mu.Lock()
-		left := len(o.unserved)
+		err := lc.reload(ctx)
+		lc.mu.Lock()
+		left := lc.records.unserved()
 		if left == 0 {
-			o.retrying = false
+			lc.retrying = false
 		}
-		o.mu.Unlock()
+		lc.mu.Unlock()
 		if left == 0 {
-			o.log.Info("every kind serves after a retry")
+			lc.log.Info("every kind serves after a retry")
 			return
 		}
-		o.log.Error(err, "kinds not served; retrying", "kinds", left, "in", min(delay*2, unservedRetryMax))
+		lc.log.Error(err, "kinds not served; retrying", "kinds", left, "in", min(delay*2, unservedRetryMax))
 	}
 }

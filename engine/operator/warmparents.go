@@ -20,20 +20,20 @@ import (
 // controller starts and asks for the same informer. Only a kind whose CRs
 // are all stored at the version its controller reads is warmed: listing
 // any other would go through the conversion webhook before this process
-// converts (kinds.go serve), and fail into the list's backoff. The other
+// converts (lifecycle.go serve), and fail into the list's backoff. The other
 // kinds, and those with no CRD yet, are left to their controllers. It
 // returns the kinds warmed, for unwarm.
-func (o *Operator) warmParents(ctx context.Context, set *template.Set) []schema.GroupVersionKind {
+func (kr *kindRunner) warmParents(ctx context.Context, set *template.Set) []schema.GroupVersionKind {
 	if set == nil {
 		return nil
 	}
 	var warmed []schema.GroupVersionKind
 	for _, k := range set.Kinds {
 		gvk := k.Resource.GroupVersionKind()
-		if !o.storedAt(ctx, k.Resource.CRDName(), gvk.Version) {
+		if !kr.storedAt(ctx, k.Resource.CRDName(), gvk.Version) {
 			continue
 		}
-		if _, err := o.parents.GetInformer(ctx, parentObject(gvk), cache.BlockUntilSynced(false)); err != nil {
+		if _, err := kr.parents.GetInformer(ctx, parentObject(gvk), cache.BlockUntilSynced(false)); err != nil {
 			continue // not mapped yet: the controller's source asks again
 		}
 		warmed = append(warmed, gvk)
@@ -43,35 +43,13 @@ func (o *Operator) warmParents(ctx context.Context, set *template.Set) []schema.
 
 // storedAt says whether the live CRD crd stores its CRs at version only
 // (its storage version, and no other in status.storedVersions).
-func (o *Operator) storedAt(ctx context.Context, crd, version string) bool {
+func (kr *kindRunner) storedAt(ctx context.Context, crd, version string) bool {
 	live := &apiextensionsv1.CustomResourceDefinition{}
-	if err := o.mgr.GetAPIReader().Get(ctx, client.ObjectKey{Name: crd}, live); err != nil {
+	if err := kr.mgr.GetAPIReader().Get(ctx, client.ObjectKey{Name: crd}, live); err != nil {
 		return false
 	}
 	to, from := migrate.Pending(live)
 	return to == version && len(from) == 0
-}
-
-// unwarm removes the informers warmParents started for kinds that are not
-// served after the first serve (refused, or waiting for their CRD): they
-// would otherwise hold a cache and a watch of CRs nobody reconciles.
-func (o *Operator) unwarm(ctx context.Context, warmed []schema.GroupVersionKind) {
-	// Under the lock, as stopController removes one: a kind started
-	// meanwhile (unserved.go, crdwait.go) would take the informer first.
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	served := map[schema.GroupVersionKind]bool{}
-	for _, kc := range o.kinds {
-		served[kc.rec.Kind().Resource.GroupVersionKind()] = true
-	}
-	for _, gvk := range warmed {
-		if served[gvk] {
-			continue
-		}
-		if err := o.parents.RemoveInformer(ctx, parentObject(gvk)); err != nil {
-			o.log.Error(err, "remove informer", "kind", gvk.Kind)
-		}
-	}
 }
 
 // parentObject is the object the parents cache keys gvk's CRs by.

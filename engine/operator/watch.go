@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/fsnotify/fsnotify"
+	"github.com/go-logr/logr"
 
 	"github.com/cueop/cueop/engine/template"
 )
@@ -16,11 +17,17 @@ import (
 // ConfigMap's symlink swap) into one reload.
 const debounce = 200 * time.Millisecond
 
-// watchTemplates reloads the templates whenever a file below the directory
+// templatesWatch follows the templates directory dir for edits.
+type templatesWatch struct {
+	dir string
+	log logr.Logger
+}
+
+// run reloads the templates whenever a file below the directory
 // changes, until ctx is done. A mounted ConfigMap swaps its `..data`
 // symlink atomically: that is an event on the root, and every directory is
 // watched anew after each reload.
-func (o *Operator) watchTemplates(ctx context.Context, w *fsnotify.Watcher, reload func(context.Context) error) error {
+func (t templatesWatch) run(ctx context.Context, w *fsnotify.Watcher, reload func(context.Context) error) error {
 	var timer <-chan time.Time
 	for {
 		select {
@@ -31,30 +38,30 @@ func (o *Operator) watchTemplates(ctx context.Context, w *fsnotify.Watcher, relo
 				timer = time.After(debounce)
 			}
 		case err := <-w.Errors:
-			o.log.Error(err, "templates watch")
+			t.log.Error(err, "templates watch")
 			if errors.Is(err, fsnotify.ErrEventOverflow) {
 				timer = time.After(debounce) // events were lost: load again
 			}
 		case <-timer:
 			timer = nil
-			o.addWatches(w)
+			t.add(w)
 			if err := reload(ctx); err != nil {
-				o.log.Error(err, "template reload")
+				t.log.Error(err, "template reload")
 			}
 		}
 	}
 }
 
-// addWatches watches the templates root and every directory below it,
+// add watches the templates root and every directory below it,
 // following symlinks one level as a ConfigMap volume lays them out. A
 // directory watched already keeps its watch: removing it and adding it
 // again would drop the events queued for it meanwhile (fsnotify skips an
 // event of a watch it no longer knows), such as those of a removal still
 // under way while the last reload read the tree, and no reload would
 // follow. Only the watches of directories no longer in the tree go.
-func (o *Operator) addWatches(w *fsnotify.Watcher) {
+func (t templatesWatch) add(w *fsnotify.Watcher) {
 	want := map[string]bool{}
-	root := o.opts.Templates
+	root := t.dir
 	_ = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return nil
@@ -62,7 +69,7 @@ func (o *Operator) addWatches(w *fsnotify.Watcher) {
 		if d.IsDir() || (d.Type()&fs.ModeSymlink != 0 && isDir(p)) {
 			want[p] = true
 			if err := w.Add(p); err != nil {
-				o.log.Error(err, "watch templates directory", "dir", p)
+				t.log.Error(err, "watch templates directory", "dir", p)
 			}
 		}
 		return nil

@@ -29,7 +29,7 @@ func TestAddWatchesKeepsQueuedEvents(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	o.addWatches(w)
+	o.add(w)
 	last := filepath.Join(kind, "c.cue")
 	deadline := time.After(10 * time.Second)
 	for {
@@ -62,7 +62,7 @@ func TestAddWatchesFollowsTheTree(t *testing.T) {
 	if err := os.Mkdir(filepath.Join(root, "c"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	o.addWatches(w)
+	o.add(w)
 	got := w.WatchList()
 	slices.Sort(got)
 	want := []string{root, filepath.Join(root, "b"), filepath.Join(root, "c")}
@@ -71,16 +71,16 @@ func TestAddWatchesFollowsTheTree(t *testing.T) {
 	}
 }
 
-// watchingOperator is an Operator of the templates root with a watcher
-// whose watches it has set up, closed when t ends.
-func watchingOperator(t *testing.T, root string) (*Operator, *fsnotify.Watcher) {
+// watchingOperator is the templates watch of root with a watcher whose
+// watches it has set up, closed when t ends.
+func watchingOperator(t *testing.T, root string) (templatesWatch, *fsnotify.Watcher) {
 	t.Helper()
 	w, err := fsnotify.NewWatcher()
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = w.Close() })
-	o := &Operator{opts: Options{Templates: root}, log: logr.Discard()}
-	o.addWatches(w)
+	o := templatesWatch{dir: root, log: logr.Discard()}
+	o.add(w)
 	return o, w
 }
