@@ -410,6 +410,21 @@ func (c *comparison) afterConvergence(ctx context.Context, rep *report, kept map
 			p.stop()
 		}
 	}()
+	steady, err := c.restartAll(ctx, kept, procs)
+	if err != nil {
+		return err
+	}
+	if err := c.idle(ctx, rep, steady, procs); err != nil {
+		return err
+	}
+	return c.reloadAndDrift(ctx, rep, kept, procs)
+}
+
+// restartAll starts each operator anew on the converged CRs of its last
+// run (kept), one after the other, into procs, and waits for each one's
+// full resync: the steady results, in the order of ops, their idle period
+// begun.
+func (c *comparison) restartAll(ctx context.Context, kept map[string]*keptRun, procs map[string]*opProc) ([]*steadyResult, error) {
 	var steady []*steadyResult
 	for _, op := range ops {
 		k := kept[op]
@@ -423,17 +438,24 @@ func (c *comparison) afterConvergence(ctx context.Context, rep *report, kept map
 		// operator's (startOperator, harness.WaitWatchable).
 		p, err := c.ops.startOperator(ctx, op, op+"-steady", k.ns, k.tmpl)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		procs[op] = p
 		st, err := c.resync(ctx, p, p.started)
 		if err != nil {
-			return fmt.Errorf("%s: %w", op, err)
+			return nil, fmt.Errorf("%s: %w", op, err)
 		}
 		st.Op = op
 		steady = append(steady, st)
 		c.logf("%s steady: resync in %.1fs, %d writes, %.0f renders", op, st.Resync.Seconds(), st.ResyncWrites, st.ResyncRenders)
 	}
+	return steady, nil
+}
+
+// idle leaves the operators of procs idle for the idle period, the
+// retry-storm test running beside them, and records the storm's result
+// and each operator's steady state (steady, in the order of ops).
+func (c *comparison) idle(ctx context.Context, rep *report, steady []*steadyResult, procs map[string]*opProc) error {
 	idleEnd := time.Now().Add(c.cfg.Idle)
 	storm := c.startStorm(ctx)
 	select {
@@ -453,6 +475,13 @@ func (c *comparison) afterConvergence(ctx context.Context, rep *report, kept map
 		rep.scalable += st.Resync
 		c.logf("%s steady: %d writes over resync + %s idle", op, st.Counts.Writes, st.Idle.Round(time.Second))
 	}
+	return nil
+}
+
+// reloadAndDrift measures, operator after operator with the processes of
+// procs on the CRs of kept, cueop's hot reload and then each one's drift
+// repair.
+func (c *comparison) reloadAndDrift(ctx context.Context, rep *report, kept map[string]*keptRun, procs map[string]*opProc) error {
 	for _, op := range ops {
 		k, p := kept[op], procs[op]
 		pods, err := c.lab.trackPods(ctx, k.ns)

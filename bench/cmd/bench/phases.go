@@ -293,33 +293,17 @@ type reloadResult struct {
 
 const reloadLabel = "bench-reload"
 
+// hotReload edits the templates of tmpl that the cueop process p serves
+// (reloadEdit) and measures the hot reload: until every Pod is relabelled,
+// every CR at the new revision and not Reconciling, and p settled.
 func (c *comparison) hotReload(ctx context.Context, p *opProc, cr *crTracker, pods *podTracker, tmpl string) (reloadResult, error) {
 	var res reloadResult
 	file := filepath.Join(tmpl, "rediscluster", "rediscluster.cue")
-	src, err := os.ReadFile(file)
+	edited, revision, err := c.reloadEdit(file)
 	if err != nil {
 		return res, err
 	}
-	old := `metadata: {name: "\(_name)-\(i)", labels: _selector}`
-	edited := strings.Replace(string(src), old,
-		`metadata: {name: "\(_name)-\(i)", labels: _selector & {"`+reloadLabel+`": "v1"}}`, 1)
-	if edited == string(src) {
-		return res, fmt.Errorf("%s: the Pod metadata line %q is gone: update the benchmark's edit", file, old)
-	}
-	// The new revision, as the operator computes it, from a scratch copy.
-	scratch, err := c.templatesCopy()
-	if err != nil {
-		return res, err
-	}
-	if err := os.WriteFile(filepath.Join(scratch, "rediscluster", "rediscluster.cue"), []byte(edited), 0o644); err != nil {
-		return res, err
-	}
-	set, err := template.Load(scratch)
-	if err != nil {
-		return res, err
-	}
-	res.Revision = set.Lookup("cache.example.com", "RedisCluster").Revision
-	_ = os.RemoveAll(scratch)
+	res.Revision = revision
 
 	s0 := p.mustStats()
 	cr.resetMin()
@@ -355,6 +339,37 @@ func (c *comparison) hotReload(ctx context.Context, p *opProc, cr *crTracker, po
 	}
 	res.Counts = st.Counts.Sub(s0.Counts)
 	return res, nil
+}
+
+// reloadEdit is the template file's text edited to relabel every Pod
+// (label reloadLabel), and the revision the operator computes for it,
+// from a scratch copy of the templates; file is left as it is.
+func (c *comparison) reloadEdit(file string) (edited, revision string, err error) {
+	src, err := os.ReadFile(file)
+	if err != nil {
+		return "", "", err
+	}
+	old := `metadata: {name: "\(_name)-\(i)", labels: _selector}`
+	edited = strings.Replace(string(src), old,
+		`metadata: {name: "\(_name)-\(i)", labels: _selector & {"`+reloadLabel+`": "v1"}}`, 1)
+	if edited == string(src) {
+		return "", "", fmt.Errorf("%s: the Pod metadata line %q is gone: update the benchmark's edit", file, old)
+	}
+	// The new revision, as the operator computes it, from a scratch copy.
+	scratch, err := c.templatesCopy()
+	if err != nil {
+		return "", "", err
+	}
+	if err := os.WriteFile(filepath.Join(scratch, "rediscluster", "rediscluster.cue"), []byte(edited), 0o644); err != nil {
+		return "", "", err
+	}
+	set, err := template.Load(scratch)
+	if err != nil {
+		return "", "", err
+	}
+	revision = set.Lookup("cache.example.com", "RedisCluster").Revision
+	_ = os.RemoveAll(scratch)
+	return edited, revision, nil
 }
 
 // driftResult are the repair latencies of hand edits of a label an

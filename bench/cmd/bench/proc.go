@@ -78,15 +78,29 @@ func (o *operators) deleteNamespace(ctx context.Context, ns string) (time.Durati
 // its caches have synced. name names its log and profile files in cfg.Out;
 // extra are more flags of `bench operator`.
 func (o *operators) startOperator(ctx context.Context, kind, name, ns, templates string, extra ...string) (*opProc, error) {
-	sharded := slices.Contains(extra, "-shards")
 	var wargs []string
-	if kind == "cueop" && !sharded {
+	if kind == "cueop" && !slices.Contains(extra, "-shards") {
 		// Replicas of a sharded point serve the webhook their own way.
 		var err error
 		if wargs, err = o.webhookArgs(o.lab.cluster.KubeconfigPath); err != nil {
 			return nil, err
 		}
 	}
+	if err := o.pointConversion(ctx, kind, name, wargs); err != nil {
+		return nil, err
+	}
+	p, logf, err := o.launch(kind, name, ns, templates, slices.Concat(extra, wargs))
+	if err != nil {
+		return nil, err
+	}
+	return o.awaitReady(ctx, p, logf.Name())
+}
+
+// pointConversion sets the conversion of the CRD installed last for an
+// operator of kind about to start, with the webhook arguments wargs (nil
+// when it serves none of its own), and waits until the CRs' watches are
+// served again if that wrote the CRD.
+func (o *operators) pointConversion(ctx context.Context, kind, name string, wargs []string) error {
 	wrote := false // the CRD, here
 	switch {
 	case o.lab.crd == "":
@@ -95,17 +109,17 @@ func (o *operators) startOperator(ctx context.Context, kind, name, ns, templates
 		// point it: a restart finds it pointed and writes nothing.
 		conv, err := loadWebhookDir(wargs[1])
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if wrote, err = harness.PointConversion(ctx, o.lab.rest, o.lab.crd, conv.Endpoint.URL, conv.Endpoint.Certs.CABundle()); err != nil {
-			return nil, err
+			return err
 		}
 	case kind == "cueop" || !o.cueopRunning():
 		// The baseline serves no conversion webhook; cueop serves its own
 		// (and keeps serving it beside a baseline started after it).
 		var err error
 		if wrote, err = harness.SetConversion(ctx, o.lab.rest, o.lab.crd, kind == "cueop"); err != nil {
-			return nil, err
+			return err
 		}
 	}
 
@@ -114,32 +128,37 @@ func (o *operators) startOperator(ctx context.Context, kind, name, ns, templates
 	if wrote {
 		if err := harness.WaitWatchable(ctx, o.lab.rest, o.lab.crd, 30*time.Second); err != nil {
 			if ctx.Err() != nil {
-				return nil, err
+				return err
 			}
 			o.logf("%s: %v; started all the same", name, err)
 		}
 	}
+	return nil
+}
 
+// launch starts the process of an operator of kind, `bench operator` with
+// the flags extra besides its own, its output in the log file it returns,
+// and a CPU profile when profiling is on.
+func (o *operators) launch(kind, name, ns, templates string, extra []string) (*opProc, *os.File, error) {
 	self, err := os.Executable()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	port, err := freePort()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	p := &opProc{kind: kind, name: name, addr: fmt.Sprintf("127.0.0.1:%d", port), exited: make(chan struct{})}
 	args := []string{"operator", "-kind", kind, "-namespace", ns, "-kubeconfig", o.lab.cluster.KubeconfigPath,
 		"-templates", templates, "-stats", p.addr}
 	args = append(args, extra...)
-	args = append(args, wargs...)
 	if o.cfg.Profile {
 		p.Profile = filepath.Join(o.cfg.Out, name+".cpu.pprof")
 		args = append(args, "-cpuprofile", p.Profile)
 	}
 	logf, err := os.Create(filepath.Join(o.cfg.Out, name+".log"))
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	p.cmd = exec.Command(self, args...)
 	p.cmd.Stdout, p.cmd.Stderr = logf, logf
@@ -150,7 +169,7 @@ func (o *operators) startOperator(ctx context.Context, kind, name, ns, templates
 		_ = os.RemoveAll(dir) // an earlier bench's
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			logf.Close()
-			return nil, err
+			return nil, nil, err
 		}
 		p.cmd.Env = append(os.Environ(), "CUEOP_WORKER_CPUPROFILE="+dir)
 	}
@@ -159,7 +178,7 @@ func (o *operators) startOperator(ctx context.Context, kind, name, ns, templates
 	p.started = time.Now()
 	if err := p.cmd.Start(); err != nil {
 		logf.Close()
-		return nil, err
+		return nil, nil, err
 	}
 	if kind == "cueop" {
 		o.cueops = append(o.cueops, p)
@@ -169,6 +188,12 @@ func (o *operators) startOperator(ctx context.Context, kind, name, ns, templates
 		logf.Close()
 		close(p.exited)
 	}()
+	return p, logf, nil
+}
+
+// awaitReady waits until the operator p reports its caches synced, at
+// most syncTimeout, and stops it if it does not; log names its log file.
+func (o *operators) awaitReady(ctx context.Context, p *opProc, log string) (*opProc, error) {
 	syncTimeout := cmp.Or(o.syncTimeout, 2*time.Minute)
 	deadline := time.Now().Add(syncTimeout)
 	for {
@@ -178,7 +203,7 @@ func (o *operators) startOperator(ctx context.Context, kind, name, ns, templates
 		}
 		select {
 		case <-p.exited:
-			return nil, fmt.Errorf("operator %s exited before it was ready: %v (log: %s)", name, p.err, logf.Name())
+			return nil, fmt.Errorf("operator %s exited before it was ready: %v (log: %s)", p.name, p.err, log)
 		case <-ctx.Done():
 			p.stop()
 			return nil, ctx.Err()
@@ -186,7 +211,7 @@ func (o *operators) startOperator(ctx context.Context, kind, name, ns, templates
 		}
 		if time.Now().After(deadline) {
 			p.stop()
-			return nil, fmt.Errorf("operator %s not ready within %s (log: %s)", name, syncTimeout, logf.Name())
+			return nil, fmt.Errorf("operator %s not ready within %s (log: %s)", p.name, syncTimeout, log)
 		}
 	}
 }
