@@ -45,81 +45,125 @@ var errTooManyEvals = errors.New("more conversions than maxRestoreEvals")
 // the write lacks that alone keep it from converting back. ok is false
 // when no result is taken.
 func (c *Converter) restore(got, stored, in map[string]any, from, to *template.Version) (_ map[string]any, ok bool, fault [][]any) {
-	evals := 0
-	backTo := func(spec map[string]any) bool {
-		evals++
-		_, back, err := c.specPath(spec, to, from)
-		return err == nil && reflect.DeepEqual(back, in)
-	}
+	r := &restoration{c: c, got: got, stored: stored, in: in, from: from, to: to}
 	old := overlay(got, stored) // what the writer read, as far as stored tells
-	if backTo(old) {
+	if r.backTo(old) {
 		return old, true, nil
 	}
-	var written [][]any // fields of stored got holds otherwise
-	for _, p := range differing(nil, stored, got) {
-		if _, has := lookup(got, p); has {
-			written = append(written, p)
-		}
-	}
-	candidate := func(taken [][]any) map[string]any {
-		s := stored
-		for _, p := range taken {
-			s = without(s, p)
-		}
-		return merge(s, got)
-	}
-	if !backTo(candidate(written)) {
-		// The fields of stored the write lacks that keep it from
-		// converting back, each alone: what it would drop.
-		for _, p := range differing(nil, stored, got) {
-			if _, has := lookup(got, p); has || evals >= maxRestoreEvals {
-				continue
-			}
-			if backTo(removed(candidate(written), p)) {
-				fault = append(fault, p)
-			}
-		}
-		return nil, false, fault
+	r.written = r.writtenFields()
+	if !r.backTo(r.candidate(r.written)) {
+		return nil, false, r.blocking()
 	}
 	// Take stored's values again, a chunk at a time, halving a chunk that
 	// does not convert back to in.
-	var keep func(chunk [][]any) bool
-	keep = func(chunk [][]any) bool {
-		if len(chunk) == 0 {
-			return true
-		}
-		if evals >= maxRestoreEvals {
-			return false
-		}
-		fewer := minus(written, chunk)
-		if backTo(candidate(fewer)) {
-			written = fewer
-			return true
-		}
-		if len(chunk) == 1 {
-			return true
-		}
-		h := len(chunk) / 2
-		lo, hi := chunk[:h:h], chunk[h:]
-		return keep(lo) && keep(hi)
-	}
-	if !keep(append([][]any(nil), written...)) {
+	if !r.keep(append([][]any(nil), r.written...)) {
 		return nil, false, nil
 	}
-	restored := candidate(written)
-	seen := func(spec map[string]any) (map[string]any, error) {
-		if evals >= maxRestoreEvals {
-			return nil, errTooManyEvals
-		}
-		evals++
-		_, v, err := c.specPath(spec, to, from)
-		return v, err
+	restored := r.candidate(r.written)
+	fault = r.misplaced(old, restored)
+	if fault != nil {
+		return nil, false, fault
 	}
+	return restored, true, nil
+}
+
+// restoration is the work of one restore: the write (got), the
+// annotation (stored), what was written at from (in), the conversions
+// evaluated so far (evals, at most maxRestoreEvals), and the fields of
+// stored still taken from got (written).
+type restoration struct {
+	c               *Converter
+	got, stored, in map[string]any
+	from, to        *template.Version
+	evals           int
+	written         [][]any
+}
+
+// backTo is whether spec, converted back to from, is in.
+func (r *restoration) backTo(spec map[string]any) bool {
+	r.evals++
+	_, back, err := r.c.specPath(spec, r.to, r.from)
+	return err == nil && reflect.DeepEqual(back, r.in)
+}
+
+// seen is spec converted back to from: what a writer of spec read there.
+// It fails with errTooManyEvals past maxRestoreEvals.
+func (r *restoration) seen(spec map[string]any) (map[string]any, error) {
+	if r.evals >= maxRestoreEvals {
+		return nil, errTooManyEvals
+	}
+	r.evals++
+	_, v, err := r.c.specPath(spec, r.to, r.from)
+	return v, err
+}
+
+// writtenFields are the fields of stored got holds otherwise.
+func (r *restoration) writtenFields() [][]any {
+	var written [][]any
+	for _, p := range differing(nil, r.stored, r.got) {
+		if _, has := lookup(r.got, p); has {
+			written = append(written, p)
+		}
+	}
+	return written
+}
+
+// candidate is stored, without the fields taken, merged over got.
+func (r *restoration) candidate(taken [][]any) map[string]any {
+	s := r.stored
+	for _, p := range taken {
+		s = without(s, p)
+	}
+	return merge(s, r.got)
+}
+
+// blocking are the fields of stored the write lacks that keep it from
+// converting back, each alone: what it would drop.
+func (r *restoration) blocking() [][]any {
+	var fault [][]any
+	for _, p := range differing(nil, r.stored, r.got) {
+		if _, has := lookup(r.got, p); has || r.evals >= maxRestoreEvals {
+			continue
+		}
+		if r.backTo(removed(r.candidate(r.written), p)) {
+			fault = append(fault, p)
+		}
+	}
+	return fault
+}
+
+// keep takes stored's values of the fields of chunk again where the
+// result still converts back to in (dropping them from written), halving
+// chunk when it does not. It is false when it ran past maxRestoreEvals.
+func (r *restoration) keep(chunk [][]any) bool {
+	if len(chunk) == 0 {
+		return true
+	}
+	if r.evals >= maxRestoreEvals {
+		return false
+	}
+	fewer := minus(r.written, chunk)
+	if r.backTo(r.candidate(fewer)) {
+		r.written = fewer
+		return true
+	}
+	if len(chunk) == 1 {
+		return true
+	}
+	h := len(chunk) / 2
+	lo, hi := chunk[:h:h], chunk[h:]
+	return r.keep(lo) && r.keep(hi)
+}
+
+// misplaced are the list elements of stored restored cannot be told to
+// hold in their place (misplaced), an element dropped counting as unseen
+// when old (what the writer read) without it converts to the same view.
+func (r *restoration) misplaced(old, restored map[string]any) [][]any {
 	var view map[string]any // what the writer read at from, when asked
 	var viewErr error
-	fault = misplaced(nil, stored, got, restored, func(list []any, i int) (bool, bool) {
+	return misplaced(nil, r.stored, r.got, restored, func(list []any, i int) (bool, bool) {
 		if view == nil && viewErr == nil {
-			if view, viewErr = seen(old); viewErr == nil && view == nil {
+			if view, viewErr = r.seen(old); viewErr == nil && view == nil {
 				view = map[string]any{}
 			}
 		}
@@ -128,13 +172,9 @@ func (c *Converter) restore(got, stored, in map[string]any, from, to *template.V
 			// written by a conversion): every element counts as seen.
 			return false, viewErr != errTooManyEvals
 		}
-		v, err := seen(withoutElement(old, list, i))
+		v, err := r.seen(withoutElement(old, list, i))
 		return err == nil && reflect.DeepEqual(v, view), err == nil
 	})
-	if fault != nil {
-		return nil, false, fault
-	}
-	return restored, true, nil
 }
 
 // misplaced are the list elements of stored (at path) that restored,

@@ -60,82 +60,131 @@ func (c *cache) checkNames(ctx context.Context, zr *zip.Reader) (work int, err e
 	if len(zr.File) > c.maxFiles {
 		return 0, fmt.Errorf("its archive holds %d entries, more than the %d a module may: refused before extraction", len(zr.File), c.maxFiles)
 	}
-	// One pass over a tree of the names: each name is found element by
-	// element from the root, by its parent's node and the element, so its
-	// work is its own length however deep it is.
-	type edge struct {
-		parent int
-		elem   string
-	}
-	type node struct{ entry, file, parent bool }
-	nodes := []node{{parent: true}} // the root
-	ids := make(map[edge]int, len(zr.File))
-	find := func(parent int, elem string) int {
-		work += len(elem) + 1
-		if id, ok := ids[edge{parent, elem}]; ok {
-			return id
-		}
-		nodes = append(nodes, node{})
-		ids[edge{parent, elem}] = len(nodes) - 1
-		return len(nodes) - 1
-	}
+	t := newNameTree(len(zr.File))
 	var total uint64
 	for i, f := range zr.File {
 		if err := ctx.Err(); err != nil {
-			return work, fmt.Errorf("%w at entry %d of %d: %w", errCheckStopped, i+1, len(zr.File), err)
+			return t.work, fmt.Errorf("%w at entry %d of %d: %w", errCheckStopped, i+1, len(zr.File), err)
 		}
-		if len(f.Name) > MaxEntryName {
-			return work, fmt.Errorf("entry %q: a name of %d bytes, more than the %d a module's file may have: refused", clip(f.Name), len(f.Name), MaxEntryName)
+		name, dir, err := t.checkName(f)
+		if err != nil {
+			return t.work, err
 		}
-		name := strings.TrimSuffix(f.Name, "/")
-		dir := name != f.Name
-		work += len(f.Name)
-		if depth := strings.Count(name, "/") + 1; depth > MaxEntryDepth {
-			return work, fmt.Errorf("entry %q: %d path elements deep, more than the %d a module's file may be: refused", clip(f.Name), depth, MaxEntryDepth)
-		}
-		switch {
-		case !fs.ValidPath(name) || name == "." || strings.ContainsAny(f.Name, "\\\x00"):
-			return work, fmt.Errorf("entry %q: not a path inside the module: refused", clip(f.Name))
-		case name == "cue.mod/deps" || strings.HasPrefix(name, "cue.mod/deps/"):
-			return work, fmt.Errorf("entry %q: cue.mod/deps is where the operator lays out the dependencies it fetched, not part of a module: refused", f.Name)
-		case !dir && !f.Mode().IsRegular():
-			return work, fmt.Errorf("entry %q: %s, not a regular file: refused", f.Name, entryType(f.Mode()))
-		}
-		id, rest := 0, name
-		for {
-			elem, more, ok := strings.Cut(rest, "/")
-			if len(elem) > MaxEntryElement {
-				return work, fmt.Errorf("entry %q: an element of %d bytes, more than the %d a file name may have: refused", clip(f.Name), len(elem), MaxEntryElement)
-			}
-			id = find(id, elem)
-			if !ok {
-				break
-			}
-			if nodes[id].file {
-				return work, fmt.Errorf("entry %q: inside %q, which is a file: refused", f.Name, name[:len(name)-len(more)-1])
-			}
-			nodes[id].parent = true
-			rest = more
-		}
-		switch n := &nodes[id]; {
-		case n.entry:
-			return work, fmt.Errorf("entry %q: given twice in the archive: refused", f.Name)
-		case !dir && n.parent:
-			return work, fmt.Errorf("entry %q: a file, yet entries lie inside it: refused", f.Name)
-		default:
-			n.entry, n.file = true, !dir
+		if err := t.add(f, name, dir); err != nil {
+			return t.work, err
 		}
 		if dir {
 			continue
 		}
-		if f.UncompressedSize64 > uint64(c.limits.MaxFileSize) {
-			return work, fmt.Errorf("file %s holds %d bytes, more than the %d a template file may hold: refused before extraction (raise --template-max-file-size)", f.Name, f.UncompressedSize64, c.limits.MaxFileSize)
-		}
-		if total += f.UncompressedSize64; total > uint64(c.maxModule()) {
-			return work, fmt.Errorf("its files hold more than the %d bytes a module may (four times --template-max-total-size): refused before extraction at %s", c.maxModule(), f.Name)
+		if err := c.checkSize(f, &total); err != nil {
+			return t.work, err
 		}
 	}
-	return work, nil
+	return t.work, nil
+}
+
+// nameTree is the tree of an archive's entry names, built in one pass:
+// each name is found element by element from the root, by its parent's
+// node and the element, so its work is its own length however deep it
+// is. work counts the bytes of names and elements scanned.
+type nameTree struct {
+	nodes []nameNode
+	ids   map[nameEdge]int
+	work  int
+}
+
+// nameEdge is an element of a name under its parent's node.
+type nameEdge struct {
+	parent int
+	elem   string
+}
+
+// nameNode is a name or a parent of names: given as an entry, a file
+// entry, a parent of other names.
+type nameNode struct{ entry, file, parent bool }
+
+func newNameTree(entries int) *nameTree {
+	return &nameTree{nodes: []nameNode{{parent: true}}, ids: make(map[nameEdge]int, entries)} // the root
+}
+
+// find is the node of elem under the node parent, added if new.
+func (t *nameTree) find(parent int, elem string) int {
+	t.work += len(elem) + 1
+	if id, ok := t.ids[nameEdge{parent, elem}]; ok {
+		return id
+	}
+	t.nodes = append(t.nodes, nameNode{})
+	t.ids[nameEdge{parent, elem}] = len(t.nodes) - 1
+	return len(t.nodes) - 1
+}
+
+// checkName refuses f's name on its own: too long, too deep, not a slash
+// path inside the module, below cue.mod/deps, or not a regular file nor
+// a directory. It answers the name without its final slash, and dir when
+// it had one.
+func (t *nameTree) checkName(f *zip.File) (name string, dir bool, err error) {
+	if len(f.Name) > MaxEntryName {
+		return "", false, fmt.Errorf("entry %q: a name of %d bytes, more than the %d a module's file may have: refused", clip(f.Name), len(f.Name), MaxEntryName)
+	}
+	name = strings.TrimSuffix(f.Name, "/")
+	dir = name != f.Name
+	t.work += len(f.Name)
+	if depth := strings.Count(name, "/") + 1; depth > MaxEntryDepth {
+		return "", false, fmt.Errorf("entry %q: %d path elements deep, more than the %d a module's file may be: refused", clip(f.Name), depth, MaxEntryDepth)
+	}
+	switch {
+	case !fs.ValidPath(name) || name == "." || strings.ContainsAny(f.Name, "\\\x00"):
+		return "", false, fmt.Errorf("entry %q: not a path inside the module: refused", clip(f.Name))
+	case name == "cue.mod/deps" || strings.HasPrefix(name, "cue.mod/deps/"):
+		return "", false, fmt.Errorf("entry %q: cue.mod/deps is where the operator lays out the dependencies it fetched, not part of a module: refused", f.Name)
+	case !dir && !f.Mode().IsRegular():
+		return "", false, fmt.Errorf("entry %q: %s, not a regular file: refused", f.Name, entryType(f.Mode()))
+	}
+	return name, dir, nil
+}
+
+// add puts the entry f, named name (a directory when dir), in the tree,
+// refusing an element longer than MaxEntryElement, an entry inside a
+// file, one given twice, and a file with entries inside it.
+func (t *nameTree) add(f *zip.File, name string, dir bool) error {
+	id, rest := 0, name
+	for {
+		elem, more, ok := strings.Cut(rest, "/")
+		if len(elem) > MaxEntryElement {
+			return fmt.Errorf("entry %q: an element of %d bytes, more than the %d a file name may have: refused", clip(f.Name), len(elem), MaxEntryElement)
+		}
+		id = t.find(id, elem)
+		if !ok {
+			break
+		}
+		if t.nodes[id].file {
+			return fmt.Errorf("entry %q: inside %q, which is a file: refused", f.Name, name[:len(name)-len(more)-1])
+		}
+		t.nodes[id].parent = true
+		rest = more
+	}
+	switch n := &t.nodes[id]; {
+	case n.entry:
+		return fmt.Errorf("entry %q: given twice in the archive: refused", f.Name)
+	case !dir && n.parent:
+		return fmt.Errorf("entry %q: a file, yet entries lie inside it: refused", f.Name)
+	default:
+		n.entry, n.file = true, !dir
+	}
+	return nil
+}
+
+// checkSize refuses the file f by its declared size: over the limit of a
+// template file, or bringing the total of the module's files, which it
+// adds to, over the limit of a module.
+func (c *cache) checkSize(f *zip.File, total *uint64) error {
+	if f.UncompressedSize64 > uint64(c.limits.MaxFileSize) {
+		return fmt.Errorf("file %s holds %d bytes, more than the %d a template file may hold: refused before extraction (raise --template-max-file-size)", f.Name, f.UncompressedSize64, c.limits.MaxFileSize)
+	}
+	if *total += f.UncompressedSize64; *total > uint64(c.maxModule()) {
+		return fmt.Errorf("its files hold more than the %d bytes a module may (four times --template-max-total-size): refused before extraction at %s", c.maxModule(), f.Name)
+	}
+	return nil
 }
 
 // clip shortens a hostile entry name for an error: its start and its end.

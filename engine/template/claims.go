@@ -63,17 +63,17 @@ func (c claim) held(h Holding) bool {
 // resolveClaims leaves in set.Kinds one package per claim, moving each
 // refused claimant to set.Broken; it returns the refusals.
 func resolveClaims(set *Set, holders Holders) error {
-	present := map[string]bool{}
-	for _, k := range set.Kinds {
-		present[k.Name] = true
+	r := newClaimResolution(set, holders)
+	claimants, order := claimantsOf(set)
+	for _, c := range order {
+		r.resolve(c, claimants[c])
 	}
-	inSet := func(pkg string) bool {
-		if present[pkg] || set.Broken[pkg] != nil {
-			return true
-		}
-		dir, _, ok := strings.Cut(pkg, "/") // a module broken as a whole
-		return ok && set.Broken[dir] != nil
-	}
+	return r.apply()
+}
+
+// claimantsOf are the kinds of set claiming each claim, and the claims in
+// the order of set.Kinds.
+func claimantsOf(set *Set) (map[claim][]*Kind, []claim) {
 	claimants := map[claim][]*Kind{}
 	var order []claim
 	for _, k := range set.Kinds {
@@ -84,80 +84,139 @@ func resolveClaims(set *Set, holders Holders) error {
 			claimants[c] = append(claimants[c], k)
 		}
 	}
-	// The holdings, asked about once per kind.
-	asked := map[*Kind][]Holding{}
-	holdings := func(k *Kind) []Holding {
-		if holders == nil {
-			return nil
-		}
-		if h, ok := asked[k]; ok {
-			return h
-		}
-		h := holders(k.Resource.ID(), k.Resource.CRDName())
-		asked[k] = h
-		return h
+	return claimants, order
+}
+
+// claimResolution is the work of resolveClaims: the packages of the set,
+// the holdings asked (once per kind), and the refusals found, with the
+// keeper's view of each (kept).
+type claimResolution struct {
+	set     *Set
+	holders Holders
+	present map[string]bool
+	asked   map[*Kind][]Holding
+	refused map[string][]string
+	kept    map[string][]string
+}
+
+func newClaimResolution(set *Set, holders Holders) *claimResolution {
+	r := &claimResolution{
+		set: set, holders: holders, present: map[string]bool{},
+		asked: map[*Kind][]Holding{}, refused: map[string][]string{}, kept: map[string][]string{},
 	}
-	refused := map[string][]string{}
-	kept := map[string][]string{} // the keeper's view of each refusal
-	for _, c := range order {
-		ks := claimants[c]
-		// 1. A package holding the claim, still among the templates.
-		holder := ""
-		for _, k := range ks {
-			for _, h := range holdings(k) {
-				if c.held(h) && h.Package != "" && inSet(h.Package) {
-					holder = h.Package
-				}
-			}
-		}
-		if holder != "" {
-			for _, k := range ks {
-				if k.Name != holder {
-					refused[k.Name] = append(refused[k.Name], fmt.Sprintf("%s %s: claimed by both %s and %s: %s keeps it (it serves it, or its CRD was applied for it), %s is refused",
-						c.what, c.key, describeKind(set, holder), describeKind(set, k.Name), holder, k.Name))
-					kept[holder] = append(kept[holder], fmt.Sprintf("%s %s: also claimed by %s, refused", c.what, c.key, describeKind(set, k.Name)))
-				}
-			}
-			continue
-		}
-		if len(ks) < 2 {
-			continue
-		}
-		// 2. The one claimant whose identity a CRD in the cluster has.
-		var established []*Kind
-		for _, k := range ks {
-			for _, h := range holdings(k) {
-				if h.Kind == k.Resource.ID() && h.CRD == k.Resource.CRDName() && (h.Package == "" || h.Package == k.Name || !inSet(h.Package)) {
-					established = append(established, k)
-					break
-				}
-			}
-		}
-		if len(established) == 1 {
-			keep := established[0]
-			for _, k := range ks {
-				if k != keep {
-					refused[k.Name] = append(refused[k.Name], fmt.Sprintf("%s %s: claimed by both %s and %s: %s keeps it (the CRD %s in the cluster is its kind %s), %s is refused",
-						c.what, c.key, describeKind(set, keep.Name), describeKind(set, k.Name), keep.Name, keep.Resource.CRDName(), keep.Resource.ID(), k.Name))
-					kept[keep.Name] = append(kept[keep.Name], fmt.Sprintf("%s %s: also claimed by %s, refused", c.what, c.key, describeKind(set, k.Name)))
-				}
-			}
-			continue
-		}
-		// 4. Neither established: every claimant refused.
-		names := make([]string, len(ks))
-		for i, k := range ks {
-			names[i] = describeKind(set, k.Name)
-		}
-		for _, k := range ks {
-			refused[k.Name] = append(refused[k.Name], fmt.Sprintf("%s %s: defined by both %s: none of them holds it (serves it, or is the kind of its CRD in the cluster), so each is refused (remove or rename all but one)",
-				c.what, c.key, strings.Join(names, " and ")))
-		}
+	for _, k := range set.Kinds {
+		r.present[k.Name] = true
 	}
-	if len(refused) == 0 {
+	return r
+}
+
+// inSet is whether the package pkg is among the templates, loaded or
+// broken.
+func (r *claimResolution) inSet(pkg string) bool {
+	if r.present[pkg] || r.set.Broken[pkg] != nil {
+		return true
+	}
+	dir, _, ok := strings.Cut(pkg, "/") // a module broken as a whole
+	return ok && r.set.Broken[dir] != nil
+}
+
+// holdings are the holdings of k's claims, asked about once per kind.
+func (r *claimResolution) holdings(k *Kind) []Holding {
+	if r.holders == nil {
 		return nil
 	}
-	for pkg, why := range kept {
+	if h, ok := r.asked[k]; ok {
+		return h
+	}
+	h := r.holders(k.Resource.ID(), k.Resource.CRDName())
+	r.asked[k] = h
+	return h
+}
+
+// resolve finds who keeps the claim c of the claimants ks, by the rules
+// above, and refuses the others.
+func (r *claimResolution) resolve(c claim, ks []*Kind) {
+	// 1. A package holding the claim, still among the templates.
+	if holder := r.holder(c, ks); holder != "" {
+		for _, k := range ks {
+			if k.Name != holder {
+				r.refuse(k.Name, fmt.Sprintf("%s %s: claimed by both %s and %s: %s keeps it (it serves it, or its CRD was applied for it), %s is refused",
+					c.what, c.key, describeKind(r.set, holder), describeKind(r.set, k.Name), holder, k.Name), holder, c)
+			}
+		}
+		return
+	}
+	if len(ks) < 2 {
+		return
+	}
+	// 2. The one claimant whose identity a CRD in the cluster has.
+	if established := r.established(ks); len(established) == 1 {
+		keep := established[0]
+		for _, k := range ks {
+			if k != keep {
+				r.refuse(k.Name, fmt.Sprintf("%s %s: claimed by both %s and %s: %s keeps it (the CRD %s in the cluster is its kind %s), %s is refused",
+					c.what, c.key, describeKind(r.set, keep.Name), describeKind(r.set, k.Name), keep.Name, keep.Resource.CRDName(), keep.Resource.ID(), k.Name), keep.Name, c)
+			}
+		}
+		return
+	}
+	// 4. Neither established: every claimant refused.
+	names := make([]string, len(ks))
+	for i, k := range ks {
+		names[i] = describeKind(r.set, k.Name)
+	}
+	for _, k := range ks {
+		r.refused[k.Name] = append(r.refused[k.Name], fmt.Sprintf("%s %s: defined by both %s: none of them holds it (serves it, or is the kind of its CRD in the cluster), so each is refused (remove or rename all but one)",
+			c.what, c.key, strings.Join(names, " and ")))
+	}
+}
+
+// refuse records the refusal of the claim c to the package pkg, why, and
+// the keeper's view of it.
+func (r *claimResolution) refuse(pkg, why, keeper string, c claim) {
+	r.refused[pkg] = append(r.refused[pkg], why)
+	r.kept[keeper] = append(r.kept[keeper], fmt.Sprintf("%s %s: also claimed by %s, refused", c.what, c.key, describeKind(r.set, pkg)))
+}
+
+// holder is the package holding the claim c of ks that is still among the
+// templates (the last one the holdings name), empty when none.
+func (r *claimResolution) holder(c claim, ks []*Kind) string {
+	holder := ""
+	for _, k := range ks {
+		for _, h := range r.holdings(k) {
+			if c.held(h) && h.Package != "" && r.inSet(h.Package) {
+				holder = h.Package
+			}
+		}
+	}
+	return holder
+}
+
+// established are the kinds of ks whose Kind.group and CRD name are
+// those of a CRD in the cluster, applied for it, for no known package or
+// for one no longer among the templates.
+func (r *claimResolution) established(ks []*Kind) []*Kind {
+	var established []*Kind
+	for _, k := range ks {
+		for _, h := range r.holdings(k) {
+			if h.Kind == k.Resource.ID() && h.CRD == k.Resource.CRDName() && (h.Package == "" || h.Package == k.Name || !r.inSet(h.Package)) {
+				established = append(established, k)
+				break
+			}
+		}
+	}
+	return established
+}
+
+// apply records the refusals in the set: each keeper's view in
+// set.Claims, each refused package moved from set.Kinds to set.Broken. It
+// returns the refusals, in order of their text.
+func (r *claimResolution) apply() error {
+	set := r.set
+	if len(r.refused) == 0 {
+		return nil
+	}
+	for pkg, why := range r.kept {
 		if set.Claims == nil {
 			set.Claims = map[string]error{}
 		}
@@ -166,7 +225,7 @@ func resolveClaims(set *Set, holders Holders) error {
 	var keep []*Kind
 	var errs []error
 	for _, k := range set.Kinds {
-		why, ok := refused[k.Name]
+		why, ok := r.refused[k.Name]
 		if !ok {
 			keep = append(keep, k)
 			continue

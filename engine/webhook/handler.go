@@ -85,17 +85,8 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// connection for that long at most, and no slot.
 	body, release, err := h.readBody(w, r, limit, h.Limits.bodyTime()) // limits.go
 	defer release()
-	var tooBig *http.MaxBytesError
-	switch {
-	case errors.As(err, &tooBig):
-		refuse(w, r, http.StatusRequestEntityTooLarge, fmt.Sprintf("conversion review: body over the webhook's limit of %d bytes", limit))
-		return
-	case errors.Is(err, errReading):
-		w.Header().Set("Retry-After", "1")
-		refuse(w, r, http.StatusTooManyRequests, "conversion review: refused: "+err.Error()+"; retry")
-		return
-	case err != nil:
-		refuse(w, r, http.StatusBadRequest, fmt.Sprintf("conversion review: body not read: %v", err))
+	if err != nil {
+		refuseUnread(w, r, err, limit)
 		return
 	}
 	requestRead(r.Context()) // server.go: the request came whole within RequestTime
@@ -105,10 +96,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer s.free()
-	var rr *reviewRequest
-	if err == nil {
-		rr, err = decodeReview(body, h.Limits.maxObjects()) // envelope.go: the objects stay in body
-	}
+	rr, err := decodeReview(body, h.Limits.maxObjects()) // envelope.go: the objects stay in body
 	if err == nil && !rr.hasRequest {
 		err = errors.New("no request")
 	}
@@ -116,25 +104,53 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, fmt.Sprintf("conversion review: bad request: %v", err), http.StatusBadRequest)
 		return
 	}
+	h.answer(w, r, s, rr)
+}
+
+// refuseUnread answers a review whose body was not read (err): over
+// limit, refused for the bytes being read already (to retry), or not
+// read whole.
+func refuseUnread(w http.ResponseWriter, r *http.Request, err error, limit int64) {
+	var tooBig *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooBig):
+		refuse(w, r, http.StatusRequestEntityTooLarge, fmt.Sprintf("conversion review: body over the webhook's limit of %d bytes", limit))
+	case errors.Is(err, errReading):
+		w.Header().Set("Retry-After", "1")
+		refuse(w, r, http.StatusTooManyRequests, "conversion review: refused: "+err.Error()+"; retry")
+	default:
+		refuse(w, r, http.StatusBadRequest, fmt.Sprintf("conversion review: body not read: %v", err))
+	}
+}
+
+// answer converts the review rr, holding the slot s, and writes its
+// answer: the converted objects, or a Failed response naming why.
+func (h *Handler) answer(w http.ResponseWriter, r *http.Request, s *slot, rr *reviewRequest) {
 	converted, err := h.review(context.WithValue(r.Context(), slotKey{}, s), rr)
 	// The slot is held until the answer is written: within WriteTime, so
 	// that a client that reads it slowly or never does not keep it.
 	defer writeWithin(w, h.Limits.writeTime())()
 	w.Header().Set("Content-Type", "application/json")
 	if err != nil {
-		h.Log.Info("conversion refused", "to", rr.desired, "error", err.Error())
-		review := &apiextensionsv1.ConversionReview{
-			TypeMeta: metav1.TypeMeta{APIVersion: rr.apiVersion, Kind: rr.kind},
-			Response: &apiextensionsv1.ConversionResponse{UID: types.UID(rr.uid), Result: metav1.Status{
-				Status: metav1.StatusFailure, Message: err.Error(), Reason: metav1.StatusReasonBadRequest,
-			}},
-		}
-		if err := json.NewEncoder(w).Encode(review); err != nil {
-			h.Log.Error(err, "conversion review: write response")
-		}
+		h.writeFailure(w, rr, err)
 		return
 	}
 	if _, err := w.Write(appendReview(make([]byte, 0, 256+sumLen(converted)), rr, converted)); err != nil {
+		h.Log.Error(err, "conversion review: write response")
+	}
+}
+
+// writeFailure answers the review rr with a Failed response whose message
+// is err's.
+func (h *Handler) writeFailure(w http.ResponseWriter, rr *reviewRequest, err error) {
+	h.Log.Info("conversion refused", "to", rr.desired, "error", err.Error())
+	review := &apiextensionsv1.ConversionReview{
+		TypeMeta: metav1.TypeMeta{APIVersion: rr.apiVersion, Kind: rr.kind},
+		Response: &apiextensionsv1.ConversionResponse{UID: types.UID(rr.uid), Result: metav1.Status{
+			Status: metav1.StatusFailure, Message: err.Error(), Reason: metav1.StatusReasonBadRequest,
+		}},
+	}
+	if err := json.NewEncoder(w).Encode(review); err != nil {
 		h.Log.Error(err, "conversion review: write response")
 	}
 }

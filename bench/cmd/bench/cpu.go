@@ -52,10 +52,10 @@ type cpuSnapshot struct {
 	procs       map[string]float64
 }
 
-func (d *driver) cpuSnapshot() cpuSnapshot {
+func (l *lab) cpuSnapshot() cpuSnapshot {
 	s := cpuSnapshot{procs: map[string]float64{}}
 	s.busy, s.total = machineCPU()
-	for name, pid := range d.cluster.PIDs() {
+	for name, pid := range l.cluster.PIDs() {
 		s.procs[name] = procCPU(pid)
 	}
 	return s

@@ -17,14 +17,14 @@ type fleet []*opProc
 // startFleet starts replicas cueop processes on ns, named name (and
 // name-replica-i when sharded), and waits until they have synced and,
 // when sharded, hold one range each.
-func (d *driver) startFleet(ctx context.Context, name string, sp crSpace, tmpl string, replicas int) (fleet, error) {
+func (o *operators) startFleet(ctx context.Context, name string, sp crSpace, tmpl string, replicas int) (fleet, error) {
 	if replicas <= 1 {
-		p, err := d.startOperator(ctx, "cueop", name, sp.served(), tmpl)
+		p, err := o.startOperator(ctx, "cueop", name, sp.served(), tmpl)
 		return fleet{p}, err
 	}
 	f := make(fleet, 0, replicas)
 	for i := range replicas {
-		p, err := d.startOperator(ctx, "cueop", name+"-"+replicaName(i), sp.served(), tmpl,
+		p, err := o.startOperator(ctx, "cueop", name+"-"+replicaName(i), sp.served(), tmpl,
 			"-shards", fmt.Sprint(replicas), "-identity", replicaName(i), "-lease-namespace", sp.leases())
 		if err != nil {
 			f.stop()
@@ -32,7 +32,7 @@ func (d *driver) startFleet(ctx context.Context, name string, sp crSpace, tmpl s
 		}
 		f = append(f, p)
 	}
-	if err := d.waitBalanced(ctx, sp.leases(), replicas); err != nil {
+	if err := o.lab.waitBalanced(ctx, sp.leases(), replicas); err != nil {
 		f.stop()
 		return nil, err
 	}

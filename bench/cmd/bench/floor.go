@@ -37,46 +37,46 @@ import (
 
 // floorRun measures the floor for n CRs and replicas clients on a control
 // plane of its own, stopped before it returns.
-func (d *driver) floorRun(ctx context.Context, sc scaleConfig, n, replicas int) (time.Duration, map[string]float64, error) {
+func (b *scaleBench) floorRun(ctx context.Context, sc scaleConfig, n, replicas int) (time.Duration, map[string]float64, error) {
 	ctx, cancel := context.WithCancel(ctx) // ends the floor's clients, whatever ends the run
 	defer cancel()
-	stop, err := d.startCluster(ctx, sc.clusterOptions(n, replicas))
+	stop, err := b.lab.startCluster(ctx, sc.clusterOptions(n, replicas))
 	defer stop()
 	if err != nil {
 		return 0, nil, err
 	}
-	tmpl, err := d.templatesCopy()
+	tmpl, err := b.templatesCopy()
 	if err != nil {
 		return 0, nil, err
 	}
-	if err := d.installCRD(ctx, tmpl); err != nil {
+	if err := b.lab.installCRD(ctx, tmpl); err != nil {
 		return 0, nil, err
 	}
 	// No operator serves the conversion webhook here: the API server
 	// converts for free instead (harness.SetConversion).
-	if _, err := harness.SetConversion(ctx, d.rest, d.crd, false); err != nil {
+	if _, err := harness.SetConversion(ctx, b.lab.rest, b.lab.crd, false); err != nil {
 		return 0, nil, err
 	}
 	kind, err := harness.LoadKind(tmpl)
 	if err != nil {
 		return 0, nil, err
 	}
-	sp, err := d.spread(ctx, "bench-floor-", n, sc.PerNamespace)
+	sp, err := b.lab.spread(ctx, "bench-floor-", n, sc.PerNamespace)
 	if err != nil {
 		return 0, nil, err
 	}
-	pods, err := d.trackReadyPods(ctx, sp.served())
+	pods, err := b.lab.trackReadyPods(ctx, sp.served())
 	if err != nil {
 		return 0, nil, err
 	}
 	defer pods.stop()
-	fl, err := newFloor(d.cluster.Config, kind, replicas, n)
+	fl, err := newFloor(b.lab.cluster.Config, kind, replicas, n)
 	if err != nil {
 		return 0, nil, err
 	}
-	start, cpu0 := time.Now(), d.cpuSnapshot()
+	start, cpu0 := time.Now(), b.lab.cpuSnapshot()
 	fl.run(ctx, func(created func(int, *unstructured.Unstructured)) error {
-		return d.createCRsThen(ctx, sp, n, created)
+		return b.lab.createCRsThen(ctx, sp, n, created)
 	})
 	allAt, err := waitFor(ctx, sc.timeoutFor(n), func() bool { return pods.readyCount() >= 3*n || fl.failed() })
 	if err == nil {
@@ -85,7 +85,7 @@ func (d *driver) floorRun(ctx context.Context, sc scaleConfig, n, replicas int) 
 	if err != nil {
 		return 0, nil, fmt.Errorf("floor: %d of %d Pods Ready: %w", pods.readyCount(), 3*n, err)
 	}
-	return allAt.Sub(start), cpu0.perCR(d.cpuSnapshot(), n), nil
+	return allAt.Sub(start), cpu0.perCR(b.lab.cpuSnapshot(), n), nil
 }
 
 // floor applies the children of the CRs it is given.
@@ -175,10 +175,10 @@ type readyPods struct {
 	cancel context.CancelFunc
 }
 
-func (d *driver) trackReadyPods(ctx context.Context, ns string) (*readyPods, error) {
+func (l *lab) trackReadyPods(ctx context.Context, ns string) (*readyPods, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	t := &readyPods{ready: map[string]bool{}, cancel: cancel}
-	f := informers.NewSharedInformerFactoryWithOptions(d.cs, 0, informers.WithNamespace(ns))
+	f := informers.NewSharedInformerFactoryWithOptions(l.cs, 0, informers.WithNamespace(ns))
 	inf := f.Core().V1().Pods().Informer()
 	if err := inf.SetTransform(podReadyOnly); err != nil {
 		cancel()

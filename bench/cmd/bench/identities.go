@@ -74,8 +74,8 @@ var idModes = []string{"identity", "shared"}
 
 func runIdentities() {
 	ic := loadIDConfig()
-	runSection(ic.config, idTitle, func(ctx context.Context, d *driver) (string, error) {
-		rep, err := d.identities(ctx, ic)
+	runSection(ic.config, idTitle, func(ctx context.Context, s *session) (string, error) {
+		rep, err := (&idBench{newRig(s)}).identities(ctx, ic)
 		if err != nil {
 			return "", err
 		}
@@ -83,73 +83,77 @@ func runIdentities() {
 	})
 }
 
-func (d *driver) identities(ctx context.Context, ic idConfig) (*idReport, error) {
+// idBench is `bench identities`: per-kind identities against the shared
+// one (idReport).
+type idBench struct{ rig }
+
+func (b *idBench) identities(ctx context.Context, ic idConfig) (*idReport, error) {
 	rep := &idReport{cfg: ic, started: time.Now(), machine: machineInfo()}
 	tmp, err := os.MkdirTemp("", "cueop-bench-")
 	if err != nil {
 		return nil, err
 	}
-	d.tmp = tmp
+	b.tmp = tmp
 	defer os.RemoveAll(tmp)
 	n := 0
 	for _, p := range ic.Points {
 		n = max(n, p)
 	}
-	d.logf("starting the local control plane (%d kwok nodes)", max(ic.Nodes, (2*n+4999)/5000))
-	stop, err := d.startCluster(ctx, localcluster.Options{Nodes: max(ic.Nodes, (2*n+4999)/5000),
+	b.logf("starting the local control plane (%d kwok nodes)", max(ic.Nodes, (2*n+4999)/5000))
+	stop, err := b.lab.startCluster(ctx, localcluster.Options{Nodes: max(ic.Nodes, (2*n+4999)/5000),
 		ExtraArgs: map[string][]string{localcluster.KubeAPIServer: {"--delete-collection-workers=8"}}})
 	defer stop()
 	if err != nil {
 		return nil, err
 	}
-	rep.versions = d.versions(ctx)
-	tmpl, err := d.allTemplatesCopy()
+	rep.versions = b.lab.versions(ctx)
+	tmpl, err := b.allTemplatesCopy()
 	if err != nil {
 		return nil, err
 	}
-	set, err := d.installAllCRDs(ctx, tmpl)
+	set, err := b.lab.installAllCRDs(ctx, tmpl)
 	if err != nil {
 		return nil, err
 	}
-	if err := d.installIdentities(ctx, set, ic.Namespace); err != nil {
+	if err := b.lab.installIdentities(ctx, set, ic.Namespace); err != nil {
 		return nil, err
 	}
 	if ic.Warmup > 0 {
-		if _, err := d.idRun(ctx, ic, tmpl, "shared", ic.Warmup, "warm-up"); err != nil {
+		if _, err := b.idRun(ctx, ic, tmpl, "shared", ic.Warmup, "warm-up"); err != nil {
 			return nil, fmt.Errorf("warm-up: %w", err)
 		}
 	}
 	pair := 0
 	for _, n := range ic.Points {
 		for run := range ic.Runs {
-			if err := d.idPair(ctx, ic, rep, tmpl, n, run, pair); err != nil {
+			if err := b.idPair(ctx, ic, rep, tmpl, n, run, pair); err != nil {
 				return nil, err
 			}
 			pair++
 		}
 	}
-	rep.elapsed, rep.loadEnd = time.Since(d.start), loadavg()
+	rep.elapsed, rep.loadEnd = time.Since(b.start), loadavg()
 	return rep, nil
 }
 
 // idPair runs both modes at n, identity first on even pairs, shared first
 // on odd ones.
-func (d *driver) idPair(ctx context.Context, ic idConfig, rep *idReport, tmpl string, n, run, pair int) error {
+func (b *idBench) idPair(ctx context.Context, ic idConfig, rep *idReport, tmpl string, n, run, pair int) error {
 	order := idModes
 	if pair%2 == 1 {
 		order = []string{idModes[1], idModes[0]}
 	}
 	for _, mode := range order {
-		res, err := d.idRun(ctx, ic, tmpl, mode, n, fmt.Sprintf("identities-%s-%d-run%d", mode, n, run+1))
+		res, err := b.idRun(ctx, ic, tmpl, mode, n, fmt.Sprintf("identities-%s-%d-run%d", mode, n, run+1))
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
 		if err != nil {
 			res.Err = err.Error()
-			d.logf("%s at %d: %v", mode, n, err)
+			b.logf("%s at %d: %v", mode, n, err)
 		}
 		rep.runs = append(rep.runs, res)
-		d.idPartial(rep)
+		b.idPartial(rep)
 	}
 	return nil
 }
@@ -157,18 +161,18 @@ func (d *driver) idPair(ctx context.Context, ic idConfig, rep *idReport, tmpl st
 // idPartial writes the section as measured so far into the document (or
 // identities-partial.md of the output directory with BENCH_DOC=-), so that
 // a run stopped early leaves the runs it finished.
-func (d *driver) idPartial(rep *idReport) {
-	rep.elapsed, rep.loadEnd = time.Since(d.start), loadavg()
-	path := d.cfg.Doc
+func (b *idBench) idPartial(rep *idReport) {
+	rep.elapsed, rep.loadEnd = time.Since(b.start), loadavg()
+	path := b.cfg.Doc
 	if path == "-" {
-		path = d.cfg.Out + "/identities-partial.md"
+		path = b.cfg.Out + "/identities-partial.md"
 		if err := os.WriteFile(path, []byte(rep.markdown()), 0o644); err != nil {
-			d.logf("partial report: %v", err)
+			b.logf("partial report: %v", err)
 		}
 		return
 	}
 	if err := replaceSection(path, idTitle, rep.markdown()); err != nil {
-		d.logf("partial report: %v", err)
+		b.logf("partial report: %v", err)
 	}
 }
 
@@ -196,22 +200,22 @@ func (c opStatsDelta) total() int64 { return c.Reads + c.Watches + c.Writes }
 
 // idRun converges n CRs with one cueop process in mode, then stops it and
 // deletes the run's namespaces.
-func (d *driver) idRun(ctx context.Context, ic idConfig, tmpl, mode string, n int, name string) (res idResult, err error) {
+func (b *idBench) idRun(ctx context.Context, ic idConfig, tmpl, mode string, n int, name string) (res idResult, err error) {
 	res = idResult{Mode: mode, N: n, LoadStart: loadavg()}
-	sp, err := d.spread(ctx, "bench-id-", n, ic.PerNamespace)
+	sp, err := b.lab.spread(ctx, "bench-id-", n, ic.PerNamespace)
 	if err != nil {
 		return res, err
 	}
 	defer func() {
-		dur, err := d.deleteSpace(ctx, sp)
+		dur, err := b.lab.deleteSpace(ctx, sp)
 		res.DeleteAfter = dur
 		if err != nil {
-			d.logf("%s: delete the namespaces: %v", name, err)
+			b.logf("%s: delete the namespaces: %v", name, err)
 		} else {
-			d.logf("%s: namespaces deleted in %.1fs", name, dur.Seconds())
+			b.logf("%s: namespaces deleted in %.1fs", name, dur.Seconds())
 		}
 	}()
-	if err := d.settingsConfigMaps(ctx, sp); err != nil {
+	if err := b.lab.settingsConfigMaps(ctx, sp); err != nil {
 		return res, err
 	}
 	var extra []string
@@ -220,23 +224,23 @@ func (d *driver) idRun(ctx context.Context, ic idConfig, tmpl, mode string, n in
 	}
 	if os.Getenv("BENCH_ID_HEAP") != "" {
 		// The heap profile at the peak of the live heap (heapprofile.go).
-		extra = append(extra, "-heapprofile", d.cfg.Out+"/"+name+".peak.heap.pprof")
+		extra = append(extra, "-heapprofile", b.cfg.Out+"/"+name+".peak.heap.pprof")
 	}
-	d.syncTimeout = 5 * time.Minute
-	p, err := d.startOperator(ctx, "cueop", name, "", tmpl, extra...)
+	b.ops.syncTimeout = 5 * time.Minute
+	p, err := b.ops.startOperator(ctx, "cueop", name, "", tmpl, extra...)
 	if err != nil {
 		return res, err
 	}
 	defer p.stop()
-	err = d.idConverge(ctx, p, sp, &res)
+	err = b.idConverge(ctx, p, sp, &res)
 	res.LoadEnd = loadavg()
 	return res, err
 }
 
 // idConverge creates the n CRs of res, waits until all are Ready and the
 // operator settled, and fills res.
-func (d *driver) idConverge(ctx context.Context, p *opProc, sp crSpace, res *idResult) error {
-	t, err := d.trackReady(ctx)
+func (b *idBench) idConverge(ctx context.Context, p *opProc, sp crSpace, res *idResult) error {
+	t, err := b.lab.trackReady(ctx)
 	if err != nil {
 		return err
 	}
@@ -245,7 +249,7 @@ func (d *driver) idConverge(ctx context.Context, p *opProc, sp crSpace, res *idR
 	start := time.Now()
 	err = parallel(ctx, res.N, 16, func(ctx context.Context, i int) error {
 		k, u := idCR(sp, i)
-		_, err := d.dyn.Resource(k.gvr).Namespace(u.GetNamespace()).Create(ctx, u, metav1.CreateOptions{})
+		_, err := b.lab.dyn.Resource(k.gvr).Namespace(u.GetNamespace()).Create(ctx, u, metav1.CreateOptions{})
 		return err
 	})
 	if err != nil {
@@ -267,9 +271,9 @@ func (d *driver) idConverge(ctx context.Context, p *opProc, sp crSpace, res *idR
 	res.AllReady = allAt.Sub(start)
 	st, err := settle(ctx, p, 2*time.Minute)
 	measured(st)
-	d.logf("%s at %d: all Ready in %.1fs, %d requests (%.1f per CR), peak RSS %s (render workers %s), peak heap %s",
+	b.logf("%s at %d: all Ready in %.1fs, %d requests (%.1f per CR), peak RSS %s (render workers %s), peak heap %s",
 		res.Mode, res.N, res.AllReady.Seconds(), res.Counts.total(), perCR(res.Counts.total(), res.N), mib(res.PeakRSS),
 		mib(uint64(st.WorkerMaxRSS)), mib(res.PeakHeap))
-	p.writeHeapProfile(d.cfg.Out)
+	p.writeHeapProfile(b.cfg.Out)
 	return err
 }

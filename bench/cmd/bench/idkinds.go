@@ -91,8 +91,8 @@ func idCR(sp crSpace, i int) (*idKind, *unstructured.Unstructured) {
 
 // allTemplatesCopy copies every kind of ./templates into a fresh
 // directory, which one cueop process serves.
-func (d *driver) allTemplatesCopy() (string, error) {
-	dir, err := os.MkdirTemp(d.tmp, "templates-")
+func (s *session) allTemplatesCopy() (string, error) {
+	dir, err := os.MkdirTemp(s.tmp, "templates-")
 	if err != nil {
 		return "", err
 	}
@@ -104,7 +104,7 @@ func (d *driver) allTemplatesCopy() (string, error) {
 
 // installAllCRDs applies the CRD of every kind of tmpl, the RedisCluster's
 // last (the one whose conversion the driver points, startOperator).
-func (d *driver) installAllCRDs(ctx context.Context, tmpl string) (*template.Set, error) {
+func (l *lab) installAllCRDs(ctx context.Context, tmpl string) (*template.Set, error) {
 	set, err := template.Load(tmpl)
 	if err != nil {
 		return nil, err
@@ -117,19 +117,19 @@ func (d *driver) installAllCRDs(ctx context.Context, tmpl string) (*template.Set
 		if k.kind == "RedisCluster" {
 			continue
 		}
-		if err := harness.InstallKindCRD(ctx, d.rest, tk); err != nil {
+		if err := harness.InstallKindCRD(ctx, l.rest, tk); err != nil {
 			return nil, err
 		}
 	}
-	return set, d.installCRD(ctx, tmpl)
+	return set, l.installCRD(ctx, tmpl)
 }
 
 // installIdentities creates, in namespace ns, each kind's ServiceAccount
 // and its ClusterRole and ClusterRoleBinding, as engine/rbacgen writes them
 // for `cueop manifests` (and the Role that lets a ServiceAccount
 // cueop-bench impersonate them, unused: the operator process is admin).
-func (d *driver) installIdentities(ctx context.Context, set *template.Set, ns string) error {
-	_, err := d.cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
+func (l *lab) installIdentities(ctx context.Context, set *template.Set, ns string) error {
+	_, err := l.cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
 	if err != nil && !apierrors.IsAlreadyExists(err) {
 		return err
 	}
@@ -140,7 +140,7 @@ func (d *driver) installIdentities(ctx context.Context, set *template.Set, ns st
 		ids = append(ids, rbacgen.For(rbacgen.Kind{GroupKind: schema.GroupKind{Group: k.gvr.Group, Kind: k.kind},
 			Plural: tk.Resource.Plural, Children: k.children, References: k.references}, cfg))
 	}
-	c, err := client.New(d.rest, client.Options{})
+	c, err := client.New(l.rest, client.Options{})
 	if err != nil {
 		return err
 	}
@@ -150,7 +150,7 @@ func (d *driver) installIdentities(ctx context.Context, set *template.Set, ns st
 		}
 	}
 	for _, id := range ids {
-		d.logf("identity: %s", id)
+		l.logf("identity: %s", id)
 	}
 	return nil
 }
@@ -166,12 +166,12 @@ func identityConfig(ns string) *identity.Config {
 
 // settingsConfigMaps creates the ConfigMaps the Blogs and WebApps of sp
 // reference.
-func (d *driver) settingsConfigMaps(ctx context.Context, sp crSpace) error {
+func (l *lab) settingsConfigMaps(ctx context.Context, sp crSpace) error {
 	for _, ns := range sp.names {
 		for _, name := range []string{blogSettings, webappSettings} {
 			cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
 				Data: map[string]string{"url": "http://" + name + ".example.com", "database__client": "sqlite3"}}
-			if _, err := d.cs.CoreV1().ConfigMaps(ns).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
+			if _, err := l.cs.CoreV1().ConfigMaps(ns).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
 				return err
 			}
 		}

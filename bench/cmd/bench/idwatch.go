@@ -29,10 +29,10 @@ type readyTracker struct {
 	cancel context.CancelFunc
 }
 
-func (d *driver) trackReady(ctx context.Context) (*readyTracker, error) {
+func (l *lab) trackReady(ctx context.Context) (*readyTracker, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	t := &readyTracker{ready: map[string]bool{}, cancel: cancel}
-	f := dynamicinformer.NewDynamicSharedInformerFactory(d.dyn, 0)
+	f := dynamicinformer.NewDynamicSharedInformerFactory(l.dyn, 0)
 	for _, k := range idKinds {
 		if err := startInformer(ctx, f.ForResource(k.gvr).Informer(), f.Start, t.set, t.del); err != nil {
 			cancel()
@@ -132,9 +132,9 @@ var idChildren = []schema.GroupVersionResource{
 // deleteSpace deletes the namespaces of sp and everything in them, with no
 // operator running: the CRs' finalizers are taken off first (nobody would
 // take them off), then every collection goes, then the namespaces.
-func (d *driver) deleteSpace(ctx context.Context, sp crSpace) (time.Duration, error) {
+func (l *lab) deleteSpace(ctx context.Context, sp crSpace) (time.Duration, error) {
 	start := time.Now()
-	if _, err := harness.SetConversion(ctx, d.rest, d.crd, false); err != nil {
+	if _, err := harness.SetConversion(ctx, l.rest, l.crd, false); err != nil {
 		return 0, err
 	}
 	zero := int64(0)
@@ -143,28 +143,28 @@ func (d *driver) deleteSpace(ctx context.Context, sp crSpace) (time.Duration, er
 	err := parallel(ctx, len(sp.names), 4, func(ctx context.Context, i int) error {
 		ns := sp.names[i]
 		for _, k := range idKinds {
-			if err := d.dropFinalizers(ctx, k.gvr, ns); err != nil {
+			if err := l.dropFinalizers(ctx, k.gvr, ns); err != nil {
 				return err
 			}
 		}
 		for _, k := range idKinds {
-			if err := d.dyn.Resource(k.gvr).Namespace(ns).DeleteCollection(ctx, opts, metav1.ListOptions{}); err != nil {
+			if err := l.dyn.Resource(k.gvr).Namespace(ns).DeleteCollection(ctx, opts, metav1.ListOptions{}); err != nil {
 				return fmt.Errorf("delete %s in %s: %w", k.gvr.Resource, ns, err)
 			}
 		}
 		for _, gvr := range idChildren {
-			if err := d.dyn.Resource(gvr).Namespace(ns).DeleteCollection(ctx, opts, metav1.ListOptions{}); err != nil {
+			if err := l.dyn.Resource(gvr).Namespace(ns).DeleteCollection(ctx, opts, metav1.ListOptions{}); err != nil {
 				return fmt.Errorf("delete %s in %s: %w", gvr.Resource, ns, err)
 			}
 		}
-		return d.cs.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{})
+		return l.cs.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{})
 	})
 	if err != nil {
 		return 0, err
 	}
 	err = wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 15*time.Minute, true, func(ctx context.Context) (bool, error) {
 		for _, ns := range sp.names {
-			if _, err := d.cs.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			if _, err := l.cs.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 				return false, nil
 			}
 		}
@@ -174,8 +174,8 @@ func (d *driver) deleteSpace(ctx context.Context, sp crSpace) (time.Duration, er
 }
 
 // dropFinalizers takes the finalizers off every CR of gvr in ns.
-func (d *driver) dropFinalizers(ctx context.Context, gvr schema.GroupVersionResource, ns string) error {
-	list, err := d.dyn.Resource(gvr).Namespace(ns).List(ctx, metav1.ListOptions{})
+func (l *lab) dropFinalizers(ctx context.Context, gvr schema.GroupVersionResource, ns string) error {
+	list, err := l.dyn.Resource(gvr).Namespace(ns).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return fmt.Errorf("list %s in %s: %w", gvr.Resource, ns, err)
 	}
@@ -184,7 +184,7 @@ func (d *driver) dropFinalizers(ctx context.Context, gvr schema.GroupVersionReso
 		if len(u.GetFinalizers()) == 0 {
 			continue
 		}
-		_, err := d.dyn.Resource(gvr).Namespace(ns).Patch(ctx, u.GetName(), types.MergePatchType, patch, metav1.PatchOptions{})
+		_, err := l.dyn.Resource(gvr).Namespace(ns).Patch(ctx, u.GetName(), types.MergePatchType, patch, metav1.PatchOptions{})
 		if err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("%s %s/%s: drop finalizers: %w", u.GetKind(), ns, u.GetName(), err)
 		}

@@ -74,13 +74,8 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/metadata"
-	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 
-	"github.com/cueop/cueop/bench/harness"
 	"github.com/cueop/cueop/engine/worker"
 	"github.com/cueop/cueop/localcluster"
 )
@@ -165,9 +160,9 @@ func main() {
 		return
 	}
 	var rep *report
-	runSection(loadConfig(), sectionTitle, func(ctx context.Context, d *driver) (string, error) {
+	runSection(loadConfig(), sectionTitle, func(ctx context.Context, s *session) (string, error) {
 		var err error
-		if rep, err = d.run(ctx); err != nil {
+		if rep, err = (&comparison{rig: newRig(s)}).run(ctx); err != nil {
 			return "", err
 		}
 		return rep.markdown(), nil
@@ -177,18 +172,18 @@ func main() {
 	}
 }
 
-// runSection runs measure on a driver of cfg until Ctrl-C, prints the
+// runSection runs measure on a session of cfg until Ctrl-C, prints the
 // Markdown section titled title it returns and, unless cfg.Doc is "-",
 // replaces that section of cfg.Doc with it.
-func runSection(cfg config, title string, measure func(context.Context, *driver) (string, error)) {
+func runSection(cfg config, title string, measure func(context.Context, *session) (string, error)) {
 	if err := os.MkdirAll(cfg.Out, 0o755); err != nil {
 		fatalf("%v", err)
 	}
 	ctrl.SetLogger(logr.Discard())
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	d := &driver{cfg: cfg, start: time.Now()}
-	md, err := measure(ctx, d)
+	s := &session{cfg: cfg, start: time.Now()}
+	md, err := measure(ctx, s)
 	if err != nil {
 		fatalf("%v (logs in %s)", err, cfg.Out)
 	}
@@ -197,87 +192,66 @@ func runSection(cfg config, title string, measure func(context.Context, *driver)
 		if err := replaceSection(cfg.Doc, title, md); err != nil {
 			fatalf("%v", err)
 		}
-		fmt.Printf("bench: wrote %s (section %q) in %s\n", cfg.Doc, title, time.Since(d.start).Round(time.Second))
+		fmt.Printf("bench: wrote %s (section %q) in %s\n", cfg.Doc, title, time.Since(s.start).Round(time.Second))
 	}
 }
 
-// driver runs the benchmark.
-type driver struct {
-	cfg     config
-	start   time.Time
-	cluster *localcluster.Cluster
-	rest    *rest.Config
-	cs      kubernetes.Interface
-	dyn     dynamic.Interface
-	meta    metadata.Interface
-	tmp     string // the templates copies, removed at the end
+// session is what every part of one bench run shares: its settings, when
+// it started (the clock of its log) and its temporary directory (the
+// templates copies and webhook directories, removed at the end).
+type session struct {
+	cfg   config
+	start time.Time
+	tmp   string
+}
+
+// rig is what each mode of the bench measures with: the session, its
+// control plane (lab) and the operator processes started on it.
+type rig struct {
+	*session
+	lab *lab
+	ops *operators
+}
+
+func newRig(s *session) rig {
+	l := &lab{session: s}
+	return rig{session: s, lab: l, ops: &operators{session: s, lab: l}}
+}
+
+// comparison is the default mode: cueop and the baseline side by side
+// (convergence runs, resync and idle, hot reload, drift repair).
+type comparison struct {
+	rig
 	// stormBin is the retry-storm test binary, built at the start.
 	stormBin string
-	// syncTimeout bounds an operator's start until its caches synced; 0
-	// means 2 minutes.
-	syncTimeout time.Duration
-	// crd is the CRD installCRD applied last: each operator started sets
-	// its conversion (startOperator); cueops are the cueop processes
-	// started, to leave the webhook in place while one runs.
-	crd    string
-	cueops []*opProc
-	// webhooks are the webhook directories (webhook.go) of the cueop
-	// processes, by kubeconfig.
-	webhooks map[string]string
-}
-
-// cueopRunning is whether a cueop process started by d still runs.
-func (d *driver) cueopRunning() bool {
-	for _, p := range d.cueops {
-		select {
-		case <-p.exited:
-		default:
-			return true
-		}
-	}
-	return false
-}
-
-// installCRD applies the RedisCluster CRD of the templates directory tmpl,
-// with the conversion webhook cueop installs it with, and remembers it.
-func (d *driver) installCRD(ctx context.Context, tmpl string) error {
-	name, err := harness.CRDName(tmpl)
-	if err != nil {
-		return err
-	}
-	if err := harness.InstallCRD(ctx, d.rest, tmpl); err != nil {
-		return err
-	}
-	d.crd = name
-	return nil
 }
 
 // logf prints progress with the time elapsed since the start.
-func (d *driver) logf(format string, args ...any) {
-	fmt.Printf("[%6.1fs] %s\n", time.Since(d.start).Seconds(), fmt.Sprintf(format, args...))
+func (s *session) logf(format string, args ...any) {
+	fmt.Printf("[%6.1fs] %s\n", time.Since(s.start).Seconds(), fmt.Sprintf(format, args...))
 }
 
-func (d *driver) run(ctx context.Context) (*report, error) {
-	rep := &report{cfg: d.cfg, started: time.Now()}
+func (c *comparison) run(ctx context.Context) (*report, error) {
+	rep := &report{cfg: c.cfg, started: time.Now()}
 	tmp, err := os.MkdirTemp("", "cueop-bench-")
 	if err != nil {
 		return nil, err
 	}
-	d.tmp = tmp
+	c.tmp = tmp
 	defer os.RemoveAll(tmp)
 	rep.machine = machineInfo()
-	if err := d.buildStorm(ctx); err != nil {
+	if err := c.buildStorm(ctx); err != nil {
 		return nil, err
 	}
-	if d.cfg.Count > 0 {
-		d.logf("render benchmarks (-count %d)", d.cfg.Count)
-		if rep.render, err = runGoBench(ctx, d.cfg.Count); err != nil {
+	if c.cfg.Count > 0 {
+		c.logf("render benchmarks (-count %d)", c.cfg.Count)
+		if rep.render, err = runGoBench(ctx, c.cfg.Count); err != nil {
 			return nil, err
 		}
 	}
-	d.logf("starting the local control plane (%d kwok nodes)", d.cfg.Nodes)
-	stopCluster, err := d.startCluster(ctx, localcluster.Options{
-		Nodes: d.cfg.Nodes,
+	c.logf("starting the local control plane (%d kwok nodes)", c.cfg.Nodes)
+	stopCluster, err := c.lab.startCluster(ctx, localcluster.Options{
+		Nodes: c.cfg.Nodes,
 		// Deleting a run's namespace deletes collections of thousands.
 		ExtraArgs: map[string][]string{localcluster.KubeAPIServer: {"--delete-collection-workers=8"}},
 	})
@@ -285,42 +259,28 @@ func (d *driver) run(ctx context.Context) (*report, error) {
 		return nil, err
 	}
 	defer stopCluster()
-	rep.versions = d.versions(ctx)
-	if err := d.measure(ctx, rep); err != nil {
+	rep.versions = c.lab.versions(ctx)
+	if err := c.measure(ctx, rep); err != nil {
 		return nil, err
 	}
-	rep.profiles = d.profiles(rep)
-	rep.elapsed = time.Since(d.start)
+	rep.profiles = c.profiles(rep)
+	rep.elapsed = time.Since(c.start)
 	return rep, nil
-}
-
-func (d *driver) clients() error {
-	d.rest = rest.CopyConfig(d.cluster.Config)
-	d.rest.QPS, d.rest.Burst = 1000, 2000
-	var err error
-	if d.cs, err = kubernetes.NewForConfig(d.rest); err != nil {
-		return err
-	}
-	if d.dyn, err = dynamic.NewForConfig(d.rest); err != nil {
-		return err
-	}
-	d.meta, err = metadata.NewForConfig(d.rest)
-	return err
 }
 
 // ops are the operators compared, in the order of the even runs.
 var ops = []string{"cueop", "baseline"}
 
 // measure runs every phase on the control plane.
-func (d *driver) measure(ctx context.Context, rep *report) error {
-	tmpl, err := d.templatesCopy()
+func (c *comparison) measure(ctx context.Context, rep *report) error {
+	tmpl, err := c.templatesCopy()
 	if err != nil {
 		return err
 	}
-	if err := d.installCRD(ctx, tmpl); err != nil {
+	if err := c.lab.installCRD(ctx, tmpl); err != nil {
 		return err
 	}
-	if err := d.warmUp(ctx); err != nil {
+	if err := c.warmUp(ctx); err != nil {
 		return fmt.Errorf("warm-up: %w", err)
 	}
 	kept := map[string]*keptRun{}
@@ -329,13 +289,13 @@ func (d *driver) measure(ctx context.Context, rep *report) error {
 			k.cr.stop()
 		}
 	}()
-	for run := range d.cfg.Runs {
+	for run := range c.cfg.Runs {
 		order := ops
 		if run%2 == 1 {
 			order = []string{ops[1], ops[0]}
 		}
 		for _, op := range order {
-			k, err := d.oneRun(ctx, rep, op, run, run == d.cfg.Runs-1)
+			k, err := c.oneRun(ctx, rep, op, run, run == c.cfg.Runs-1)
 			if err != nil {
 				return fmt.Errorf("%s run %d: %w", op, run+1, err)
 			}
@@ -344,40 +304,40 @@ func (d *driver) measure(ctx context.Context, rep *report) error {
 			}
 		}
 	}
-	if err := d.afterConvergence(ctx, rep, kept); err != nil {
+	if err := c.afterConvergence(ctx, rep, kept); err != nil {
 		return err
 	}
-	return d.smallRuns(ctx, rep)
+	return c.smallRuns(ctx, rep)
 }
 
 // warmUp converges min(N, 100) CRs with the baseline, unrecorded: the
 // first run on a fresh control plane is slower, whichever operator it is.
-func (d *driver) warmUp(ctx context.Context) error {
-	ns, err := d.namespace(ctx, "bench-warm-up-")
+func (c *comparison) warmUp(ctx context.Context) error {
+	ns, err := c.lab.namespace(ctx, "bench-warm-up-")
 	if err != nil {
 		return err
 	}
-	p, err := d.startOperator(ctx, "baseline", "warm-up", ns, "")
+	p, err := c.ops.startOperator(ctx, "baseline", "warm-up", ns, "")
 	if err != nil {
 		return err
 	}
 	defer p.stop()
-	cr, err := d.trackCRs(ctx, ns)
+	cr, err := c.lab.trackCRs(ctx, ns)
 	if err != nil {
 		return err
 	}
 	defer cr.stop()
-	n := min(d.cfg.N, 100)
+	n := min(c.cfg.N, 100)
 	start := time.Now()
-	if err := d.createCRs(ctx, ns, n); err != nil {
+	if err := c.lab.createCRs(ctx, ns, n); err != nil {
 		return err
 	}
 	if _, err := waitFor(ctx, 10*time.Minute, func() bool { return cr.readyCount() == n }); err != nil {
 		return err
 	}
 	p.stop()
-	d.logf("warm-up: %d CRs Ready in %.1fs", n, time.Since(start).Seconds())
-	_, err = d.deleteNamespace(ctx, ns)
+	c.logf("warm-up: %d CRs Ready in %.1fs", n, time.Since(start).Seconds())
+	_, err = c.ops.deleteNamespace(ctx, ns)
 	return err
 }
 
@@ -392,27 +352,27 @@ type keptRun struct {
 // but for each operator's last run, which is kept for the phases after
 // convergence (the other operator's last run thus converges beside these
 // idle objects).
-func (d *driver) oneRun(ctx context.Context, rep *report, op string, run int, last bool) (*keptRun, error) {
-	ns, err := d.namespace(ctx, fmt.Sprintf("bench-%s-%d-", op, run+1))
+func (c *comparison) oneRun(ctx context.Context, rep *report, op string, run int, last bool) (*keptRun, error) {
+	ns, err := c.lab.namespace(ctx, fmt.Sprintf("bench-%s-%d-", op, run+1))
 	if err != nil {
 		return nil, err
 	}
-	tmpl, err := d.templatesCopy()
+	tmpl, err := c.templatesCopy()
 	if err != nil {
 		return nil, err
 	}
 	name := fmt.Sprintf("%s-run%d", op, run+1)
 	kind, extra := opKind(op)
-	p, err := d.startOperator(ctx, kind, name, ns, tmpl, extra...)
+	p, err := c.ops.startOperator(ctx, kind, name, ns, tmpl, extra...)
 	if err != nil {
 		return nil, err
 	}
 	defer p.stop()
-	cr, err := d.trackCRs(ctx, ns)
+	cr, err := c.lab.trackCRs(ctx, ns)
 	if err != nil {
 		return nil, err
 	}
-	res, err := d.converge(ctx, p, cr, ns)
+	res, err := c.converge(ctx, p, cr, ns)
 	if err != nil {
 		cr.stop()
 		return nil, err
@@ -421,19 +381,19 @@ func (d *driver) oneRun(ctx context.Context, rep *report, op string, run int, la
 	p.stop()
 	rep.conv = append(rep.conv, res)
 	rep.scalable += res.Settle
-	d.logf("%s run %d: %d CRs Ready in %.1fs; %.1f writes/CR; peak heap %s",
-		op, run+1, d.cfg.N, res.Conv.Seconds(), perCR(res.Counts.Writes, d.cfg.N), mib(res.Stats.PeakHeapInuse))
+	c.logf("%s run %d: %d CRs Ready in %.1fs; %.1f writes/CR; peak heap %s",
+		op, run+1, c.cfg.N, res.Conv.Seconds(), perCR(res.Counts.Writes, c.cfg.N), mib(res.Stats.PeakHeapInuse))
 	if last {
 		return &keptRun{ns: ns, tmpl: tmpl, cr: cr}, nil
 	}
 	cr.stop()
-	dur, err := d.deleteNamespace(ctx, ns)
+	dur, err := c.ops.deleteNamespace(ctx, ns)
 	if err != nil {
 		return nil, err
 	}
 	rep.deletes = append(rep.deletes, dur)
 	rep.scalable += dur
-	d.logf("%s run %d: namespace deleted in %.1fs", op, run+1, dur.Seconds())
+	c.logf("%s run %d: namespace deleted in %.1fs", op, run+1, dur.Seconds())
 	return nil, nil
 }
 
@@ -443,13 +403,28 @@ func (d *driver) oneRun(ctx context.Context, rep *report, op string, run int, la
 // beside them (nothing is timed then: the idle period counts requests).
 // Hot reload (cueop) and drift repair follow, each operator with the same
 // process.
-func (d *driver) afterConvergence(ctx context.Context, rep *report, kept map[string]*keptRun) error {
+func (c *comparison) afterConvergence(ctx context.Context, rep *report, kept map[string]*keptRun) error {
 	procs := map[string]*opProc{}
 	defer func() {
 		for _, p := range procs {
 			p.stop()
 		}
 	}()
+	steady, err := c.restartAll(ctx, kept, procs)
+	if err != nil {
+		return err
+	}
+	if err := c.idle(ctx, rep, steady, procs); err != nil {
+		return err
+	}
+	return c.reloadAndDrift(ctx, rep, kept, procs)
+}
+
+// restartAll starts each operator anew on the converged CRs of its last
+// run (kept), one after the other, into procs, and waits for each one's
+// full resync: the steady results, in the order of ops, their idle period
+// begun.
+func (c *comparison) restartAll(ctx context.Context, kept map[string]*keptRun, procs map[string]*opProc) ([]*steadyResult, error) {
 	var steady []*steadyResult
 	for _, op := range ops {
 		k := kept[op]
@@ -461,21 +436,28 @@ func (d *driver) afterConvergence(ctx context.Context, rep *report, kept map[str
 		// it (pointing the webhook back after a baseline's run) and the
 		// API server's restart of the CRs' storage it causes are not the
 		// operator's (startOperator, harness.WaitWatchable).
-		p, err := d.startOperator(ctx, op, op+"-steady", k.ns, k.tmpl)
+		p, err := c.ops.startOperator(ctx, op, op+"-steady", k.ns, k.tmpl)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		procs[op] = p
-		st, err := d.resync(ctx, p, p.started)
+		st, err := c.resync(ctx, p, p.started)
 		if err != nil {
-			return fmt.Errorf("%s: %w", op, err)
+			return nil, fmt.Errorf("%s: %w", op, err)
 		}
 		st.Op = op
 		steady = append(steady, st)
-		d.logf("%s steady: resync in %.1fs, %d writes, %.0f renders", op, st.Resync.Seconds(), st.ResyncWrites, st.ResyncRenders)
+		c.logf("%s steady: resync in %.1fs, %d writes, %.0f renders", op, st.Resync.Seconds(), st.ResyncWrites, st.ResyncRenders)
 	}
-	idleEnd := time.Now().Add(d.cfg.Idle)
-	storm := d.startStorm(ctx)
+	return steady, nil
+}
+
+// idle leaves the operators of procs idle for the idle period, the
+// retry-storm test running beside them, and records the storm's result
+// and each operator's steady state (steady, in the order of ops).
+func (c *comparison) idle(ctx context.Context, rep *report, steady []*steadyResult, procs map[string]*opProc) error {
+	idleEnd := time.Now().Add(c.cfg.Idle)
+	storm := c.startStorm(ctx)
 	select {
 	case <-ctx.Done():
 		return ctx.Err()
@@ -484,46 +466,53 @@ func (d *driver) afterConvergence(ctx context.Context, rep *report, kept map[str
 	if storm != nil {
 		res := storm.wait()
 		rep.storm = &res
-		d.logf("retry storm: %s", rep.storm.summary())
+		c.logf("retry storm: %s", rep.storm.summary())
 	}
 	for i, op := range ops {
 		st := steady[i]
 		st.endIdle(procs[op])
 		rep.steady = append(rep.steady, *st)
 		rep.scalable += st.Resync
-		d.logf("%s steady: %d writes over resync + %s idle", op, st.Counts.Writes, st.Idle.Round(time.Second))
+		c.logf("%s steady: %d writes over resync + %s idle", op, st.Counts.Writes, st.Idle.Round(time.Second))
 	}
+	return nil
+}
+
+// reloadAndDrift measures, operator after operator with the processes of
+// procs on the CRs of kept, cueop's hot reload and then each one's drift
+// repair.
+func (c *comparison) reloadAndDrift(ctx context.Context, rep *report, kept map[string]*keptRun, procs map[string]*opProc) error {
 	for _, op := range ops {
 		k, p := kept[op], procs[op]
-		pods, err := d.trackPods(ctx, k.ns)
+		pods, err := c.lab.trackPods(ctx, k.ns)
 		if err != nil {
 			return err
 		}
 		defer pods.stop()
 		if op == "cueop" {
-			rl, err := d.hotReload(ctx, p, k.cr, pods, k.tmpl)
+			rl, err := c.hotReload(ctx, p, k.cr, pods, k.tmpl)
 			if err != nil {
 				return err
 			}
 			rep.reload = rl
 			rep.scalable += rl.Duration
-			d.logf("hot reload: %d CRs at the new revision in %.1fs, min Ready %d", d.cfg.N, rl.Duration.Seconds(), rl.MinReady)
+			c.logf("hot reload: %d CRs at the new revision in %.1fs, min Ready %d", c.cfg.N, rl.Duration.Seconds(), rl.MinReady)
 		}
-		dr, err := d.drift(ctx, k.ns, pods)
+		dr, err := c.drift(ctx, k.ns, pods)
 		if err != nil {
 			return err
 		}
 		dr.Op = op
 		rep.drift = append(rep.drift, dr)
-		d.logf("%s drift: p50 %s p99 %s", op, dr.quantile(0.5), dr.quantile(0.99))
+		c.logf("%s drift: p50 %s p99 %s", op, dr.quantile(0.5), dr.quantile(0.99))
 	}
 	return nil
 }
 
 // templatesCopy copies the RedisCluster kind of ./templates (and the CUE
 // module file) into a fresh directory, which one cueop process serves.
-func (d *driver) templatesCopy() (string, error) {
-	dir, err := os.MkdirTemp(d.tmp, "templates-")
+func (s *session) templatesCopy() (string, error) {
+	dir, err := os.MkdirTemp(s.tmp, "templates-")
 	if err != nil {
 		return "", err
 	}

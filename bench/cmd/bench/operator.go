@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"go.uber.org/zap/zapcore"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -85,114 +86,172 @@ const maxConcurrent = 4
 // the baseline, in a process of its own, so that its memory and CPU are its
 // own. It serves its counters on -stats and stops on SIGTERM.
 func runOperator(args []string) error {
-	fs := flag.NewFlagSet("operator", flag.ExitOnError)
-	kind := fs.String("kind", "", "cueop or baseline")
-	kubeconfig := fs.String("kubeconfig", "", "kubeconfig file")
-	namespace := fs.String("namespace", "", "namespace to serve")
-	templates := fs.String("templates", "", "templates directory (cueop)")
-	statsAddr := fs.String("stats", "127.0.0.1:0", "address of the /stats endpoint")
-	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile to this file")
-	shards := fs.Int("shards", 0, "cueop only: run a sharded replica of that many ranges (shards.go)")
-	identity := fs.String("identity", "", "with -shards: the replica's identity in the shard Leases")
-	leaseNS := fs.String("lease-namespace", "", "with -shards: the namespace of the shard Leases (default: -namespace)")
-	byObject := fs.Bool("objects", false, "count the writes by object name (always with -shards)")
-	isolation := fs.String("render-isolation", "process", "cueop only: process (render workers) or inprocess")
-	identities := fs.String("identities", "", "cueop only: the namespace of the kinds' ServiceAccounts, each kind acting as its own (identities.go); empty: the shared identity")
-	heapProfile := fs.String("heapprofile", "", "write the heap profile to this file whenever the heap in use reaches a new peak (5% above the last written, at most every 2 s)")
-	webhookDir := fs.String("webhook-dir", "", "cueop only: serve the conversion webhook with the port and certificates of this directory (webhook.go)")
-	if err := fs.Parse(args); err != nil {
+	f, err := parseOperatorFlags(args)
+	if err != nil {
 		return err
 	}
 	// Milliseconds: the phases of a restart (informers synced, kind
 	// served, controller started) are a second or less apart.
 	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), func(o *zap.Options) { o.TimeEncoder = zapcore.ISO8601TimeEncoder }))
-	cfg, err := clientcmd.BuildConfigFromFlags("", *kubeconfig)
+	cfg, err := clientcmd.BuildConfigFromFlags("", f.kubeconfig)
 	if err != nil {
 		return err
 	}
 	counter := harness.Count(cfg)
 	var objects *objectWrites
-	if *shards > 0 || *byObject {
+	if f.shards > 0 || f.byObject {
 		objects = countObjects(cfg)
 	}
-	mopts := ctrl.Options{Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0"}
-
-	var run func(context.Context) error
-	var synced func(context.Context) bool
-	if *kind == "cueop" {
-		// The garbage collector's target is cueop run's.
-		operator.TuneGC()
+	run, synced, err := newOperator(cfg, f)
+	if err != nil {
+		return err
 	}
-	switch {
-	case *kind == "cueop" && *shards > 0:
-		leases := *leaseNS
-		if leases == "" {
-			leases = *namespace
-		}
-		run, synced, err = shardedReplica(cfg, *templates, *namespace, leases, *identity, *shards, mopts)
+	if f.cpuprofile != "" {
+		stopProfile, err := startCPUProfile(f.cpuprofile)
 		if err != nil {
 			return err
 		}
-	case *kind == "cueop":
-		var conv *operator.Conversion // nil: operator.LocalConversion
-		if *webhookDir != "" {
-			if conv, err = loadWebhookDir(*webhookDir); err != nil {
-				return err
-			}
-		}
-		// QPS and Burst left unset: operator.New sets its defaults.
-		op, err := operator.New(cfg, operator.Options{
-			Templates: *templates, MaxConcurrent: maxConcurrent, Namespace: *namespace, Manager: mopts,
-			InProcess: *isolation == "inprocess", Conversion: conv, Identities: identityConfig(*identities),
-		})
-		if err != nil {
-			return err
-		}
-		run = op.Run
-		synced = func(ctx context.Context) bool {
-			return op.Manager().GetCache().WaitForCacheSync(ctx) && op.Parents().WaitForCacheSync(ctx)
-		}
-	case *kind == "baseline":
-		cfg.QPS, cfg.Burst = operator.DefaultQPS, operator.DefaultBurst // the same limits as cueop
-		o := baseline.ManagerOptions(*namespace)
-		o.Metrics, o.HealthProbeBindAddress = mopts.Metrics, mopts.HealthProbeBindAddress
-		mgr, err := ctrl.NewManager(cfg, o)
-		if err != nil {
-			return err
-		}
-		if err := baseline.Setup(mgr, maxConcurrent); err != nil {
-			return err
-		}
-		run = mgr.Start
-		synced = mgr.GetCache().WaitForCacheSync
-	default:
-		return fmt.Errorf("-kind %q: want cueop or baseline", *kind)
-	}
-
-	if *cpuprofile != "" {
-		f, err := os.Create(*cpuprofile)
-		if err != nil {
-			return err
-		}
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return err
-		}
-		defer func() {
-			pprof.StopCPUProfile()
-			f.Close()
-		}()
+		defer stopProfile()
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
 	var ready atomic.Bool
-	heap := &heapSampler{profile: *heapProfile}
+	heap := &heapSampler{profile: f.heapProfile}
 	go heap.run(ctx)
 	workerMem := &workerMemory{}
 	go workerMem.run(ctx)
-	ln, err := net.Listen("tcp", *statsAddr)
+	ln, err := net.Listen("tcp", f.statsAddr)
 	if err != nil {
 		return err
 	}
+	srv := &http.Server{Handler: statsHandler(counter, objects, &ready, heap, workerMem)}
+	go func() { _ = srv.Serve(ln) }()
+	defer srv.Close()
+	go func() {
+		if synced(ctx) {
+			ready.Store(true)
+		}
+	}()
+	if err := run(ctx); err != nil && !errors.Is(err, context.Canceled) {
+		return err
+	}
+	return nil
+}
+
+// operatorFlags are the flags of `bench operator`.
+type operatorFlags struct {
+	kind, kubeconfig, namespace, templates, statsAddr, cpuprofile string
+	shards                                                        int
+	identity, leaseNS                                             string
+	byObject                                                      bool
+	isolation, identities, heapProfile, webhookDir                string
+}
+
+// parseOperatorFlags parses the arguments of `bench operator`.
+func parseOperatorFlags(args []string) (*operatorFlags, error) {
+	f := &operatorFlags{}
+	fs := flag.NewFlagSet("operator", flag.ExitOnError)
+	fs.StringVar(&f.kind, "kind", "", "cueop or baseline")
+	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig file")
+	fs.StringVar(&f.namespace, "namespace", "", "namespace to serve")
+	fs.StringVar(&f.templates, "templates", "", "templates directory (cueop)")
+	fs.StringVar(&f.statsAddr, "stats", "127.0.0.1:0", "address of the /stats endpoint")
+	fs.StringVar(&f.cpuprofile, "cpuprofile", "", "write a CPU profile to this file")
+	fs.IntVar(&f.shards, "shards", 0, "cueop only: run a sharded replica of that many ranges (shards.go)")
+	fs.StringVar(&f.identity, "identity", "", "with -shards: the replica's identity in the shard Leases")
+	fs.StringVar(&f.leaseNS, "lease-namespace", "", "with -shards: the namespace of the shard Leases (default: -namespace)")
+	fs.BoolVar(&f.byObject, "objects", false, "count the writes by object name (always with -shards)")
+	fs.StringVar(&f.isolation, "render-isolation", "process", "cueop only: process (render workers) or inprocess")
+	fs.StringVar(&f.identities, "identities", "", "cueop only: the namespace of the kinds' ServiceAccounts, each kind acting as its own (identities.go); empty: the shared identity")
+	fs.StringVar(&f.heapProfile, "heapprofile", "", "write the heap profile to this file whenever the heap in use reaches a new peak (5% above the last written, at most every 2 s)")
+	fs.StringVar(&f.webhookDir, "webhook-dir", "", "cueop only: serve the conversion webhook with the port and certificates of this directory (webhook.go)")
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
+// newOperator builds the operator the flags f ask for on cfg: run runs it
+// until its context ends, synced waits until its caches have synced.
+func newOperator(cfg *rest.Config, f *operatorFlags) (run func(context.Context) error, synced func(context.Context) bool, err error) {
+	mopts := ctrl.Options{Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0"}
+	if f.kind == "cueop" {
+		// The garbage collector's target is cueop run's.
+		operator.TuneGC()
+	}
+	switch {
+	case f.kind == "cueop" && f.shards > 0:
+		leases := f.leaseNS
+		if leases == "" {
+			leases = f.namespace
+		}
+		return shardedReplica(cfg, f.templates, f.namespace, leases, f.identity, f.shards, mopts)
+	case f.kind == "cueop":
+		return newCueop(cfg, f, mopts)
+	case f.kind == "baseline":
+		return newBaseline(cfg, f, mopts)
+	default:
+		return nil, nil, fmt.Errorf("-kind %q: want cueop or baseline", f.kind)
+	}
+}
+
+// newCueop builds cueop's operator, as newOperator.
+func newCueop(cfg *rest.Config, f *operatorFlags, mopts ctrl.Options) (func(context.Context) error, func(context.Context) bool, error) {
+	var conv *operator.Conversion // nil: operator.LocalConversion
+	if f.webhookDir != "" {
+		var err error
+		if conv, err = loadWebhookDir(f.webhookDir); err != nil {
+			return nil, nil, err
+		}
+	}
+	// QPS and Burst left unset: operator.New sets its defaults.
+	op, err := operator.New(cfg, operator.Options{
+		Templates: f.templates, MaxConcurrent: maxConcurrent, Namespace: f.namespace, Manager: mopts,
+		InProcess: f.isolation == "inprocess", Conversion: conv, Identities: identityConfig(f.identities),
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	synced := func(ctx context.Context) bool {
+		return op.Manager().GetCache().WaitForCacheSync(ctx) && op.Parents().WaitForCacheSync(ctx)
+	}
+	return op.Run, synced, nil
+}
+
+// newBaseline builds the hand-written operator, as newOperator, with the
+// same client limits as cueop.
+func newBaseline(cfg *rest.Config, f *operatorFlags, mopts ctrl.Options) (func(context.Context) error, func(context.Context) bool, error) {
+	cfg.QPS, cfg.Burst = operator.DefaultQPS, operator.DefaultBurst // the same limits as cueop
+	o := baseline.ManagerOptions(f.namespace)
+	o.Metrics, o.HealthProbeBindAddress = mopts.Metrics, mopts.HealthProbeBindAddress
+	mgr, err := ctrl.NewManager(cfg, o)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := baseline.Setup(mgr, maxConcurrent); err != nil {
+		return nil, nil, err
+	}
+	return mgr.Start, mgr.GetCache().WaitForCacheSync, nil
+}
+
+// startCPUProfile writes a CPU profile to file until stop.
+func startCPUProfile(file string) (stop func(), err error) {
+	f, err := os.Create(file)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		return nil, err
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}, nil
+}
+
+// statsHandler serves the process's counters on /stats (opStats) and its
+// heap profile on /debug/pprof/heap.
+func statsHandler(counter *harness.Counter, objects *objectWrites, ready *atomic.Bool, heap *heapSampler, workerMem *workerMemory) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/stats", func(w http.ResponseWriter, _ *http.Request) {
 		st := opStats{Counts: counter.Snapshot(), Ready: ready.Load()}
@@ -211,18 +270,7 @@ func runOperator(args []string) error {
 	mux.HandleFunc("/debug/pprof/heap", func(w http.ResponseWriter, _ *http.Request) {
 		_ = pprof.Lookup("heap").WriteTo(w, 0)
 	})
-	srv := &http.Server{Handler: mux}
-	go func() { _ = srv.Serve(ln) }()
-	defer srv.Close()
-	go func() {
-		if synced(ctx) {
-			ready.Store(true)
-		}
-	}()
-	if err := run(ctx); err != nil && !errors.Is(err, context.Canceled) {
-		return err
-	}
-	return nil
+	return mux
 }
 
 // controllerMetrics sums the reconciles and the work queue depths of the

@@ -25,13 +25,13 @@ import (
 
 // namespace creates a fresh namespace and waits for its default
 // ServiceAccount (Pods are refused without it).
-func (d *driver) namespace(ctx context.Context, prefix string) (string, error) {
-	ns, err := d.cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: prefix}}, metav1.CreateOptions{})
+func (l *lab) namespace(ctx context.Context, prefix string) (string, error) {
+	ns, err := l.cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: prefix}}, metav1.CreateOptions{})
 	if err != nil {
 		return "", err
 	}
 	err = wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		_, err := d.cs.CoreV1().ServiceAccounts(ns.Name).Get(ctx, "default", metav1.GetOptions{})
+		_, err := l.cs.CoreV1().ServiceAccounts(ns.Name).Get(ctx, "default", metav1.GetOptions{})
 		return err == nil, nil
 	})
 	return ns.Name, err
@@ -40,16 +40,9 @@ func (d *driver) namespace(ctx context.Context, prefix string) (string, error) {
 // deleteNamespace deletes ns and waits until it is gone. What the runs
 // created goes first, collection by collection and without grace period (no
 // kubelet would confirm a Pod's end anyway), so that the namespace
-// controller finds it nearly empty.
-func (d *driver) deleteNamespace(ctx context.Context, ns string) (time.Duration, error) {
-	if d.crd != "" && !d.cueopRunning() {
-		// The CRD may point at the webhook of a cueop process stopped
-		// (webhook.go): the API server could not read the CRs back through
-		// it (a relist of its watch cache) to delete them.
-		if _, err := harness.SetConversion(ctx, d.rest, d.crd, false); err != nil {
-			return 0, err
-		}
-	}
+// controller finds it nearly empty. operators.deleteNamespace first sets
+// the CRD's conversion to None when no cueop process runs.
+func (l *lab) deleteNamespace(ctx context.Context, ns string) (time.Duration, error) {
 	start := time.Now()
 	zero := int64(0)
 	opts := metav1.DeleteOptions{GracePeriodSeconds: &zero}
@@ -61,16 +54,16 @@ func (d *driver) deleteNamespace(ctx context.Context, ns string) (time.Duration,
 		{Group: "discovery.k8s.io", Version: "v1", Resource: "endpointslices"},
 		corev1.SchemeGroupVersion.WithResource("events"),
 	} {
-		if err := d.dyn.Resource(gvr).Namespace(ns).DeleteCollection(ctx, opts, metav1.ListOptions{}); err != nil {
+		if err := l.dyn.Resource(gvr).Namespace(ns).DeleteCollection(ctx, opts, metav1.ListOptions{}); err != nil {
 			return 0, fmt.Errorf("delete %s in %s: %w", gvr.Resource, ns, err)
 		}
 	}
-	d.logf("namespace %s emptied in %.1fs", ns, time.Since(start).Seconds())
-	if err := d.cs.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{}); err != nil {
+	l.logf("namespace %s emptied in %.1fs", ns, time.Since(start).Seconds())
+	if err := l.cs.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{}); err != nil {
 		return 0, err
 	}
 	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 10*time.Minute, true, func(ctx context.Context) (bool, error) {
-		_, err := d.cs.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+		_, err := l.cs.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
 		return apierrors.IsNotFound(err), nil
 	})
 	return time.Since(start), err
@@ -97,26 +90,26 @@ type convResult struct {
 // waits until every one is Ready, then until the operator settles (no
 // write for 2s and an empty work queue), so that the request counts hold
 // everything converging cost.
-func (d *driver) converge(ctx context.Context, p *opProc, cr *crTracker, ns string) (convResult, error) {
+func (c *comparison) converge(ctx context.Context, p *opProc, cr *crTracker, ns string) (convResult, error) {
 	var res convResult
 	s0 := p.mustStats()
-	cpu0 := d.cpuSnapshot()
+	cpu0 := c.lab.cpuSnapshot()
 	start := time.Now()
-	if err := d.createCRs(ctx, ns, d.cfg.N); err != nil {
+	if err := c.lab.createCRs(ctx, ns, c.cfg.N); err != nil {
 		return res, err
 	}
 	res.Create = time.Since(start)
-	halfAt, err := waitFor(ctx, 15*time.Minute, func() bool { return cr.readyCount() >= (d.cfg.N+1)/2 })
+	halfAt, err := waitFor(ctx, 15*time.Minute, func() bool { return cr.readyCount() >= (c.cfg.N+1)/2 })
 	if err != nil {
 		return res, fmt.Errorf("half Ready: %w (%d Ready)", err, cr.readyCount())
 	}
 	res.Half = halfAt.Sub(start)
-	allAt, err := waitFor(ctx, 15*time.Minute, func() bool { return cr.readyCount() == d.cfg.N })
+	allAt, err := waitFor(ctx, 15*time.Minute, func() bool { return cr.readyCount() == c.cfg.N })
 	if err != nil {
 		return res, fmt.Errorf("all Ready: %w (%d Ready)", err, cr.readyCount())
 	}
 	res.Conv = allAt.Sub(start)
-	res.CPU = cpu0.until(d.cpuSnapshot(), res.Conv.Seconds())
+	res.CPU = cpu0.until(c.lab.cpuSnapshot(), res.Conv.Seconds())
 	res.OpCores = (p.mustStats().CPUSeconds - s0.CPUSeconds) / res.Conv.Seconds()
 	st, err := settle(ctx, p, time.Minute)
 	if err != nil {
@@ -124,7 +117,7 @@ func (d *driver) converge(ctx context.Context, p *opProc, cr *crTracker, ns stri
 	}
 	res.Settle = time.Since(start)
 	res.Counts, res.Stats = st.Counts.Sub(s0.Counts), st
-	p.saveHeapProfile(d.cfg.Out)
+	p.saveHeapProfile(c.cfg.Out)
 	return res, nil
 }
 
@@ -184,13 +177,13 @@ func waitFor(ctx context.Context, timeout time.Duration, cond func() bool) (time
 
 func crName(i int) string { return fmt.Sprintf("rc-%05d", i) }
 
-func (d *driver) createCRs(ctx context.Context, ns string, n int) error {
-	return d.createCRsThen(ctx, oneNamespace(ns), n, nil)
+func (l *lab) createCRs(ctx context.Context, ns string, n int) error {
+	return l.createCRsThen(ctx, oneNamespace(ns), n, nil)
 }
 
 // createCRsThen creates n RedisClusters, 16 at a time, and calls created,
 // when not nil, with the index and the API server's answer of each.
-func (d *driver) createCRsThen(ctx context.Context, sp crSpace, n int, created func(int, *unstructured.Unstructured)) error {
+func (l *lab) createCRsThen(ctx context.Context, sp crSpace, n int, created func(int, *unstructured.Unstructured)) error {
 	return parallel(ctx, n, 16, func(ctx context.Context, i int) error {
 		ns := sp.of(i)
 		u := &unstructured.Unstructured{Object: map[string]any{
@@ -198,7 +191,7 @@ func (d *driver) createCRsThen(ctx context.Context, sp crSpace, n int, created f
 			"metadata": map[string]any{"name": crName(i), "namespace": ns},
 			"spec":     map[string]any{"replicas": int64(3), "version": "7.0"},
 		}}
-		out, err := d.dyn.Resource(crGVR).Namespace(ns).Create(ctx, u, metav1.CreateOptions{})
+		out, err := l.dyn.Resource(crGVR).Namespace(ns).Create(ctx, u, metav1.CreateOptions{})
 		if err == nil && created != nil {
 			created(i, out)
 		}
@@ -262,11 +255,11 @@ type steadyResult struct {
 
 // resync waits until p, started at start on N converged CRs, reconciled
 // every one of them and emptied its queue.
-func (d *driver) resync(ctx context.Context, p *opProc, start time.Time) (*steadyResult, error) {
+func (c *comparison) resync(ctx context.Context, p *opProc, start time.Time) (*steadyResult, error) {
 	res := &steadyResult{}
 	_, err := waitFor(ctx, 10*time.Minute, func() bool {
 		st := p.mustStats()
-		return st.Reconciles >= float64(d.cfg.N) && st.QueueDepth == 0
+		return st.Reconciles >= float64(c.cfg.N) && st.QueueDepth == 0
 	})
 	if err != nil {
 		return nil, fmt.Errorf("resync: %w", err)
@@ -300,33 +293,17 @@ type reloadResult struct {
 
 const reloadLabel = "bench-reload"
 
-func (d *driver) hotReload(ctx context.Context, p *opProc, cr *crTracker, pods *podTracker, tmpl string) (reloadResult, error) {
+// hotReload edits the templates of tmpl that the cueop process p serves
+// (reloadEdit) and measures the hot reload: until every Pod is relabelled,
+// every CR at the new revision and not Reconciling, and p settled.
+func (c *comparison) hotReload(ctx context.Context, p *opProc, cr *crTracker, pods *podTracker, tmpl string) (reloadResult, error) {
 	var res reloadResult
 	file := filepath.Join(tmpl, "rediscluster", "rediscluster.cue")
-	src, err := os.ReadFile(file)
+	edited, revision, err := c.reloadEdit(file)
 	if err != nil {
 		return res, err
 	}
-	old := `metadata: {name: "\(_name)-\(i)", labels: _selector}`
-	edited := strings.Replace(string(src), old,
-		`metadata: {name: "\(_name)-\(i)", labels: _selector & {"`+reloadLabel+`": "v1"}}`, 1)
-	if edited == string(src) {
-		return res, fmt.Errorf("%s: the Pod metadata line %q is gone: update the benchmark's edit", file, old)
-	}
-	// The new revision, as the operator computes it, from a scratch copy.
-	scratch, err := d.templatesCopy()
-	if err != nil {
-		return res, err
-	}
-	if err := os.WriteFile(filepath.Join(scratch, "rediscluster", "rediscluster.cue"), []byte(edited), 0o644); err != nil {
-		return res, err
-	}
-	set, err := template.Load(scratch)
-	if err != nil {
-		return res, err
-	}
-	res.Revision = set.Lookup("cache.example.com", "RedisCluster").Revision
-	_ = os.RemoveAll(scratch)
+	res.Revision = revision
 
 	s0 := p.mustStats()
 	cr.resetMin()
@@ -338,7 +315,7 @@ func (d *driver) hotReload(ctx context.Context, p *opProc, cr *crTracker, pods *
 	if err := os.Rename(tmp, file); err != nil {
 		return res, err
 	}
-	want := 3 * d.cfg.N
+	want := 3 * c.cfg.N
 	podsAt, err := waitFor(ctx, 15*time.Minute, func() bool {
 		n, _ := pods.labelled(reloadLabel, "v1")
 		return n == want
@@ -349,7 +326,7 @@ func (d *driver) hotReload(ctx context.Context, p *opProc, cr *crTracker, pods *
 	}
 	res.PodsDone = podsAt.Sub(start)
 	doneAt, err := waitFor(ctx, 15*time.Minute, func() bool {
-		return cr.count(func(s crState) bool { return s.revision == res.Revision && s.reconciling == "False" }) == d.cfg.N
+		return cr.count(func(s crState) bool { return s.revision == res.Revision && s.reconciling == "False" }) == c.cfg.N
 	})
 	if err != nil {
 		return res, fmt.Errorf("hot reload: CRs not at revision %s: %w", res.Revision, err)
@@ -362,6 +339,37 @@ func (d *driver) hotReload(ctx context.Context, p *opProc, cr *crTracker, pods *
 	}
 	res.Counts = st.Counts.Sub(s0.Counts)
 	return res, nil
+}
+
+// reloadEdit is the template file's text edited to relabel every Pod
+// (label reloadLabel), and the revision the operator computes for it,
+// from a scratch copy of the templates; file is left as it is.
+func (c *comparison) reloadEdit(file string) (edited, revision string, err error) {
+	src, err := os.ReadFile(file)
+	if err != nil {
+		return "", "", err
+	}
+	old := `metadata: {name: "\(_name)-\(i)", labels: _selector}`
+	edited = strings.Replace(string(src), old,
+		`metadata: {name: "\(_name)-\(i)", labels: _selector & {"`+reloadLabel+`": "v1"}}`, 1)
+	if edited == string(src) {
+		return "", "", fmt.Errorf("%s: the Pod metadata line %q is gone: update the benchmark's edit", file, old)
+	}
+	// The new revision, as the operator computes it, from a scratch copy.
+	scratch, err := c.templatesCopy()
+	if err != nil {
+		return "", "", err
+	}
+	if err := os.WriteFile(filepath.Join(scratch, "rediscluster", "rediscluster.cue"), []byte(edited), 0o644); err != nil {
+		return "", "", err
+	}
+	set, err := template.Load(scratch)
+	if err != nil {
+		return "", "", err
+	}
+	revision = set.Lookup("cache.example.com", "RedisCluster").Revision
+	_ = os.RemoveAll(scratch)
+	return edited, revision, nil
 }
 
 // driftResult are the repair latencies of hand edits of a label an
@@ -384,14 +392,14 @@ func (r driftResult) quantile(q float64) time.Duration {
 // drift edits label app of one Pod at a time (a merge patch by another
 // field manager, as `kubectl label --overwrite` does) and measures the time
 // from the edit until the watch shows the operator's value again.
-func (d *driver) drift(ctx context.Context, ns string, pods *podTracker) (driftResult, error) {
+func (c *comparison) drift(ctx context.Context, ns string, pods *podTracker) (driftResult, error) {
 	var res driftResult
-	for i := range d.cfg.Drift {
-		name := fmt.Sprintf("%s-%d", crName((i*7919)%d.cfg.N), i%3)
+	for i := range c.cfg.Drift {
+		name := fmt.Sprintf("%s-%d", crName((i*7919)%c.cfg.N), i%3)
 		w := pods.watchLabel(name, "app")
 		patch := []byte(fmt.Sprintf(`{"metadata":{"labels":{"app":"drifted-%d"}}}`, i))
 		start := time.Now()
-		pod, err := d.cs.CoreV1().Pods(ns).Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: "bench-drift"})
+		pod, err := c.lab.cs.CoreV1().Pods(ns).Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: "bench-drift"})
 		if err != nil {
 			return res, err
 		}

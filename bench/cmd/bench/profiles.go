@@ -144,7 +144,7 @@ func (p *profile) seconds(s stage, names []string) float64 {
 // profiles tabulates the CPU profiles of the last convergence run of each
 // operator, its render workers' included: where the CPU time went, in ms
 // per converged CR.
-func (d *driver) profiles(rep *report) string {
+func (c *comparison) profiles(rep *report) string {
 	last := map[string]string{}
 	for _, c := range rep.conv {
 		if c.Profile != "" {
@@ -160,7 +160,7 @@ func (d *driver) profiles(rep *report) string {
 		fmt.Fprintf(os.Stderr, "bench: profiles: %v %v\n", err1, err2)
 		return ""
 	}
-	return profileTable(cp, bp, last, float64(d.cfg.N)/1000)
+	return profileTable(cp, bp, last, float64(c.cfg.N)/1000)
 }
 
 // profileTable writes the table of cp and bp, in ms per CR of n thousand

@@ -71,9 +71,9 @@ func loadavg() string {
 	return strings.Join(strings.Fields(string(b))[:3], " ")
 }
 
-func (d *driver) versions(ctx context.Context) string {
+func (l *lab) versions(ctx context.Context) string {
 	server := "?"
-	if v, err := d.cs.Discovery().ServerVersion(); err == nil {
+	if v, err := l.cs.Discovery().ServerVersion(); err == nil {
 		server = v.GitVersion
 	}
 	mods := map[string]string{}

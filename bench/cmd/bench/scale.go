@@ -110,8 +110,8 @@ func (sc scaleConfig) clusterOptions(n, replicas int) localcluster.Options {
 
 func runScale() {
 	sc := loadScaleConfig()
-	runSection(sc.config, scaleTitle, func(ctx context.Context, d *driver) (string, error) {
-		rep, err := d.scale(ctx, sc)
+	runSection(sc.config, scaleTitle, func(ctx context.Context, s *session) (string, error) {
+		rep, err := (&scaleBench{newRig(s)}).scale(ctx, sc)
 		if err != nil {
 			return "", err
 		}
@@ -119,13 +119,17 @@ func runScale() {
 	})
 }
 
-func (d *driver) scale(ctx context.Context, sc scaleConfig) (*scaleReport, error) {
+// scaleBench is `bench scale`: cueop at the peers' sizes, each point
+// against the floor of a cluster with no operator (scalereport.go).
+type scaleBench struct{ rig }
+
+func (b *scaleBench) scale(ctx context.Context, sc scaleConfig) (*scaleReport, error) {
 	rep := &scaleReport{cfg: sc, started: time.Now(), machine: machineInfo()}
 	tmp, err := os.MkdirTemp("", "cueop-bench-")
 	if err != nil {
 		return nil, err
 	}
-	d.tmp = tmp
+	b.tmp = tmp
 	defer os.RemoveAll(tmp)
 	runs := make([][2]int, 0, len(sc.Points)+1)
 	for _, n := range sc.Points {
@@ -141,35 +145,35 @@ func (d *driver) scale(ctx context.Context, sc scaleConfig) (*scaleReport, error
 	// Smallest first, so that a run stopped early has the most points.
 	slices.SortStableFunc(runs, func(a, b [2]int) int { return a[0] - b[0] })
 	for _, r := range runs {
-		pt := d.scalePoint(ctx, sc, r[0], r[1], rep)
+		pt := b.scalePoint(ctx, sc, r[0], r[1], rep)
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
 		rep.points = append(rep.points, pt)
-		d.partial(rep)
+		b.partial(rep)
 	}
 	if sc.CRDs > 0 {
-		rep.crds, err = d.unrelatedCRDs(ctx, sc)
+		rep.crds, err = b.unrelatedCRDs(ctx, sc)
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
 		if err != nil {
 			rep.crds.Err = err.Error()
-			d.logf("unrelated CRDs: %v", err)
+			b.logf("unrelated CRDs: %v", err)
 		}
 	}
-	rep.elapsed = time.Since(d.start)
+	rep.elapsed = time.Since(b.start)
 	return rep, nil
 }
 
 // partial writes the section as measured so far to scale-partial.md in
 // the output directory, so that a run stopped before its end (a point
 // past its timeout, Ctrl-C) leaves the points it finished.
-func (d *driver) partial(rep *scaleReport) {
-	rep.elapsed = time.Since(d.start)
-	p := filepath.Join(d.cfg.Out, "scale-partial.md")
+func (b *scaleBench) partial(rep *scaleReport) {
+	rep.elapsed = time.Since(b.start)
+	p := filepath.Join(b.cfg.Out, "scale-partial.md")
 	if err := os.WriteFile(p, []byte(rep.markdown()), 0o644); err != nil {
-		d.logf("partial report: %v", err)
+		b.logf("partial report: %v", err)
 	}
 }
 
@@ -223,44 +227,44 @@ func (pt scalePoint) label() string {
 }
 
 // scalePoint measures the floor, then cueop, for n CRs on replicas.
-func (d *driver) scalePoint(ctx context.Context, sc scaleConfig, n, replicas int, rep *scaleReport) scalePoint {
+func (b *scaleBench) scalePoint(ctx context.Context, sc scaleConfig, n, replicas int, rep *scaleReport) scalePoint {
 	pt := scalePoint{N: n, Replicas: replicas}
-	d.logf("point %s: floor", pt.label())
-	floor, floorCPU, err := d.floorRun(ctx, sc, n, replicas)
+	b.logf("point %s: floor", pt.label())
+	floor, floorCPU, err := b.floorRun(ctx, sc, n, replicas)
 	if err != nil {
 		pt.FloorErr = err.Error()
-		d.logf("point %s: %v", pt.label(), err)
+		b.logf("point %s: %v", pt.label(), err)
 	}
 	pt.Floor, pt.FloorCPU = floor, floorCPU
-	d.logf("point %s: floor %.1fs; cueop", pt.label(), floor.Seconds())
-	if err := d.operatorPoint(ctx, sc, &pt, rep); err != nil {
+	b.logf("point %s: floor %.1fs; cueop", pt.label(), floor.Seconds())
+	if err := b.operatorPoint(ctx, sc, &pt, rep); err != nil {
 		pt.Err = err.Error()
-		d.logf("point %s: %v", pt.label(), err)
+		b.logf("point %s: %v", pt.label(), err)
 	}
 	return pt
 }
 
 // operatorPoint converges, restarts and idles cueop at pt on a control
 // plane of its own.
-func (d *driver) operatorPoint(ctx context.Context, sc scaleConfig, pt *scalePoint, rep *scaleReport) error {
-	stop, err := d.startCluster(ctx, sc.clusterOptions(pt.N, pt.Replicas))
+func (b *scaleBench) operatorPoint(ctx context.Context, sc scaleConfig, pt *scalePoint, rep *scaleReport) error {
+	stop, err := b.lab.startCluster(ctx, sc.clusterOptions(pt.N, pt.Replicas))
 	defer stop()
 	if err != nil {
 		return err
 	}
 	// A restart lists 6N objects before its caches have synced.
-	d.syncTimeout = max(2*time.Minute, sc.timeoutFor(pt.N)/4)
+	b.ops.syncTimeout = max(2*time.Minute, sc.timeoutFor(pt.N)/4)
 	if rep.versions == "" {
-		rep.versions = d.versions(ctx)
+		rep.versions = b.lab.versions(ctx)
 	}
-	tmpl, err := d.templatesCopy()
+	tmpl, err := b.templatesCopy()
 	if err != nil {
 		return err
 	}
-	if err := d.installCRD(ctx, tmpl); err != nil {
+	if err := b.lab.installCRD(ctx, tmpl); err != nil {
 		return err
 	}
-	sp, err := d.spread(ctx, "bench-scale-", pt.N, sc.PerNamespace)
+	sp, err := b.lab.spread(ctx, "bench-scale-", pt.N, sc.PerNamespace)
 	if err != nil {
 		return err
 	}
@@ -268,29 +272,29 @@ func (d *driver) operatorPoint(ctx context.Context, sc scaleConfig, pt *scalePoi
 	if pt.Replicas > 1 {
 		name += fmt.Sprintf("-shards%d", pt.Replicas)
 	}
-	f, err := d.startFleet(ctx, name, sp, tmpl, pt.Replicas)
+	f, err := b.ops.startFleet(ctx, name, sp, tmpl, pt.Replicas)
 	if err != nil {
 		return err
 	}
-	err = d.scaleConverge(ctx, sc, pt, f, sp)
+	err = b.scaleConverge(ctx, sc, pt, f, sp)
 	f.stop()
 	if err != nil {
 		return err
 	}
-	return d.restartAndIdle(ctx, sc, pt, name+"-restart", sp, tmpl)
+	return b.restartAndIdle(ctx, sc, pt, name+"-restart", sp, tmpl)
 }
 
 // scaleConverge creates the CRs and waits until all are Ready and the
 // fleet settled.
-func (d *driver) scaleConverge(ctx context.Context, sc scaleConfig, pt *scalePoint, f fleet, sp crSpace) error {
-	cr, err := d.trackCRs(ctx, sp.served())
+func (b *scaleBench) scaleConverge(ctx context.Context, sc scaleConfig, pt *scalePoint, f fleet, sp crSpace) error {
+	cr, err := b.lab.trackCRs(ctx, sp.served())
 	if err != nil {
 		return err
 	}
 	defer cr.stop()
 	s0 := f.each()
-	start, cpu0 := time.Now(), d.cpuSnapshot()
-	if err := d.createCRsThen(ctx, sp, pt.N, nil); err != nil {
+	start, cpu0 := time.Now(), b.lab.cpuSnapshot()
+	if err := b.lab.createCRsThen(ctx, sp, pt.N, nil); err != nil {
 		return err
 	}
 	timeout := sc.timeoutFor(pt.N)
@@ -299,7 +303,7 @@ func (d *driver) scaleConverge(ctx context.Context, sc scaleConfig, pt *scalePoi
 	measured := func() {
 		pt.converged(s0, f.each())
 		for _, p := range f {
-			p.writeHeapProfile(d.cfg.Out)
+			p.writeHeapProfile(b.cfg.Out)
 		}
 	}
 	allAt, err := waitFor(ctx, timeout, func() bool { return cr.readyCount() == pt.N })
@@ -308,12 +312,12 @@ func (d *driver) scaleConverge(ctx context.Context, sc scaleConfig, pt *scalePoi
 		measured()
 		return fmt.Errorf("%d of %d CRs Ready: %w", pt.Ready, pt.N, err)
 	}
-	pt.AllReady, pt.CPU = allAt.Sub(start), cpu0.perCR(d.cpuSnapshot(), pt.N)
+	pt.AllReady, pt.CPU = allAt.Sub(start), cpu0.perCR(b.lab.cpuSnapshot(), pt.N)
 	if _, _, err := f.settle(ctx, timeout, 0); err != nil {
 		return err
 	}
 	measured()
-	d.logf("point %s: all Ready in %.1fs, %.2f writes/CR, peak RSS %s", pt.label(), pt.AllReady.Seconds(), pt.WritesPerCR, mib(pt.PeakRSS))
+	b.logf("point %s: all Ready in %.1fs, %.2f writes/CR, peak RSS %s", pt.label(), pt.AllReady.Seconds(), pt.WritesPerCR, mib(pt.PeakRSS))
 	return nil
 }
 
@@ -343,9 +347,9 @@ func (pt *scalePoint) converged(s0, s1 []opStats) {
 
 // restartAndIdle starts the fleet anew on the converged CRs, times its
 // resync and counts its requests while idle.
-func (d *driver) restartAndIdle(ctx context.Context, sc scaleConfig, pt *scalePoint, name string, sp crSpace, tmpl string) error {
+func (b *scaleBench) restartAndIdle(ctx context.Context, sc scaleConfig, pt *scalePoint, name string, sp crSpace, tmpl string) error {
 	start := time.Now()
-	f, err := d.startFleet(ctx, name, sp, tmpl, pt.Replicas)
+	f, err := b.ops.startFleet(ctx, name, sp, tmpl, pt.Replicas)
 	if err != nil {
 		return err
 	}
@@ -356,7 +360,7 @@ func (d *driver) restartAndIdle(ctx context.Context, sc scaleConfig, pt *scalePo
 	}
 	pt.Resync = quietAt.Sub(start)
 	pt.ResyncWrites, pt.ResyncAll = crWritesOf(st.Counts), st.Counts
-	d.logf("point %s: resync in %.1fs, %d writes; idle %s", pt.label(), pt.Resync.Seconds(), pt.ResyncWrites, sc.Idle)
+	b.logf("point %s: resync in %.1fs, %d writes; idle %s", pt.label(), pt.Resync.Seconds(), pt.ResyncWrites, sc.Idle)
 	select {
 	case <-ctx.Done():
 		return ctx.Err()

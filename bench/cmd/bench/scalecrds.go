@@ -36,38 +36,38 @@ var crdGVR = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version:
 
 // unrelatedCRDs starts cueop (every namespace) on a fresh control plane,
 // then again once the unrelated CRDs and their objects exist.
-func (d *driver) unrelatedCRDs(ctx context.Context, sc scaleConfig) (crdResult, error) {
+func (b *scaleBench) unrelatedCRDs(ctx context.Context, sc scaleConfig) (crdResult, error) {
 	res := crdResult{CRDs: sc.CRDs, Objects: sc.CRDObjects}
-	stop, err := d.startCluster(ctx, localcluster.Options{Nodes: 1})
+	stop, err := b.lab.startCluster(ctx, localcluster.Options{Nodes: 1})
 	defer stop()
 	if err != nil {
 		return res, err
 	}
-	tmpl, err := d.templatesCopy()
+	tmpl, err := b.templatesCopy()
 	if err != nil {
 		return res, err
 	}
-	if err := d.installCRD(ctx, tmpl); err != nil {
+	if err := b.lab.installCRD(ctx, tmpl); err != nil {
 		return res, err
 	}
-	if res.EmptyRSS, res.EmptyHeap, err = d.memoryAtStart(ctx, "crds-empty", tmpl); err != nil {
+	if res.EmptyRSS, res.EmptyHeap, err = b.memoryAtStart(ctx, "crds-empty", tmpl); err != nil {
 		return res, err
 	}
-	d.logf("unrelated CRDs: cueop at start in an empty cluster: %s; creating %d CRDs of %d objects", mib(res.EmptyRSS), sc.CRDs, sc.CRDObjects)
+	b.logf("unrelated CRDs: cueop at start in an empty cluster: %s; creating %d CRDs of %d objects", mib(res.EmptyRSS), sc.CRDs, sc.CRDObjects)
 	start := time.Now()
-	if err := d.createUnrelated(ctx, sc.CRDs, sc.CRDObjects); err != nil {
+	if err := b.lab.createUnrelated(ctx, sc.CRDs, sc.CRDObjects); err != nil {
 		return res, err
 	}
-	d.logf("unrelated CRDs: created in %.1fs", time.Since(start).Seconds())
-	res.WithRSS, res.WithHeap, err = d.memoryAtStart(ctx, "crds-with", tmpl)
-	d.logf("unrelated CRDs: cueop at start beside them: %s", mib(res.WithRSS))
+	b.logf("unrelated CRDs: created in %.1fs", time.Since(start).Seconds())
+	res.WithRSS, res.WithHeap, err = b.memoryAtStart(ctx, "crds-with", tmpl)
+	b.logf("unrelated CRDs: cueop at start beside them: %s", mib(res.WithRSS))
 	return res, err
 }
 
 // memoryAtStart starts cueop on every namespace and returns its peak RSS
 // (VmHWM, workers' included) and heap in use once it synced and settled.
-func (d *driver) memoryAtStart(ctx context.Context, name, tmpl string) (rss, heap uint64, err error) {
-	p, err := d.startOperator(ctx, "cueop", name, "", tmpl)
+func (b *scaleBench) memoryAtStart(ctx context.Context, name, tmpl string) (rss, heap uint64, err error) {
+	p, err := b.ops.startOperator(ctx, "cueop", name, "", tmpl)
 	if err != nil {
 		return 0, 0, err
 	}
@@ -81,26 +81,26 @@ func (d *driver) memoryAtStart(ctx context.Context, name, tmpl string) (rss, hea
 
 // createUnrelated creates n namespaced CRDs and objects of each in a
 // namespace of their own.
-func (d *driver) createUnrelated(ctx context.Context, n, objects int) error {
+func (l *lab) createUnrelated(ctx context.Context, n, objects int) error {
 	err := parallel(ctx, n, 8, func(ctx context.Context, i int) error {
-		_, err := d.dyn.Resource(crdGVR).Create(ctx, unrelatedCRD(i), metav1.CreateOptions{})
+		_, err := l.dyn.Resource(crdGVR).Create(ctx, unrelatedCRD(i), metav1.CreateOptions{})
 		return err
 	})
 	if err != nil {
 		return fmt.Errorf("create CRDs: %w", err)
 	}
-	ns, err := d.namespace(ctx, "bench-unrelated-")
+	ns, err := l.namespace(ctx, "bench-unrelated-")
 	if err != nil {
 		return err
 	}
 	return parallel(ctx, n*objects, 16, func(ctx context.Context, j int) error {
-		return d.createUnrelatedObject(ctx, ns, j/objects, j%objects)
+		return l.createUnrelatedObject(ctx, ns, j/objects, j%objects)
 	})
 }
 
 // createUnrelatedObject creates object k of CRD i, retrying while the API
 // server does not serve the CRD yet.
-func (d *driver) createUnrelatedObject(ctx context.Context, ns string, i, k int) error {
+func (l *lab) createUnrelatedObject(ctx context.Context, ns string, i, k int) error {
 	gvr := schema.GroupVersionResource{Group: unrelatedGroup, Version: "v1", Resource: fmt.Sprintf("things%03d", i)}
 	obj := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": unrelatedGroup + "/v1", "kind": fmt.Sprintf("Thing%03d", i),
@@ -110,7 +110,7 @@ func (d *driver) createUnrelatedObject(ctx context.Context, ns string, i, k int)
 			"config": strings.Repeat("key=value\n", 50)},
 	}}
 	return wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
-		_, err := d.dyn.Resource(gvr).Namespace(ns).Create(ctx, obj, metav1.CreateOptions{})
+		_, err := l.dyn.Resource(gvr).Namespace(ns).Create(ctx, obj, metav1.CreateOptions{})
 		if apierrors.IsNotFound(err) {
 			return false, nil
 		}

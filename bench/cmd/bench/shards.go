@@ -139,8 +139,8 @@ func runShards() {
 		fatalf("BENCH_SHARDS=%d: want 2 or more", replicas)
 	}
 	cfg.Profile = false
-	runSection(cfg, shardTitle, func(ctx context.Context, d *driver) (string, error) {
-		rep, err := d.shards(ctx, replicas)
+	runSection(cfg, shardTitle, func(ctx context.Context, s *session) (string, error) {
+		rep, err := (&shardBench{newRig(s)}).shards(ctx, replicas)
 		if err != nil {
 			return "", err
 		}
@@ -148,98 +148,102 @@ func runShards() {
 	})
 }
 
-func (d *driver) shards(ctx context.Context, replicas int) (*shardReport, error) {
-	rep := &shardReport{cfg: d.cfg, replicas: replicas, started: time.Now(), machine: machineInfo(), lease: shard.DefaultLeaseDuration}
+// shardBench is `bench shards`: cueop on one replica, then sharded over
+// several (shardReport).
+type shardBench struct{ rig }
+
+func (b *shardBench) shards(ctx context.Context, replicas int) (*shardReport, error) {
+	rep := &shardReport{cfg: b.cfg, replicas: replicas, started: time.Now(), machine: machineInfo(), lease: shard.DefaultLeaseDuration}
 	tmp, err := os.MkdirTemp("", "cueop-bench-")
 	if err != nil {
 		return nil, err
 	}
-	d.tmp = tmp
+	b.tmp = tmp
 	defer os.RemoveAll(tmp)
-	d.logf("starting the local control plane (%d kwok nodes, ShardedListAndWatch on)", d.cfg.Nodes)
-	stopCluster, err := d.startCluster(ctx, localcluster.Options{
-		Nodes: d.cfg.Nodes, FeatureGates: map[string]bool{"ShardedListAndWatch": true},
+	b.logf("starting the local control plane (%d kwok nodes, ShardedListAndWatch on)", b.cfg.Nodes)
+	stopCluster, err := b.lab.startCluster(ctx, localcluster.Options{
+		Nodes: b.cfg.Nodes, FeatureGates: map[string]bool{"ShardedListAndWatch": true},
 	})
 	if err != nil {
 		return nil, err
 	}
 	defer stopCluster()
-	rep.versions = d.versions(ctx)
-	tmpl, err := d.templatesCopy()
+	rep.versions = b.lab.versions(ctx)
+	tmpl, err := b.templatesCopy()
 	if err != nil {
 		return nil, err
 	}
-	if err := d.installCRD(ctx, tmpl); err != nil {
+	if err := b.lab.installCRD(ctx, tmpl); err != nil {
 		return nil, err
 	}
-	if err := d.unshardedRun(ctx, rep, tmpl); err != nil {
+	if err := b.unshardedRun(ctx, rep, tmpl); err != nil {
 		return nil, fmt.Errorf("unsharded: %w", err)
 	}
-	if err := d.shardedRun(ctx, rep, tmpl); err != nil {
+	if err := b.shardedRun(ctx, rep, tmpl); err != nil {
 		return nil, fmt.Errorf("sharded: %w", err)
 	}
-	rep.elapsed = time.Since(d.start)
+	rep.elapsed = time.Since(b.start)
 	return rep, nil
 }
 
 // convergeN creates N CRs in ns and waits until all are Ready.
-func (d *driver) convergeN(ctx context.Context, ns string) (time.Duration, error) {
-	cr, err := d.trackCRs(ctx, ns)
+func (b *shardBench) convergeN(ctx context.Context, ns string) (time.Duration, error) {
+	cr, err := b.lab.trackCRs(ctx, ns)
 	if err != nil {
 		return 0, err
 	}
 	defer cr.stop()
 	start := time.Now()
-	if err := d.createCRs(ctx, ns, d.cfg.N); err != nil {
+	if err := b.lab.createCRs(ctx, ns, b.cfg.N); err != nil {
 		return 0, err
 	}
-	allAt, err := waitFor(ctx, 30*time.Minute, func() bool { return cr.readyCount() == d.cfg.N })
+	allAt, err := waitFor(ctx, 30*time.Minute, func() bool { return cr.readyCount() == b.cfg.N })
 	if err != nil {
 		return 0, fmt.Errorf("all Ready: %w (%d Ready)", err, cr.readyCount())
 	}
 	return allAt.Sub(start), nil
 }
 
-func (d *driver) unshardedRun(ctx context.Context, rep *shardReport, tmpl string) error {
-	ns, err := d.namespace(ctx, "bench-unsharded-")
+func (b *shardBench) unshardedRun(ctx context.Context, rep *shardReport, tmpl string) error {
+	ns, err := b.lab.namespace(ctx, "bench-unsharded-")
 	if err != nil {
 		return err
 	}
-	p, err := d.startOperator(ctx, "cueop", "unsharded", ns, tmpl, "-objects")
+	p, err := b.ops.startOperator(ctx, "cueop", "unsharded", ns, tmpl, "-objects")
 	if err != nil {
 		return err
 	}
 	defer p.stop()
-	d.logf("unsharded: creating %d CRs", d.cfg.N)
-	if rep.unshardedRun, err = d.convergeN(ctx, ns); err != nil {
+	b.logf("unsharded: creating %d CRs", b.cfg.N)
+	if rep.unshardedRun, err = b.convergeN(ctx, ns); err != nil {
 		return err
 	}
 	if rep.unsharded, err = settleCRs(ctx, p, time.Minute); err != nil {
 		return err
 	}
-	d.logf("unsharded: all Ready in %.1fs, peak heap %s, %d writes", rep.unshardedRun.Seconds(), mib(rep.unsharded.PeakHeapInuse), rep.unsharded.Writes)
+	b.logf("unsharded: all Ready in %.1fs, peak heap %s, %d writes", rep.unshardedRun.Seconds(), mib(rep.unsharded.PeakHeapInuse), rep.unsharded.Writes)
 	return nil
 }
 
 func replicaName(i int) string { return fmt.Sprintf("replica-%d", i) }
 
 // holders are the holders of the shard Leases of ns, by range index.
-func (d *driver) holders(ctx context.Context, ns string, n int) []string {
+func (l *lab) holders(ctx context.Context, ns string, n int) []string {
 	out := make([]string, n)
 	for _, r := range shard.Ranges(n) {
-		l, err := d.cs.CoordinationV1().Leases(ns).Get(ctx, r.LeaseName(), metav1.GetOptions{})
-		if err == nil && l.Spec.HolderIdentity != nil {
-			out[r.Index] = *l.Spec.HolderIdentity
+		lease, err := l.cs.CoordinationV1().Leases(ns).Get(ctx, r.LeaseName(), metav1.GetOptions{})
+		if err == nil && lease.Spec.HolderIdentity != nil {
+			out[r.Index] = *lease.Spec.HolderIdentity
 		}
 	}
 	return out
 }
 
 // waitBalanced waits until the n ranges of ns are held one per replica.
-func (d *driver) waitBalanced(ctx context.Context, ns string, n int) error {
+func (l *lab) waitBalanced(ctx context.Context, ns string, n int) error {
 	balanced := func() bool {
 		seen := map[string]bool{}
-		for _, h := range d.holders(ctx, ns, n) {
+		for _, h := range l.holders(ctx, ns, n) {
 			if h == "" || seen[h] {
 				return false
 			}
@@ -248,30 +252,30 @@ func (d *driver) waitBalanced(ctx context.Context, ns string, n int) error {
 		return true
 	}
 	if _, err := waitFor(ctx, 3*time.Minute, balanced); err != nil {
-		return fmt.Errorf("ranges not one per replica: %v: %w", d.holders(ctx, ns, n), err)
+		return fmt.Errorf("ranges not one per replica: %v: %w", l.holders(ctx, ns, n), err)
 	}
 	return nil
 }
 
-func (d *driver) shardedRun(ctx context.Context, rep *shardReport, tmpl string) error {
+func (b *shardBench) shardedRun(ctx context.Context, rep *shardReport, tmpl string) error {
 	n := rep.replicas
-	ns, err := d.namespace(ctx, "bench-sharded-")
+	ns, err := b.lab.namespace(ctx, "bench-sharded-")
 	if err != nil {
 		return err
 	}
 	procs := make([]*opProc, n)
 	for i := range procs {
-		if procs[i], err = d.startOperator(ctx, "cueop", replicaName(i), ns, tmpl,
+		if procs[i], err = b.ops.startOperator(ctx, "cueop", replicaName(i), ns, tmpl,
 			"-shards", fmt.Sprint(n), "-identity", replicaName(i)); err != nil {
 			return err
 		}
 		defer procs[i].stop()
 	}
-	if err := d.waitBalanced(ctx, ns, n); err != nil {
+	if err := b.lab.waitBalanced(ctx, ns, n); err != nil {
 		return err
 	}
-	d.logf("sharded: %d ranges held one per replica (%v); creating %d CRs", n, d.holders(ctx, ns, n), d.cfg.N)
-	if rep.shardedRun, err = d.convergeN(ctx, ns); err != nil {
+	b.logf("sharded: %d ranges held one per replica (%v); creating %d CRs", n, b.lab.holders(ctx, ns, n), b.cfg.N)
+	if rep.shardedRun, err = b.convergeN(ctx, ns); err != nil {
 		return err
 	}
 	rep.sharded = make([]opStats, n)
@@ -297,19 +301,19 @@ func (d *driver) shardedRun(ctx context.Context, rep *shardReport, tmpl string) 
 		}
 	}
 	rep.writers = map[int]int{}
-	for i := range d.cfg.N {
+	for i := range b.cfg.N {
 		rep.writers[len(byCR[crName(i)])]++
 	}
-	d.logf("sharded: all Ready in %.1fs; CRs by number of replicas writing them: %v", rep.shardedRun.Seconds(), rep.writers)
-	return d.killOne(ctx, rep, ns, procs, byCR)
+	b.logf("sharded: all Ready in %.1fs; CRs by number of replicas writing them: %v", rep.shardedRun.Seconds(), rep.writers)
+	return b.killOne(ctx, rep, ns, procs, byCR)
 }
 
 // killOne kills replica 0, edits a Pod of one of its CRs by hand, and
 // measures until its ranges are held by the others and the Pod repaired.
-func (d *driver) killOne(ctx context.Context, rep *shardReport, ns string, procs []*opProc, byCR map[string]map[int]bool) error {
+func (b *shardBench) killOne(ctx context.Context, rep *shardReport, ns string, procs []*opProc, byCR map[string]map[int]bool) error {
 	n := rep.replicas
 	victim := ""
-	for i := range d.cfg.N {
+	for i := range b.cfg.N {
 		if w := byCR[crName(i)]; len(w) == 1 && w[0] {
 			victim = crName(i)
 			break
@@ -324,16 +328,16 @@ func (d *driver) killOne(ctx context.Context, rep *shardReport, ns string, procs
 	<-procs[0].exited
 	killed := time.Now()
 	patch := []byte(`{"metadata":{"labels":{"app":"hijacked"}}}`)
-	if _, err := d.cs.CoreV1().Pods(ns).Patch(ctx, pod, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+	if _, err := b.lab.cs.CoreV1().Pods(ns).Patch(ctx, pod, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
 		return err
 	}
-	d.logf("killed %s; Pod %s (of %s, a CR of its range) edited by hand", rep.killed, pod, victim)
+	b.logf("killed %s; Pod %s (of %s, a CR of its range) edited by hand", rep.killed, pod, victim)
 	var takeoverAt, repairAt time.Time
 	_, err := waitFor(ctx, 5*time.Minute, func() bool {
 		now := time.Now()
 		if takeoverAt.IsZero() {
 			live := true
-			for _, h := range d.holders(ctx, ns, n) {
+			for _, h := range b.lab.holders(ctx, ns, n) {
 				if h == "" || h == rep.killed {
 					live = false
 				}
@@ -343,7 +347,7 @@ func (d *driver) killOne(ctx context.Context, rep *shardReport, ns string, procs
 			}
 		}
 		if repairAt.IsZero() {
-			p, err := d.cs.CoreV1().Pods(ns).Get(ctx, pod, metav1.GetOptions{})
+			p, err := b.lab.cs.CoreV1().Pods(ns).Get(ctx, pod, metav1.GetOptions{})
 			if err == nil && p.Labels["app"] == "redis" {
 				repairAt = now
 			}
@@ -351,11 +355,11 @@ func (d *driver) killOne(ctx context.Context, rep *shardReport, ns string, procs
 		return !takeoverAt.IsZero() && !repairAt.IsZero()
 	})
 	if err != nil {
-		return fmt.Errorf("after the kill: ranges held by %v, Pod repaired: %v: %w", d.holders(ctx, ns, n), !repairAt.IsZero(), err)
+		return fmt.Errorf("after the kill: ranges held by %v, Pod repaired: %v: %w", b.lab.holders(ctx, ns, n), !repairAt.IsZero(), err)
 	}
 	rep.takeover, rep.repair = takeoverAt.Sub(killed), repairAt.Sub(killed)
-	rep.heldAfterTakeover = d.holders(ctx, ns, n)
-	d.logf("ranges taken over after %.1fs, Pod repaired after %.1fs", rep.takeover.Seconds(), rep.repair.Seconds())
+	rep.heldAfterTakeover = b.lab.holders(ctx, ns, n)
+	b.logf("ranges taken over after %.1fs, Pod repaired after %.1fs", rep.takeover.Seconds(), rep.repair.Seconds())
 	return nil
 }
 

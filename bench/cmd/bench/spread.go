@@ -35,14 +35,14 @@ func (s crSpace) leases() string { return s.names[0] }
 
 // spread creates the namespaces of n CRs, per in each; per 0 or at least n
 // is one namespace.
-func (d *driver) spread(ctx context.Context, prefix string, n, per int) (crSpace, error) {
+func (l *lab) spread(ctx context.Context, prefix string, n, per int) (crSpace, error) {
 	if per <= 0 || per >= n {
-		ns, err := d.namespace(ctx, prefix)
+		ns, err := l.namespace(ctx, prefix)
 		return oneNamespace(ns), err
 	}
 	s := crSpace{per: per}
 	for range (n + per - 1) / per {
-		ns, err := d.namespace(ctx, prefix)
+		ns, err := l.namespace(ctx, prefix)
 		if err != nil {
 			return s, err
 		}

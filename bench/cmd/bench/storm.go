@@ -39,22 +39,22 @@ func (r stormResult) summary() string {
 }
 
 // startStorm starts the retry-storm test unless BENCH_STORM is 0.
-func (d *driver) startStorm(ctx context.Context) *stormRun {
-	if d.cfg.Storm == 0 {
+func (c *comparison) startStorm(ctx context.Context) *stormRun {
+	if c.cfg.Storm == 0 {
 		return nil
 	}
 	r := &stormRun{start: time.Now(), done: make(chan stormResult, 1)}
-	log := filepath.Join(d.cfg.Out, "storm.log")
-	d.logf("retry storm: TestNoRetryStorm with CUEOP_STORM_DURATION=%s, beside the idle operators", d.cfg.Storm)
+	log := filepath.Join(c.cfg.Out, "storm.log")
+	c.logf("retry storm: TestNoRetryStorm with CUEOP_STORM_DURATION=%s, beside the idle operators", c.cfg.Storm)
 	go func() {
-		cmd := exec.CommandContext(ctx, d.stormBin, "-test.count=1", "-test.run=^TestNoRetryStorm$", "-test.v")
+		cmd := exec.CommandContext(ctx, c.stormBin, "-test.count=1", "-test.run=^TestNoRetryStorm$", "-test.v")
 		cmd.Dir = filepath.Join("engine", "operator") // the test reads ../../templates
-		cmd.Env = append(os.Environ(), "CUEOP_STORM_DURATION="+d.cfg.Storm.String())
+		cmd.Env = append(os.Environ(), "CUEOP_STORM_DURATION="+c.cfg.Storm.String())
 		var out bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, &out
 		err := cmd.Run()
 		_ = os.WriteFile(log, out.Bytes(), 0o644)
-		res := stormResult{Duration: d.cfg.Storm, Elapsed: time.Since(r.start), Passed: err == nil, Log: log}
+		res := stormResult{Duration: c.cfg.Storm, Elapsed: time.Since(r.start), Passed: err == nil, Log: log}
 		if m := stormLine.FindSubmatch(out.Bytes()); m != nil {
 			res.Line = string(m[1])
 		} else {
@@ -67,11 +67,11 @@ func (d *driver) startStorm(ctx context.Context) *stormRun {
 
 // buildStorm compiles the test binary of package engine/operator, at the
 // start of the run: the tree may be edited meanwhile.
-func (d *driver) buildStorm(ctx context.Context) error {
-	if d.cfg.Storm == 0 {
+func (c *comparison) buildStorm(ctx context.Context) error {
+	if c.cfg.Storm == 0 {
 		return nil
 	}
-	bin, err := filepath.Abs(filepath.Join(d.tmp, "operator.test"))
+	bin, err := filepath.Abs(filepath.Join(c.tmp, "operator.test"))
 	if err != nil {
 		return err
 	}
@@ -79,7 +79,7 @@ func (d *driver) buildStorm(ctx context.Context) error {
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("build the retry-storm test: %w\n%s", err, out)
 	}
-	d.stormBin = bin
+	c.stormBin = bin
 	return nil
 }
 

@@ -20,13 +20,12 @@ func allocs() (bytes, objects uint64) {
 // smallRuns converges BENCH_SMALL_N CRs once with each operator, each a
 // fresh process in a fresh namespace deleted afterwards, for the peak RSS
 // at that scale.
-func (d *driver) smallRuns(ctx context.Context, rep *report) error {
+func (c *comparison) smallRuns(ctx context.Context, rep *report) error {
 	n := envInt("BENCH_SMALL_N", DefaultSmallN)
-	if n == 0 || n == d.cfg.N {
+	if n == 0 || n == c.cfg.N {
 		return nil
 	}
-	small := *d
-	small.cfg.N = n
+	small := c.withN(n)
 	sub := &report{cfg: small.cfg}
 	for _, op := range append([]string{opInProcess}, ops...) {
 		if _, err := small.oneRun(ctx, sub, op, 100, false); err != nil {
@@ -35,6 +34,18 @@ func (d *driver) smallRuns(ctx context.Context, rep *report) error {
 	}
 	rep.small, rep.smallN = sub.conv, n
 	return nil
+}
+
+// withN is c with n CRs a run: its session, lab and operators copied, the
+// copies sharing the control plane, clients and processes.
+func (c *comparison) withN(n int) *comparison {
+	s := *c.session
+	s.cfg.N = n
+	l := *c.lab
+	l.session = &s
+	o := *c.ops
+	o.session, o.lab = &s, &l
+	return &comparison{rig: rig{session: &s, lab: &l, ops: &o}, stormBin: c.stormBin}
 }
 
 // moreTargets are the rows of the targets table on the operator's own

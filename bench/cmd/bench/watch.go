@@ -57,10 +57,10 @@ type crTracker struct {
 	cancel   context.CancelFunc
 }
 
-func (d *driver) trackCRs(ctx context.Context, ns string) (*crTracker, error) {
+func (l *lab) trackCRs(ctx context.Context, ns string) (*crTracker, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	t := &crTracker{st: map[string]crState{}, cancel: cancel}
-	f := dynamicinformer.NewFilteredDynamicSharedInformerFactory(d.dyn, 0, ns, nil)
+	f := dynamicinformer.NewFilteredDynamicSharedInformerFactory(l.dyn, 0, ns, nil)
 	if err := startInformer(ctx, f.ForResource(crGVR).Informer(), f.Start, t.set, t.del); err != nil {
 		cancel()
 		return nil, fmt.Errorf("RedisCluster watch in %s: %w", ns, err)
@@ -180,10 +180,10 @@ type podEvent struct {
 	at    time.Time
 }
 
-func (d *driver) trackPods(ctx context.Context, ns string) (*podTracker, error) {
+func (l *lab) trackPods(ctx context.Context, ns string) (*podTracker, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	t := &podTracker{labels: map[string]map[string]string{}, waiters: map[string]*podWaiter{}, cancel: cancel}
-	f := metadatainformer.NewFilteredSharedInformerFactory(d.meta, 0, ns, nil)
+	f := metadatainformer.NewFilteredSharedInformerFactory(l.meta, 0, ns, nil)
 	inf := f.ForResource(corev1.SchemeGroupVersion.WithResource("pods")).Informer()
 	if err := startInformer(ctx, inf, f.Start, t.set, t.del); err != nil {
 		cancel()

@@ -37,17 +37,17 @@ const (
 // cueop process on the control plane of kubeconfig: the port and
 // certificates of the last cueop process there, unless one still runs
 // (then new ones: two processes cannot share a port).
-func (d *driver) webhookArgs(kubeconfig string) ([]string, error) {
-	if d.webhooks == nil {
-		d.webhooks = map[string]string{}
+func (o *operators) webhookArgs(kubeconfig string) ([]string, error) {
+	if o.webhooks == nil {
+		o.webhooks = map[string]string{}
 	}
-	dir, ok := d.webhooks[kubeconfig]
-	if !ok || d.cueopRunning() {
+	dir, ok := o.webhooks[kubeconfig]
+	if !ok || o.cueopRunning() {
 		var err error
-		if dir, err = newWebhookDir(d.tmp); err != nil {
+		if dir, err = newWebhookDir(o.tmp); err != nil {
 			return nil, err
 		}
-		d.webhooks[kubeconfig] = dir
+		o.webhooks[kubeconfig] = dir
 	}
 	return []string{"-webhook-dir", dir}, nil
 }

@@ -11,16 +11,16 @@ import (
 // other on a control plane get the same webhook directory, which loads into
 // the same port and CA bundle; another control plane gets another.
 func TestWebhookKeptAcrossRestarts(t *testing.T) {
-	d := &driver{tmp: t.TempDir()}
-	first, err := d.webhookArgs("a/kubeconfig")
+	o := &operators{session: &session{tmp: t.TempDir()}}
+	first, err := o.webhookArgs("a/kubeconfig")
 	if err != nil {
 		t.Fatal(err)
 	}
-	again, err := d.webhookArgs("a/kubeconfig")
+	again, err := o.webhookArgs("a/kubeconfig")
 	if err != nil {
 		t.Fatal(err)
 	}
-	other, err := d.webhookArgs("b/kubeconfig")
+	other, err := o.webhookArgs("b/kubeconfig")
 	if err != nil {
 		t.Fatal(err)
 	}
