@@ -25,7 +25,6 @@ import (
 
 	"github.com/cueop/cueop/engine/apply"
 	"github.com/cueop/cueop/engine/identity"
-	"github.com/cueop/cueop/engine/rbacgen"
 	"github.com/cueop/cueop/engine/template"
 	"github.com/cueop/cueop/localcluster"
 )
@@ -60,7 +59,7 @@ type devIdentities struct {
 	// adds to them. The load is told before its kinds serve, and one may
 	// be refused (a breaking schema change) and keep its last revision
 	// serving, which must keep the rights it had.
-	rights map[schema.GroupKind]rbacgen.Kind
+	rights map[schema.GroupKind]identity.Kind
 	// good is the last revision of each kind a load compiled, by package:
 	// a package that breaks later keeps it serving, so it keeps its
 	// identity, its rights and its place in the printed line.
@@ -168,8 +167,8 @@ func (d *devIdentities) sync(ctx context.Context, set *template.Set) error {
 		return err
 	}
 	changed := map[string]bool{} // ClusterRoles, by name
-	for _, o := range rbacgen.Objects(ids, operatorServiceAccount) {
-		if o.GetName() == rbacgen.ImpersonateName {
+	for _, o := range identity.Objects(ids, operatorServiceAccount) {
+		if o.GetName() == identity.ImpersonateName {
 			continue // dev acts as the cluster admin, who may impersonate anyone
 		}
 		action, err := d.apply(ctx, o)
@@ -180,7 +179,7 @@ func (d *devIdentities) sync(ctx context.Context, set *template.Set) error {
 			changed[o.GetName()] = true
 		}
 	}
-	var settle []rbacgen.Identity
+	var settle []identity.Identity
 	for _, id := range ids {
 		if changed[id.RoleName()] {
 			settle = append(settle, id)
@@ -220,11 +219,11 @@ func (d *devIdentities) served(set *template.Set) (*template.Set, map[string]boo
 
 // grow adds kinds' rights to those granted so far, and returns kinds with
 // them.
-func (d *devIdentities) grow(kinds []rbacgen.Kind) []rbacgen.Kind {
+func (d *devIdentities) grow(kinds []identity.Kind) []identity.Kind {
 	if d.rights == nil {
-		d.rights = map[schema.GroupKind]rbacgen.Kind{}
+		d.rights = map[schema.GroupKind]identity.Kind{}
 	}
-	out := make([]rbacgen.Kind, len(kinds))
+	out := make([]identity.Kind, len(kinds))
 	for i, k := range kinds {
 		if had, ok := d.rights[k.GroupKind]; ok {
 			maps.Copy(k.Children, had.Children)
@@ -263,7 +262,7 @@ func (d *devIdentities) apply(ctx context.Context, o client.Object) (apply.Actio
 // settle waits until the API server's authorizer grants each of ids every
 // verb of its rules (its RBAC informer lags the write), so that the
 // reconciles of the load that follows are not refused by a stale role.
-func (d *devIdentities) settle(ctx context.Context, ids []rbacgen.Identity) error {
+func (d *devIdentities) settle(ctx context.Context, ids []identity.Identity) error {
 	if len(ids) == 0 {
 		return nil
 	}
@@ -333,7 +332,7 @@ func resourceText(a *authorizationv1.ResourceAttributes) string {
 // its first CR would read Forbidden with no hint why. A kind of a broken
 // package (in broken) is served at its last good revision: the line says
 // so too.
-func (d *devIdentities) print(set *template.Set, ids []rbacgen.Identity, kinds []rbacgen.Kind, broken map[string]bool) {
+func (d *devIdentities) print(set *template.Set, ids []identity.Identity, kinds []identity.Kind, broken map[string]bool) {
 	gks := make([]schema.GroupKind, len(kinds))
 	for i, k := range kinds {
 		gks[i] = k.GroupKind

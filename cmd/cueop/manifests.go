@@ -24,7 +24,6 @@ import (
 	"github.com/cueop/cueop/engine/golden"
 	"github.com/cueop/cueop/engine/identity"
 	"github.com/cueop/cueop/engine/operator"
-	"github.com/cueop/cueop/engine/rbacgen"
 	"github.com/cueop/cueop/engine/render"
 	"github.com/cueop/cueop/engine/template"
 )
@@ -125,7 +124,7 @@ func buildManifests(g *globals, f manifestsFlags) (*manifestSet, error) {
 		return nil, err
 	}
 	kinds, err := kindRights(set, f.testdata, f.samples, opts) // manifests_kinds.go
-	if m.childKinds = rbacgen.Children(kinds); err == nil && len(m.childKinds) == 0 {
+	if m.childKinds = identity.Children(kinds); err == nil && len(m.childKinds) == 0 {
 		err = fmt.Errorf("no golden case in %s nor sample in %s renders a child", f.testdata, f.samples)
 	}
 	if err != nil {
@@ -287,12 +286,12 @@ func crdKustomization(crds []*apiextensionsv1.CustomResourceDefinition) map[stri
 	}
 }
 
-// managerRole is the controller's ClusterRole (rbacgen.Operator): patch on
+// managerRole is the controller's ClusterRole (identity.Operator): patch on
 // the CRs of the kinds in retain, for their finalizer, and of the kinds
 // with several versions, for the storage migration's move of their
 // managedFields. With the shared identity it holds every kind's rights
-// too (rbacgen.Shared).
-func managerRole(set *template.Set, kinds []rbacgen.Kind, readable render.KindSet, retain []schema.GroupResource, shared bool) map[string]any {
+// too (identity.Shared).
+func managerRole(set *template.Set, kinds []identity.Kind, readable render.KindSet, retain []schema.GroupResource, shared bool) map[string]any {
 	retain = slices.Clone(retain)
 	for _, k := range set.Kinds {
 		gr := schema.GroupResource{Group: k.Resource.Group, Resource: k.Resource.Plural}
@@ -300,9 +299,9 @@ func managerRole(set *template.Set, kinds []rbacgen.Kind, readable render.KindSe
 			retain = append(retain, gr)
 		}
 	}
-	rules := rbacgen.Operator(kinds, retain)
+	rules := identity.Operator(kinds, retain)
 	if shared {
-		rules = rbacgen.Shared(kinds, retain, readable)
+		rules = identity.Shared(kinds, retain, readable)
 	}
 	return map[string]any{
 		"apiVersion": "rbac.authorization.k8s.io/v1",

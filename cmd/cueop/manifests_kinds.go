@@ -11,7 +11,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/cueop/cueop/engine/golden"
-	"github.com/cueop/cueop/engine/rbacgen"
+	"github.com/cueop/cueop/engine/identity"
 	"github.com/cueop/cueop/engine/render"
 	"github.com/cueop/cueop/engine/template"
 )
@@ -25,7 +25,7 @@ const kindsPath = "config/rbac/kinds.yaml"
 // children they render and of the objects they reference. Rendering with
 // the administrator's allow-lists keeps the result inside them: a child of
 // another kind is an error, as it would be in the controller.
-func kindRights(set *template.Set, testdata, samples string, opts render.Options) ([]rbacgen.Kind, error) {
+func kindRights(set *template.Set, testdata, samples string, opts render.Options) ([]identity.Kind, error) {
 	cases, err := goldenParents(set, testdata)
 	if err != nil {
 		return nil, err
@@ -34,10 +34,10 @@ func kindRights(set *template.Set, testdata, samples string, opts render.Options
 	if err != nil {
 		return nil, err
 	}
-	kinds := make([]rbacgen.Kind, len(set.Kinds))
-	byName := map[string]*rbacgen.Kind{}
+	kinds := make([]identity.Kind, len(set.Kinds))
+	byName := map[string]*identity.Kind{}
 	for i, k := range set.Kinds {
-		kinds[i] = rbacgen.Kind{GroupKind: schema.GroupKind{Group: k.Resource.Group, Kind: k.Resource.Kind}, Plural: k.Resource.Plural,
+		kinds[i] = identity.Kind{GroupKind: schema.GroupKind{Group: k.Resource.Group, Kind: k.Resource.Kind}, Plural: k.Resource.Plural,
 			Children: render.KindSet{}, References: render.KindSet{}}
 		byName[k.Name] = &kinds[i]
 	}
@@ -53,7 +53,7 @@ func kindRights(set *template.Set, testdata, samples string, opts render.Options
 // addRights renders c, first render and, with observed children, the
 // render that sees them, and adds the kinds of the children and of the
 // references to k.
-func addRights(k *rbacgen.Kind, c parentCase, opts render.Options) error {
+func addRights(k *identity.Kind, c parentCase, opts render.Options) error {
 	results := make([]*render.Result, 0, 2)
 	res, err := golden.RenderCase(c.kind, c.parent, nil, c.referenced, opts)
 	if err != nil {
@@ -84,28 +84,28 @@ func addRights(k *rbacgen.Kind, c parentCase, opts render.Options) error {
 
 // identities are the kinds' identities under the flags; nil with
 // --shared-identity.
-func identities(kinds []rbacgen.Kind, f identityFlags) ([]rbacgen.Identity, error) {
+func identities(kinds []identity.Kind, f identityFlags) ([]identity.Identity, error) {
 	cfg, err := f.config()
 	if err != nil || cfg == nil {
 		return nil, err
 	}
-	ids := make([]rbacgen.Identity, 0, len(kinds))
+	ids := make([]identity.Identity, 0, len(kinds))
 	for _, k := range kinds {
-		ids = append(ids, rbacgen.For(k, cfg))
+		ids = append(ids, identity.For(k, cfg))
 	}
 	return ids, nil
 }
 
 // kindsYAML is config/rbac/kinds.yaml: the identities' objects, or with
 // the shared identity only a comment saying so.
-func kindsYAML(ids []rbacgen.Identity, shared bool) ([]byte, error) {
+func kindsYAML(ids []identity.Identity, shared bool) ([]byte, error) {
 	var b bytes.Buffer
 	b.WriteString(generatedHeader)
 	if shared {
 		b.WriteString("# --shared-identity: every kind acts as the operator, whose role.yaml holds\n# every kind's rights. No kind has an identity of its own.\n")
 		return b.Bytes(), nil
 	}
-	for _, o := range rbacgen.Objects(ids, operatorServiceAccount) {
+	for _, o := range identity.Objects(ids, operatorServiceAccount) {
 		y, err := objectYAML(o)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", kindsPath, err)

@@ -17,7 +17,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/cueop/cueop/engine/golden"
-	"github.com/cueop/cueop/engine/rbacgen"
+	"github.com/cueop/cueop/engine/identity"
 	"github.com/cueop/cueop/engine/render"
 	"github.com/cueop/cueop/engine/template"
 	"github.com/cueop/cueop/engine/template/templatetest"
@@ -129,7 +129,7 @@ func TestRoleCoversGoldenChildren(t *testing.T) {
 	}
 	for gk, source := range kinds {
 		plural := template.Pluralize(strings.ToLower(gk.Kind))
-		if !requireGrants(t, rules, gk.Group, plural, rbacgen.ChildVerbs...) {
+		if !requireGrants(t, rules, gk.Group, plural, identity.ChildVerbs...) {
 			t.Errorf("  (child kind %s, from %s)", gk, source)
 		}
 	}

@@ -12,7 +12,7 @@ const (
 
 // LabelName is the label, with the value ManagedByValue, on the objects
 // cueop makes for itself: the release key Secret, and the ServiceAccounts,
-// roles and bindings package rbacgen writes.
+// roles and bindings package identity writes.
 const LabelName = "app.kubernetes.io/name"
 
 // LabelIdentity names, on every child of a kind that acts as its own

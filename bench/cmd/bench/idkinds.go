@@ -3,7 +3,7 @@ package main
 // The four kinds of ./templates as `bench identities` creates them: each
 // one's CRs (the specs of config/samples, one replica each), the
 // ConfigMaps the Blog and the WebApp reference, and the kinds each renders
-// and references, of which engine/rbacgen makes the rights of its
+// and references, of which engine/identity makes the rights of its
 // ServiceAccount.
 
 import (
@@ -21,7 +21,6 @@ import (
 
 	"github.com/cueop/cueop/bench/harness"
 	"github.com/cueop/cueop/engine/identity"
-	"github.com/cueop/cueop/engine/rbacgen"
 	"github.com/cueop/cueop/engine/render"
 	"github.com/cueop/cueop/engine/template"
 )
@@ -32,7 +31,7 @@ type idKind struct {
 	kind string
 	spec func(name string) map[string]any
 	// children and references are the kinds its template renders and
-	// reads (for the CRs spec makes): engine/rbacgen makes the rights of
+	// reads (for the CRs spec makes): engine/identity makes the rights of
 	// its ServiceAccount of them, as `cueop manifests` does of what the
 	// golden cases and samples render.
 	children, references render.KindSet
@@ -125,7 +124,7 @@ func (l *lab) installAllCRDs(ctx context.Context, tmpl string) (*template.Set, e
 }
 
 // installIdentities creates, in namespace ns, each kind's ServiceAccount
-// and its ClusterRole and ClusterRoleBinding, as engine/rbacgen writes them
+// and its ClusterRole and ClusterRoleBinding, as engine/identity writes them
 // for `cueop manifests` (and the Role that lets a ServiceAccount
 // cueop-bench impersonate them, unused: the operator process is admin).
 func (l *lab) installIdentities(ctx context.Context, set *template.Set, ns string) error {
@@ -134,17 +133,17 @@ func (l *lab) installIdentities(ctx context.Context, set *template.Set, ns strin
 		return err
 	}
 	cfg := identityConfig(ns)
-	ids := make([]rbacgen.Identity, 0, len(idKinds))
+	ids := make([]identity.Identity, 0, len(idKinds))
 	for _, k := range idKinds {
 		tk := set.Lookup(k.gvr.Group, k.kind)
-		ids = append(ids, rbacgen.For(rbacgen.Kind{GroupKind: schema.GroupKind{Group: k.gvr.Group, Kind: k.kind},
+		ids = append(ids, identity.For(identity.Kind{GroupKind: schema.GroupKind{Group: k.gvr.Group, Kind: k.kind},
 			Plural: tk.Resource.Plural, Children: k.children, References: k.references}, cfg))
 	}
 	c, err := client.New(l.rest, client.Options{})
 	if err != nil {
 		return err
 	}
-	for _, obj := range rbacgen.Objects(ids, identity.ServiceAccount{Namespace: ns, Name: "cueop-bench"}) {
+	for _, obj := range identity.Objects(ids, identity.ServiceAccount{Namespace: ns, Name: "cueop-bench"}) {
 		if err := c.Create(ctx, obj); err != nil {
 			return fmt.Errorf("%T %s: %w", obj, client.ObjectKeyFromObject(obj), err)
 		}

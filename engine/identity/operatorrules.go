@@ -1,4 +1,4 @@
-package rbacgen
+package identity
 
 import (
 	"slices"

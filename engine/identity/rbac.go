@@ -1,4 +1,4 @@
-package rbacgen
+package identity
 
 import (
 	"fmt"
@@ -12,12 +12,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/cueop/cueop/engine/identity"
 )
 
 // ImpersonateName names the Role, in the identity namespace, that lets the
 // operator impersonate the kinds' ServiceAccounts, and its RoleBinding.
-const ImpersonateName = identity.Prefix + "impersonate"
+const ImpersonateName = Prefix + "impersonate"
 
 // labels mark every object this package writes.
 var labels = map[string]string{"app.kubernetes.io/name": "cueop"}
@@ -25,20 +24,20 @@ var labels = map[string]string{"app.kubernetes.io/name": "cueop"}
 // Identity is one kind's ServiceAccount and where it is bound.
 type Identity struct {
 	Kind           Kind
-	ServiceAccount identity.ServiceAccount
+	ServiceAccount ServiceAccount
 	// Namespaces are those the kind is bound in (RoleBindings); nil is
 	// every namespace (a ClusterRoleBinding).
 	Namespaces []string
 }
 
 // For is the identity of k under the administrator's cfg.
-func For(k Kind, cfg *identity.Config) Identity {
+func For(k Kind, cfg *Config) Identity {
 	return Identity{Kind: k, ServiceAccount: cfg.For(k.GroupKind, k.CRDName()), Namespaces: cfg.BoundNamespaces(k.GroupKind)}
 }
 
 // RoleName names the kind's ClusterRole and its bindings: the default
 // name of its ServiceAccount, whatever the ServiceAccount is.
-func (id Identity) RoleName() string { return identity.DefaultName(id.Kind.CRDName()) }
+func (id Identity) RoleName() string { return DefaultName(id.Kind.CRDName()) }
 
 // clusterRoleName names the ClusterRole of the cluster-scoped rights of a
 // kind bound in chosen namespaces (a RoleBinding grants no cluster-scoped
@@ -47,7 +46,7 @@ func (id Identity) RoleName() string { return identity.DefaultName(id.Kind.CRDNa
 // and the kind of plural blogs in group blog.example.com-cluster would
 // take blog.example.com's).
 func (id Identity) clusterRoleName() string {
-	return identity.DefaultName("cluster:" + id.Kind.CRDName())
+	return DefaultName("cluster:" + id.Kind.CRDName())
 }
 
 // String is one line: the kind, its ServiceAccount, where it is bound and,
@@ -89,11 +88,11 @@ func resourceName(g, res string) string {
 // ClusterRoles and bindings, then the Role and RoleBinding that let
 // operator impersonate them (Impersonation). Identities are sorted by
 // kind.
-func Objects(ids []Identity, operator identity.ServiceAccount) []client.Object {
+func Objects(ids []Identity, operator ServiceAccount) []client.Object {
 	ids = slices.Clone(ids)
 	sort.Slice(ids, func(i, j int) bool { return ids[i].Kind.GroupKind.String() < ids[j].Kind.GroupKind.String() })
 	var objs []client.Object
-	seen := map[identity.ServiceAccount]bool{}
+	seen := map[ServiceAccount]bool{}
 	for _, id := range ids {
 		if !seen[id.ServiceAccount] {
 			seen[id.ServiceAccount] = true
@@ -130,7 +129,7 @@ func (id Identity) roles() []client.Object {
 // server checks the impersonation of a ServiceAccount as verb impersonate
 // on serviceaccounts, by name, in its namespace) and its RoleBinding to
 // operator.
-func Impersonation(ids []Identity, operator identity.ServiceAccount) []client.Object {
+func Impersonation(ids []Identity, operator ServiceAccount) []client.Object {
 	names := map[string][]string{}
 	for _, id := range ids {
 		sa := id.ServiceAccount
@@ -154,7 +153,7 @@ func Impersonation(ids []Identity, operator identity.ServiceAccount) []client.Ob
 	return objs
 }
 
-func serviceAccount(sa identity.ServiceAccount) *corev1.ServiceAccount {
+func serviceAccount(sa ServiceAccount) *corev1.ServiceAccount {
 	return &corev1.ServiceAccount{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ServiceAccount"}, ObjectMeta: meta(sa.Namespace, sa.Name)}
 }
 

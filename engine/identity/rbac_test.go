@@ -1,4 +1,4 @@
-package rbacgen
+package identity
 
 import (
 	"slices"
@@ -8,7 +8,6 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/cueop/cueop/engine/identity"
 	"github.com/cueop/cueop/engine/render"
 )
 
@@ -61,11 +60,11 @@ func TestKindRules(t *testing.T) {
 }
 
 func TestObjectsBoundInNamespaces(t *testing.T) {
-	cfg := &identity.Config{}
+	cfg := &Config{}
 	if err := cfg.ParseNamespaces([]string{"Blog.blog.example.com=b,a"}); err != nil {
 		t.Fatal(err)
 	}
-	op := identity.ServiceAccount{Namespace: "cueop-system", Name: "cueop-controller"}
+	op := ServiceAccount{Namespace: "cueop-system", Name: "cueop-controller"}
 	var got []string
 	for _, o := range Objects([]Identity{For(blog, cfg)}, op) {
 		got = append(got, o.GetObjectKind().GroupVersionKind().Kind+"/"+o.GetNamespace()+"/"+o.GetName())

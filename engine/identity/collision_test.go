@@ -1,4 +1,4 @@
-package rbacgen
+package identity
 
 import (
 	"slices"
@@ -6,7 +6,6 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/cueop/cueop/engine/identity"
 	"github.com/cueop/cueop/engine/render"
 )
 
@@ -18,11 +17,11 @@ import (
 func TestObjectNamesNeverCollide(t *testing.T) {
 	other := Kind{GroupKind: schema.GroupKind{Group: "blog.example.com-cluster", Kind: "Blog"}, Plural: "blogs",
 		Children: render.MustKindSet("Secret")}
-	cfg := &identity.Config{}
+	cfg := &Config{}
 	if err := cfg.ParseNamespaces([]string{"Blog.blog.example.com=a"}); err != nil {
 		t.Fatal(err)
 	}
-	op := identity.ServiceAccount{Namespace: "cueop-system", Name: "cueop-controller"}
+	op := ServiceAccount{Namespace: "cueop-system", Name: "cueop-controller"}
 	seen := map[string]bool{}
 	for _, o := range Objects([]Identity{For(blog, cfg), For(other, cfg)}, op) {
 		key := o.GetObjectKind().GroupVersionKind().Kind + "/" + o.GetNamespace() + "/" + o.GetName()
