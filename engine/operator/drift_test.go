@@ -1,7 +1,6 @@
 package operator_test
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -36,13 +35,9 @@ func TestDriftIsRepairedAndForeignFieldsKept(t *testing.T) {
 
 	mustKubectl(t, "", "-n", ns, "patch", "configmap", "drift-config", "--type=merge", "-p", `{"data":{"redis.conf":"port 1\n"}}`)
 	eventually(t, 60*time.Second, func() string {
-		cm := &unstructured.Unstructured{}
-		cm.SetAPIVersion("v1")
-		cm.SetKind("ConfigMap")
-		if err := c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "drift-config"}, cm); err != nil {
+		if conf, err := clustertest.ConfigMapData(c, ns, "drift-config", "redis.conf"); err != nil {
 			return err.Error()
-		}
-		if conf, _, _ := unstructured.NestedString(cm.Object, "data", "redis.conf"); !strings.Contains(conf, "port 6379") {
+		} else if !strings.Contains(conf, "port 6379") {
 			return "redis.conf not restored: " + conf
 		}
 		return ""
