@@ -1,13 +1,10 @@
 package convert_test
 
 import (
-	"errors"
 	"fmt"
 	"reflect"
 	"strings"
 	"testing"
-
-	"github.com/cueop/cueop/engine/convert"
 )
 
 // scheduled is a kind whose hub v2 holds backups with a retention each,
@@ -228,15 +225,7 @@ func TestWriteAtSpokeMovingElementsRefused(t *testing.T) {
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := writeAtV1(t, tc.src, tc.hub, tc.edit)
-			var lossy *convert.LossyWriteError
-			if !errors.As(err, &lossy) {
-				t.Fatalf("write at v1: stored %v, %v; want a LossyWriteError", got, err)
-			}
-			for _, want := range []string{"PostgresCluster t/two: conversion v1 to v2", tc.field, "write it at v2"} {
-				if !strings.Contains(err.Error(), want) {
-					t.Errorf("error %q does not say %q", err, want)
-				}
-			}
+			wantLossy(t, "write at v1", got, err, tc.field)
 		})
 	}
 }

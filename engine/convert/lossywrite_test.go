@@ -115,15 +115,7 @@ func TestLossyWriteAtSpokeRefused(t *testing.T) {
 	read := mustConvert(t, c, object(t, restructuredHub), "v1")
 	delete(read.Object["spec"].(map[string]any), "backup")
 	out, err := c.Convert(read, "v2")
-	var lossy *convert.LossyWriteError
-	if !errors.As(err, &lossy) {
-		t.Fatalf("write at v1 without its backup: %v, %v; want a LossyWriteError", out, err)
-	}
-	for _, want := range []string{"PostgresCluster t/two: conversion v1 to v2", "spec.backups", "write it at v2"} {
-		if !strings.Contains(err.Error(), want) {
-			t.Errorf("error %q does not say %q", err, want)
-		}
-	}
+	wantLossy(t, "write at v1 without its backup", out, err, "spec.backups")
 
 	// The same edit of an object that holds one backup (nothing only the
 	// hub holds) is taken.
@@ -150,15 +142,7 @@ func TestWriteAtSpokeDroppingAHalfRefused(t *testing.T) {
 	read := mustConvert(t, c, object(t, restructuredHub), "v1")
 	delete(read.Object["spec"].(map[string]any), "resources")
 	out, err := c.Convert(read, "v2")
-	var lossy *convert.LossyWriteError
-	if !errors.As(err, &lossy) {
-		t.Fatalf("write at v1 without its resources: %v, %v; want a LossyWriteError", out, err)
-	}
-	for _, want := range []string{"PostgresCluster t/two: conversion v1 to v2", "spec.resources,", "write it at v2"} {
-		if !strings.Contains(err.Error(), want) {
-			t.Errorf("error %q does not say %q", err, want)
-		}
-	}
+	wantLossy(t, "write at v1 without its resources", out, err, "spec.resources,")
 	if strings.Contains(err.Error(), "spec.backups") {
 		t.Errorf("error %q names the backups, which the write keeps", err)
 	}
@@ -169,7 +153,25 @@ func TestWriteAtSpokeDroppingAHalfRefused(t *testing.T) {
 	a[wellknown.AnnotationConversionPrefix+"v2"] = `{"resources": {"limits": {"cpu": "2", "memory": "2Gi"}}, "evil": 1}`
 	read.SetAnnotations(a)
 	out, err = c.Convert(read, "v2")
+	var lossy *convert.LossyWriteError
 	if err == nil || errors.As(err, &lossy) || !strings.Contains(err.Error(), wellknown.AnnotationConversionPrefix+"v2") || !strings.Contains(err.Error(), "evil") {
 		t.Errorf("write at v1 with a forged annotation: %v, %v; want refused naming the annotation and its field", out, err)
+	}
+}
+
+// wantLossy fails the test unless err, of the write at v1 (what: what the
+// write was) of PostgresCluster t/two that stored got, is a
+// LossyWriteError naming the conversion, field and the version to write
+// at instead.
+func wantLossy(t *testing.T, what string, got any, err error, field string) {
+	t.Helper()
+	var lw *convert.LossyWriteError
+	if !errors.As(err, &lw) {
+		t.Fatalf("%s: %v, %v; want a LossyWriteError", what, got, err)
+	}
+	for _, want := range []string{"PostgresCluster t/two: conversion v1 to v2", field, "write it at v2"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not say %q", err, want)
+		}
 	}
 }

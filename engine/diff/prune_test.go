@@ -9,7 +9,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -59,11 +58,8 @@ func volTemplates(t *testing.T, children string) string {
 func TestDiffPrunesData(t *testing.T) {
 	ns := clustertest.Namespace(t)
 	a, stop := operatortest.StartObserved(t, clustertest.Config(), operatortest.Options(volTemplates(t, withClaims), ns))
-	vol := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{}}}
-	vol.SetGroupVersionKind(schema.GroupVersionKind{Group: "vol.example.com", Version: "v1", Kind: "Vol"})
-	vol.SetNamespace(ns)
-	vol.SetName("v")
-	c := clustertest.CreateWhenServed(t, vol, time.Minute)
+	volGVK := schema.GroupVersionKind{Group: "vol.example.com", Version: "v1", Kind: "Vol"}
+	c := clustertest.CreateWhenServed(t, clustertest.Object(volGVK, ns, "v", map[string]any{"spec": map[string]any{}}), time.Minute)
 	clustertest.Eventually(t, time.Minute, func() string {
 		var pvcs corev1.PersistentVolumeClaimList
 		if err := c.List(context.Background(), &pvcs, client.InNamespace(ns)); err != nil || len(pvcs.Items) != 2 {

@@ -8,7 +8,6 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/cueop/cueop/engine/diff"
 	"github.com/cueop/cueop/engine/operator/operatortest"
@@ -37,21 +36,14 @@ func TestDiffSelectorReference(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	cr := &unstructured.Unstructured{}
-	cr.SetGroupVersionKind(schema.GroupVersionKind{Group: "compose.test.example", Version: "v1", Kind: "Digest"})
-	cr.SetNamespace(ns)
-	cr.SetName("d")
-	cr.Object["spec"] = map[string]any{}
-	if err := c.Create(ctx, cr); err != nil {
+	digestGVK := schema.GroupVersionKind{Group: "compose.test.example", Version: "v1", Kind: "Digest"}
+	if err := c.Create(ctx, clustertest.Object(digestGVK, ns, "d", map[string]any{"spec": map[string]any{}})); err != nil {
 		t.Fatal(err)
 	}
 	clustertest.Eventually(t, time.Minute, func() string {
-		o := &unstructured.Unstructured{}
-		o.SetGroupVersionKind(schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"})
-		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "d-digest"}, o); err != nil {
+		if got, err := clustertest.ConfigMapData(c, ns, "d-digest", "names"); err != nil {
 			return err.Error()
-		}
-		if got, _, _ := unstructured.NestedString(o.Object, "data", "names"); got != "a" {
+		} else if got != "a" {
 			return "names " + got + ", want a"
 		}
 		return ""

@@ -1,13 +1,10 @@
 package diff_test
 
 import (
-	"context"
 	"testing"
 	"time"
 
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/cueop/cueop/engine/diff"
 	"github.com/cueop/cueop/engine/operator/operatortest"
@@ -51,18 +48,12 @@ func TestDiffReadsChildrenAtTheRenderedVersion(t *testing.T) {
 	})
 	ns := clustertest.Namespace(t)
 	a, stop := operatortest.StartObserved(t, clustertest.Config(), operatortest.Options(dir, ns))
-	cr := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{}}}
-	cr.SetGroupVersionKind(schema.GroupVersionKind{Group: "auto.example.com", Version: "v1", Kind: "Auto"})
-	cr.SetNamespace(ns)
-	cr.SetName("a")
-	c := clustertest.CreateWhenServed(t, cr, time.Minute)
+	autoGVK := schema.GroupVersionKind{Group: "auto.example.com", Version: "v1", Kind: "Auto"}
+	c := clustertest.CreateWhenServed(t, clustertest.Object(autoGVK, ns, "a", map[string]any{"spec": map[string]any{}}), time.Minute)
 	clustertest.Eventually(t, time.Minute, func() string {
-		cm := &unstructured.Unstructured{}
-		cm.SetGroupVersionKind(schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"})
-		if err := c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "a-seen"}, cm); err != nil {
+		if v, err := clustertest.ConfigMapData(c, ns, "a-seen", "version"); err != nil {
 			return err.Error()
-		}
-		if v, _, _ := unstructured.NestedString(cm.Object, "data", "version"); v != "autoscaling/v1" {
+		} else if v != "autoscaling/v1" {
 			return "the template saw " + v
 		}
 		return ""

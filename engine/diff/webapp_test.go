@@ -61,27 +61,16 @@ func webAppFleet(t *testing.T, n int) string {
 // webApp is a WebApp of one replica that reads the settings ConfigMap
 // named settings.
 func webApp(ns, name, settings string) *unstructured.Unstructured {
-	cr := &unstructured.Unstructured{}
-	cr.SetGroupVersionKind(webAppGVK)
-	cr.SetNamespace(ns)
-	cr.SetName(name)
-	cr.Object["spec"] = map[string]any{
+	return clustertest.Object(webAppGVK, ns, name, map[string]any{"spec": map[string]any{
 		"replicas":     int64(1),
 		"files":        map[string]any{"app.conf": "listen 80\n"},
 		"settingsFrom": map[string]any{"name": settings},
-	}
-	return cr
+	}})
 }
 
 // settings is a WebApp's settings ConfigMap.
 func settings(ns, name, level string) *unstructured.Unstructured {
-	cm := &unstructured.Unstructured{}
-	cm.SetAPIVersion("v1")
-	cm.SetKind("ConfigMap")
-	cm.SetNamespace(ns)
-	cm.SetName(name)
-	cm.Object["data"] = map[string]any{"LOG_LEVEL": level}
-	return cm
+	return clustertest.Object(schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, ns, name, map[string]any{"data": map[string]any{"LOG_LEVEL": level}})
 }
 
 // editedWebApp is a copy of the templates with the WebApp template's old

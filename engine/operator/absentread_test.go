@@ -10,6 +10,7 @@ import (
 	"github.com/cueop/cueop/engine/operator"
 	"github.com/cueop/cueop/engine/operator/operatortest"
 	"github.com/cueop/cueop/engine/worker/workertest"
+	"github.com/cueop/cueop/internal/testkit"
 	"github.com/cueop/cueop/localcluster/clustertest"
 )
 
@@ -22,12 +23,7 @@ resource: {group: "absent.test.example", version: "v1", kind: "Scaled"}
 #Spec: {replicas: *1 | int & >=1 & <=3}
 #Status: {readyReplicas: int}
 
-parent: {
-	metadata: {name: string, namespace: string}
-	spec: #Spec
-}
-observed: [string]: {...}
-
+` + testkit.ParentObserved + `
 children: deployment: {
 	apiVersion: "apps/v1"
 	kind:       "Deployment"

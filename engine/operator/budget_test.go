@@ -45,8 +45,7 @@ func TestRenderBudgetStallsHostileCR(t *testing.T) {
 	})
 
 	// The operator goes on serving: a RedisCluster created now gets ready.
-	mustKubectl(t, redisYAML(ns, "good", 1, "7.0"), "apply", "-f", "-")
-	eventually(t, 60*time.Second, func() string { return readyStatus(t, c, ns, "good", 1) })
+	readyRedis(t, c, ns, "good", 1)
 
 	// A change that is not a spec change reconciles the hostile CR (the
 	// controller's reconcile count goes up: the positive sign) without

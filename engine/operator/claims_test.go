@@ -86,8 +86,7 @@ func TestClaimOfAnotherKindsCRDName(t *testing.T) {
 	testkit.Remove(t, dir, "evil")
 	waitCRD(t)
 	c := newClient(t)
-	mustKubectl(t, redisYAML(ns, "kept", 2, "7.0"), "apply", "-f", "-")
-	eventually(t, 60*time.Second, func() string { return readyStatus(t, c, ns, "kept", 2) })
+	readyRedis(t, c, ns, "kept", 2)
 
 	testkit.WriteKind(t, dir, "evil", evilPackage)
 	loadRefused(t, a, "CRD "+redisCRD+": claimed by both rediscluster and evil: rediscluster keeps it")
@@ -136,8 +135,7 @@ func TestModuleClaimingAnotherModulesKind(t *testing.T) {
 	_, stop := operatortest.StartObserved(t, clustertest.Config(), registryOptions(s, ns))
 	c := newClient(t)
 	waitCRD(t)
-	mustKubectl(t, redisYAML(ns, "team-a", 2, "7.0"), "apply", "-f", "-")
-	eventually(t, 60*time.Second, func() string { return readyStatus(t, c, ns, "team-a", 2) })
+	readyRedis(t, c, ns, "team-a", 2)
 
 	for name, src := range sourcetest.RedisModule(t, "../..", "example.com/evil@v1") {
 		if strings.HasPrefix(name, "rediscluster/") {

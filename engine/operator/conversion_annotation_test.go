@@ -15,6 +15,7 @@ import (
 	"github.com/cueop/cueop/engine/operator"
 	"github.com/cueop/cueop/engine/operator/operatortest"
 	"github.com/cueop/cueop/engine/wellknown"
+	"github.com/cueop/cueop/internal/testkit"
 	"github.com/cueop/cueop/localcluster/clustertest"
 )
 
@@ -26,12 +27,7 @@ resource: {group: "annot.example.com", version: "v1", kind: "Memo"}
 
 #Spec: {size: int, title?: string, text?: string}
 
-parent: {
-	metadata: {name: string, namespace: string}
-	spec: #Spec
-}
-observed: [string]: {...}
-children: cm: {
+` + testkit.ParentObserved + `children: cm: {
 	apiVersion: "v1"
 	kind:       "ConfigMap"
 	metadata: name: parent.metadata.name

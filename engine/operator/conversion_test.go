@@ -29,12 +29,7 @@ resource: {group: "conv.example.com", version: "v1", kind: "Gauge"}
 #Spec: {replicas: *1 | int & >=1, label?: string, refuse?: bool}
 #Status: {replicas: int}
 
-parent: {
-	metadata: {name: string, namespace: string}
-	spec: #Spec
-}
-observed: [string]: {...}
-children: cm: {
+` + testkit.ParentObserved + `children: cm: {
 	apiVersion: "v1"
 	kind:       "ConfigMap"
 	metadata: name: parent.metadata.name

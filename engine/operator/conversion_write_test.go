@@ -9,6 +9,7 @@ import (
 
 	"github.com/cueop/cueop/engine/operator"
 	"github.com/cueop/cueop/engine/operator/operatortest"
+	"github.com/cueop/cueop/internal/testkit"
 	"github.com/cueop/cueop/localcluster/clustertest"
 )
 
@@ -32,12 +33,7 @@ resource: {group: "restructure.example.com", version: "v2", kind: "PostgresClust
 	resources?: {requests: #Res, limits: #Res}
 }
 
-parent: {
-	metadata: {name: string, namespace: string}
-	spec: #Spec
-}
-observed: [string]: {...}
-children: {
+` + testkit.ParentObserved + `children: {
 	for i, b in parent.spec.backups {
 		"backup-\(i)": {
 			apiVersion: "v1"

@@ -11,6 +11,7 @@ import (
 
 	"github.com/cueop/cueop/engine/operator/operatortest"
 	"github.com/cueop/cueop/engine/render"
+	"github.com/cueop/cueop/internal/testkit"
 	"github.com/cueop/cueop/localcluster/clustertest"
 )
 
@@ -32,12 +33,7 @@ resource: {group: "GROUP", version: "v1", kind: "KIND"}
 #Spec: {size: *1 | int & >=1}
 #Status: {size: int}
 
-parent: {
-	metadata: {name: string, namespace: string}
-	spec: #Spec
-}
-observed: [string]: {...}
-
+` + testkit.ParentObserved + `
 children: NAME: {
 	apiVersion: "CHILDAPI"
 	kind:       "CHILDKIND"

@@ -1,7 +1,6 @@
 package operator_test
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -16,12 +15,8 @@ import (
 )
 
 func TestDriftIsRepairedAndForeignFieldsKept(t *testing.T) {
-	ns := clustertest.Namespace(t)
-	startOperator(t, copyTemplates(t), ns, nil)
-	c := newClient(t)
-	waitCRD(t)
-	mustKubectl(t, redisYAML(ns, "drift", 2, "7.0"), "apply", "-f", "-")
-	eventually(t, 60*time.Second, func() string { return readyStatus(t, c, ns, "drift", 2) })
+	ns, _, c := serveRedis(t)
+	readyRedis(t, c, ns, "drift", 2)
 
 	mustKubectl(t, "", "-n", ns, "label", "pod", "drift-0", "owner-team=payments")
 	start := time.Now()
@@ -40,13 +35,9 @@ func TestDriftIsRepairedAndForeignFieldsKept(t *testing.T) {
 
 	mustKubectl(t, "", "-n", ns, "patch", "configmap", "drift-config", "--type=merge", "-p", `{"data":{"redis.conf":"port 1\n"}}`)
 	eventually(t, 60*time.Second, func() string {
-		cm := &unstructured.Unstructured{}
-		cm.SetAPIVersion("v1")
-		cm.SetKind("ConfigMap")
-		if err := c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "drift-config"}, cm); err != nil {
+		if conf, err := clustertest.ConfigMapData(c, ns, "drift-config", "redis.conf"); err != nil {
 			return err.Error()
-		}
-		if conf, _, _ := unstructured.NestedString(cm.Object, "data", "redis.conf"); !strings.Contains(conf, "port 6379") {
+		} else if !strings.Contains(conf, "port 6379") {
 			return "redis.conf not restored: " + conf
 		}
 		return ""
@@ -59,13 +50,8 @@ func getPod(t *testing.T, c client.Client, ns, name string) *unstructured.Unstru
 }
 
 func TestImmutableChangeRecreatesOneAtATime(t *testing.T) {
-	ns := clustertest.Namespace(t)
-	dir := copyTemplates(t)
-	startOperator(t, dir, ns, nil)
-	c := newClient(t)
-	waitCRD(t)
-	mustKubectl(t, redisYAML(ns, "imm", 3, "7.0"), "apply", "-f", "-")
-	eventually(t, 60*time.Second, func() string { return readyStatus(t, c, ns, "imm", 3) })
+	ns, dir, c := serveRedis(t)
+	readyRedis(t, c, ns, "imm", 3)
 	old := podUIDs(t, c, ns, "imm")
 
 	editTemplate(t, dir, func(s string) string {
@@ -116,8 +102,7 @@ func TestKindsComeAndGo(t *testing.T) {
 	mustKubectl(t, "", "-n", ns, "wait", "--for=condition=Ready", "staticsite/site", "--timeout=120s")
 
 	// A removed kind stops its controller; CRs and children stay.
-	mustKubectl(t, redisYAML(ns, "stay", 1, "7.0"), "apply", "-f", "-")
-	eventually(t, 60*time.Second, func() string { return readyStatus(t, c, ns, "stay", 1) })
+	readyRedis(t, c, ns, "stay", 1)
 	must(t, os.RemoveAll(filepath.Join(dir, "rediscluster")))
 	act.WaitLog(t, 60*time.Second, "kind removed", "kind", "RedisCluster")
 	before := act.ReconcilesOf("controller", "cueop-rediscluster")

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/cueop/cueop/engine/operator/operatortest"
+	"github.com/cueop/cueop/internal/testkit"
 	"github.com/cueop/cueop/localcluster/clustertest"
 )
 
@@ -28,12 +29,7 @@ resource: {group: "fbtest.example.com", version: "v1", kind: "Gadget"}
 #Spec: {config: *true | bool}
 #Status: {children: int}
 
-parent: {
-	metadata: {name: string, namespace: string}
-	spec: #Spec
-}
-observed: [string]: {...}
-
+` + testkit.ParentObserved + `
 children: account: {apiVersion: "v1", kind: "ServiceAccount", metadata: name: parent.metadata.name}
 if parent.spec.config {
 	children: settings: {apiVersion: "v1", kind: "ConfigMap", metadata: name: parent.metadata.name, data: a: "1"}
@@ -49,12 +45,7 @@ resource: {group: "fbtest.example.com", version: "v1", kind: "Widget"}
 #Spec: {}
 #Status: {children: int}
 
-parent: {
-	metadata: {name: string, namespace: string}
-	spec: #Spec
-}
-observed: [string]: {...}
-
+` + testkit.ParentObserved + `
 children: account: {apiVersion: "v1", kind: "ServiceAccount", metadata: name: parent.metadata.name}
 status: children: len(observed)
 `
@@ -68,12 +59,7 @@ resource: {group: "fbtest.example.com", version: "v1", kind: "Lookup"}
 #Spec: {}
 #Status: {found: bool}
 
-parent: {
-	metadata: {name: string, namespace: string}
-	spec: #Spec
-}
-observed: [string]: {...}
-referenced: [string]: {...}
+` + testkit.ParentObserved + `referenced: [string]: {...}
 
 references: settings: {apiVersion: "v1", kind: "ConfigMap", name: "settings"}
 

@@ -81,12 +81,7 @@ resource: {group: "idtest.example.com", version: "v1", kind: "Scaler"}
 #Spec: {max: *3 | int & >=1}
 #Status: {target: int}
 
-parent: {
-	metadata: {name: string, namespace: string}
-	spec: #Spec
-}
-observed: [string]: {...}
-
+` + testkit.ParentObserved + `
 children: hpa: {
 	apiVersion: "autoscaling/v1"
 	kind:       "HorizontalPodAutoscaler"
@@ -247,12 +242,7 @@ resource: {group: "idtest.example.com", version: "v1", kind: "Memo"}
 #Spec: {text: *"" | string}
 #Status: {name: string, text: string}
 
-parent: {
-	metadata: {name: string, namespace: string}
-	spec: #Spec
-}
-observed: [string]: {...}
-
+` + testkit.ParentObserved + `
 children: config: {
 	apiVersion: "v1"
 	kind:       "ConfigMap"

@@ -5,8 +5,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/cueop/cueop/localcluster/clustertest"
 )
 
 // TestKubectlAsUsersExpect drives a RedisCluster the way a user would:
@@ -14,12 +12,8 @@ import (
 // comments, and the scale subresource, at both served versions (kubectl
 // prefers v2, read through the conversion webhook; v1 is the storage).
 func TestKubectlAsUsersExpect(t *testing.T) {
-	ns := clustertest.Namespace(t)
-	startOperator(t, copyTemplates(t), ns, nil)
-	c := newClient(t)
-	waitCRD(t)
-	mustKubectl(t, redisYAML(ns, "ux", 2, "7.0"), "apply", "-f", "-")
-	eventually(t, 60*time.Second, func() string { return readyStatus(t, c, ns, "ux", 2) })
+	ns, _, c := serveRedis(t)
+	readyRedis(t, c, ns, "ux", 2)
 
 	for resource, want := range map[string]string{
 		"redisclusters":                      "NAME SIZE READY PHASE AGE     ux 2 2 Running",

@@ -83,8 +83,7 @@ func TestLeaderElectionHandsOver(t *testing.T) {
 	})
 	startLeader(t, dir, ns)
 	waitCRD(t)
-	mustKubectl(t, redisYAML(ns, "led", 1, "7.0"), "apply", "-f", "-")
-	eventually(t, 60*time.Second, func() string { return readyStatus(t, c, ns, "led", 1) })
+	readyRedis(t, c, ns, "led", 1)
 	if h := holder(t, c, ns); h != first {
 		t.Fatalf("leader changed from %s to %s while the first ran", first, h)
 	}

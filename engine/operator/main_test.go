@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -84,6 +85,28 @@ func listPods(t *testing.T, c client.Client, ns, cluster string) []unstructured.
 		}
 	}
 	return live
+}
+
+// serveRedis runs an operator on a copy of the project's templates (dir,
+// to edit), serving a new namespace ns, until the test ends, and waits
+// until the RedisCluster CRD is established (a CRD deleted by an earlier
+// test and made again serves a moment later); c is an admin client.
+func serveRedis(t *testing.T) (ns, dir string, c client.Client) {
+	t.Helper()
+	ns = clustertest.Namespace(t)
+	dir = copyTemplates(t)
+	startOperator(t, dir, ns, nil)
+	c = newClient(t)
+	waitCRD(t)
+	return ns, dir, c
+}
+
+// readyRedis applies the RedisCluster ns/name of replicas at version 7.0,
+// with kubectl, and waits until it is Ready with its replicas.
+func readyRedis(t *testing.T, c client.Client, ns, name string, replicas int) {
+	t.Helper()
+	mustKubectl(t, redisYAML(ns, name, replicas, "7.0"), "apply", "-f", "-")
+	eventually(t, 60*time.Second, func() string { return readyStatus(t, c, ns, name, int64(replicas)) })
 }
 
 func getCR(t *testing.T, c client.Client, ns, name string) *unstructured.Unstructured {

@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"strings"
 	"testing"
-	"time"
 
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
@@ -53,8 +52,7 @@ func TestMetricsAndProbes(t *testing.T) {
 
 	c := newClient(t)
 	waitCRD(t)
-	mustKubectl(t, redisYAML(ns, "obs", 1, "7.0"), "apply", "-f", "-")
-	eventually(t, 60*time.Second, func() string { return readyStatus(t, c, ns, "obs", 1) })
+	readyRedis(t, c, ns, "obs", 1)
 	for _, path := range []string{"/healthz", "/readyz"} {
 		if code, body := httpGet("http://" + probeAddr + path); code != http.StatusOK {
 			t.Errorf("%s: %d %s", path, code, body)

@@ -11,7 +11,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/cueop/cueop/internal/testkit"
-	"github.com/cueop/cueop/localcluster/clustertest"
 )
 
 // readyStatus says why the CR is not yet Ready with want ready replicas, or "".
@@ -38,13 +37,8 @@ func podImages(pods []unstructured.Unstructured) string {
 }
 
 func TestRedisClusterLifecycle(t *testing.T) {
-	ns := clustertest.Namespace(t)
-	startOperator(t, copyTemplates(t), ns, nil)
-	c := newClient(t)
-
-	waitCRD(t) // established: a CRD deleted by the test before and made again serves a moment later
-	mustKubectl(t, redisYAML(ns, "demo", 3, "7.0"), "apply", "-f", "-")
-	eventually(t, 60*time.Second, func() string { return readyStatus(t, c, ns, "demo", 3) })
+	ns, _, c := serveRedis(t)
+	readyRedis(t, c, ns, "demo", 3)
 	mustKubectl(t, "", "-n", ns, "wait", "--for=condition=Ready", "rediscluster/demo", "--timeout=60s")
 	if pods := listPods(t, c, ns, "demo"); len(pods) != 3 {
 		t.Fatalf("%d pods, want 3", len(pods))

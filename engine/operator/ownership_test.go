@@ -31,12 +31,7 @@ resource: {group: "owntest.example.com", version: "v1", kind: "Holder"}
 	adopt: *"released" | "never" | "uncontrolled"
 }
 
-parent: {
-	metadata: {name: string, namespace: string}
-	spec: #Spec
-}
-observed: [string]: {...}
-
+` + testkit.ParentObserved + `
 children: {
 	config: {apiVersion: "v1", kind: "ConfigMap", metadata: name: parent.metadata.name, data: text: parent.spec.text}
 	if parent.spec.pvc {

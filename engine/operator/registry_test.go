@@ -77,8 +77,7 @@ func TestRegistryTemplates(t *testing.T) {
 	_, stop := operatortest.StartObserved(t, clustertest.Config(), registryOptions(s, ns))
 	c := newClient(t)
 	waitCRD(t)
-	mustKubectl(t, redisYAML(ns, "reg", 2, "7.0"), "apply", "-f", "-")
-	eventually(t, 60*time.Second, func() string { return readyStatus(t, c, ns, "reg", 2) })
+	readyRedis(t, c, ns, "reg", 2)
 	eventually(t, 60*time.Second, func() string { return templateServes(t, ref, "v1.0.0", s.Serving()[0].Digest, "False") })
 
 	publishRedis(t, reg, "v1.1.0", addPodLabel("cache"))

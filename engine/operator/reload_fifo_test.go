@@ -18,13 +18,8 @@ import (
 // extra.cue is refused, naming it, without blocking the reload loop: the
 // kind keeps serving its last good revision, and a later valid edit loads.
 func TestReloadRefusesFIFO(t *testing.T) {
-	ns := clustertest.Namespace(t)
-	dir := copyTemplates(t)
-	startOperator(t, dir, ns, nil)
-	c := newClient(t)
-	waitCRD(t)
-	mustKubectl(t, redisYAML(ns, "fifo", 2, "7.0"), "apply", "-f", "-")
-	eventually(t, 60*time.Second, func() string { return readyStatus(t, c, ns, "fifo", 2) })
+	ns, dir, c := serveRedis(t)
+	readyRedis(t, c, ns, "fifo", 2)
 
 	fifo := filepath.Join(dir, "rediscluster", "extra.cue")
 	must(t, syscall.Mkfifo(fifo, 0o644))
@@ -63,8 +58,7 @@ func TestEditsLoadAfterAPipeWhereAGlobLists(t *testing.T) {
 	operatortest.StartObserved(t, clustertest.Config(), opts)
 	c := newClient(t)
 	waitCRD(t)
-	mustKubectl(t, redisYAML(ns, "glob", 1, "7.0"), "apply", "-f", "-")
-	eventually(t, 60*time.Second, func() string { return readyStatus(t, c, ns, "glob", 1) })
+	readyRedis(t, c, ns, "glob", 1)
 
 	pipe := filepath.Join(dir, "rediscluster", "conf.d")
 	must(t, syscall.Mkfifo(pipe, 0o644))

@@ -48,13 +48,8 @@ func podsLabelled(t *testing.T, c client.Client, ns, cluster, key, value string,
 }
 
 func TestHotReload(t *testing.T) {
-	ns := clustertest.Namespace(t)
-	dir := copyTemplates(t)
-	startOperator(t, dir, ns, nil)
-	c := newClient(t)
-	waitCRD(t)
-	mustKubectl(t, redisYAML(ns, "hot", 2, "7.0"), "apply", "-f", "-")
-	eventually(t, 60*time.Second, func() string { return readyStatus(t, c, ns, "hot", 2) })
+	ns, dir, c := serveRedis(t)
+	readyRedis(t, c, ns, "hot", 2)
 	uids := podUIDs(t, c, ns, "hot")
 
 	t.Run("valid edit converges without restart", func(t *testing.T) {
@@ -189,8 +184,7 @@ func TestConfigMapMountedTemplates(t *testing.T) {
 	startOperator(t, root, ns, nil)
 	c := newClient(t)
 	waitCRD(t)
-	mustKubectl(t, redisYAML(ns, "cm", 1, "7.0"), "apply", "-f", "-")
-	eventually(t, 60*time.Second, func() string { return readyStatus(t, c, ns, "cm", 1) })
+	readyRedis(t, c, ns, "cm", 1)
 
 	writeVolume(t, root, "..2026_11_29_02", "../../templates", addPodLabel("swapped"))
 	eventually(t, 60*time.Second, func() string { return podsLabelled(t, c, ns, "cm", "tier", "swapped", 1) })

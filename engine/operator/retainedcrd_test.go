@@ -8,6 +8,7 @@ import (
 	"github.com/cueop/cueop/engine/operator/operatortest"
 	"github.com/cueop/cueop/engine/render"
 	"github.com/cueop/cueop/engine/wellknown"
+	"github.com/cueop/cueop/internal/testkit"
 	"github.com/cueop/cueop/localcluster/clustertest"
 )
 
@@ -18,12 +19,7 @@ resource: {group: "nuts.example.com", version: "v1", kind: "Nut"}
 
 #Spec: {size: *1 | int & >=1}
 
-parent: {
-	metadata: {name: string, namespace: string}
-	spec: #Spec
-}
-observed: [string]: {...}
-
+` + testkit.ParentObserved + `
 children: bolt: {
 	apiVersion: "bolts.example.com/v1"
 	kind:       "Bolt"

@@ -10,8 +10,6 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-
-	"github.com/cueop/cueop/localcluster/clustertest"
 )
 
 // readyCount counts the CRs of ns whose Ready condition is True and the
@@ -48,11 +46,7 @@ func listRedis(c client.Client, ns string) ([]unstructured.Unstructured, error) 
 // (a label on every Pod, applied in place) and samples the Ready count
 // throughout the rollout: it must never drop.
 func TestTemplateEditKeepsEveryCRReady(t *testing.T) {
-	ns := clustertest.Namespace(t)
-	dir := copyTemplates(t)
-	startOperator(t, dir, ns, nil)
-	c := newClient(t)
-	waitCRD(t)
+	ns, dir, c := serveRedis(t)
 	const n = 100
 	var docs []string
 	for i := range n {

@@ -1,7 +1,6 @@
 package operator_test
 
 import (
-	"context"
 	"fmt"
 	"slices"
 	"sort"
@@ -201,13 +200,9 @@ func TestRestartRepairsWhatChangedWhileDown(t *testing.T) {
 	mustKubectl(t, redisYAML(ns, "scaled", 2, "7.0"), "apply", "-f", "-")
 	startOperator(t, dir, ns, nil)
 	eventually(t, 60*time.Second, func() string {
-		cm := &unstructured.Unstructured{}
-		cm.SetAPIVersion("v1")
-		cm.SetKind("ConfigMap")
-		if err := c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "edited-config"}, cm); err != nil {
+		if conf, err := clustertest.ConfigMapData(c, ns, "edited-config", "redis.conf"); err != nil {
 			return err.Error()
-		}
-		if conf, _, _ := unstructured.NestedString(cm.Object, "data", "redis.conf"); !strings.Contains(conf, "port 6379") {
+		} else if !strings.Contains(conf, "port 6379") {
 			return "redis.conf not restored: " + conf
 		}
 		return ""

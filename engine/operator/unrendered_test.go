@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/cueop/cueop/engine/operator/operatortest"
+	"github.com/cueop/cueop/internal/testkit"
 	"github.com/cueop/cueop/localcluster/clustertest"
 )
 
@@ -17,12 +18,7 @@ resource: {group: "unrendered.test.example", version: "v1", kind: "Dial"}
 
 #Spec: {replicas: *1 | int & >=1 & <=5}
 
-parent: {
-	metadata: {name: string, namespace: string}
-	spec: #Spec
-}
-observed: [string]: {...}
-children: cm: {
+` + testkit.ParentObserved + `children: cm: {
 	apiVersion: "v1"
 	kind:       "ConfigMap"
 	metadata: name: parent.metadata.name

@@ -42,12 +42,7 @@ resource: {group: "idtest.example.com", version: "v1", kind: "Blocker"}
 #Spec: {}
 #Status: {}
 
-parent: {
-	metadata: {name: string, namespace: string}
-	spec: #Spec
-}
-observed: [string]: {...}
-
+` + testkit.ParentObserved + `
 children: knot: {
 	apiVersion: "knot.idtest.example.com/v1"
 	kind:       "Knot"
@@ -63,12 +58,7 @@ resource: {group: "idtest.example.com", version: "v1", kind: "Note"}
 #Spec: {text: *"" | string}
 #Status: {text: string}
 
-parent: {
-	metadata: {name: string, namespace: string}
-	spec: #Spec
-}
-observed: [string]: {...}
-
+` + testkit.ParentObserved + `
 children: config: {
 	apiVersion: "v1"
 	kind:       "ConfigMap"

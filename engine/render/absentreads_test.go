@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/cueop/cueop/engine/render"
+	"github.com/cueop/cueop/engine/template"
 )
 
 // TestLoadWarnings: reads of status, conditions, ready and readyWhen of a
@@ -15,7 +16,7 @@ import (
 // whose kind the template gives outright; a sound read, a child under a
 // condition and a kind with no built-in schema give none.
 func TestLoadWarnings(t *testing.T) {
-	k, err := tryCompile(t, `package app
+	k := compileKind(t, "app/app.cue", `package app
 resource: {group: "apps.test.example", version: "v1", kind: "App"}
 #Spec: {n?: int}
 parent: {metadata: {name: string}, spec: #Spec}
@@ -34,20 +35,12 @@ conditions: Done: {status: _done, reason: "Done"}
 ready: *(observed.job.spec.paralelism == 1) | false
 readyWhen: job: *(observed.job.status.compleionTime != _|_) | false
 `)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := strings.Join(render.LoadWarnings(k), "\n")
-	for _, want := range []string{
+	got := warningsHave(t, k,
 		"app.cue:12:14: status.active reads observed.job.status.activ, which Job batch/v1 does not have",
 		"app.cue:9:10: conditions.Done reads observed.job.status.succeded (through _done), which Job batch/v1 does not have",
 		"app.cue:17:10: ready reads observed.job.spec.paralelism, which Job batch/v1 does not have",
 		"app.cue:18:19: readyWhen.job reads observed.job.status.compleionTime, which Job batch/v1 does not have",
-	} {
-		if !strings.Contains(got, want) {
-			t.Errorf("warnings lack %q:\n%s", want, got)
-		}
-	}
+	)
 	for _, not := range []string{"status.succeeded,", "sise", "bogus"} {
 		if strings.Contains(got, not) {
 			t.Errorf("warnings name %s:\n%s", not, got)
@@ -63,7 +56,7 @@ readyWhen: job: *(observed.job.status.compleionTime != _|_) | false
 // blame a read it does not make; a read through a let of an observed child
 // is of the path the let's name continues with.
 func TestReadsFollowWhatIsSelected(t *testing.T) {
-	k, err := tryCompile(t, `package app
+	k := compileKind(t, "app/app.cue", `package app
 resource: {group: "apps.test.example", version: "v1", kind: "App"}
 #Spec: {n?: int}
 parent: {metadata: {name: string}, spec: #Spec}
@@ -80,23 +73,15 @@ status: {
 status: bogus: *observed.deploy.status.bogus | 0
 ready: status.ready == 3 && children.job.metadata.name == "j"
 `)
-	if err != nil {
-		t.Fatal(err)
-	}
 	children := []render.Child{child("deploy", "apps/v1", "Deployment"), child("job", "batch/v1", "Job")}
 	if got := render.ReadyAbsent(k, children, false); len(got) != 0 {
 		t.Errorf("ReadyAbsent = %v, want none: ready reads status.ready only", got)
 	}
-	got := strings.Join(render.LoadWarnings(k), "\n")
-	for _, want := range []string{
+	got := warningsHave(t, k,
 		"app.cue:12:11: status.viaLet reads observed.deploy.status.letBogus (through d), which Deployment apps/v1 does not have",
 		"app.cue:13:11: status.viaObs reads observed.deploy.status.obsBogus (through o), which Deployment apps/v1 does not have",
 		"app.cue:15:17: status.bogus reads observed.deploy.status.bogus, which Deployment apps/v1 does not have",
-	} {
-		if !strings.Contains(got, want) {
-			t.Errorf("warnings lack %q:\n%s", want, got)
-		}
-	}
+	)
 	if strings.Contains(got, "childBogus") {
 		t.Errorf("warnings blame ready for a read of a child's field:\n%s", got)
 	}
@@ -105,7 +90,7 @@ ready: status.ready == 3 && children.job.metadata.name == "j"
 // TestReadyAbsentOfRenderedGates: without ready, Ready depends on the
 // readyWhen of the children rendered only.
 func TestReadyAbsentOfRenderedGates(t *testing.T) {
-	k, err := tryCompile(t, `package app
+	k := compileKind(t, "app/app.cue", `package app
 resource: {group: "apps.test.example", version: "v1", kind: "App"}
 #Spec: {n?: int}
 parent: {metadata: {name: string}, spec: #Spec}
@@ -116,9 +101,6 @@ if parent.spec.n != _|_ {
 	readyWhen: cm: *(observed.deploy.status.gateBogus > 0) | false
 }
 `)
-	if err != nil {
-		t.Fatal(err)
-	}
 	if got := render.ReadyAbsent(k, []render.Child{child("deploy", "apps/v1", "Deployment")}, false); len(got) != 0 {
 		t.Errorf("ReadyAbsent without cm = %v, want none", got)
 	}
@@ -126,6 +108,19 @@ if parent.spec.n != _|_ {
 	if len(got) != 1 || !strings.Contains(got[0].String(), "readyWhen.cm reads observed.deploy.status.gateBogus") {
 		t.Errorf("ReadyAbsent with cm = %v, want the read of readyWhen.cm", got)
 	}
+}
+
+// warningsHave is k's load warnings, one a line, failing the test for
+// each of want they lack.
+func warningsHave(t *testing.T, k *template.Kind, want ...string) string {
+	t.Helper()
+	got := strings.Join(render.LoadWarnings(k), "\n")
+	for _, w := range want {
+		if !strings.Contains(got, w) {
+			t.Errorf("warnings lack %q:\n%s", w, got)
+		}
+	}
+	return got
 }
 
 func child(id, apiVersion, kind string) render.Child {
@@ -151,10 +146,7 @@ func TestOutputReadsOncePerPosition(t *testing.T) {
 		fmt.Fprintf(&b, "\ts%d: len(_all) + %d\n", i, i)
 	}
 	b.WriteString("}\nready: status.s0 > 0\n")
-	k, err := tryCompile(t, b.String())
-	if err != nil {
-		t.Fatal(err)
-	}
+	k := compileKind(t, "app/app.cue", b.String())
 	if got := len(k.Outputs.Reads); got != 2*n {
 		t.Errorf("%d reads, want %d: one per read of _all for status and one for ready", got, 2*n)
 	}
@@ -164,7 +156,7 @@ func TestOutputReadsOncePerPosition(t *testing.T) {
 // through both: ready reads status.bogus, declared before the status
 // struct that CUE's resolution names.
 func TestReadsThroughEveryDeclaration(t *testing.T) {
-	k, err := tryCompile(t, `package app
+	k := compileKind(t, "app/app.cue", `package app
 resource: {group: "apps.test.example", version: "v1", kind: "App"}
 #Spec: {}
 parent: {metadata: {name: string}, spec: #Spec}
@@ -174,9 +166,6 @@ status: bogus: *observed.deploy.status.bogus | 0
 status: {ready: *observed.deploy.status.readyReplicas | 0}
 ready: status.bogus > 0
 `)
-	if err != nil {
-		t.Fatal(err)
-	}
 	got := render.ReadyAbsent(k, []render.Child{child("deploy", "apps/v1", "Deployment")}, false)
 	if len(got) != 1 || !strings.HasSuffix(got[0].String(), "app.cue:7:17: ready reads observed.deploy.status.bogus (through status), which Deployment apps/v1 does not have") {
 		t.Errorf("ReadyAbsent = %v, want the read of status.bogus", got)
@@ -188,7 +177,7 @@ ready: status.bogus > 0
 // a default), is checked at the element's schema; a field the element has
 // and the values of a map are not warned about.
 func TestReadsOfListElements(t *testing.T) {
-	k, err := tryCompile(t, `package app
+	k := compileKind(t, "app/app.cue", `package app
 resource: {group: "apps.test.example", version: "v1", kind: "App"}
 #Spec: {}
 parent: {metadata: {name: string}, spec: #Spec}
@@ -202,18 +191,10 @@ status: {
 	labels: [for k, v in observed.deploy.metadata.labels {v}]
 }
 `)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := strings.Join(render.LoadWarnings(k), "\n")
-	for _, want := range []string{
+	got := warningsHave(t, k,
 		"app.cue:9:37: status.available reads observed.deploy.status.conditions[].typ (through c), which Deployment apps/v1 does not have",
 		"app.cue:10:70: status.images reads observed.deploy.spec.template.spec.containers[].imag (through c), which Deployment apps/v1 does not have",
-	} {
-		if !strings.Contains(got, want) {
-			t.Errorf("warnings lack %q:\n%s", want, got)
-		}
-	}
+	)
 	if n := len(render.LoadWarnings(k)); n != 2 {
 		t.Errorf("%d warnings, want 2:\n%s", n, got)
 	}

@@ -45,7 +45,7 @@ func exportConditions(k *template.Kind, v cue.Value) ([]Condition, error) {
 	for _, t := range types {
 		c, msg := condition(t, vals[t])
 		if msg != "" {
-			bad.Messages = append(bad.Messages, waveError(template.FieldConditions, t, vals[t], "%s", msg))
+			bad.Messages = append(bad.Messages, entryError(template.FieldConditions, t, vals[t], "%s", msg))
 			continue
 		}
 		out = append(out, c)

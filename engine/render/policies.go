@@ -1,10 +1,7 @@
 package render
 
 import (
-	"fmt"
-
 	"cuelang.org/go/cue"
-	"cuelang.org/go/cue/token"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
@@ -119,17 +116,17 @@ func applyPolicies(v cue.Value, children []Child, data KindSet) error {
 // is refused.
 func setPolicy(id string, v cue.Value, c *Child) string {
 	if c == nil {
-		return policyError(id, v, "no child %q is rendered: write the policy under the same condition as its child", id)
+		return entryError("policies", id, v, "no child %q is rendered: write the policy under the same condition as its child", id)
 	}
 	if err := v.Decode(&c.Policy); err != nil {
-		return policyError(id, v, "%v", err)
+		return entryError("policies", id, v, "%v", err)
 	}
 	gk := c.Object.GroupVersionKind().GroupKind()
 	if c.Policy.Recreate && neverRecreated[gk] {
-		return policyError(id, v, "recreate: a %s is never recreated: its data would be lost", gk.Kind)
+		return entryError("policies", id, v, "recreate: a %s is never recreated: its data would be lost", gk.Kind)
 	}
 	if cv := v.LookupPath(cue.ParsePath("cascade")); cv.Exists() && !c.Policy.Recreate {
-		return policyError(id, cv, "cascade applies only to a child with recreate: true")
+		return entryError("policies", id, cv, "cascade applies only to a child with recreate: true")
 	}
 	return ""
 }
@@ -164,28 +161,4 @@ func annotatePolicy(c *Child, data KindSet) {
 		return
 	}
 	c.Object.SetAnnotations(ann)
-}
-
-func policyError(id string, v cue.Value, format string, args ...any) string {
-	msg := fmt.Sprintf("policies.%s: %s", id, fmt.Sprintf(format, args...))
-	if p := templatePos(v); p.IsValid() {
-		return template.ShortPos(p) + ": " + msg
-	}
-	return msg
-}
-
-// templatePos is where the template writes v, not where the policies
-// contract it is unified with does.
-func templatePos(v cue.Value) token.Pos {
-	if p := v.Pos(); p.IsValid() && p.Filename() != template.PoliciesContract {
-		return p
-	}
-	if op, args := v.Expr(); op == cue.AndOp {
-		for _, a := range args {
-			if p := templatePos(a); p.IsValid() {
-				return p
-			}
-		}
-	}
-	return token.NoPos
 }

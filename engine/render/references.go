@@ -125,7 +125,7 @@ func evalReferences(v cue.Value, specPos token.Pos, opts Options) ([]Reference, 
 		case msg != "":
 			bad.Messages = append(bad.Messages, msg)
 		case !opts.ReadableKinds[ref.GroupVersionKind().GroupKind()]:
-			refused.Messages = append(refused.Messages, referenceError(id, vals[id],
+			refused.Messages = append(refused.Messages, entryError("references", id, vals[id],
 				"kind %s is not in the readable kinds (%s): the administrator allows more with --readable-kinds",
 				ref.GroupVersionKind().GroupKind(), opts.ReadableKinds))
 		default:
@@ -145,35 +145,27 @@ func evalReferences(v cue.Value, specPos token.Pos, opts Options) ([]Reference, 
 func decodeReference(id string, v cue.Value) (Reference, string) {
 	ref := Reference{ID: id}
 	if err := v.Decode(&ref); err != nil {
-		return ref, referenceError(id, v, "%v", err)
+		return ref, entryError("references", id, v, "%v", err)
 	}
 	gv, err := schema.ParseGroupVersion(ref.APIVersion)
 	if err != nil || gv.Version == "" || ref.Kind == "" {
-		return ref, referenceError(id, v, "apiVersion %q and kind %q must name a kind", ref.APIVersion, ref.Kind)
+		return ref, entryError("references", id, v, "apiVersion %q and kind %q must name a kind", ref.APIVersion, ref.Kind)
 	}
 	if (ref.Name == "") == (ref.Selector == nil) {
-		return ref, referenceError(id, v, "give exactly one of name and selector")
+		return ref, entryError("references", id, v, "give exactly one of name and selector")
 	}
 	if ref.Selector != nil {
 		sel, err := metav1.LabelSelectorAsSelector(ref.Selector)
 		if err != nil {
-			return ref, referenceError(id, v, "selector: %v", err)
+			return ref, entryError("references", id, v, "selector: %v", err)
 		}
 		ref.selector = sel
 	}
 	return ref, ""
 }
 
-func referenceError(id string, v cue.Value, format string, args ...any) string {
-	msg := fmt.Sprintf("references.%s: %s", id, fmt.Sprintf(format, args...))
-	if p := authorPos(v); p.IsValid() {
-		return template.ShortPos(p) + ": " + msg
-	}
-	return msg
-}
-
 // authorPos is where the template writes v, not where a contract it is
-// unified with does.
+// unified with (the policies contract, the references contract) does.
 func authorPos(v cue.Value) token.Pos {
 	if p := v.Pos(); p.IsValid() && !strings.HasSuffix(p.Filename(), " contract") {
 		return p

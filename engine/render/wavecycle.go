@@ -30,7 +30,7 @@ func waveCycles(rv cue.Value, byID map[string]*Child) []string {
 			if d == nil || d.Wave <= c.Wave {
 				continue
 			}
-			msgs = append(msgs, waveError(template.FieldReadyWhen, id, vals[id],
+			msgs = append(msgs, entryError(template.FieldReadyWhen, id, vals[id],
 				"reads observed.%s, a child of wave %d, which is applied only once %s (wave %d) is ready: a cycle", dep, d.Wave, id, c.Wave))
 		}
 	}

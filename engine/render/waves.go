@@ -43,32 +43,44 @@ func setWaves(wv cue.Value, byID map[string]*Child) []string {
 	if err := wv.Validate(cue.Concrete(true)); err != nil {
 		return evalError(err).Messages
 	}
-	ids, vals, err := sortedIDs(wv)
-	if err != nil {
-		return []string{err.Error()}
-	}
-	var msgs []string
-	for _, id := range ids {
-		c := byID[id]
-		if c == nil {
-			msgs = append(msgs, waveError(template.FieldWaves, id, vals[id], "no child %q is rendered: write the wave under the same condition as its child", id))
-			continue
-		}
-		n, err := vals[id].Int64()
+	return eachRendered(wv, byID, template.FieldWaves, "write the wave under the same condition as its child", func(id string, v cue.Value, c *Child) []string {
+		n, err := v.Int64()
 		if err != nil {
-			msgs = append(msgs, waveError(template.FieldWaves, id, vals[id], "%v", err))
-			continue
+			return []string{entryError(template.FieldWaves, id, v, "%v", err)}
 		}
 		c.Wave = int(n)
-	}
-	return msgs
+		return nil
+	})
 }
 
 // setReadyWhen evaluates each readiness expression. A child not observed
 // yet is not ready, and so is one whose expression is incomplete (a status
 // field not written yet).
 func setReadyWhen(rv cue.Value, byID map[string]*Child, observed map[string]*unstructured.Unstructured) []string {
-	ids, vals, err := sortedIDs(rv)
+	return eachRendered(rv, byID, template.FieldReadyWhen, "write it under the same condition as its child", func(id string, v cue.Value, c *Child) []string {
+		ready := false
+		c.ReadyWhen = &ready
+		if observed[id] == nil {
+			return nil
+		}
+		b, err := v.Bool()
+		if err != nil && v.Validate(cue.Concrete(true)) != nil && v.Validate() == nil {
+			return nil // incomplete: not ready yet
+		}
+		if err != nil {
+			return evalError(err).Messages
+		}
+		ready = b
+		return nil
+	})
+}
+
+// eachRendered calls set, in the order of their ids, with each entry of
+// the template's field (v, a struct by child id) and the rendered child it
+// names, and returns the messages set returns; an entry that names no
+// rendered child is an error, that says how to fix it.
+func eachRendered(v cue.Value, byID map[string]*Child, field, fix string, set func(id string, v cue.Value, c *Child) []string) []string {
+	ids, vals, err := sortedIDs(v)
 	if err != nil {
 		return []string{err.Error()}
 	}
@@ -76,23 +88,10 @@ func setReadyWhen(rv cue.Value, byID map[string]*Child, observed map[string]*uns
 	for _, id := range ids {
 		c := byID[id]
 		if c == nil {
-			msgs = append(msgs, waveError(template.FieldReadyWhen, id, vals[id], "no child %q is rendered: write it under the same condition as its child", id))
+			msgs = append(msgs, entryError(field, id, vals[id], "no child %q is rendered: %s", id, fix))
 			continue
 		}
-		ready := false
-		c.ReadyWhen = &ready
-		if observed[id] == nil {
-			continue
-		}
-		b, err := vals[id].Bool()
-		if err != nil && vals[id].Validate(cue.Concrete(true)) != nil && vals[id].Validate() == nil {
-			continue // incomplete: not ready yet
-		}
-		if err != nil {
-			msgs = append(msgs, evalError(err).Messages...)
-			continue
-		}
-		ready = b
+		msgs = append(msgs, set(id, vals[id], c)...)
 	}
 	return msgs
 }
@@ -144,7 +143,10 @@ func WaveGaps(children []Child) error {
 	return nil
 }
 
-func waveError(field, id string, v cue.Value, format string, args ...any) string {
+// entryError is the message of an error of the entry id of the template's
+// field (waves, readyWhen, policies, references): at the position where
+// the template writes its value v, when it has one.
+func entryError(field, id string, v cue.Value, format string, args ...any) string {
 	msg := fmt.Sprintf("%s.%s: %s", field, id, fmt.Sprintf(format, args...))
 	if p := authorPos(v); p.IsValid() {
 		return template.ShortPos(p) + ": " + msg

@@ -3,6 +3,18 @@ package testkit
 // Kinds that tests of several packages share, as the CUE source of a
 // package of a templates directory (Templates, Kinds).
 
+// ParentObserved declares, in the multi-line form most kinds of the tests
+// write it, a kind's parent (its name, namespace and #Spec) and its
+// observed children of any shape: the lines every kind with a status from
+// its children repeats. A kind's source splices it in place, so that the
+// CUE positions of the lines around it stay what the source shows.
+const ParentObserved = `parent: {
+	metadata: {name: string, namespace: string}
+	spec: #Spec
+}
+observed: [string]: {...}
+`
+
 // DigestKind (package digest) reads the ConfigMaps labelled for its CR, by
 // a selector, and lists their names in a ConfigMap of its own.
 const DigestKind = `package digest

@@ -2,6 +2,7 @@ package clustertest
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -62,4 +63,33 @@ func CreateWhenServed(t testing.TB, obj *unstructured.Unstructured, timeout time
 		return ""
 	})
 	return c
+}
+
+// Object is a new object of gvk named ns/name holding fields (such as
+// "spec"; nil for none), to create or apply.
+func Object(gvk schema.GroupVersionKind, ns, name string, fields map[string]any) *unstructured.Unstructured {
+	o := &unstructured.Unstructured{Object: map[string]any{}}
+	for k, v := range fields {
+		o.Object[k] = v
+	}
+	o.SetGroupVersionKind(gvk)
+	o.SetNamespace(ns)
+	o.SetName(name)
+	return o
+}
+
+// ConfigMapData reads the value of key in the data of the ConfigMap
+// ns/name through c: for a test waiting for a child to say what it
+// should. The error is the read's, or says that the ConfigMap has no key.
+func ConfigMapData(c client.Client, ns, name, key string) (string, error) {
+	cm := &unstructured.Unstructured{}
+	cm.SetGroupVersionKind(schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"})
+	if err := c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, cm); err != nil {
+		return "", err
+	}
+	v, found, err := unstructured.NestedString(cm.Object, "data", key)
+	if err == nil && !found {
+		err = fmt.Errorf("ConfigMap %s/%s has no data.%s", ns, name, key)
+	}
+	return v, err
 }
