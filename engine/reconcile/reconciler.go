@@ -23,7 +23,8 @@ const IndexOwnerUID = "cueop.ownerUID"
 // Reconciler converges the CRs of one kind. It is safe for concurrent use;
 // a new template revision is rolled out through Rollout.
 type Reconciler struct {
-	// Rollout chooses the revision each CR is rendered with.
+	// Rollout chooses the revision each CR is rendered with: NewReconciler
+	// makes it, keeping each CR's turn in the CR's record (crs.go).
 	Rollout *Rollout
 
 	// Parents reads the CRs (an unfiltered cache).
@@ -76,7 +77,9 @@ type Observer interface {
 
 // NewReconciler returns a reconciler serving k.
 func NewReconciler(k *template.Kind) *Reconciler {
-	return &Reconciler{Rollout: NewRollout(k)}
+	r := &Reconciler{}
+	r.Rollout = newRollout(k, &r.crs) // its turns are in the CRs' records
+	return r
 }
 
 // Kind is the newest revision of the kind.
@@ -89,6 +92,7 @@ func (r *Reconciler) SetKind(k *template.Kind) { r.Rollout.SetKind(k) }
 // (deletion.go), any other the stages of a run (run.go: reconcileLive); a
 // CR gone is forgotten.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	r.Refs.bind(&r.crs) // what each CR references is in its record
 	cr := &unstructured.Unstructured{}
 	cr.SetGroupVersionKind(r.Kind().Resource.GroupVersionKind())
 	if err := r.Parents.Get(ctx, req.NamespacedName, cr); err != nil {

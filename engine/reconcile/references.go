@@ -175,23 +175,56 @@ func referencesKey(revision string, cr *unstructured.Unstructured) string {
 }
 
 // RefIndex maps the objects CRs reference to the CRs, so that a change of a
-// referenced object reconciles exactly the CRs that read it. It is safe for
-// concurrent use.
+// referenced object reconciles exactly the CRs that read it. What each CR
+// references is kept in its record (crs.go): an index the operator makes
+// (NewRefIndex) holds records of its own until the reconciler it is handed
+// to binds it to its own (Reconciler.Reconcile). It is safe for concurrent
+// use.
 type RefIndex struct {
-	mu   sync.Mutex
-	byNS map[string]map[types.NamespacedName]refEntry
+	mu  sync.Mutex
+	crs *crs
 }
 
 // refEntry is what one CR references, and the key of what they were
-// computed from (referencesKey).
+// computed from (referencesKey); the zero value: nothing known.
 type refEntry struct {
 	key  string
 	refs []render.Reference
 }
 
+func (e refEntry) any() bool { return e.key != "" || len(e.refs) > 0 }
+
 // NewRefIndex returns an empty index.
-func NewRefIndex() *RefIndex {
-	return &RefIndex{byNS: map[string]map[types.NamespacedName]refEntry{}}
+func NewRefIndex() *RefIndex { return &RefIndex{crs: &crs{}} }
+
+// records are the records x indexes.
+func (x *RefIndex) records() *crs {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return x.crs
+}
+
+// bind makes x index s, the records of the reconciler it serves, moving
+// into them what was set before.
+func (x *RefIndex) bind(s *crs) {
+	if x == nil {
+		return
+	}
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.crs == s {
+		return
+	}
+	moved := map[types.NamespacedName]refEntry{}
+	x.crs.each(func(key types.NamespacedName, c *crRecord) {
+		if c.refs.any() {
+			moved[key] = c.refs
+		}
+	})
+	for key, e := range moved {
+		s.change(key, func(c *crRecord) { c.refs = e })
+	}
+	x.crs = s
 }
 
 // Set records what cr references (nothing forgets it).
@@ -201,21 +234,7 @@ func (x *RefIndex) set(cr types.NamespacedName, key string, refs []render.Refere
 	if x == nil {
 		return
 	}
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	ns := x.byNS[cr.Namespace]
-	if key == "" && len(refs) == 0 {
-		delete(ns, cr)
-		if len(ns) == 0 {
-			delete(x.byNS, cr.Namespace)
-		}
-		return
-	}
-	if ns == nil {
-		ns = map[types.NamespacedName]refEntry{}
-		x.byNS[cr.Namespace] = ns
-	}
-	ns[cr] = refEntry{key: key, refs: refs}
+	x.records().change(cr, func(c *crRecord) { c.refs = refEntry{key: key, refs: refs} })
 }
 
 // get returns what cr references when it was computed from key.
@@ -223,10 +242,9 @@ func (x *RefIndex) get(cr types.NamespacedName, key string) ([]render.Reference,
 	if x == nil {
 		return nil, false
 	}
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	e, ok := x.byNS[cr.Namespace][cr]
-	if !ok || e.key != key {
+	var e refEntry
+	x.records().read(cr, func(c *crRecord) { e = c.refs })
+	if !e.any() || e.key != key {
 		return nil, false
 	}
 	return e.refs, true
@@ -240,11 +258,12 @@ func (x *RefIndex) Match(o *unstructured.Unstructured) []types.NamespacedName {
 	if x == nil {
 		return nil
 	}
-	x.mu.Lock()
-	defer x.mu.Unlock()
+	s := x.records()
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	var out []types.NamespacedName
-	for cr, e := range x.byNS[o.GetNamespace()] {
-		for _, ref := range e.refs {
+	for cr := range s.refNS[o.GetNamespace()] {
+		for _, ref := range s.m[cr].refs.refs {
 			if ref.Matches(o) {
 				out = append(out, cr)
 				break

@@ -64,8 +64,8 @@ func TestRefIndexMatches(t *testing.T) {
 	if got := x.Match(cm("ns", "settings", map[string]string{"shared": "yes"})); len(got) != 0 {
 		t.Errorf("forgotten CRs still matched: %v", got)
 	}
-	if len(x.byNS) != 1 {
-		t.Errorf("namespaces left: %v", x.byNS)
+	if len(x.records().refNS) != 1 {
+		t.Errorf("namespaces left: %v", x.records().refNS)
 	}
 }
 
