@@ -14,7 +14,7 @@ import (
 // ChildrenNotReady, with those reads, if any, named in a note.
 func (r *run) notReady() (reason, message string) {
 	const waiting = "waiting for children to be ready"
-	absent := render.ReadyAbsent(r.kind, r.result_.Children, r.result_.ReadyByDefault)
+	absent := render.ReadyAbsent(r.kind, r.res.Children, r.res.ReadyByDefault)
 	if len(absent) == 0 {
 		return wellknown.ReasonChildrenNotReady, waiting
 	}
@@ -22,7 +22,7 @@ func (r *run) notReady() (reason, message string) {
 	for i, a := range absent {
 		msgs[i] = a.Sentence() + " (" + template.ShortPos(a.Pos) + ")"
 	}
-	if !render.AbsentMayBlock(absent, r.result_.Children, r.wholeObserved()) {
+	if !render.AbsentMayBlock(absent, r.res.Children, r.v.wholeObserved()) {
 		return wellknown.ReasonChildrenNotReady, waiting + "; note: " + strings.Join(msgs, "; ")
 	}
 	return wellknown.ReasonReadsAbsentField, strings.Join(msgs, "; ") + ": it never finds a value"

@@ -49,7 +49,7 @@ func TestNotReadyBlamesAbsentReadLast(t *testing.T) {
 					}
 				}
 			}
-			r := &run{kind: kind, result_: &render.Result{Children: children}, observed: observed}
+			r := &run{kind: kind, res: &render.Result{Children: children}, v: &view{observed: observed}}
 			reason, msg := r.notReady()
 			if reason != tc.reason || !strings.Contains(msg, read) {
 				t.Errorf("notReady = %s %q, want %s naming %q", reason, msg, tc.reason, read)
@@ -67,7 +67,7 @@ func TestNotReadyBlamesAbsentReadLast(t *testing.T) {
 	}}}
 	no := false
 	children := []render.Child{{ID: "cm", Object: obj("v1", "ConfigMap"), ReadyWhen: &no}}
-	r := &run{kind: gated, result_: &render.Result{Children: children}, observed: map[string]*unstructured.Unstructured{"cm": children[0].Object}}
+	r := &run{kind: gated, res: &render.Result{Children: children}, v: &view{observed: map[string]*unstructured.Unstructured{"cm": children[0].Object}}}
 	if reason, msg := r.notReady(); reason != wellknown.ReasonReadsAbsentField {
 		t.Errorf("notReady of a gate = %s %q, want %s", reason, msg, wellknown.ReasonReadsAbsentField)
 	}

@@ -8,13 +8,6 @@ import (
 	"github.com/cueop/cueop/engine/render"
 )
 
-// withChildLabels is res with Reconciler.ChildLabels set on every child
-// (a sharded replica's shard label, the label of the identity the kind
-// acts as).
-func (r *Reconciler) withChildLabels(res *render.Result) *render.Result {
-	return WithChildLabels(res, r.ChildLabels)
-}
-
 // WithChildLabels is res with childLabels set on every child, as a
 // reconcile applies them (Reconciler.ChildLabels); cueop diff renders its
 // children so. res is not modified: a render result may be shared, so each

@@ -51,14 +51,6 @@ type Host interface {
 	StatusFailing(ctx context.Context, st StatusFailing)
 }
 
-// childKinds are the kinds whose children a reconcile lists.
-func (r *Reconciler) childKinds() []schema.GroupVersionKind {
-	if r.Cluster == nil {
-		return nil
-	}
-	return r.Cluster.ChildKinds()
-}
-
 // bindingModes reads StorageClasses for the gates; nil: a Pending claim is
 // not ready for them.
 func (r *Reconciler) bindingModes() BindingModes {

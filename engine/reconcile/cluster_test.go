@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 
+	"github.com/cueop/cueop/engine/template"
+	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -42,4 +44,10 @@ func (c clusterFuncs) Load(ctx context.Context, meta *unstructured.Unstructured)
 		return nil, errNotInTest
 	}
 	return c.load(ctx, meta)
+}
+
+// testRun is a run of a reconcile of cr with k by rec, as Reconcile makes
+// it, with nothing observed yet.
+func testRun(rec *Reconciler, k *template.Kind, cr *unstructured.Unstructured) *run {
+	return rec.newRun(k, cr, logr.Discard())
 }

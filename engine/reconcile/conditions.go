@@ -19,11 +19,11 @@ import (
 // render no longer gives is removed. A CR not rendered at its inputs keeps
 // the ones it has.
 func (r *run) authorConditions(conds []metav1.Condition) []metav1.Condition {
-	if r.result_ == nil {
+	if r.res == nil {
 		return conds
 	}
 	given := map[string]bool{}
-	for _, c := range r.result_.Conditions {
+	for _, c := range r.res.Conditions {
 		given[c.Type] = true
 		meta.SetStatusCondition(&conds, metav1.Condition{Type: c.Type, Status: metav1.ConditionStatus(c.Status),
 			Reason: c.Reason, Message: c.Message, ObservedGeneration: r.cr.GetGeneration()})

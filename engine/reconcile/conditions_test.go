@@ -21,12 +21,12 @@ import (
 func TestAuthorConditions(t *testing.T) {
 	cr := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "x.example.com/v1", "kind": "X",
 		"metadata": map[string]any{"name": "x", "namespace": "ns", "generation": int64(4)}}}
-	r := &run{r: &Reconciler{Applier: &apply.Applier{}}, kind: &template.Kind{Revision: "rev-1"}, cr: cr}
+	r := testRun(&Reconciler{Applier: &apply.Applier{}}, &template.Kind{Revision: "rev-1"}, cr)
 	step := func(conds ...render.Condition) []metav1.Condition {
 		t.Helper()
-		r.result_ = nil
+		r.res = nil
 		if conds != nil {
-			r.result_ = &render.Result{Ready: true, Conditions: conds}
+			r.res = &render.Result{Ready: true, Conditions: conds}
 		}
 		cr.Object["status"] = r.desiredStatus()
 		// What the status write leaves: cueop owns the types it wrote.

@@ -14,51 +14,58 @@ import (
 	"github.com/cueop/cueop/engine/wellknown"
 )
 
-// applyAll applies every child that would change: first it creates those
-// that do not exist, claiming an object of a child's name only when the CR
-// controls it or may adopt it (ownership.go); while one is in conflict the
-// CR stalls and nothing that exists is changed. A child whose change the
-// API server refuses as immutable is recreated when its policy allows it,
-// one per CR at a time and only while every other child is ready, so a
-// rollout never takes down more than one child of a CR; when its policy
-// does not, the CR stalls (lifecycle.go).
-func (r *run) applyAll(ctx context.Context) (outcome, error) {
-	o, errs := r.createAbsent(ctx) // ownership.go
+// childWriter is stage 5: it applies a CR's rendered children, claiming
+// an existing object of a child's name only when the CR controls it or may
+// adopt it (ownership.go), and recreates a child whose change is immutable
+// when its policy allows (lifecycle.go).
+type childWriter struct {
+	applier *apply.Applier
+	records *crs // the per-CR records: the children found in conflict
+	rel     releaser
+	modes   BindingModes // nil: a Pending claim is not ready for the gates
+	tally   tally
+	cr      *unstructured.Unstructured
+}
+
+// applyAll applies every child of res that would change, but those held
+// (a later wave: waves.go): first it creates those v does not hold,
+// claiming an object of a child's name only when the CR controls it or may
+// adopt it (ownership.go); while one is in conflict the CR stalls and
+// nothing that exists is changed. A child whose change the API server
+// refuses as immutable is recreated when its policy allows it, one per CR
+// at a time and only while every other child is ready, so a rollout never
+// takes down more than one child of a CR; when its policy does not, the CR
+// stalls (lifecycle.go).
+func (w childWriter) applyAll(ctx context.Context, res *render.Result, v *view, held map[string]bool) (outcome, error) {
+	o, errs := w.createAbsent(ctx, res, v, held) // ownership.go
 	if o.stall != nil {
 		return o, errors.Join(errs...)
 	}
 	var immutable []refusal
-	for _, c := range r.result_.Children {
-		live := r.live(c)
-		if r.held[c.ID] || live == nil {
+	for _, c := range res.Children {
+		live := v.live(c)
+		if held[c.ID] || live == nil {
 			continue // a later wave (waves.go), or created above
 		}
-		action, err := r.r.Applier.Apply(ctx, c.Object, live)
+		action, err := w.applier.Apply(ctx, c.Object, live)
 		err = deny("apply "+objectText(c.Object), err) // forbidden.go
 		if err == nil {
-			action, err = r.dropReleasedMark(ctx, c, live, action)
+			action, err = w.dropReleasedMark(ctx, c, live, action)
 		}
 		switch {
 		case err != nil && apply.IsImmutable(err):
 			immutable = append(immutable, refusal{c, err})
 		case err != nil:
-			r.r.applied(r.kind.Resource.Kind, "", err)
+			w.tally.applied("", err)
 			errs = append(errs, err)
 		default:
-			r.r.applied(r.kind.Resource.Kind, action, nil)
-			r.record(action, c.Object)
+			w.tally.done(action, c.Object, nil)
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
 		return applyFailed(err), err
 	}
-	return r.recreate(ctx, immutable)
-}
-
-// live is the live object c is (same group, kind and name, at any version),
-// or nil when none; see matchLive.
-func (r *run) live(c render.Child) *unstructured.Unstructured {
-	return r.owned.matchLive(c.Object)
+	return w.recreate(ctx, res, v, immutable)
 }
 
 // applyFailed stalls the CR when the API server refuses a child for good
@@ -74,7 +81,7 @@ func applyFailed(err error) outcome {
 // recreate deletes the first child whose change is immutable, to be
 // created again, when its policy allows and every other child is ready
 // (lifecycle.go).
-func (r *run) recreate(ctx context.Context, immutable []refusal) (outcome, error) {
+func (w childWriter) recreate(ctx context.Context, res *render.Result, v *view, immutable []refusal) (outcome, error) {
 	if len(immutable) == 0 {
 		return outcome{}, nil
 	}
@@ -82,47 +89,25 @@ func (r *run) recreate(ctx context.Context, immutable []refusal) (outcome, error
 		return o, nil
 	}
 	c := immutable[0].child
-	if !r.othersReady(ctx, c.ID) {
+	if !othersReady(ctx, res, v, c.ID, w.modes) {
 		return waitFor(fmt.Sprintf("waiting for children to be ready before recreating %s %s", c.Object.GetKind(), c.Object.GetName())), nil
 	}
-	live := r.live(c)
-	if err := deny("delete "+objectText(live), r.r.Applier.Replace(ctx, live, c.Policy.Cascade == render.CascadeOrphan)); err != nil {
-		r.r.applied(r.kind.Resource.Kind, "", err)
+	live := v.live(c)
+	if err := deny("delete "+objectText(live), w.applier.Replace(ctx, live, c.Policy.Cascade == render.CascadeOrphan)); err != nil {
+		w.tally.applied("", err)
 		return outcome{}, err
 	}
-	r.r.applied(r.kind.Resource.Kind, apply.Recreated, nil)
-	r.record(apply.Recreated, c.Object)
+	w.tally.done(apply.Recreated, c.Object, nil)
 	return waitFor(fmt.Sprintf("recreating %s %s: an immutable field changed", c.Object.GetKind(), c.Object.GetName())), nil
 }
 
-// othersReady is true when every child but id exists and is ready for the
-// gates (gateReady: its readyWhen, else kstatus).
-func (r *run) othersReady(ctx context.Context, id string) bool {
-	for _, c := range r.result_.Children {
-		if ok, _ := gateReady(ctx, c, r.wholeLive(c), r.r.bindingModes()); c.ID != id && !ok { // partialview.go
+// othersReady is true when every child of res but id exists and is ready
+// for the gates (gateReady: its readyWhen, else kstatus).
+func othersReady(ctx context.Context, res *render.Result, v *view, id string, modes BindingModes) bool {
+	for _, c := range res.Children {
+		if ok, _ := gateReady(ctx, c, v.wholeLive(c), modes); c.ID != id && !ok { // partialview.go
 			return false
 		}
 	}
 	return true
-}
-
-// prune deletes every owned child the render no longer has, or releases it
-// when its policy says prune: never. It runs only after every apply
-// succeeded.
-func (r *run) prune(ctx context.Context) error {
-	var errs []error
-	victims, err := r.confirmed(ctx, pruneVictims(r.result_.Children, r.owned)) // forbidden.go
-	if err != nil {
-		return err
-	}
-	for _, o := range victims {
-		action, err := r.pruneOne(ctx, o)
-		r.r.applied(r.kind.Resource.Kind, action, err)
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		r.record(action, o)
-	}
-	return errors.Join(errs...)
 }

@@ -57,40 +57,41 @@ func (r *Reconciler) finalize(ctx context.Context, cr *unstructured.Unstructured
 		return ctrl.Result{}, nil
 	}
 	if slices.Contains(fins, metav1.FinalizerOrphanDependents) {
-		return ctrl.Result{}, r.setFinalizers(ctx, cr, noFinalizers)
+		return ctrl.Result{}, r.finalizers().set(ctx, cr, noFinalizers)
 	}
-	run := &run{r: r, kind: r.Kind(), cr: cr, log: log.FromContext(ctx)}
-	left, err := run.liveChildren(ctx)
+	run := r.newRun(r.Kind(), cr, log.FromContext(ctx))
+	left, err := ownedNow(ctx, r.Cluster, cr)
 	if err == nil {
-		left, err = run.releaseRetained(ctx, left)
+		left, err = run.pruner.releaseRetained(ctx, left)
+		run.emitEvents()
 	}
 	if err != nil {
 		return run.refusedDeletion(ctx, err) // forbidden.go
 	}
 	if len(left) > 0 && slices.Contains(fins, wellknown.FinalizerOrdered) {
-		o, err := run.deleteWave(ctx, left) // ordered.go
+		o, err := run.pruner.deleteWave(ctx, left) // ordered.go
 		run.note(o)
 		o, err = run.forbidden(err)
 		run.note(o)
 		if err := errors.Join(err, run.writeStatus(ctx)); err != nil {
 			return ctrl.Result{}, err
 		}
-		run.stallEvent()
+		run.events.stall(cr, run.stalled)
 		return ctrl.Result{RequeueAfter: deletionRecheck}, nil
 	}
-	return ctrl.Result{}, r.setFinalizers(ctx, cr, noFinalizers)
+	return ctrl.Result{}, r.finalizers().set(ctx, cr, noFinalizers)
 }
 
-// liveChildren are the objects the CR controls, as the API server has them
-// now (Cluster.Owned), each once.
-func (r *run) liveChildren(ctx context.Context) ([]*unstructured.Unstructured, error) {
-	if r.r.Cluster == nil {
-		return nil, fmt.Errorf("%s: no way to list its children from the API server", r.subject())
+// ownedNow are the objects cr controls, as the API server has them now
+// (Cluster.Owned), each once.
+func ownedNow(ctx context.Context, cluster Cluster, cr *unstructured.Unstructured) ([]*unstructured.Unstructured, error) {
+	if cluster == nil {
+		return nil, fmt.Errorf("%s: no way to list its children from the API server", objectText(cr))
 	}
-	objs, err := r.r.Cluster.Owned(ctx, r.cr.GetNamespace(), r.cr.GetUID())
+	objs, err := cluster.Owned(ctx, cr.GetNamespace(), cr.GetUID())
 	if err != nil {
-		what := "list the children of " + r.subject() + " in namespace " + r.cr.GetNamespace()
-		return nil, fmt.Errorf("%s: list its children: %w", r.subject(), deny(what, err)) // forbidden.go
+		what := "list the children of " + objectText(cr) + " in namespace " + cr.GetNamespace()
+		return nil, fmt.Errorf("%s: list its children: %w", objectText(cr), deny(what, err)) // forbidden.go
 	}
 	seen := map[types.UID]bool{}
 	return slices.DeleteFunc(objs, func(o *unstructured.Unstructured) bool {
@@ -101,26 +102,23 @@ func (r *run) liveChildren(ctx context.Context) ([]*unstructured.Unstructured, e
 }
 
 // releaseRetained releases every child of left that is to outlive its CR
-// (Reconciler.retained) and returns the others.
-func (r *run) releaseRetained(ctx context.Context, left []*unstructured.Unstructured) ([]*unstructured.Unstructured, error) {
+// (retained) and returns the others.
+func (p pruner) releaseRetained(ctx context.Context, left []*unstructured.Unstructured) ([]*unstructured.Unstructured, error) {
 	var errs []error
 	var rest []*unstructured.Unstructured
 	for _, o := range left {
-		if !r.r.retained(o) {
+		if !retained(p.opts, o) {
 			rest = append(rest, o)
 			continue
 		}
-		err := deny("release "+objectText(o), r.release(ctx, o)) // forbidden.go
-		r.r.applied(r.r.Kind().Resource.Kind, apply.Released, err)
+		err := deny("release "+objectText(o), p.rel.release(ctx, o)) // forbidden.go
+		p.tally.done(apply.Released, o, err)
 		if err != nil {
 			errs = append(errs, err)
-			continue
 		}
-		r.record(apply.Released, o)
 	}
-	r.emitEvents()
 	if len(errs) > 0 {
-		return nil, fmt.Errorf("%s: %w", r.subject(), errs[0])
+		return nil, fmt.Errorf("%s: %w", objectText(p.cr), errs[0])
 	}
 	return rest, nil
 }

@@ -30,10 +30,16 @@
 //	         Stalled beside the template's own (conditions.go), written
 //	         once and only when it changed
 //
-// Each stage returns, beside what it did, what it implies for the CR's
-// conditions (outcome.go: a stall, a wait, missing references), which one
-// place records (run.note) and one turns into the conditions (status.go);
-// converge (reconciler.go) runs the stages in this order, numbered.
+// Each stage is a small type holding only what it needs, handed to it in
+// one place (Reconciler.newRun): observer (observe.go), resolver
+// (references.go), inputs (resync.go: the decision), renderer
+// (rendering.go), finalizers and childWriter (finalizers.go, converge.go),
+// pruner (prune.go) and statusWriter (status.go). Each returns, beside what
+// it did, what it implies for the CR's conditions (outcome.go: a stall, a
+// wait, missing references, a render pending), which one place records
+// (run.note) and one turns into the conditions (status.go); converge
+// (run.go) runs the stages in this order, numbered, and reads top to
+// bottom.
 // A render error (a spec breaking a CUE constraint, a refused child) sets
 // Stalled and changes no child. A reconcile that ends without a render of
 // the CR's current inputs says why it waits, never Converged (pending.go).

@@ -4,49 +4,93 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/tools/record"
 
 	"github.com/cueop/cueop/engine/apply"
+	"github.com/cueop/cueop/engine/render"
 	"github.com/cueop/cueop/engine/wellknown"
 )
 
-func (r *run) record(a apply.Action, obj *unstructured.Unstructured) {
+// actions are what a reconcile did to children, by action: the names of
+// the children ("Kind name"), for its Events and its Reconciling message.
+type actions map[apply.Action][]string
+
+func (d actions) record(a apply.Action, obj *unstructured.Unstructured) {
 	if a == apply.Unchanged || a == "" {
 		return
 	}
-	if r.actions == nil {
-		r.actions = map[apply.Action][]string{}
-	}
-	r.actions[a] = append(r.actions[a], obj.GetKind()+" "+obj.GetName())
+	d[a] = append(d[a], obj.GetKind()+" "+obj.GetName())
 }
 
-// emitEvents emits one Event per kind of action of this reconcile (not one
-// per child, to keep the API requests per CR low), and one for a stall.
-func (r *run) emitEvents() {
-	rec := r.r.Recorder
-	if rec == nil {
+// tally tells the Observer what the stages of a reconcile of a CR of kind
+// did, and records the actions for its Events.
+type tally struct {
+	obs  Observer // nil: nobody
+	kind string
+	did  actions
+}
+
+// rendered tells of a render (not of a reuse of the memo's).
+func (t tally) rendered(d time.Duration, err error) {
+	if t.obs != nil {
+		t.obs.Rendered(t.kind, d, err)
+	}
+}
+
+// applied tells of a write to a child.
+func (t tally) applied(a apply.Action, err error) {
+	if t.obs != nil {
+		t.obs.Applied(t.kind, a, err)
+	}
+}
+
+// done tells of a write to obj, and records what it did when it succeeded.
+func (t tally) done(a apply.Action, obj *unstructured.Unstructured, err error) {
+	t.applied(a, err)
+	if err == nil {
+		t.did.record(a, obj)
+	}
+}
+
+// settled tells of a CR left as it is (resync.go).
+func (t tally) settled() {
+	if obs, ok := t.obs.(interface{ Settled(kind string) }); ok {
+		obs.Settled(t.kind)
+	}
+}
+
+// eventer emits a reconcile's Events on its CR.
+type eventer struct {
+	rec  record.EventRecorder // nil: none
+	opts render.Options       // the render budget of unrendered.go
+}
+
+// actions emits one Event per kind of action in did (not one per child,
+// to keep the API requests per CR low).
+func (e eventer) actions(cr *unstructured.Unstructured, did actions) {
+	if e.rec == nil {
 		return
 	}
 	var kinds []string
-	for a := range r.actions {
+	for a := range did {
 		kinds = append(kinds, string(a))
 	}
 	sort.Strings(kinds)
 	for _, a := range kinds {
-		names := r.actions[apply.Action(a)]
-		rec.Event(r.cr, corev1.EventTypeNormal, eventReason(a), fmt.Sprintf("%s %s", a, strings.Join(names, ", ")))
+		names := did[apply.Action(a)]
+		e.rec.Event(cr, corev1.EventTypeNormal, eventReason(a), fmt.Sprintf("%s %s", a, strings.Join(names, ", ")))
 	}
-	r.stallEvent()
-	r.warnUnrendered() // unrendered.go
 }
 
-// stallEvent emits a Warning for the CR's stall, unless the CR already
+// stall emits a Warning for cr's stall s, if any, unless the CR already
 // shows this very stall.
-func (r *run) stallEvent() {
-	if r.r.Recorder != nil && r.stalled != nil && stallChanged(r.cr, r.stalled) {
-		r.r.Recorder.Event(r.cr, corev1.EventTypeWarning, r.stalled.reason, r.stalled.message)
+func (e eventer) stall(cr *unstructured.Unstructured, s *stall) {
+	if e.rec != nil && s != nil && stallChanged(cr, s) {
+		e.rec.Event(cr, corev1.EventTypeWarning, s.reason, s.message)
 	}
 }
 

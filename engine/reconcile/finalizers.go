@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/cueop/cueop/engine/render"
+	"github.com/cueop/cueop/engine/template"
 	"github.com/cueop/cueop/engine/wellknown"
 )
 
@@ -22,33 +23,34 @@ var Finalizers = []string{wellknown.FinalizerRetain, wellknown.FinalizerOrdered}
 // noFinalizers takes every one of cueop's finalizers off.
 var noFinalizers = map[string]bool{wellknown.FinalizerRetain: false, wellknown.FinalizerOrdered: false}
 
-// syncFinalizers puts on the CR, before any child is applied, the
-// finalizers it needs, and takes off those it no longer needs: all in one
-// write, none when nothing changes (a CR that needs none costs nothing).
-// wellknown.FinalizerRetain while a child is to be released when the CR is deleted
-// (rendered with onDelete: retain, or observed so), wellknown.FinalizerOrdered while
-// the kind has waves.
-func (r *run) syncFinalizers(ctx context.Context) error {
-	retain := slices.ContainsFunc(r.result_.Children, func(c render.Child) bool { return c.Policy.OnDelete == render.OnDeleteRetain })
-	for _, o := range r.observed {
-		retain = retain || r.r.retained(o)
+// finalizers writes cueop's finalizers on CRs.
+type finalizers struct {
+	client  client.Client
+	records *crs // the per-CR records: the write's resourceVersion, the CR finalized
+	manager string
+}
+
+// sync puts on cr, before any child is applied, the finalizers it needs,
+// and takes off those it no longer needs: all in one write, none when
+// nothing changes (a CR that needs none costs nothing).
+// wellknown.FinalizerRetain while a child is to be released when the CR is
+// deleted (rendered with onDelete: retain, or observed so under opts),
+// wellknown.FinalizerOrdered while k has waves.
+func (f finalizers) sync(ctx context.Context, k *template.Kind, cr *unstructured.Unstructured, res *render.Result, observed map[string]*unstructured.Unstructured, opts render.Options) error {
+	retain := slices.ContainsFunc(res.Children, func(c render.Child) bool { return c.Policy.OnDelete == render.OnDeleteRetain })
+	for _, o := range observed {
+		retain = retain || retained(opts, o) // prune.go
 	}
-	return r.r.setFinalizers(ctx, r.cr, map[string]bool{wellknown.FinalizerRetain: retain, wellknown.FinalizerOrdered: r.kind.Waves})
+	return f.set(ctx, cr, map[string]bool{wellknown.FinalizerRetain: retain, wellknown.FinalizerOrdered: k.Waves})
 }
 
-// retained says whether o, a live child, is released rather than deleted
-// with its CR (render.Options.LivePolicy).
-func (r *Reconciler) retained(o *unstructured.Unstructured) bool {
-	return r.Options.LivePolicy(o).OnDelete == render.OnDeleteRetain
-}
-
-// setFinalizers adds the finalizers want says on and removes those it says
+// set adds the finalizers want says on and removes those it says
 // off, leaving the others alone, in one JSON patch guarded by the CR's uid:
 // neither an apply (it would create a CR deleted meanwhile) nor a merge
 // patch (it replaces the whole list). cr takes the finalizers and the
 // resourceVersion the API server returns, so that a later write of this
 // reconcile does not start from the old ones.
-func (r *Reconciler) setFinalizers(ctx context.Context, cr *unstructured.Unstructured, want map[string]bool) error {
+func (f finalizers) set(ctx context.Context, cr *unstructured.Unstructured, want map[string]bool) error {
 	ops := finalizerOps(cr, want)
 	if len(ops) == 0 {
 		return nil
@@ -58,7 +60,7 @@ func (r *Reconciler) setFinalizers(ctx context.Context, cr *unstructured.Unstruc
 		return err
 	}
 	patched := cr.DeepCopy()
-	err = r.Client.Patch(ctx, patched, client.RawPatch(types.JSONPatchType, data), client.FieldOwner(r.fieldManager()))
+	err = f.client.Patch(ctx, patched, client.RawPatch(types.JSONPatchType, data), client.FieldOwner(f.manager))
 	switch {
 	case apierrors.IsNotFound(err):
 		return nil
@@ -68,9 +70,9 @@ func (r *Reconciler) setFinalizers(ctx context.Context, cr *unstructured.Unstruc
 	// Until the cache has the write, a reconcile reading the CR as it was
 	// would write again: a deleted CR's finalizers would come off twice, the
 	// second time answered 404.
-	r.crs.wrote(client.ObjectKeyFromObject(cr), cr.GetResourceVersion(), patched.GetResourceVersion())
+	f.records.wrote(client.ObjectKeyFromObject(cr), cr.GetResourceVersion(), patched.GetResourceVersion())
 	if cr.GetDeletionTimestamp() != nil && !anyOurs(patched.GetFinalizers()) {
-		r.crs.finalizedDone(client.ObjectKeyFromObject(cr), cr.GetUID())
+		f.records.finalizedDone(client.ObjectKeyFromObject(cr), cr.GetUID())
 	}
 	cr.SetFinalizers(patched.GetFinalizers())
 	cr.SetResourceVersion(patched.GetResourceVersion())

@@ -12,7 +12,6 @@ import (
 	"github.com/cueop/cueop/engine/wellknown"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 )
 
@@ -137,14 +136,14 @@ func appendNew(lines []string, more ...string) []string {
 	return lines
 }
 
-// notBound stalls the CR when its kind is not bound in its namespace
+// notBound stalls cr when its kind is not bound in its namespace
 // (Host.Bound).
-func (r *run) notBound() *stall {
-	if r.r.Host == nil {
+func notBound(host Host, cr *unstructured.Unstructured) *stall {
+	if host == nil {
 		return nil
 	}
-	if err := r.r.Host.Bound(r.cr.GetNamespace()); err != nil {
-		return &stall{reason: wellknown.ReasonNamespaceNotBound, message: fmt.Sprintf("%s: %v; nothing is rendered, applied or pruned", r.subject(), err)}
+	if err := host.Bound(cr.GetNamespace()); err != nil {
+		return &stall{reason: wellknown.ReasonNamespaceNotBound, message: fmt.Sprintf("%s: %v; nothing is rendered, applied or pruned", objectText(cr), err)}
 	}
 	return nil
 }
@@ -161,25 +160,6 @@ func forbiddenHint(reason string) string {
 	return ""
 }
 
-// confirmed are the victims of a prune that the API server lists as the
-// CR's children now (Cluster.Owned): the cache's view decides nothing
-// is deleted on its own. A list refused (a denial) or failed prunes
-// nothing. Without a Cluster (tests) the victims are the cache's.
-func (r *run) confirmed(ctx context.Context, victims []*unstructured.Unstructured) ([]*unstructured.Unstructured, error) {
-	if len(victims) == 0 || r.r.Cluster == nil {
-		return victims, nil
-	}
-	live, err := r.liveChildren(ctx) // deletion.go
-	if err != nil {
-		return nil, err
-	}
-	there := map[types.UID]bool{}
-	for _, o := range live {
-		there[o.GetUID()] = o.GetDeletionTimestamp() == nil
-	}
-	return slices.DeleteFunc(victims, func(o *unstructured.Unstructured) bool { return !there[o.GetUID()] }), nil
-}
-
 // refusedDeletion ends the reconcile of a CR being deleted whose children
 // could not be listed or released: a denial stalls it (written in its
 // status, with an Event), and it is looked at again every
@@ -190,6 +170,6 @@ func (r *run) refusedDeletion(ctx context.Context, err error) (ctrl.Result, erro
 		return ctrl.Result{}, err
 	}
 	serr := r.writeStatus(ctx)
-	r.stallEvent()
+	r.events.stall(r.cr, r.stalled)
 	return ctrl.Result{RequeueAfter: forbiddenRecheck}, errors.Join(rest, serr)
 }

@@ -302,8 +302,8 @@ func TestStatusOnObserveError(t *testing.T) {
 		if c.old != nil {
 			cr.Object["status"] = c.old
 		}
-		r := &run{r: &Reconciler{Applier: &apply.Applier{}}, kind: &template.Kind{Revision: "r1"}, cr: cr,
-			observeFailed: errors.New("list Pod children: timeout")}
+		r := testRun(&Reconciler{Applier: &apply.Applier{}}, &template.Kind{Revision: "r1"}, cr)
+		r.observeFailed = errors.New("list Pod children: timeout")
 		st := r.desiredStatus()
 		if got := st["observedGeneration"]; got != c.wantGen {
 			t.Errorf("%s: observedGeneration = %v, want %v (generation 3 not observed)", c.name, got, c.wantGen)

@@ -49,55 +49,65 @@ func jsonSameAt(a, b any, depth int) (same, known bool) {
 	case jsonNumber:
 		return jsonFloat(a) == jsonFloat(b), true
 	case jsonArray:
-		x, y := a.([]any), b.([]any)
-		same := len(x) == len(y)
-		for i := range max(len(x), len(y)) {
-			switch {
-			case i >= len(x):
-				if !jsonKnown(y[i], depth+1) {
-					return false, false
-				}
-			case i >= len(y):
-				if !jsonKnown(x[i], depth+1) {
-					return false, false
-				}
-			default:
-				s, known := jsonSameAt(x[i], y[i], depth+1)
-				if !known {
-					return false, false
-				}
-				same = same && s
-			}
-		}
-		return same, true
+		return jsonSameArrays(a.([]any), b.([]any), depth)
 	default: // jsonObject
-		x, y := a.(map[string]any), b.(map[string]any)
-		same := len(x) == len(y)
-		for k, v := range x {
-			if !utf8.ValidString(k) {
+		return jsonSameObjects(a.(map[string]any), b.(map[string]any), depth)
+	}
+}
+
+// jsonSameArrays is jsonSameAt of two arrays at depth: element by
+// element, every element of the longer one walked too.
+func jsonSameArrays(x, y []any, depth int) (same, known bool) {
+	same = len(x) == len(y)
+	for i := range max(len(x), len(y)) {
+		switch {
+		case i >= len(x):
+			if !jsonKnown(y[i], depth+1) {
 				return false, false
 			}
-			w, in := y[k]
-			if !in {
-				if !jsonKnown(v, depth+1) {
-					return false, false
-				}
-				same = false
-				continue
+		case i >= len(y):
+			if !jsonKnown(x[i], depth+1) {
+				return false, false
 			}
-			s, known := jsonSameAt(v, w, depth+1)
+		default:
+			s, known := jsonSameAt(x[i], y[i], depth+1)
 			if !known {
 				return false, false
 			}
 			same = same && s
 		}
-		for k, w := range y {
-			if _, in := x[k]; !in && (!utf8.ValidString(k) || !jsonKnown(w, depth+1)) {
+	}
+	return same, true
+}
+
+// jsonSameObjects is jsonSameAt of two objects at depth: key by key, the
+// keys of either that the other lacks walked too.
+func jsonSameObjects(x, y map[string]any, depth int) (same, known bool) {
+	same = len(x) == len(y)
+	for k, v := range x {
+		if !utf8.ValidString(k) {
+			return false, false
+		}
+		w, in := y[k]
+		if !in {
+			if !jsonKnown(v, depth+1) {
 				return false, false
 			}
+			same = false
+			continue
 		}
-		return same, true
+		s, known := jsonSameAt(v, w, depth+1)
+		if !known {
+			return false, false
+		}
+		same = same && s
 	}
+	for k, w := range y {
+		if _, in := x[k]; !in && (!utf8.ValidString(k) || !jsonKnown(w, depth+1)) {
+			return false, false
+		}
+	}
+	return same, true
 }
 
 type jsonKind int

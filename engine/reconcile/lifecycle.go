@@ -21,10 +21,10 @@ var releasedKeys = []string{
 
 // release lets go of o (apply.Release), marking it with the CR it came from
 // and the proof that cueop released it (releaseproof.go).
-func (r *run) release(ctx context.Context, o *unstructured.Unstructured) error {
-	from := subjectOf(r.cr)
+func (x releaser) release(ctx context.Context, o *unstructured.Unstructured) error {
+	from := subjectOf(x.cr)
 	mark := map[string]string{wellknown.AnnotationReleasedFrom: from}
-	key, err := r.releaseKey(ctx)
+	key, err := x.key(ctx)
 	if err != nil {
 		return err
 	}
@@ -34,7 +34,7 @@ func (r *run) release(ctx context.Context, o *unstructured.Unstructured) error {
 		}
 		mark[wellknown.AnnotationReleaseProof] = ReleaseProof(key, o, from)
 	}
-	return r.r.Applier.Release(ctx, o, r.cr.GetUID(), releasedKeys, mark)
+	return x.applier.Release(ctx, o, x.cr.GetUID(), releasedKeys, mark)
 }
 
 // refusal is a child whose change the API server refused as immutable.
@@ -63,14 +63,4 @@ func stallImmutable(refused []refusal) outcome {
 		return outcome{}
 	}
 	return stallOf(wellknown.ReasonImmutableChange, strings.Join(lines, "\n"))
-}
-
-// pruneOne deletes a child the template no longer renders, or releases it
-// when its live policy says prune: never (recorded on it, or its kind's
-// default: a data kind is released).
-func (r *run) pruneOne(ctx context.Context, o *unstructured.Unstructured) (apply.Action, error) {
-	if r.r.Options.LivePolicy(o).Prune == render.PruneNever {
-		return apply.Released, deny("release "+objectText(o), r.release(ctx, o)) // forbidden.go
-	}
-	return apply.Pruned, deny("delete "+objectText(o), r.r.Applier.Prune(ctx, o))
 }

@@ -13,60 +13,100 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/cueop/cueop/engine/kschema"
+	"github.com/cueop/cueop/engine/render"
 	"github.com/cueop/cueop/engine/wellknown"
 )
 
-// observe lists, from the cache, every child the CR controls, at every
-// version watched, and what the template sees of them, keyed by child id.
-// With keep (partialview.go), a typed child is converted but for its
-// metadata and those top-level fields only; whole converts it all when a
-// step needs more.
-func (r *run) observe(ctx context.Context, keep map[string]bool) error {
+// observer is stage 1: it lists, from the cache, every child a CR
+// controls, at every version watched (Cluster.ChildKinds: a render may add
+// kinds, so they are asked at each observe).
+type observer struct {
+	children client.Reader   // Reconciler.Children
+	scheme   *runtime.Scheme // Reconciler.Scheme
+	cluster  Cluster         // nil: no child kinds
+	manager  string          // cueop's field manager
+}
+
+// view is what observe saw of a CR's children: every child it controls and
+// what the template sees of them, keyed by child id.
+type view struct {
+	owned    liveChildren
+	observed map[string]*unstructured.Unstructured
+	// sources are the listed objects of the children observe converted
+	// only in part, by their partial view (partialview.go).
+	sources map[*unstructured.Unstructured]runtime.Object
+	wholes  map[*unstructured.Unstructured]*unstructured.Unstructured // converted by whole
+}
+
+// live is the live object c is (same group, kind and name, at any
+// version), or nil when none; see matchLive.
+func (v *view) live(c render.Child) *unstructured.Unstructured {
+	return v.owned.matchLive(c.Object)
+}
+
+// observe lists every child cr controls and what the template sees of
+// them. With keep (partialview.go), a typed child is converted but for its
+// metadata and those top-level fields only; view.whole converts it all
+// when a step needs more.
+func (o observer) observe(ctx context.Context, cr *unstructured.Unstructured, keep map[string]bool) (*view, error) {
 	var objs []*unstructured.Unstructured
-	uid := string(r.cr.GetUID())
-	r.sources, r.wholes = nil, nil
-	for _, gvk := range r.r.childKinds() {
-		items, sources, err := r.r.listChildren(ctx, gvk, r.cr.GetNamespace(), uid, keep)
+	v := &view{}
+	for _, gvk := range o.childKinds() {
+		items, sources, err := o.list(ctx, gvk, cr.GetNamespace(), string(cr.GetUID()), keep)
 		if err != nil {
-			what := fmt.Sprintf("list %s in namespace %s", gvk.Kind, r.cr.GetNamespace())
-			return fmt.Errorf("%s: list %s children: %w", r.subject(), gvk.Kind, deny(what, err)) // forbidden.go
+			what := fmt.Sprintf("list %s in namespace %s", gvk.Kind, cr.GetNamespace())
+			return nil, fmt.Errorf("%s: list %s children: %w", objectText(cr), gvk.Kind, deny(what, err)) // forbidden.go
 		}
 		objs = append(objs, items...)
 		for i, src := range sources {
-			if r.sources == nil {
-				r.sources = map[*unstructured.Unstructured]runtime.Object{}
+			if v.sources == nil {
+				v.sources = map[*unstructured.Unstructured]runtime.Object{}
 			}
-			r.sources[items[i]] = src
+			v.sources[items[i]] = src
 		}
 	}
-	r.owned = sortChildren(r.cr, objs)
-	r.observed = r.owned.templateView(r.r.fieldManager())
-	return nil
+	v.owned = sortChildren(cr, objs)
+	v.observed = v.owned.templateView(o.manager)
+	return v, nil
 }
 
-// listChildren lists from the cache the children of one kind that a parent
-// owns. A kind the scheme knows is cached as typed objects, a third of the
-// memory of unstructured ones (docs/benchmarks.md), and each
-// child is converted for the template as it is listed. When keep is not
-// nil and the kind has a built-in schema, a child is converted but for the
-// fields not in keep: partial, and sources holds, at the same index, the
-// listed object it was converted from (nil when items are whole).
-func (r *Reconciler) listChildren(ctx context.Context, gvk schema.GroupVersionKind, ns, uid string, keep map[string]bool) (items []*unstructured.Unstructured, sources []runtime.Object, err error) {
+// childKinds are the kinds whose children a reconcile lists.
+func (o observer) childKinds() []schema.GroupVersionKind {
+	if o.cluster == nil {
+		return nil
+	}
+	return o.cluster.ChildKinds()
+}
+
+// list lists from the cache the children of one kind that a parent owns.
+// A kind the scheme knows is cached as typed objects, a third of the
+// memory of unstructured ones (docs/benchmarks.md), and each child is
+// converted for the template as it is listed (listTyped).
+func (o observer) list(ctx context.Context, gvk schema.GroupVersionKind, ns, uid string, keep map[string]bool) (items []*unstructured.Unstructured, sources []runtime.Object, err error) {
 	opts := []client.ListOption{client.InNamespace(ns), client.MatchingFields{IndexOwnerUID: uid}}
 	listGVK := gvk.GroupVersion().WithKind(gvk.Kind + "List")
-	if r.Scheme == nil || !r.Scheme.Recognizes(listGVK) {
-		list := &unstructured.UnstructuredList{}
-		list.SetGroupVersionKind(listGVK)
-		if err := r.Children.List(ctx, list, opts...); err != nil {
-			return nil, nil, err
-		}
-		out := make([]*unstructured.Unstructured, len(list.Items))
-		for i := range list.Items {
-			out[i] = &list.Items[i]
-		}
-		return out, nil, nil
+	if o.scheme != nil && o.scheme.Recognizes(listGVK) {
+		return o.listTyped(ctx, gvk, listGVK, opts, keep)
 	}
-	obj, err := r.Scheme.New(listGVK)
+	list := &unstructured.UnstructuredList{}
+	list.SetGroupVersionKind(listGVK)
+	if err := o.children.List(ctx, list, opts...); err != nil {
+		return nil, nil, err
+	}
+	out := make([]*unstructured.Unstructured, len(list.Items))
+	for i := range list.Items {
+		out[i] = &list.Items[i]
+	}
+	return out, nil, nil
+}
+
+// listTyped lists the children of a kind the scheme knows and converts
+// each. When keep is not nil and the kind has a built-in schema, a child
+// is converted but for the fields not in keep: partial, and sources holds,
+// at the same index, the listed object it was converted from (nil when
+// items are whole).
+func (o observer) listTyped(ctx context.Context, gvk, listGVK schema.GroupVersionKind, opts []client.ListOption, keep map[string]bool) ([]*unstructured.Unstructured, []runtime.Object, error) {
+	obj, err := o.scheme.New(listGVK)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -78,7 +118,7 @@ func (r *Reconciler) listChildren(ctx context.Context, gvk schema.GroupVersionKi
 	// list to a struct copy of its object, and toUnstructured only sets the
 	// copy's own fields and reads the rest (a Pod's deep copy was the largest
 	// allocation of a settled CR's reconcile after the conversion itself).
-	if err := r.Children.List(ctx, list, append(opts, client.UnsafeDisableDeepCopy)...); err != nil {
+	if err := o.children.List(ctx, list, append(opts, client.UnsafeDisableDeepCopy)...); err != nil {
 		return nil, nil, err
 	}
 	listed, err := meta.ExtractList(list)
@@ -93,8 +133,14 @@ func (r *Reconciler) listChildren(ctx context.Context, gvk schema.GroupVersionKi
 	// partial and toUnstructured set the items' own fields: they must be
 	// the list's copies, not the cache's objects, as a list whose items are
 	// pointers would hand out.
-	copied := itemsCopied(list)
-	out := make([]*unstructured.Unstructured, 0, len(listed))
+	return convertItems(listed, itemsCopied(list), gvk, keep)
+}
+
+// convertItems converts listed for the template: by their partial view
+// with keep (and then sources are the objects converted), else whole;
+// copied says whether they are the list's own copies.
+func convertItems(listed []runtime.Object, copied bool, gvk schema.GroupVersionKind, keep map[string]bool) (out []*unstructured.Unstructured, sources []runtime.Object, err error) {
+	out = make([]*unstructured.Unstructured, 0, len(listed))
 	if keep != nil {
 		sources = make([]runtime.Object, 0, len(listed))
 	}

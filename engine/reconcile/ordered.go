@@ -19,7 +19,7 @@ import (
 // being deleted, until the garbage collector has deleted its dependents (a
 // Deployment's ReplicaSets and their Pods), so that the next wave waits
 // for them too. Their deletion events bring the CR back.
-func (r *run) deleteWave(ctx context.Context, left []*unstructured.Unstructured) (outcome, error) {
+func (p pruner) deleteWave(ctx context.Context, left []*unstructured.Unstructured) (outcome, error) {
 	top := 0
 	for _, o := range left {
 		top = max(top, render.WaveOf(o))
@@ -29,17 +29,17 @@ func (r *run) deleteWave(ctx context.Context, left []*unstructured.Unstructured)
 		if render.WaveOf(o) != top || o.GetDeletionTimestamp() != nil {
 			continue
 		}
-		err := deny("delete "+objectText(o), r.r.Applier.Delete(ctx, o, metav1.DeletePropagationForeground)) // forbidden.go
-		r.r.applied(r.kind.Resource.Kind, apply.Pruned, err)
+		err := deny("delete "+objectText(o), p.applier.Delete(ctx, o, metav1.DeletePropagationForeground)) // forbidden.go
+		p.tally.applied(apply.Pruned, err)
 		if err != nil {
 			errs = append(errs, err)
 			continue
 		}
-		r.log.Info("deleting wave", "wave", top, "child", fmt.Sprintf("%s %s/%s", o.GetKind(), o.GetNamespace(), o.GetName()))
+		p.log.Info("deleting wave", "wave", top, "child", fmt.Sprintf("%s %s/%s", o.GetKind(), o.GetNamespace(), o.GetName()))
 	}
 	o := outcome{deleting: fmt.Sprintf("deleting wave %d: waiting for %s to be gone", top, strings.Join(waveNames(left, top), ", "))}
 	if err := errors.Join(errs...); err != nil {
-		return o, fmt.Errorf("%s: delete wave %d: %w", r.subject(), top, err)
+		return o, fmt.Errorf("%s: delete wave %d: %w", objectText(p.cr), top, err)
 	}
 	return o, nil
 }
@@ -58,5 +58,5 @@ func waveNames(left []*unstructured.Unstructured, w int) []string {
 // ReleaseOrdered removes wellknown.FinalizerOrdered from cr, for a kind no longer
 // served.
 func (r *Reconciler) ReleaseOrdered(ctx context.Context, cr *unstructured.Unstructured) error {
-	return r.setFinalizers(ctx, cr, map[string]bool{wellknown.FinalizerOrdered: false})
+	return r.finalizers().set(ctx, cr, map[string]bool{wellknown.FinalizerOrdered: false})
 }

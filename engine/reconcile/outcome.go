@@ -16,6 +16,12 @@ type outcome struct {
 	missing string
 	// deleting: which wave the deletion of the CR waits for (ordered.go).
 	deleting string
+	// pending: why the CR's current inputs were not rendered; it waits,
+	// and says so (pending.go).
+	pending string
+	// quiet: the render was refused as busy within its grace (busy.go):
+	// the status is not written for it.
+	quiet bool
 }
 
 // stall is why a CR cannot progress without a change of spec or template.
@@ -38,6 +44,10 @@ func waitFor(why string) outcome { return outcome{wait: why} }
 // said of the same, and tells whether the CR is stalled: the stages after
 // a stall do not run.
 func (r *run) note(o outcome) (stalled bool) {
+	if o.pending != "" {
+		r.pending = o.pending
+	}
+	r.quiet = r.quiet || o.quiet
 	if o.stall != nil {
 		r.stalled = o.stall
 	}
@@ -56,7 +66,7 @@ func (r *run) note(o outcome) (stalled bool) {
 // wait is why the CR is not converged yet, "" when it is: what a stage
 // said, else, for a render whose children are not all ready, that.
 func (r *run) wait() string {
-	if r.waiting == "" && r.result_ != nil && !r.result_.Ready {
+	if r.waiting == "" && r.res != nil && !r.res.Ready {
 		return "waiting for children to be ready"
 	}
 	return r.waiting

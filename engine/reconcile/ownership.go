@@ -119,42 +119,41 @@ type claimed struct {
 // then, unless an object found is in conflict, applied over the objects
 // found that the CR controls or may adopt. When any is in conflict the CR
 // stalls: nothing that exists is changed, here or in applyAll.
-func (r *run) createAbsent(ctx context.Context) (outcome, []error) {
+func (w childWriter) createAbsent(ctx context.Context, res *render.Result, v *view, held map[string]bool) (outcome, []error) {
 	var failed []error
 	var lines []string
 	var claims []claimed
 	ids := map[string]bool{}
-	for _, c := range r.result_.Children {
-		if r.held[c.ID] || r.live(c) != nil {
+	for _, c := range res.Children {
+		if held[c.ID] || v.live(c) != nil {
 			continue
 		}
-		action, cl, err := r.create(ctx, c)
+		action, cl, err := w.create(ctx, c)
 		switch {
 		case err != nil:
-			r.r.applied(r.kind.Resource.Kind, "", err)
+			w.tally.applied("", err)
 			failed = append(failed, err)
 		case cl != nil && cl.Conflict != "":
 			lines, ids[c.ID] = append(lines, cl.Conflict), true
 		case cl != nil:
 			claims = append(claims, *cl)
 		default:
-			r.r.applied(r.kind.Resource.Kind, action, nil)
-			r.record(action, c.Object)
+			w.tally.done(action, c.Object, nil)
 		}
 	}
-	r.r.crs.setConflicts(client.ObjectKeyFromObject(r.cr), ids)
+	w.records.setConflicts(client.ObjectKeyFromObject(w.cr), ids)
 	if len(lines) > 0 {
 		return stallOf(wellknown.ReasonChildConflict, strings.Join(lines, "\n")), failed
 	}
-	return outcome{}, append(failed, r.claimAll(ctx, claims)...)
+	return outcome{}, append(failed, w.claimAll(ctx, claims)...)
 }
 
 // create creates c where its name is free, with a create-only apply, or
 // else reads the object of its name: for a child found in conflict before,
 // the read comes first, so that a CR in conflict sends no write.
-func (r *run) create(ctx context.Context, c render.Child) (apply.Action, *claimed, error) {
-	a := r.r.Applier
-	if !r.r.crs.hadConflict(client.ObjectKeyFromObject(r.cr), c.ID) {
+func (w childWriter) create(ctx context.Context, c render.Child) (apply.Action, *claimed, error) {
+	a := w.applier
+	if !w.records.hadConflict(client.ObjectKeyFromObject(w.cr), c.ID) {
 		action, err := a.Apply(ctx, c.Object, nil)
 		if !apply.IsExists(err) {
 			return action, nil, deny("create "+objectText(c.Object), err) // forbidden.go
@@ -168,8 +167,8 @@ func (r *run) create(ctx context.Context, c render.Child) (apply.Action, *claime
 		action, err := a.Apply(ctx, c.Object, nil)
 		return action, nil, deny("create "+objectText(c.Object), err)
 	}
-	cl := &claimed{child: c, obj: obj, Claim: ClaimOf(r.cr, c, obj)}
-	if err := r.prove(ctx, cl); err != nil { // releaseproof.go
+	cl := &claimed{child: c, obj: obj, Claim: ClaimOf(w.cr, c, obj)}
+	if err := w.rel.prove(ctx, cl); err != nil { // releaseproof.go
 		return "", nil, err
 	}
 	return "", cl, nil
@@ -177,26 +176,24 @@ func (r *run) create(ctx context.Context, c render.Child) (apply.Action, *claime
 
 // claimAll applies each child over the object of its name, which the CR
 // controls (its cache had not seen it) or adopts.
-func (r *run) claimAll(ctx context.Context, claims []claimed) []error {
+func (w childWriter) claimAll(ctx context.Context, claims []claimed) []error {
 	var failed []error
 	for _, cl := range claims {
-		apply := r.r.Applier.Apply
+		apply := w.applier.Apply
 		if cl.Released {
 			// Over the object whose proof verified, not one that took
 			// its name since.
-			apply = r.r.Applier.ApplyOver
+			apply = w.applier.ApplyOver
 		}
 		action, err := apply(ctx, cl.child.Object, cl.obj)
 		err = deny("apply "+objectText(cl.child.Object), err) // forbidden.go
 		if err == nil && cl.Adopt {
 			action = Adopted
 		}
-		r.r.applied(r.kind.Resource.Kind, action, err)
+		w.tally.done(action, cl.child.Object, err)
 		if err != nil {
 			failed = append(failed, err)
-			continue
 		}
-		r.record(action, cl.child.Object)
 	}
 	return failed
 }
@@ -204,7 +201,7 @@ func (r *run) claimAll(ctx context.Context, claims []claimed) []error {
 // dropReleasedMark removes wellknown.AnnotationReleasedFrom, and its proof, from live, a child the CR
 // controls again (adopted), unless the template renders it; action is what
 // the apply before it did, and what the reconcile did to the child.
-func (r *run) dropReleasedMark(ctx context.Context, c render.Child, live *unstructured.Unstructured, action apply.Action) (apply.Action, error) {
+func (w childWriter) dropReleasedMark(ctx context.Context, c render.Child, live *unstructured.Unstructured, action apply.Action) (apply.Action, error) {
 	if _, ok := live.GetAnnotations()[wellknown.AnnotationReleasedFrom]; !ok {
 		return action, nil
 	}
@@ -214,7 +211,7 @@ func (r *run) dropReleasedMark(ctx context.Context, c render.Child, live *unstru
 	if action == apply.Unchanged {
 		action = apply.Updated
 	}
-	return action, deny("patch "+objectText(live), r.r.Applier.RemoveAnnotations(ctx, live, wellknown.AnnotationReleasedFrom, wellknown.AnnotationReleaseProof))
+	return action, deny("patch "+objectText(live), w.applier.RemoveAnnotations(ctx, live, wellknown.AnnotationReleasedFrom, wellknown.AnnotationReleaseProof))
 }
 
 // setConflicts remembers the children of key found in conflict by its

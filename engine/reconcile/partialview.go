@@ -30,13 +30,13 @@ import (
 // the object listed (whole).
 
 // viewKeys is the set of top-level fields of the children, beside their
-// metadata, that a reconcile reads; nil when observe must convert the
+// metadata, that a reconcile of k reads; nil when observe must convert the
 // children whole: the template's reads are unknown or take whole objects,
 // or the kind's Ready comes from kstatus over whole children (computed in
 // the render and in the settled check's fingerprint).
-func (r *run) viewKeys() map[string]bool {
-	reads := r.kind.Reads
-	if reads == nil || reads.Observed.All || !r.kind.Value.LookupPath(template.PathReady).Exists() {
+func viewKeys(k *template.Kind) map[string]bool {
+	reads := k.Reads
+	if reads == nil || reads.Observed.All || !k.Value.LookupPath(template.PathReady).Exists() {
 		return nil
 	}
 	keys := map[string]bool{}
@@ -137,38 +137,38 @@ func topFields(t reflect.Type) []topField {
 // observe converted only its partial view. The conversion is kept for the
 // rest of the reconcile. A conversion that fails (it succeeded in part)
 // leaves o.
-func (r *run) whole(o *unstructured.Unstructured) *unstructured.Unstructured {
-	src, ok := r.sources[o]
+func (v *view) whole(o *unstructured.Unstructured) *unstructured.Unstructured {
+	src, ok := v.sources[o]
 	if o == nil || !ok {
 		return o
 	}
-	if w, ok := r.wholes[o]; ok {
+	if w, ok := v.wholes[o]; ok {
 		return w
 	}
 	w, err := toUnstructured(src, o.GroupVersionKind()) // the list's copy, converted once
 	if err != nil {
 		w = o
 	}
-	if r.wholes == nil {
-		r.wholes = map[*unstructured.Unstructured]*unstructured.Unstructured{}
+	if v.wholes == nil {
+		v.wholes = map[*unstructured.Unstructured]*unstructured.Unstructured{}
 	}
-	r.wholes[o] = w
+	v.wholes[o] = w
 	return w
 }
 
-// wholeLive is the live object of c (r.live), whole.
-func (r *run) wholeLive(c render.Child) *unstructured.Unstructured {
-	return r.whole(r.live(c))
+// wholeLive is the live object of c (view.live), whole.
+func (v *view) wholeLive(c render.Child) *unstructured.Unstructured {
+	return v.whole(v.live(c))
 }
 
 // wholeObserved is what the template sees of the children, each whole.
-func (r *run) wholeObserved() map[string]*unstructured.Unstructured {
-	if len(r.sources) == 0 {
-		return r.observed
+func (v *view) wholeObserved() map[string]*unstructured.Unstructured {
+	if len(v.sources) == 0 {
+		return v.observed
 	}
-	out := make(map[string]*unstructured.Unstructured, len(r.observed))
-	for id, o := range r.observed {
-		out[id] = r.whole(o)
+	out := make(map[string]*unstructured.Unstructured, len(v.observed))
+	for id, o := range v.observed {
+		out[id] = v.whole(o)
 	}
 	return out
 }

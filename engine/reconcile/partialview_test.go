@@ -9,7 +9,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/go-logr/logr"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -124,26 +123,26 @@ func TestPartialViewSettlesAsTheWhole(t *testing.T) {
 		before[i] = c.DeepCopyObject()
 	}
 	view := func(objs []*unstructured.Unstructured) *run {
-		r := &run{r: &Reconciler{Applier: &apply.Applier{}}, kind: kind, cr: cr}
-		r.owned = sortChildren(cr, objs)
-		r.observed = r.owned.templateView(r.r.fieldManager())
+		r := testRun(&Reconciler{Applier: &apply.Applier{}}, kind, cr)
+		r.v.owned = sortChildren(cr, objs)
+		r.v.observed = r.v.owned.templateView(r.manager)
 		return r
 	}
 
 	// Converged from the whole children, as a reconcile that rendered.
 	whole := view(listed(t, cached, nil))
-	res, err := render.Render(kind, cr, whole.observed, render.Options{})
+	res, err := render.Render(kind, cr, whole.v.observed, render.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	whole.result_ = res
+	whole.res = res
 	status := whole.desiredStatus()
 	if status[StatusInputsDigest] == nil || !res.Ready {
 		t.Fatalf("not a converged status: ready %v, %v", res.Ready, status)
 	}
 	cr.Object["status"] = status
 
-	keep := view(nil).viewKeys()
+	keep := viewKeys(view(nil).kind)
 	if want := map[string]bool{"status": true}; !maps.Equal(keep, want) {
 		t.Fatalf("viewKeys = %v, want %v (the RedisCluster reads its Pods' status.conditions)", keep, want)
 	}
@@ -153,15 +152,15 @@ func TestPartialViewSettlesAsTheWhole(t *testing.T) {
 			t.Fatalf("the partial conversion changed the cached %T", c)
 		}
 	}
-	if spec := part.owned.all[0].Object["spec"]; reflect.DeepEqual(spec, whole.owned.all[0].Object["spec"]) {
+	if spec := part.v.owned.all[0].Object["spec"]; reflect.DeepEqual(spec, whole.v.owned.all[0].Object["spec"]) {
 		t.Fatalf("the partial view converted the Pod's spec: %v", spec)
 	}
-	dw, okw := view(listed(t, cached, nil)).recordedDigest(false)
-	dp, okp := part.recordedDigest(false)
+	dw, okw := view(listed(t, cached, nil)).inputs().recorded(false)
+	dp, okp := part.inputs().recorded(false)
 	if !okw || !okp || dw != dp || dw != status[StatusInputsDigest] {
 		t.Fatalf("digests: whole %q (%v), partial %q (%v), recorded %v", dw, okw, dp, okp, status[StatusInputsDigest])
 	}
-	if !part.settled() {
+	if !part.inputs().settled() {
 		t.Fatal("the partial view of unchanged children is not settled")
 	}
 
@@ -184,8 +183,8 @@ func TestPartialViewSettlesAsTheWhole(t *testing.T) {
 		}
 		tc.change(changed[1].(*corev1.Pod))
 		w, p := view(listed(t, changed, nil)), view(listed(t, changed, keep))
-		if w.settled() != tc.settled || p.settled() != tc.settled {
-			t.Errorf("%s: settled whole %v, partial %v, want %v", name, w.settled(), p.settled(), tc.settled)
+		if w.inputs().settled() != tc.settled || p.inputs().settled() != tc.settled {
+			t.Errorf("%s: settled whole %v, partial %v, want %v", name, w.inputs().settled(), p.inputs().settled(), tc.settled)
 		}
 	}
 }
@@ -236,33 +235,33 @@ func TestGatesJudgeWholeChildren(t *testing.T) {
 		return &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": kind,
 			"metadata": map[string]any{"name": name, "namespace": "ns"}}}
 	}
-	r := &run{r: &Reconciler{Applier: &apply.Applier{}, Cluster: clusterFuncs{modes: modes}}, kind: &template.Kind{Waves: true}, cr: cr}
-	r.owned = sortChildren(cr, []*unstructured.Unstructured{view})
-	r.observed = r.owned.templateView(r.r.fieldManager())
-	r.sources = map[*unstructured.Unstructured]runtime.Object{view: &listedClaim}
-	r.result_ = &render.Result{Ready: true, Children: []render.Child{
+	r := testRun(&Reconciler{Applier: &apply.Applier{}, Cluster: clusterFuncs{modes: modes}}, &template.Kind{Waves: true}, cr)
+	r.v.owned = sortChildren(cr, []*unstructured.Unstructured{view})
+	r.v.observed = r.v.owned.templateView(r.manager)
+	r.v.sources = map[*unstructured.Unstructured]runtime.Object{view: &listedClaim}
+	r.res = &render.Result{Ready: true, Children: []render.Child{
 		{ID: "data", Wave: 0, Object: desired("PersistentVolumeClaim", "d-data")},
 		{ID: "server", Wave: 1, Object: desired("ConfigMap", "d-server")},
 	}}
 
-	if g := GateWaves(context.Background(), r.result_.Children, r.live, modes); g.Held == nil {
+	if g := GateWaves(context.Background(), r.res.Children, r.v.live, modes); g.Held == nil {
 		t.Fatal("the view alone lets the wave pass: this test no longer shows what whole is for")
 	}
-	r.gateWaves(context.Background())
+	r.held, r.waveWait = gateWaves(context.Background(), r.kind, r.res, r.v, r.writer.modes)
 	if r.held != nil {
 		t.Fatalf("the gate held %v: %s", r.held, r.waveWait)
 	}
-	w := r.wholeLive(r.result_.Children[0])
+	w := r.v.wholeLive(r.res.Children[0])
 	if sc, _, _ := unstructured.NestedString(w.Object, "spec", "storageClassName"); w == view || sc != class {
 		t.Fatalf("wholeLive did not convert the claim whole: %v", w.Object)
 	}
-	if r.wholeLive(r.result_.Children[0]) != w {
+	if r.v.wholeLive(r.res.Children[0]) != w {
 		t.Fatal("the claim was converted whole twice")
 	}
-	if sc, _, _ := unstructured.NestedString(view.Object, "spec", "storageClassName"); sc != "" || r.observed["data"] != view {
+	if sc, _, _ := unstructured.NestedString(view.Object, "spec", "storageClassName"); sc != "" || r.v.observed["data"] != view {
 		t.Fatal("whole changed the view")
 	}
-	if got := r.wholeObserved()["data"]; got != w {
+	if got := r.v.wholeObserved()["data"]; got != w {
 		t.Fatalf("wholeObserved = %v, want the whole claim", got)
 	}
 }
@@ -331,8 +330,8 @@ func thingDeployment(failed bool) *appsv1.Deployment {
 // its partial view (viewKeys), from the list's copy.
 func thingRun(t *testing.T, k *template.Kind, cr *unstructured.Unstructured, d *appsv1.Deployment) *run {
 	t.Helper()
-	r := &run{r: &Reconciler{Applier: &apply.Applier{}}, kind: k, cr: cr, log: logr.Discard()}
-	keys := r.viewKeys()
+	r := testRun(&Reconciler{Applier: &apply.Applier{}}, k, cr)
+	keys := viewKeys(r.kind)
 	if !maps.Equal(keys, map[string]bool{"status": true}) {
 		t.Fatalf("viewKeys = %v, want the status alone", keys)
 	}
@@ -341,9 +340,9 @@ func thingRun(t *testing.T, k *template.Kind, cr *unstructured.Unstructured, d *
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.owned = sortChildren(cr, []*unstructured.Unstructured{view})
-	r.observed = r.owned.templateView(r.r.fieldManager())
-	r.sources = map[*unstructured.Unstructured]runtime.Object{view: &listed}
+	r.v.owned = sortChildren(cr, []*unstructured.Unstructured{view})
+	r.v.observed = r.v.owned.templateView(r.manager)
+	r.v.sources = map[*unstructured.Unstructured]runtime.Object{view: &listed}
 	return r
 }
 
@@ -363,13 +362,13 @@ func TestDefaultReadyJudgesWholeChildren(t *testing.T) {
 	k := kindFromSource(t, "x.example.com", "Thing", thingSource)
 	for _, fast := range []bool{true, false} {
 		r := thingRun(t, k, thing(fast), thingDeployment(false))
-		if o, err := r.render(context.Background()); r.note(o) || err != nil || r.result_ == nil {
+		if o, err := r.render(context.Background()); r.note(o) || err != nil || r.res == nil {
 			t.Fatalf("fast %v: render: %v, %v", fast, err, r.stalled)
 		}
-		if !r.result_.Ready || r.result_.ReadyByDefault != fast {
-			t.Errorf("fast %v: Ready %v, by default %v; want Ready, by default %v", fast, r.result_.Ready, r.result_.ReadyByDefault, fast)
+		if !r.res.Ready || r.res.ReadyByDefault != fast {
+			t.Errorf("fast %v: Ready %v, by default %v; want Ready, by default %v", fast, r.res.Ready, r.res.ReadyByDefault, fast)
 		}
-		if fast && render.Reuse(render.Inputs{Kind: k, Observed: r.observed}, r.result_).Ready {
+		if fast && render.Reuse(render.Inputs{Kind: k, Observed: r.v.observed}, r.res).Ready {
 			t.Error("kstatus over the view without spec.replicas is ready: this test no longer shows what the whole children are for")
 		}
 	}
@@ -386,7 +385,7 @@ func TestDefaultReadySettlesOnKstatus(t *testing.T) {
 	for _, fast := range []bool{true, false} {
 		cr := thing(fast)
 		r := thingRun(t, k, cr, thingDeployment(false))
-		if o, err := r.render(context.Background()); r.note(o) || err != nil || r.result_ == nil {
+		if o, err := r.render(context.Background()); r.note(o) || err != nil || r.res == nil {
 			t.Fatalf("render: %v, %v", err, r.stalled)
 		}
 		st := r.desiredStatus()
@@ -395,10 +394,10 @@ func TestDefaultReadySettlesOnKstatus(t *testing.T) {
 			t.Fatalf("fast %v: recorded digest %q", fast, recorded)
 		}
 		cr.Object["status"] = st
-		if !thingRun(t, k, cr, thingDeployment(false)).settled() {
+		if !thingRun(t, k, cr, thingDeployment(false)).inputs().settled() {
 			t.Errorf("fast %v: the same children do not settle", fast)
 		}
-		if got := thingRun(t, k, cr, thingDeployment(true)).settled(); got == fast {
+		if got := thingRun(t, k, cr, thingDeployment(true)).inputs().settled(); got == fast {
 			t.Errorf("fast %v: with the rollout failed, settled = %v", fast, got)
 		}
 	}
@@ -410,7 +409,7 @@ func TestDefaultReadySettlesOnKstatus(t *testing.T) {
 func TestAbsentReadsOfTheDefaultReady(t *testing.T) {
 	k := kindFromSource(t, "x.example.com", "Thing", thingSource+"readyWhen: deploy: (*observed.deploy.status.bogus | 0) == 1\n")
 	r := thingRun(t, k, thing(true), thingDeployment(false))
-	if o, err := r.render(context.Background()); r.note(o) || err != nil || r.result_ == nil {
+	if o, err := r.render(context.Background()); r.note(o) || err != nil || r.res == nil {
 		t.Fatalf("render: %v, %v", err, r.stalled)
 	}
 	if reason, msg := r.notReady(); reason != wellknown.ReasonReadsAbsentField || !strings.Contains(msg, "status.bogus") {

@@ -7,25 +7,18 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// notRendered records that this reconcile ends without a render of the CR's
-// current inputs, and why: the one place a path that skips the render
-// tells the status so (conditions, pendingConditions).
-func (r *run) notRendered(why string) {
-	r.result_, r.pending = nil, why
-}
-
 // unfinished is the outcome of a reconcile that failed after its render: a
 // failure nothing else explained (a finalizer, prune or recreate request)
 // keeps the CR Reconciling, never Converged.
 func (r *run) unfinished(err error) outcome {
-	if err == nil || r.wait() != "" || r.stalled != nil || r.observeFailed != nil || r.result_ == nil {
+	if err == nil || r.wait() != "" || r.stalled != nil || r.observeFailed != nil || r.res == nil {
 		return outcome{}
 	}
 	return waitFor("retrying: " + firstLine(err.Error()))
 }
 
 // pendingConditions are the conditions of a CR this reconcile did not
-// render at its current inputs (r.result_ is nil, nothing stalled it): it
+// render at its current inputs (r.res is nil, nothing stalled it): it
 // waits, and says why. A Ready condition it already has stays as it is: its
 // children, unchanged, serve as they did (a template edit rolling out must
 // not make Ready drop); a CR never rendered reads Ready=Unknown.

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/cueop/cueop/engine/render"
+	"github.com/cueop/cueop/engine/template"
 	"github.com/cueop/cueop/engine/wellknown"
 )
 
@@ -29,23 +30,33 @@ type ReadFunc func(ctx context.Context, gvk schema.GroupVersionKind, namespace s
 // shared: it is read, never changed.
 type LoadFunc func(ctx context.Context, meta *unstructured.Unstructured) (*unstructured.Unstructured, error)
 
-// loadReferenced returns in with its referenced objects read whole, when
-// the reconciler reads them by metadata (Cluster.Load): only a render
-// needs them, as the digest of the inputs counts a referenced object by
-// its resourceVersion (render.Inputs.Digest), so a CR whose references did
+// resolver is stage 2: it evaluates the template's references for a CR
+// and reads what they name, from the operator's watched caches.
+type resolver struct {
+	eval    render.Evaluator
+	opts    render.Options
+	cluster Cluster   // nil: the template may reference nothing
+	refs    *RefIndex // learns what each CR reads; nil: nothing learns it
+	bound   int       // the bytes a render's inputs may hold (inputsize.go)
+}
+
+// load returns in with its referenced objects read whole, when the
+// reconciler reads them by metadata (Cluster.Load): only a render needs
+// them, as the digest of the inputs counts a referenced object by its
+// resourceVersion (render.Inputs.Digest), so a CR whose references did
 // not change costs no read.
-func (r *run) loadReferenced(ctx context.Context) func(render.Inputs) (render.Inputs, error) {
-	if r.r.Cluster == nil {
+func (x resolver) load(ctx context.Context) func(render.Inputs) (render.Inputs, error) {
+	if x.cluster == nil {
 		return nil
 	}
-	max := r.r.inputBound() // inputsize.go
+	max := x.bound
 	return func(in render.Inputs) (render.Inputs, error) {
 		whole := make(map[string]render.Referenced, len(in.Referenced))
 		read := 0
 		for id, ref := range in.Referenced {
 			objs := make([]*unstructured.Unstructured, len(ref.Objects))
 			for i, o := range ref.Objects {
-				got, err := r.r.Cluster.Load(ctx, o)
+				got, err := x.cluster.Load(ctx, o)
 				if err != nil {
 					return in, fmt.Errorf("references.%s: read %s %s/%s: %w", id, o.GetKind(), o.GetNamespace(), o.GetName(), deny("get "+objectText(o), err))
 				}
@@ -71,37 +82,35 @@ func referencedTooLarge(id string, o *unstructured.Unstructured, read, max int) 
 		id, o.GetKind(), o.GetNamespace(), o.GetName(), read, max)}}
 }
 
-// resolve evaluates the template's references for the CR and reads them,
-// in the CR's namespace only. A reference refused by the readable kinds
-// stalls the CR; a missing one leaves it waiting, not rendered. The index
-// learns what the CR reads either way, so that the object's creation or
-// change wakes it.
-func (r *run) resolve(ctx context.Context) (outcome, error) {
-	r.referenced = nil
-	if !r.kind.References {
-		r.r.Refs.Forget(client.ObjectKeyFromObject(r.cr))
-		return outcome{}, nil
+// resolve evaluates the template's references for cr, rendered with k,
+// and reads them, in the CR's namespace only: what they resolved to. A
+// reference refused by the readable kinds stalls the CR; a missing one
+// leaves it waiting, not rendered. The index learns what the CR reads
+// either way, so that the object's creation or change wakes it.
+func (x resolver) resolve(ctx context.Context, k *template.Kind, cr *unstructured.Unstructured) (map[string]render.Referenced, outcome, error) {
+	if !k.References {
+		x.refs.Forget(client.ObjectKeyFromObject(cr))
+		return nil, outcome{}, nil
 	}
-	refs, err := r.references(ctx)
+	refs, err := x.references(ctx, k, cr)
 	var rerr *render.Error
 	if errors.As(err, &rerr) {
-		return stallOf(rerr.Reason, rerr.Error()), nil
+		return nil, stallOf(rerr.Reason, rerr.Error()), nil
 	}
 	if err != nil {
-		return outcome{}, fmt.Errorf("%s: references: %w", r.subject(), err)
+		return nil, outcome{}, fmt.Errorf("%s: references: %w", objectText(cr), err)
 	}
 	if len(refs) == 0 {
-		return outcome{}, nil
+		return nil, outcome{}, nil
 	}
-	if r.r.Cluster == nil {
-		return outcome{}, fmt.Errorf("%s: the template references objects and this reconciler reads none", r.subject())
+	if x.cluster == nil {
+		return nil, outcome{}, fmt.Errorf("%s: the template references objects and this reconciler reads none", objectText(cr))
 	}
-	got, missing, err := ReadReferences(ctx, refs, r.cr.GetNamespace(), r.r.Cluster.Read)
+	got, missing, err := ReadReferences(ctx, refs, cr.GetNamespace(), x.cluster.Read)
 	if err != nil {
-		return waitFor("reading references failed, retrying: " + err.Error()), fmt.Errorf("%s: %w", r.subject(), err)
+		return nil, waitFor("reading references failed, retrying: " + err.Error()), fmt.Errorf("%s: %w", objectText(cr), err)
 	}
-	r.referenced = got
-	return outcome{missing: missing}, nil
+	return got, outcome{missing: missing}, nil
 }
 
 // ReadReferences reads, with read, the objects refs name in namespace, each
@@ -144,18 +153,18 @@ func ReadReferences(ctx context.Context, refs []render.Reference, namespace stri
 // are computed from changed: the template revision and the parent the
 // template sees (its spec, by generation, its labels and annotations).
 // The index remembers them, so that the object's events find the CR.
-func (r *run) references(ctx context.Context) ([]render.Reference, error) {
-	key := types.NamespacedName{Namespace: r.cr.GetNamespace(), Name: r.cr.GetName()}
-	memo := referencesKey(r.kind.Revision, r.cr)
-	if refs, ok := r.r.Refs.get(key, memo); ok {
+func (x resolver) references(ctx context.Context, k *template.Kind, cr *unstructured.Unstructured) ([]render.Reference, error) {
+	key := types.NamespacedName{Namespace: cr.GetNamespace(), Name: cr.GetName()}
+	memo := referencesKey(k.Revision, cr)
+	if refs, ok := x.refs.get(key, memo); ok {
 		return refs, nil
 	}
-	refs, err := r.r.evaluator().References(ctx, r.kind, r.cr, r.r.options())
+	refs, err := x.eval.References(ctx, k, cr, x.opts)
 	if err != nil {
-		r.r.Refs.Forget(key)
+		x.refs.Forget(key)
 		return nil, err
 	}
-	r.r.Refs.set(key, memo, refs)
+	x.refs.set(key, memo, refs)
 	return refs, nil
 }
 
@@ -166,23 +175,56 @@ func referencesKey(revision string, cr *unstructured.Unstructured) string {
 }
 
 // RefIndex maps the objects CRs reference to the CRs, so that a change of a
-// referenced object reconciles exactly the CRs that read it. It is safe for
-// concurrent use.
+// referenced object reconciles exactly the CRs that read it. What each CR
+// references is kept in its record (crs.go): an index the operator makes
+// (NewRefIndex) holds records of its own until the reconciler it is handed
+// to binds it to its own (Reconciler.Reconcile). It is safe for concurrent
+// use.
 type RefIndex struct {
-	mu   sync.Mutex
-	byNS map[string]map[types.NamespacedName]refEntry
+	mu  sync.Mutex
+	crs *crs
 }
 
 // refEntry is what one CR references, and the key of what they were
-// computed from (referencesKey).
+// computed from (referencesKey); the zero value: nothing known.
 type refEntry struct {
 	key  string
 	refs []render.Reference
 }
 
+func (e refEntry) any() bool { return e.key != "" || len(e.refs) > 0 }
+
 // NewRefIndex returns an empty index.
-func NewRefIndex() *RefIndex {
-	return &RefIndex{byNS: map[string]map[types.NamespacedName]refEntry{}}
+func NewRefIndex() *RefIndex { return &RefIndex{crs: &crs{}} }
+
+// records are the records x indexes.
+func (x *RefIndex) records() *crs {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return x.crs
+}
+
+// bind makes x index s, the records of the reconciler it serves, moving
+// into them what was set before.
+func (x *RefIndex) bind(s *crs) {
+	if x == nil {
+		return
+	}
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.crs == s {
+		return
+	}
+	moved := map[types.NamespacedName]refEntry{}
+	x.crs.each(func(key types.NamespacedName, c *crRecord) {
+		if c.refs.any() {
+			moved[key] = c.refs
+		}
+	})
+	for key, e := range moved {
+		s.change(key, func(c *crRecord) { c.refs = e })
+	}
+	x.crs = s
 }
 
 // Set records what cr references (nothing forgets it).
@@ -192,21 +234,7 @@ func (x *RefIndex) set(cr types.NamespacedName, key string, refs []render.Refere
 	if x == nil {
 		return
 	}
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	ns := x.byNS[cr.Namespace]
-	if key == "" && len(refs) == 0 {
-		delete(ns, cr)
-		if len(ns) == 0 {
-			delete(x.byNS, cr.Namespace)
-		}
-		return
-	}
-	if ns == nil {
-		ns = map[types.NamespacedName]refEntry{}
-		x.byNS[cr.Namespace] = ns
-	}
-	ns[cr] = refEntry{key: key, refs: refs}
+	x.records().change(cr, func(c *crRecord) { c.refs = refEntry{key: key, refs: refs} })
 }
 
 // get returns what cr references when it was computed from key.
@@ -214,10 +242,9 @@ func (x *RefIndex) get(cr types.NamespacedName, key string) ([]render.Reference,
 	if x == nil {
 		return nil, false
 	}
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	e, ok := x.byNS[cr.Namespace][cr]
-	if !ok || e.key != key {
+	var e refEntry
+	x.records().read(cr, func(c *crRecord) { e = c.refs })
+	if !e.any() || e.key != key {
 		return nil, false
 	}
 	return e.refs, true
@@ -231,11 +258,12 @@ func (x *RefIndex) Match(o *unstructured.Unstructured) []types.NamespacedName {
 	if x == nil {
 		return nil
 	}
-	x.mu.Lock()
-	defer x.mu.Unlock()
+	s := x.records()
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	var out []types.NamespacedName
-	for cr, e := range x.byNS[o.GetNamespace()] {
-		for _, ref := range e.refs {
+	for cr := range s.refNS[o.GetNamespace()] {
+		for _, ref := range s.m[cr].refs.refs {
 			if ref.Matches(o) {
 				out = append(out, cr)
 				break

@@ -15,6 +15,7 @@ import (
 
 	"github.com/cueop/cueop/engine/budget"
 	"github.com/cueop/cueop/engine/render"
+	"github.com/cueop/cueop/engine/template"
 	"github.com/cueop/cueop/engine/wellknown"
 )
 
@@ -63,8 +64,8 @@ func TestRefIndexMatches(t *testing.T) {
 	if got := x.Match(cm("ns", "settings", map[string]string{"shared": "yes"})); len(got) != 0 {
 		t.Errorf("forgotten CRs still matched: %v", got)
 	}
-	if len(x.byNS) != 1 {
-		t.Errorf("namespaces left: %v", x.byNS)
+	if len(x.records().refNS) != 1 {
+		t.Errorf("namespaces left: %v", x.records().refNS)
 	}
 }
 
@@ -136,8 +137,7 @@ func TestLoadReferencedWithinRenderBudget(t *testing.T) {
 		objs = append(objs, cm("ns", fmt.Sprintf("big-%d", i), nil))
 	}
 	rec := &Reconciler{Cluster: clusterFuncs{load: load}, Options: render.Options{Budget: budget.Budget{Memory: 1 << 20}}}
-	r := &run{r: rec}
-	_, err := r.loadReferenced(context.Background())(render.Inputs{Referenced: map[string]render.Referenced{"all": {List: true, Objects: objs}}})
+	_, err := testRun(rec, &template.Kind{}, cm("ns", "cr", nil)).resolver.load(context.Background())(render.Inputs{Referenced: map[string]render.Referenced{"all": {List: true, Objects: objs}}})
 	var rerr *render.Error
 	if !errors.As(err, &rerr) || rerr.Reason != wellknown.ReasonRenderBudget || !strings.Contains(err.Error(), "references.all: the referenced objects read up to ConfigMap ns/big-2 hold") {
 		t.Fatalf("want a RenderBudget refusal naming references.all, got %v", err)

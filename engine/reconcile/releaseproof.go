@@ -9,6 +9,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/cueop/cueop/engine/apply"
 	"github.com/cueop/cueop/engine/render"
 	"github.com/cueop/cueop/engine/wellknown"
 )
@@ -52,14 +53,22 @@ func proven(key []byte, obj *unstructured.Unstructured, from string) string {
 	return ""
 }
 
-// releaseKey is the key of the release proofs; nil when the reconciler has
-// none (no Reconciler.Host: releases carry no proof, and nothing is
-// adopted by its released-from mark).
-func (r *run) releaseKey(ctx context.Context) ([]byte, error) {
-	if r.r.Host == nil {
+// releaser lets go of a CR's children, marked with the proof that cueop
+// released them, and checks the proof of a child to adopt by its mark.
+type releaser struct {
+	applier *apply.Applier
+	host    Host // nil: releases carry no proof, no adoption by the mark
+	cr      *unstructured.Unstructured
+}
+
+// key is the key of the release proofs; nil when the reconciler has none
+// (no Reconciler.Host: releases carry no proof, and nothing is adopted by
+// its released-from mark).
+func (x releaser) key(ctx context.Context) ([]byte, error) {
+	if x.host == nil {
 		return nil, nil
 	}
-	key, err := r.r.Host.ReleaseKey(ctx)
+	key, err := x.host.ReleaseKey(ctx)
 	if err != nil {
 		// Not wrapped: a refusal to read the operator's own Secret is not
 		// a refusal of the child's request (forbidden.go).
@@ -70,11 +79,11 @@ func (r *run) releaseKey(ctx context.Context) ([]byte, error) {
 
 // prove turns cl, an adoption that rests on obj's released-from mark, into
 // a conflict unless obj's proof verifies.
-func (r *run) prove(ctx context.Context, cl *claimed) error {
+func (x releaser) prove(ctx context.Context, cl *claimed) error {
 	if !cl.Adopt || !cl.Released {
 		return nil
 	}
-	key, err := r.releaseKey(ctx)
+	key, err := x.key(ctx)
 	if err != nil {
 		return err
 	}

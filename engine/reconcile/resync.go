@@ -48,14 +48,25 @@ const StatusInputsDigest = template.StatusInputsDigest
 // digestFormat changes when what the digest covers changes.
 const digestFormat = "cueop-inputs-2" // 2: the kstatus of a render whose Ready was the default
 
+// inputs are what a CR's settled check (stage 3) and the digest its
+// status records are computed from.
+type inputs struct {
+	kind       *template.Kind
+	cr         *unstructured.Unstructured
+	v          *view // what observe saw
+	referenced map[string]render.Referenced
+	stamp      string // Reconciler.stamp
+	manager    string // cueop's field manager
+}
+
 // settled is true when the CR's status records a convergence at exactly
 // the inputs and children it has now (see StatusInputsDigest).
-func (r *run) settled() bool {
-	if !r.maySettle() {
+func (in inputs) settled() bool {
+	if !maySettle(in.cr, in.kind) {
 		return false
 	}
-	recorded, _, _ := unstructured.NestedString(r.cr.Object, "status", StatusInputsDigest)
-	d, ok := r.recordedDigest(strings.HasPrefix(recorded, byDefaultPrefix))
+	recorded, _, _ := unstructured.NestedString(in.cr.Object, "status", StatusInputsDigest)
+	d, ok := in.recorded(strings.HasPrefix(recorded, byDefaultPrefix))
 	return ok && d == recorded
 }
 
@@ -65,27 +76,27 @@ func (r *run) settled() bool {
 // `ready` always covers it, unmarked.
 const byDefaultPrefix = "default:"
 
-// recordedDigest is the digest to record, or to compare with the one
+// recorded is the digest to record, or to compare with the one
 // recorded, for a render whose Ready was the default (byDefault) or not.
 // The children's kstatus is computed from their whole objects
 // (partialview.go).
-func (r *run) recordedDigest(byDefault bool) (string, bool) {
-	if !r.kind.Value.LookupPath(template.PathReady).Exists() {
-		return r.inputsDigest(true)
+func (in inputs) recorded(byDefault bool) (string, bool) {
+	if !in.kind.Value.LookupPath(template.PathReady).Exists() {
+		return in.digest(true)
 	}
 	if !byDefault {
-		return r.inputsDigest(false)
+		return in.digest(false)
 	}
-	d, ok := r.inputsDigest(true)
+	d, ok := in.digest(true)
 	return byDefaultPrefix + d, ok
 }
 
-// maySettle is true when the CR's status records a convergence at its
-// current generation and revision, with the inputs' digest: settled then
+// maySettle is true when cr's status records a convergence at its current
+// generation and k's revision, with the inputs' digest: settled then
 // compares the digest.
-func (r *run) maySettle() bool {
-	recorded, _, _ := unstructured.NestedString(r.cr.Object, "status", StatusInputsDigest)
-	return recorded != "" && convergedStatus(r.cr, r.kind.Revision)
+func maySettle(cr *unstructured.Unstructured, k *template.Kind) bool {
+	recorded, _, _ := unstructured.NestedString(cr.Object, "status", StatusInputsDigest)
+	return recorded != "" && convergedStatus(cr, k.Revision)
 }
 
 // convergedStatus is true when cr's status says it converged at its
@@ -113,33 +124,21 @@ func convergedStatus(cr *unstructured.Unstructured, rev string) bool {
 	return true
 }
 
-// recordDigest adds the inputs' digest to st when this reconcile converged
-// from a single render of what it observed (a rerender renders another view
-// of the children than observe gives).
-func (r *run) recordDigest(st map[string]any) {
-	if r.rerendered || !r.converged() {
-		return
-	}
-	if d, ok := r.recordedDigest(r.result_ != nil && r.result_.ReadyByDefault); ok {
-		st[StatusInputsDigest] = d
-	}
-}
-
-// inputsDigest is the digest StatusInputsDigest describes, hex encoded,
-// with the children's kstatus or without.
-func (r *run) inputsDigest(kstatus bool) (string, bool) {
-	in := render.Inputs{Kind: r.kind, Parent: r.cr, Observed: r.observed, Referenced: r.referenced}
-	d, ok := in.Digest()
+// digest is the digest StatusInputsDigest describes, hex encoded, with the
+// children's kstatus or without.
+func (in inputs) digest(kstatus bool) (string, bool) {
+	ri := render.Inputs{Kind: in.kind, Parent: in.cr, Observed: in.v.observed, Referenced: in.referenced}
+	d, ok := ri.Digest()
 	if !ok {
 		return "", false
 	}
 	h := sha256.New()
 	h.Write(d[:])
-	writeField(h, r.r.stamp())
+	writeField(h, in.stamp)
 	for _, f := range Finalizers { // finalizers.go: a reconcile puts them back
-		writeField(h, fmt.Sprint(f, slices.Contains(r.cr.GetFinalizers(), f)))
+		writeField(h, fmt.Sprint(f, slices.Contains(in.cr.GetFinalizers(), f)))
 	}
-	if !r.childrenFingerprint(h, kstatus) {
+	if !in.childrenFingerprint(h, kstatus) {
 		return "", false
 	}
 	return hex.EncodeToString(h.Sum(nil)), true
@@ -149,11 +148,11 @@ func (r *run) inputsDigest(kstatus bool) (string, bool) {
 // fixed order, what drift detection compares: its identity, its applied
 // hash and cueop's field set; and with kstatus its kstatus, of the whole
 // child.
-func (r *run) childrenFingerprint(h hash.Hash, kstatus bool) bool {
-	all := slices.Clone(r.owned.all)
+func (in inputs) childrenFingerprint(h hash.Hash, kstatus bool) bool {
+	all := slices.Clone(in.v.owned.all)
 	slices.SortFunc(all, func(a, b *unstructured.Unstructured) int { return strings.Compare(childName(a), childName(b)) })
 	for _, o := range all {
-		fields, ok := managerFields(o, r.r.fieldManager())
+		fields, ok := managerFields(o, in.manager)
 		if !ok {
 			return false
 		}
@@ -162,7 +161,7 @@ func (r *run) childrenFingerprint(h hash.Hash, kstatus bool) bool {
 		writeField(h, o.GetAnnotations()[wellknown.AnnotationAppliedHash])
 		writeField(h, fields)
 		if kstatus {
-			res, err := status.Compute(r.whole(o))
+			res, err := status.Compute(in.v.whole(o))
 			if err != nil {
 				return false
 			}

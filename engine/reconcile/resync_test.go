@@ -20,7 +20,7 @@ import (
 // a finalizer of cueop's taken off each make the reconcile run in full.
 func TestSettledOnlyWhenNothingChanged(t *testing.T) {
 	kind := loadKinds(t, "../../templates").Lookup("cache.example.com", "RedisCluster")
-	converged := func() *run {
+	converged := func() inputs {
 		cr := &unstructured.Unstructured{Object: map[string]any{
 			"apiVersion": "cache.example.com/v1", "kind": "RedisCluster",
 			"metadata": map[string]any{"name": "r", "namespace": "ns", "uid": "uid-1", "generation": int64(2),
@@ -41,38 +41,38 @@ func TestSettledOnlyWhenNothingChanged(t *testing.T) {
 			}
 			objs, observed[id] = append(objs, o), o
 		}
-		r := &run{r: &Reconciler{Applier: &apply.Applier{}}, kind: kind, cr: cr}
-		r.owned, r.observed = sortChildren(cr, objs), observed
+		r := testRun(&Reconciler{Applier: &apply.Applier{}}, kind, cr)
+		r.v = &view{owned: sortChildren(cr, objs), observed: observed}
 		res, err := render.Render(kind, cr, observed, render.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		r.result_ = res
+		r.res = res
 		cr.Object["status"] = r.desiredStatus()
 		if cr.Object["status"].(map[string]any)[StatusInputsDigest] == nil {
 			t.Fatalf("converged status without %s: %v", StatusInputsDigest, cr.Object["status"])
 		}
-		return &run{r: r.r, kind: kind, cr: cr, owned: r.owned, observed: observed}
+		return inputs{kind: kind, cr: cr, v: &view{owned: r.v.owned, observed: observed}, stamp: r.stamp, manager: r.manager}
 	}
 	if r := converged(); !r.settled() {
 		t.Fatal("a converged CR whose inputs did not change is not settled")
 	}
-	for name, change := range map[string]func(r *run){
-		"spec":          func(r *run) { r.cr.Object["spec"].(map[string]any)["version"] = "7.4" },
-		"generation":    func(r *run) { r.cr.SetGeneration(3) },
-		"revision":      func(r *run) { r.kind = editedKind(t) },
-		"pod not ready": func(r *run) { r.observed["pod-1"] = livePod(t, "pod-1", "False") },
-		"finalizer":     func(r *run) { r.cr.SetFinalizers(nil) },
-		"applied hash": func(r *run) {
-			r.owned.all[0].SetAnnotations(map[string]string{wellknown.AnnotationAppliedHash: "other"})
+	for name, change := range map[string]func(r *inputs){
+		"spec":          func(r *inputs) { r.cr.Object["spec"].(map[string]any)["version"] = "7.4" },
+		"generation":    func(r *inputs) { r.cr.SetGeneration(3) },
+		"revision":      func(r *inputs) { r.kind = editedKind(t) },
+		"pod not ready": func(r *inputs) { r.v.observed["pod-1"] = livePod(t, "pod-1", "False") },
+		"finalizer":     func(r *inputs) { r.cr.SetFinalizers(nil) },
+		"applied hash": func(r *inputs) {
+			r.v.owned.all[0].SetAnnotations(map[string]string{wellknown.AnnotationAppliedHash: "other"})
 		},
-		"child deleted":  func(r *run) { r.owned = sortChildren(r.cr, r.owned.all[1:]) },
-		"field set":      func(r *run) { r.owned.all[2].Object["metadata"].(map[string]any)["managedFields"] = nil },
-		"not converged":  func(r *run) { r.cr.Object["status"].(map[string]any)["conditions"] = nil },
-		"digest dropped": func(r *run) { delete(r.cr.Object["status"].(map[string]any), StatusInputsDigest) },
+		"child deleted":  func(r *inputs) { r.v.owned = sortChildren(r.cr, r.v.owned.all[1:]) },
+		"field set":      func(r *inputs) { r.v.owned.all[2].Object["metadata"].(map[string]any)["managedFields"] = nil },
+		"not converged":  func(r *inputs) { r.cr.Object["status"].(map[string]any)["conditions"] = nil },
+		"digest dropped": func(r *inputs) { delete(r.cr.Object["status"].(map[string]any), StatusInputsDigest) },
 	} {
 		r := converged()
-		change(r)
+		change(&r)
 		if r.settled() {
 			t.Errorf("%s: settled, want a full reconcile", name)
 		}

@@ -40,9 +40,11 @@ type Rollout struct {
 	halts  map[string]bool // revisions whose rollout halted
 	halted bool
 	crsOn  map[string]int // CRs by turn.rev, to forget revisions no CR is on
-	// turns are the CRs' places in the rollout, one record per CR; counts
-	// how many are in flight, waiting and stalled.
-	turns                      map[types.NamespacedName]*turn
+	// crs holds the CRs' places in the rollout, each in its CR's record
+	// (crRecord.turn): the reconciler's records when NewReconciler made
+	// the rollout. The counts are of the turns in flight, waiting and
+	// stalled. Lock order: mu, then crs's.
+	crs                        *crs
 	inFlight, waiting, stalled int
 }
 
@@ -58,22 +60,10 @@ type turn struct {
 	rev string
 }
 
-// turn returns key's turn, a new one when it has none. The caller holds
-// the lock, and calls tidy after changing it.
-func (ro *Rollout) turn(key types.NamespacedName) *turn {
-	t := ro.turns[key]
-	if t == nil {
-		t = &turn{}
-		ro.turns[key] = t
-	}
-	return t
-}
-
-// tidy drops key's turn when it holds nothing. The caller holds the lock.
-func (ro *Rollout) tidy(key types.NamespacedName) {
-	if t := ro.turns[key]; t != nil && *t == (turn{}) {
-		delete(ro.turns, key)
-	}
+// withTurn calls f with key's turn, in its record, under the records'
+// lock; a record left empty is dropped. The caller holds ro.mu.
+func (ro *Rollout) withTurn(key types.NamespacedName, f func(t *turn)) {
+	ro.crs.change(key, func(c *crRecord) { f(&c.turn) })
 }
 
 // setInFlight, setWaiting and setStalled set a flag of t and keep its
@@ -92,21 +82,24 @@ func flag(f *bool, count *int, on bool) {
 	*f = on
 }
 
-// keysOf are the CRs whose turn has is, sorted. The caller holds the lock.
+// keysOf are the CRs whose turn has is, sorted. The caller holds ro.mu.
 func (ro *Rollout) keysOf(is func(*turn) bool) []types.NamespacedName {
 	var out []types.NamespacedName
-	for k, t := range ro.turns {
-		if is(t) {
+	ro.crs.each(func(k types.NamespacedName, c *crRecord) {
+		if is(&c.turn) {
 			out = append(out, k)
 		}
-	}
+	})
 	sort.Slice(out, func(i, j int) bool { return out[i].String() < out[j].String() })
 	return out
 }
 
 // NewRollout starts serving k.
-func NewRollout(k *template.Kind) *Rollout {
-	ro := &Rollout{turns: map[types.NamespacedName]*turn{}, crsOn: map[string]int{},
+func NewRollout(k *template.Kind) *Rollout { return newRollout(k, &crs{}) }
+
+// newRollout starts serving k, with the turns in records.
+func newRollout(k *template.Kind, records *crs) *Rollout {
+	ro := &Rollout{crs: records, crsOn: map[string]int{},
 		served: map[string]*template.Kind{}, halts: map[string]bool{}}
 	ro.SetKind(k)
 	return ro
@@ -137,10 +130,7 @@ func (ro *Rollout) SetKind(k *template.Kind) {
 	ro.served[k.Revision] = k
 	ro.forgetUnused()
 	ro.halted = false
-	for key, t := range ro.turns {
-		*t = turn{rev: t.rev}
-		ro.tidy(key)
-	}
+	ro.crs.each(func(_ types.NamespacedName, c *crRecord) { c.turn = turn{rev: c.turn.rev} })
 	ro.inFlight, ro.waiting, ro.stalled = 0, 0, 0
 }
 
@@ -161,51 +151,61 @@ func (ro *Rollout) SetKind(k *template.Kind) {
 func (ro *Rollout) Choose(key types.NamespacedName, rev string, specChanged bool) *template.Kind {
 	ro.mu.Lock()
 	defer ro.mu.Unlock()
-	t := ro.turn(key)
-	defer ro.tidy(key)
-	drifted := t.drifted
-	t.drifted = false
-	own, known := ro.served[rev]
-	if !known && ro.halts[rev] {
-		own, known = ro.previous, ro.previous != nil
-	}
-	switch {
-	case rev == "", rev == ro.current.Revision, t.inFlight:
-		return ro.current
-	case !ro.halted && (ro.MaxInFlight == 0 || ro.inFlight < ro.MaxInFlight),
-		!known && (specChanged || drifted) && !ro.halted:
-		ro.setWaiting(t, false)
-		ro.setInFlight(t, true)
-		return ro.current
-	}
-	ro.setWaiting(t, true)
-	ro.setRev(key, t, rev)
-	return own
+	var out *template.Kind
+	ro.withTurn(key, func(t *turn) {
+		drifted := t.drifted
+		t.drifted = false
+		own, known := ro.served[rev]
+		if !known && ro.halts[rev] {
+			own, known = ro.previous, ro.previous != nil
+		}
+		switch {
+		case rev == "", rev == ro.current.Revision, t.inFlight:
+			out = ro.current
+			return
+		case !ro.halted && (ro.MaxInFlight == 0 || ro.inFlight < ro.MaxInFlight),
+			!known && (specChanged || drifted) && !ro.halted:
+			ro.setWaiting(t, false)
+			ro.setInFlight(t, true)
+			out = ro.current
+			return
+		}
+		ro.setWaiting(t, true)
+		ro.setRev(t, rev)
+		out = own
+	})
+	return out
 }
 
 // Done records how a CR's reconcile with k ended.
 func (ro *Rollout) Done(key types.NamespacedName, k *template.Kind, converged, stalled bool) {
 	ro.mu.Lock()
-	t := ro.turn(key)
-	ro.setRev(key, t, k.Revision)
-	var wake []types.NamespacedName
-	var halt []types.NamespacedName
-	if k == ro.current && t.inFlight {
+	halting, freed := false, false
+	ro.withTurn(key, func(t *turn) {
+		ro.setRev(t, k.Revision)
+		if k != ro.current || !t.inFlight {
+			return
+		}
 		switch {
 		case stalled:
 			ro.setStalled(t, true)
 			if !ro.halted && ro.stalled >= ro.haltAfter() {
-				ro.halted = true
-				halt = ro.keysOf(func(t *turn) bool { return t.stalled })
-				wake = ro.keysOf(func(t *turn) bool { return t.waiting })
+				ro.halted, halting = true, true
 			}
 		case converged:
 			ro.setInFlight(t, false)
 			ro.setStalled(t, false)
-			wake = ro.nextWaiting()
+			freed = true
 		}
+	})
+	var wake, halt []types.NamespacedName
+	switch {
+	case halting:
+		halt = ro.keysOf(func(t *turn) bool { return t.stalled })
+		wake = ro.keysOf(func(t *turn) bool { return t.waiting })
+	case freed:
+		wake = ro.nextWaiting()
 	}
-	ro.tidy(key)
 	ro.mu.Unlock()
 	ro.notify(k, halt, wake)
 }
@@ -228,14 +228,15 @@ func (ro *Rollout) notify(k *template.Kind, halt, wake []types.NamespacedName) {
 // brings it back to Choose like any other CR.
 func (ro *Rollout) Park(key types.NamespacedName, rev string) {
 	ro.mu.Lock()
-	t := ro.turn(key)
-	wasInFlight := t.inFlight
-	ro.setInFlight(t, false)
-	ro.setStalled(t, false)
-	if rev != "" {
-		ro.setRev(key, t, rev)
-	}
-	ro.tidy(key)
+	wasInFlight := false
+	ro.withTurn(key, func(t *turn) {
+		wasInFlight = t.inFlight
+		ro.setInFlight(t, false)
+		ro.setStalled(t, false)
+		if rev != "" {
+			ro.setRev(t, rev)
+		}
+	})
 	var wake []types.NamespacedName
 	if wasInFlight {
 		wake = ro.nextWaiting()
@@ -251,22 +252,26 @@ func (ro *Rollout) Park(key types.NamespacedName, rev string) {
 func (ro *Rollout) Drifted(key types.NamespacedName) {
 	ro.mu.Lock()
 	defer ro.mu.Unlock()
-	if t := ro.turns[key]; t != nil && t.waiting {
-		t.drifted = true
-	}
+	ro.withTurn(key, func(t *turn) {
+		if t.waiting {
+			t.drifted = true
+		}
+	})
 }
 
-// Forget drops a deleted CR.
+// Forget drops a deleted CR's turn (the rest of its record is the
+// reconciler's to forget: crs.forget).
 func (ro *Rollout) Forget(key types.NamespacedName) {
 	ro.mu.Lock()
-	t := ro.turn(key)
-	wasInFlight := t.inFlight
-	ro.setInFlight(t, false)
-	ro.setWaiting(t, false)
-	ro.setStalled(t, false)
-	t.drifted = false
-	ro.setRev(key, t, "")
-	ro.tidy(key)
+	wasInFlight := false
+	ro.withTurn(key, func(t *turn) {
+		wasInFlight = t.inFlight
+		ro.setInFlight(t, false)
+		ro.setWaiting(t, false)
+		ro.setStalled(t, false)
+		ro.setRev(t, "")
+		*t = turn{}
+	})
 	var wake []types.NamespacedName
 	if wasInFlight {
 		wake = ro.nextWaiting()
@@ -278,27 +283,29 @@ func (ro *Rollout) Forget(key types.NamespacedName) {
 // nextWaiting picks the waiting CR to wake for a freed slot and gives it
 // the slot, so that the slot is freed again (and the next CR woken) however
 // its reconcile ends, even when the CR turns out deleted. The caller holds
-// the lock.
+// ro.mu.
 func (ro *Rollout) nextWaiting() []types.NamespacedName {
 	if ro.halted || ro.waiting == 0 {
 		return nil
 	}
 	var next types.NamespacedName
-	var t *turn
-	for k, kt := range ro.turns {
-		if kt.waiting && (t == nil || k.String() < next.String()) {
-			next, t = k, kt
+	found := false
+	ro.crs.each(func(k types.NamespacedName, c *crRecord) {
+		if c.turn.waiting && (!found || k.String() < next.String()) {
+			next, found = k, true
 		}
-	}
-	ro.setWaiting(t, false)
-	ro.setInFlight(t, true)
+	})
+	ro.withTurn(next, func(t *turn) {
+		ro.setWaiting(t, false)
+		ro.setInFlight(t, true)
+	})
 	return []types.NamespacedName{next}
 }
 
 // setRev records the revision a CR was last rendered with ("" when it is
-// gone) in t, key's turn, forgetting a served revision no CR is on any
-// more. The caller holds the lock.
-func (ro *Rollout) setRev(key types.NamespacedName, t *turn, rev string) {
+// gone) in t, its turn, forgetting a served revision no CR is on any more.
+// The caller holds the lock.
+func (ro *Rollout) setRev(t *turn, rev string) {
 	old := t.rev
 	if old == rev {
 		return
@@ -368,10 +375,10 @@ func (ro *Rollout) Progress() Progress {
 	if ro.previous != nil {
 		p.Previous = ro.previous.Revision
 	}
-	for _, t := range ro.turns {
-		if t.rev != "" {
-			p.PerRevision[t.rev]++
+	ro.crs.each(func(_ types.NamespacedName, c *crRecord) {
+		if c.turn.rev != "" {
+			p.PerRevision[c.turn.rev]++
 		}
-	}
+	})
 	return p
 }

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/cueop/cueop/engine/migrate"
+	"github.com/cueop/cueop/engine/template"
 	"github.com/cueop/cueop/engine/wellknown"
 )
 
@@ -34,9 +35,9 @@ const unservedVersion = "request to convert CR to an invalid group/version: "
 // left alone. It tells whether that wrote, for the status write to be
 // retried once; a conflict or any other failure changes nothing and
 // leaves the write's error to its backoff.
-func (r *run) repairEntries(ctx context.Context, err error) bool {
+func (w statusWriter) repairEntries(ctx context.Context, k *template.Kind, cr0 *unstructured.Unstructured, err error) bool {
 	var status apierrors.APIStatus
-	if r.r.Live == nil || !errors.As(err, &status) {
+	if w.live == nil || !errors.As(err, &status) {
 		return false
 	}
 	msg := status.Status().Message
@@ -45,18 +46,18 @@ func (r *run) repairEntries(ctx context.Context, err error) bool {
 		return false
 	}
 	named := strings.Fields(msg[i+len(unservedVersion):])
-	gv := r.cr.GroupVersionKind().GroupVersion()
+	gv := cr0.GroupVersionKind().GroupVersion()
 	served := map[string]bool{}
-	for _, v := range r.kind.Versions {
+	for _, v := range k.Versions {
 		served[schema.GroupVersion{Group: gv.Group, Version: v.Name}.String()] = true
 	}
 	if len(named) > 0 {
 		delete(served, strings.TrimRight(named[0], `".,;`))
 	}
 	cr := &unstructured.Unstructured{}
-	cr.SetGroupVersionKind(r.cr.GroupVersionKind())
-	if gerr := r.r.Live.Get(ctx, client.ObjectKeyFromObject(r.cr), cr); gerr != nil {
-		r.log.Error(gerr, r.subject()+": not read for its managedFields at versions not served")
+	cr.SetGroupVersionKind(cr0.GroupVersionKind())
+	if gerr := w.live.Get(ctx, client.ObjectKeyFromObject(cr0), cr); gerr != nil {
+		w.log.Error(gerr, objectText(cr0)+": not read for its managedFields at versions not served")
 		return false
 	}
 	mfs, stale := migrate.UnservedFields(cr.Object, cr.GetManagedFields(), gv.String(), func(v string) bool { return served[v] })
@@ -71,12 +72,12 @@ func (r *run) repairEntries(ctx context.Context, err error) bool {
 		return false
 	}
 	target := cr.DeepCopy()
-	if perr := r.r.Client.Patch(ctx, target, client.RawPatch(types.MergePatchType, patch), client.FieldOwner(r.r.fieldManager())); perr != nil {
-		r.log.Error(perr, r.subject()+": managedFields at versions not served not moved to "+gv.Version)
+	if perr := w.client.Patch(ctx, target, client.RawPatch(types.MergePatchType, patch), client.FieldOwner(w.manager)); perr != nil {
+		w.log.Error(perr, objectText(cr0)+": managedFields at versions not served not moved to "+gv.Version)
 		return false
 	}
-	if r.r.Recorder != nil {
-		r.r.Recorder.Event(r.cr, corev1.EventTypeNormal, wellknown.ReasonManagedFieldsRepaired,
+	if w.recorder != nil {
+		w.recorder.Event(cr0, corev1.EventTypeNormal, wellknown.ReasonManagedFieldsRepaired,
 			fmt.Sprintf("managedFields entries at versions no longer served moved to %s, for the status to be written", gv.Version))
 	}
 	return true

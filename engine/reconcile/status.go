@@ -15,10 +15,12 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/cueop/cueop/engine/apply"
 	"github.com/cueop/cueop/engine/render"
+	"github.com/cueop/cueop/engine/template"
 	"github.com/cueop/cueop/engine/wellknown"
 )
 
@@ -28,16 +30,16 @@ import (
 func (r *run) desiredStatus() map[string]any {
 	old, _ := r.cr.Object["status"].(map[string]any)
 	st := map[string]any{}
-	if r.result_ != nil {
-		for k, v := range r.result_.Status {
+	if r.res != nil {
+		for k, v := range r.res.Status {
 			st[k] = v
 		}
 		st["revision"] = r.kind.Revision
-		if len(r.result_.Immutable) > 0 {
-			st[render.StatusImmutable] = r.result_.Immutable
+		if len(r.res.Immutable) > 0 {
+			st[render.StatusImmutable] = r.res.Immutable
 		}
 	} else {
-		owned := ownedStatusFields(r.cr, r.r.fieldManager())
+		owned := ownedStatusFields(r.cr, r.manager)
 		for k, v := range old {
 			if owned[k] && k != StatusInputsDigest {
 				st[k] = v
@@ -53,10 +55,22 @@ func (r *run) desiredStatus() map[string]any {
 			st["observedGeneration"] = og
 		}
 	}
-	own := ownConditions(oldConditions(old), ownedConditionTypes(r.cr, r.r.fieldManager()))
+	own := ownConditions(oldConditions(old), ownedConditionTypes(r.cr, r.manager))
 	st["conditions"] = conditionsValue(r.conditions(r.authorConditions(own))) // conditions.go
-	r.recordDigest(st)                                                        // resync.go
+	r.recordDigest(st)
 	return st
+}
+
+// recordDigest adds the inputs' digest (resync.go) to st when this
+// reconcile converged from a single render of what it observed (a rerender
+// renders another view of the children than observe gives).
+func (r *run) recordDigest(st map[string]any) {
+	if r.rerendered || !r.converged() {
+		return
+	}
+	if d, ok := r.inputs().recorded(r.res != nil && r.res.ReadyByDefault); ok {
+		st[StatusInputsDigest] = d
+	}
 }
 
 // ownedStatusFields are the top-level status fields manager owns on cr,
@@ -105,7 +119,7 @@ func (r *run) conditions(conds []metav1.Condition) []metav1.Condition {
 		set(wellknown.ConditionStalled, metav1.ConditionFalse, wellknown.ReasonDeleting, "")
 		set(wellknown.ConditionReady, metav1.ConditionFalse, wellknown.ReasonDeleting, r.deleting)
 		return conds
-	case r.result_ == nil: // not rendered at the current inputs: never Converged
+	case r.res == nil: // not rendered at the current inputs: never Converged
 		r.pendingConditions(set, meta.FindStatusCondition(conds, wellknown.ConditionReady) != nil) // pending.go
 		return conds
 	case r.progressing() != "":
@@ -114,7 +128,7 @@ func (r *run) conditions(conds []metav1.Condition) []metav1.Condition {
 		set(wellknown.ConditionReconciling, metav1.ConditionFalse, wellknown.ReasonConverged, "every child is applied at revision "+r.kind.Revision)
 	}
 	set(wellknown.ConditionStalled, metav1.ConditionFalse, wellknown.ReasonConverged, "")
-	if r.result_.Ready {
+	if r.res.Ready {
 		set(wellknown.ConditionReady, metav1.ConditionTrue, wellknown.ReasonReady, "every child is ready")
 	} else {
 		reason, msg := r.notReady() // absentready.go
@@ -144,7 +158,7 @@ func stallHint(reason string) string {
 func (r *run) progressing() string {
 	var parts []string
 	for _, a := range []apply.Action{apply.Created, Adopted, apply.Updated, apply.Recreated, apply.Pruned} {
-		if n := len(r.actions[a]); n > 0 {
+		if n := len(r.did[a]); n > 0 {
 			parts = append(parts, fmt.Sprintf("%s %d", a, n))
 		}
 	}
@@ -173,25 +187,39 @@ func (r *run) writeStatus(ctx context.Context) error {
 	if r.skipped || r.quiet {
 		return nil // settled: the status is what it was (resync.go); busy for a moment (busy.go)
 	}
-	st := r.desiredStatus()
-	if sameStatus(r.cr.Object["status"], withoutDigest(st), ownedConditionTypes(r.cr, r.r.fieldManager())) {
+	return r.status.write(ctx, r.kind, r.cr, r.desiredStatus())
+}
+
+// statusWriter is stage 7's hands: it writes a CR's status.
+type statusWriter struct {
+	client   client.Client
+	live     client.Reader // staleentries.go; nil: that write is left to fail
+	recorder record.EventRecorder
+	records  *crs // the per-CR records: the write's resourceVersion
+	manager  string
+	log      logger
+}
+
+// write applies st, the status of cr rendered with k, unless cr has it.
+func (w statusWriter) write(ctx context.Context, k *template.Kind, cr *unstructured.Unstructured, st map[string]any) error {
+	if sameStatus(cr.Object["status"], withoutDigest(st), ownedConditionTypes(cr, w.manager)) {
 		return nil
 	}
 	obj := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": r.cr.GetAPIVersion(), "kind": r.cr.GetKind(),
-		"metadata": map[string]any{"name": r.cr.GetName(), "namespace": r.cr.GetNamespace()},
+		"apiVersion": cr.GetAPIVersion(), "kind": cr.GetKind(),
+		"metadata": map[string]any{"name": cr.GetName(), "namespace": cr.GetNamespace()},
 		"status":   st,
 	}}
-	err := r.r.Client.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(obj),
-		client.FieldOwner(r.r.fieldManager()), client.ForceOwnership)
-	if err != nil && r.repairEntries(ctx, err) { // staleentries.go
-		err = r.r.Client.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(obj),
-			client.FieldOwner(r.r.fieldManager()), client.ForceOwnership)
+	err := w.client.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(obj),
+		client.FieldOwner(w.manager), client.ForceOwnership)
+	if err != nil && w.repairEntries(ctx, k, cr, err) { // staleentries.go
+		err = w.client.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(obj),
+			client.FieldOwner(w.manager), client.ForceOwnership)
 	}
 	if err != nil {
-		return fmt.Errorf("%s: status write failed: %w", r.subject(), err)
+		return fmt.Errorf("%s: status write failed: %w", objectText(cr), err)
 	}
-	r.r.crs.wrote(client.ObjectKeyFromObject(r.cr), r.cr.GetResourceVersion(), obj.GetResourceVersion())
+	w.records.wrote(client.ObjectKeyFromObject(cr), cr.GetResourceVersion(), obj.GetResourceVersion())
 	return nil
 }
 
@@ -313,7 +341,7 @@ func firstLine(s string) string {
 }
 
 func (r *Reconciler) fieldManager() string {
-	if r.Applier.FieldManager != "" {
+	if r.Applier != nil && r.Applier.FieldManager != "" {
 		return r.Applier.FieldManager
 	}
 	return apply.DefaultFieldManager

@@ -74,11 +74,11 @@ func TestNotRenderedIsNeverConverged(t *testing.T) {
 		reason string
 		msg    string
 	}{
-		"refused": {func(r *run) { r.notRendered("render not run, retrying: bomb: 1 earlier evaluations ...") },
+		"refused": {func(r *run) { r.note(outcome{pending: "render not run, retrying: bomb: 1 earlier evaluations ..."}) },
 			wellknown.ReasonRenderPending, "render not run, retrying: bomb: 1 earlier"},
 		"skipped": {func(r *run) {}, wellknown.ReasonRenderPending, "not rendered at generation 3 with template revision rev-1 yet"},
 		"failed after render": {func(r *run) {
-			r.result_ = &render.Result{Ready: true}
+			r.res = &render.Result{Ready: true}
 			r.note(r.unfinished(errors.New("finalizer cueop.dev/retain: conflict")))
 		}, wellknown.ReasonProgressing, "retrying: finalizer cueop.dev/retain: conflict"},
 	}
@@ -86,7 +86,7 @@ func TestNotRenderedIsNeverConverged(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			cr := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "x.example.com/v1", "kind": "X",
 				"metadata": map[string]any{"name": "x", "namespace": "ns", "generation": int64(3)}}}
-			r := &run{r: &Reconciler{Applier: &apply.Applier{}}, kind: &template.Kind{Revision: "rev-1"}, cr: cr}
+			r := testRun(&Reconciler{Applier: &apply.Applier{}}, &template.Kind{Revision: "rev-1"}, cr)
 			c.step(r)
 			cr.Object["status"] = r.desiredStatus()
 			rec := meta.FindStatusCondition(oldConditions(cr.Object["status"].(map[string]any)), wellknown.ConditionReconciling)

@@ -8,10 +8,11 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/cueop/cueop/engine/convert"
+	"github.com/cueop/cueop/engine/template"
 	"github.com/cueop/cueop/engine/wellknown"
 )
 
-// warnUnrendered emits, once per generation of the CR, by the reconcile
+// unrendered emits, once per generation of the CR, by the reconcile
 // whose status records that generation as observed (not one retried that
 // leaves status.observedGeneration behind: children not listed, render
 // busy, the status write failed), a Warning Event naming the fields of a spoke's spec that the hub
@@ -20,26 +21,27 @@ import (
 // hub and never sees them. An Event, not a condition: the fields are what
 // was written, not a state of the CR's children (the CR may well be
 // Ready), and the Event reaches `kubectl describe` when the spec changes.
-func (r *run) warnUnrendered() {
-	rec := r.r.Recorder
-	if rec == nil || len(r.kind.Versions) < 2 || r.cr.GetDeletionTimestamp() != nil || !annotated(r.cr) {
+// behind says that this reconcile's status keeps the old
+// observedGeneration.
+func (e eventer) unrendered(k *template.Kind, cr *unstructured.Unstructured, behind bool) {
+	if e.rec == nil || len(k.Versions) < 2 || cr.GetDeletionTimestamp() != nil || !annotated(cr) {
 		return
 	}
-	if og, _, _ := unstructured.NestedInt64(r.cr.Object, "status", "observedGeneration"); og == r.cr.GetGeneration() {
+	if og, _, _ := unstructured.NestedInt64(cr.Object, "status", "observedGeneration"); og == cr.GetGeneration() {
 		return // told when this generation was first reconciled
 	}
-	if r.quiet || r.observeFailed != nil || r.statusFailed {
+	if behind {
 		return // the status keeps the old generation: told by the reconcile that records it
 	}
-	c, err := convert.New(r.kind)
+	c, err := convert.New(k)
 	if err != nil || c == nil {
 		return
 	}
-	fields, err := c.WithBudget(r.r.Options.Budget).Lenient().Unrendered(r.cr)
+	fields, err := c.WithBudget(e.opts.Budget).Lenient().Unrendered(cr)
 	if err != nil || len(fields) == 0 {
 		return
 	}
-	rec.Event(r.cr, corev1.EventTypeWarning, wellknown.ReasonSpecNotRendered, unrenderedMessage(fields, r.kind.Hub().Name))
+	e.rec.Event(cr, corev1.EventTypeWarning, wellknown.ReasonSpecNotRendered, unrenderedMessage(fields, k.Hub().Name))
 }
 
 // maxUnrenderedNamed is how many fields the SpecNotRendered Event names;

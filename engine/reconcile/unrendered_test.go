@@ -52,7 +52,7 @@ func TestSpecNotRenderedBounded(t *testing.T) {
 		t.Fatal(err)
 	}
 	rec := record.NewFakeRecorder(4)
-	(&run{r: &Reconciler{Recorder: rec}, kind: k, cr: hub}).warnUnrendered()
+	testRun(&Reconciler{Recorder: rec}, k, hub).emitEvents()
 	if len(rec.Events) != 1 {
 		t.Fatalf("%d Events, want 1", len(rec.Events))
 	}
@@ -85,19 +85,25 @@ func TestSpecNotRenderedOncePerGeneration(t *testing.T) {
 	rec := record.NewFakeRecorder(8)
 	r := &Reconciler{Recorder: rec}
 	for range 3 {
-		(&run{r: r, kind: k, cr: hub, observeFailed: errors.New("list failed")}).warnUnrendered()
-		(&run{r: r, kind: k, cr: hub, quiet: true}).warnUnrendered()
-		(&run{r: r, kind: k, cr: hub, statusFailed: true}).warnUnrendered()
+		for _, behind := range []func(*run){
+			func(x *run) { x.observeFailed = errors.New("list failed") },
+			func(x *run) { x.quiet = true },
+			func(x *run) { x.statusFailed = true },
+		} {
+			x := testRun(r, k, hub)
+			behind(x)
+			x.emitEvents()
+		}
 	}
 	if n := len(rec.Events); n != 0 {
 		t.Fatalf("%d Events from reconciles that keep the generation before, want none", n)
 	}
-	(&run{r: r, kind: k, cr: hub}).warnUnrendered()
+	testRun(r, k, hub).emitEvents()
 	if n := len(rec.Events); n != 1 {
 		t.Fatalf("%d Events from the reconcile that records the generation, want 1", n)
 	}
 	_ = unstructured.SetNestedField(hub.Object, int64(2), "status", "observedGeneration")
-	(&run{r: r, kind: k, cr: hub}).warnUnrendered()
+	testRun(r, k, hub).emitEvents()
 	if n := len(rec.Events); n != 1 {
 		t.Errorf("%d Events after the generation is recorded, want still 1", n)
 	}
@@ -121,7 +127,7 @@ func TestSpecNotRenderedWording(t *testing.T) {
 		t.Fatal(err)
 	}
 	rec := record.NewFakeRecorder(4)
-	(&run{r: &Reconciler{Recorder: rec}, kind: k, cr: hub}).warnUnrendered()
+	testRun(&Reconciler{Recorder: rec}, k, hub).emitEvents()
 	if len(rec.Events) != 1 {
 		t.Fatalf("%d Events, want 1", len(rec.Events))
 	}

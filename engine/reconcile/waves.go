@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/cueop/cueop/engine/render"
+	"github.com/cueop/cueop/engine/template"
 )
 
 // WaveGate is what a reconcile holds back of a render with waves: the
@@ -37,21 +38,18 @@ func (g WaveGate) Message() string {
 	return fmt.Sprintf("wave %d waits for children.%s: %s %s/%s %s", g.next, g.Blocker.ID, o.GetKind(), o.GetNamespace(), o.GetName(), g.Why)
 }
 
-// gateWaves holds back the children of every wave above the first wave
-// with a child that does not exist or is not ready for the gates
-// (gateReady: its readyWhen, else kstatus): they are not applied yet (nor
-// pruned, when they exist). A kind without waves holds nothing back.
-func (r *run) gateWaves(ctx context.Context) {
-	r.held = nil
-	if !r.kind.Waves {
-		return
+// gateWaves is what a reconcile of k holds back of res: the children of
+// every wave above the first wave with a child that does not exist or is
+// not ready for the gates (gateReady: its readyWhen, else kstatus), not
+// applied yet (nor pruned, when they exist), and which child they wait for
+// (nil and "" when nothing is held). A kind without waves holds nothing
+// back.
+func gateWaves(ctx context.Context, k *template.Kind, res *render.Result, v *view, modes BindingModes) (map[string]bool, string) {
+	if !k.Waves {
+		return nil, ""
 	}
-	g := GateWaves(ctx, r.result_.Children, r.wholeLive, r.r.bindingModes()) // partialview.go
-	if g.Held == nil {
-		return
-	}
-	r.held, r.waveWait = g.Held, g.Message()
-	r.result_.Ready = false
+	g := GateWaves(ctx, res.Children, v.wholeLive, modes) // partialview.go
+	return g.Held, g.Message()
 }
 
 // GateWaves is what a reconcile holds back of children, live being the
