@@ -89,9 +89,12 @@ func (lc *kindLifecycle) startWhenServed(ctx, wctx context.Context, k *template.
 		lc.reports.served(ctx, lc.records, k, err) // templatestatus.go
 		return
 	}
-	lc.crds.pointLive(ctx, k.Resource.CRDName()) // cabundle.go
-	lc.migrations.start(ctx, k)                  // migrate.go
-	err := lc.start(ctx, k)
+	err := lc.crds.lag(ctx, k) // crdlag.go: the CRD that came may lack k's fields
+	if err == nil {
+		lc.crds.pointLive(ctx, k.Resource.CRDName()) // cabundle.go
+		lc.migrations.start(ctx, k)                  // migrate.go
+		err = lc.start(ctx, k)
+	}
 	if err != nil {
 		lc.log.Error(err, "kind not served; retrying", "kind", k.Resource.Kind)
 		lc.enter(r, k, phaseUnserved)

@@ -163,3 +163,52 @@ func TestWaitingKindEditedStoppedRemoved(t *testing.T) {
 		t.Fatalf("Aardvark served after it was removed from the templates: %+v", served)
 	}
 }
+
+// TestLaggingCRDHoldsTheRevision: with --install-crds=false, a revision
+// that adds spec.port while the served CRD lacks it is not served (the API
+// server would prune port from every write): the revision before keeps
+// serving, the operator says which fields the CRD lacks, and once the
+// CRD is applied with them the revision serves and its CRs take port.
+func TestLaggingCRDHoldsTheRevision(t *testing.T) {
+	ns := clustertest.Namespace(t)
+	src := strings.NewReplacer("%[1]s", "lagger", "%[2]s", "Lagger").Replace(waiterTemplate)
+	dir := kindsDir(t, map[string]string{"lagger": src})
+	installCRD(t, waiterCRDs(t, dir)["Lagger"], "laggers.crdwait.example.com")
+	opts := operatortest.Options(dir, ns)
+	opts.InstallCRDs = false
+	act, _ := operatortest.StartObserved(t, clustertest.Config(), opts)
+	act.WaitLog(t, 60*time.Second, "serving kind", "kind", "Lagger")
+	mustKubectl(t, "apiVersion: crdwait.example.com/v1\nkind: Lagger\nmetadata: {name: l, namespace: "+ns+"}\n", "apply", "-f", "-")
+	mustKubectl(t, "", "-n", ns, "wait", "--for=condition=Ready", "laggers.crdwait.example.com/l", "--timeout=60s")
+
+	edited := strings.NewReplacer(`#Spec: {note: *"hello" | string}`, `#Spec: {note: *"hello" | string, port: *8080 | int}`,
+		"data: note: parent.spec.note", "data: {note: parent.spec.note, port: \"\\(parent.spec.port)\"}").Replace(src)
+	if edited == src {
+		t.Fatal("the edit changed nothing")
+	}
+	testkit.WriteKind(t, dir, "lagger", edited)
+	want := "lacks at version v1 the fields spec.port"
+	eventually(t, 60*time.Second, func() string {
+		for _, l := range act.Logged("template reload") {
+			if strings.Contains(l.Values["error"], want) {
+				return ""
+			}
+		}
+		return "no reload error says " + want
+	})
+	if changed := act.Logged("template changed", "kind", "Lagger"); len(changed) > 0 {
+		t.Fatalf("the revision was served while the CRD lacks spec.port: %+v", changed)
+	}
+	if got := mustKubectl(t, "", "-n", ns, "get", "configmap", "l-lagger", "-o", "jsonpath={.data.port}"); got != "" {
+		t.Fatalf("ConfigMap l-lagger has port %q from a revision not served", got)
+	}
+
+	installCRD(t, waiterCRDs(t, dir)["Lagger"], "laggers.crdwait.example.com")
+	act.WaitLog(t, 90*time.Second, "template changed", "kind", "Lagger")
+	eventually(t, 60*time.Second, func() string {
+		if got := mustKubectl(t, "", "-n", ns, "get", "configmap", "l-lagger", "-o", "jsonpath={.data.port}"); got != "8080" {
+			return "ConfigMap l-lagger port = " + got + ", want 8080"
+		}
+		return ""
+	})
+}

@@ -298,8 +298,8 @@ func (lc *kindLifecycle) serve(ctx context.Context, k *template.Kind) error {
 }
 
 // installCRD applies k's CRD past the schema guard (crds.go), or, when
-// cueop does not install CRDs, points the live one at the conversion
-// webhook. A kind's first converter, and one that adds a version,
+// cueop does not install CRDs, checks that the live one has k's fields
+// (crdlag.go) and points it at the conversion webhook. A kind's first converter, and one that adds a version,
 // converts (commit) before its CRD is applied, once the schema guard
 // passed it: the CRD points at this webhook and serves the new version as
 // soon as it is established (a CR read at it then found no converter, or
@@ -315,6 +315,9 @@ func (lc *kindLifecycle) installCRD(ctx context.Context, k *template.Kind, commi
 		}
 	}
 	if !lc.installCRDs {
+		if err := lc.crds.lag(ctx, k); err != nil { // crdlag.go
+			return err
+		}
 		if early != nil {
 			early()
 		}
