@@ -35,20 +35,20 @@ func (c *Converter) CheckRoundTrip(spec map[string]any, from, via string) error 
 	if a == nil || b == nil || a.Hub == b.Hub {
 		return fmt.Errorf("round trip %s to %s: one of them must be the hub, the other a spoke", from, via)
 	}
-	var in, back map[string]any
+	var in, mid, back map[string]any
 	err := c.budget.Run("convert/"+c.kind.Name, func(*budget.Tracker) error {
-		i, mid, err := c.specPath(spec, a, b)
+		i, m, err := c.specPath(spec, a, b)
 		if err != nil {
 			if errors.Is(err, errInput) {
 				return ErrInvalidInput
 			}
 			return fmt.Errorf("conversion %s to %s: %w", from, via, err)
 		}
-		_, bk, err := c.specPath(mid, b, a)
+		_, bk, err := c.specPath(m, b, a)
 		if err != nil {
-			return fmt.Errorf("conversion %s to %s of %v: %w", via, from, mid, err)
+			return fmt.Errorf("conversion %s to %s of %v: %w", via, from, m, err)
 		}
-		in, back = i, bk
+		in, mid, back = i, m, bk
 		return nil
 	})
 	var ex *budget.Exceeded
@@ -59,8 +59,14 @@ func (c *Converter) CheckRoundTrip(spec map[string]any, from, via string) error 
 		return err
 	}
 	var errs []error
-	for _, d := range diff("spec", in, back) {
-		errs = append(errs, c.judge(d, a, b))
+	err = c.budget.Run("convert/"+c.kind.Name, func(*budget.Tracker) error {
+		for _, d := range diffAt("spec", nil, in, back, true) {
+			errs = append(errs, c.judge(d, a, b, in, mid, back))
+		}
+		return nil
+	})
+	if errors.As(err, &ex) {
+		return fmt.Errorf("round trip %s to %s and back: %w", from, via, err)
 	}
 	if err := errors.Join(errs...); err != nil {
 		return err
@@ -94,12 +100,24 @@ func (c *Converter) checkObjectRoundTrip(spec map[string]any, a, b *template.Ver
 }
 
 // difference is one field where a round trip differs: lost (only in the
-// original), invented (only in the result) or changed.
+// original), invented (only in the result) or changed. at is its path
+// below spec: field names, and list indexes as ints.
 type difference struct {
 	path, what string
+	at         []any
 }
 
+// diff compares want and got at path, into structs; a list differs as a
+// whole.
 func diff(path string, want, got map[string]any) []difference {
+	return diffAt(path, nil, want, got, false)
+}
+
+// diffAt compares want and got at path (at), into structs and, with
+// intoLists, into the elements of lists at the same index: an element
+// lost past the result's length is lost, a list longer than the original
+// changes as a whole.
+func diffAt(path string, at []any, want, got map[string]any, intoLists bool) []difference {
 	var out []difference
 	keys := map[string]bool{}
 	for k := range want {
@@ -116,47 +134,143 @@ func diff(path string, want, got map[string]any) []difference {
 	for _, k := range names {
 		w, hw := want[k]
 		g, hg := got[k]
-		p := path + "." + k
-		wm, ok1 := w.(map[string]any)
-		gm, ok2 := g.(map[string]any)
+		p, pa := path+"."+k, append(append([]any(nil), at...), k)
 		switch {
 		case !hg:
-			out = append(out, difference{p, "loses"})
+			out = append(out, difference{p, "loses", pa})
 		case !hw:
-			out = append(out, difference{p, "invents"})
-		case ok1 && ok2:
-			out = append(out, diff(p, wm, gm)...)
-		case !reflect.DeepEqual(w, g):
-			out = append(out, difference{p, "changes"})
+			out = append(out, difference{p, "invents", pa})
+		default:
+			out = append(out, diffValue(p, pa, w, g, intoLists)...)
 		}
 	}
 	return out
 }
 
+func diffValue(path string, at []any, w, g any, intoLists bool) []difference {
+	wm, ok1 := w.(map[string]any)
+	gm, ok2 := g.(map[string]any)
+	if ok1 && ok2 {
+		return diffAt(path, at, wm, gm, intoLists)
+	}
+	wl, ok1 := w.([]any)
+	gl, ok2 := g.([]any)
+	switch {
+	case reflect.DeepEqual(w, g):
+		return nil
+	case !intoLists || !ok1 || !ok2 || len(gl) > len(wl):
+		return []difference{{path, "changes", at}}
+	}
+	var out []difference
+	for i := range wl {
+		p, pa := fmt.Sprintf("%s.%d", path, i), append(append([]any(nil), at...), i)
+		if i >= len(gl) {
+			out = append(out, difference{p, "loses", pa})
+			continue
+		}
+		out = append(out, diffValue(p, pa, wl[i], gl[i], intoLists)...)
+	}
+	return out
+}
+
 // judge returns the error of a difference of the round trip a to b and
-// back, or nil when the annotation may carry it.
-func (c *Converter) judge(d difference, a, b *template.Version) error {
+// back (in, through mid at b, to back), or nil when the annotation may
+// carry it. A field the conversion to b read is refused when b shows it:
+// in with that field as back holds it converts to another mid. A value b
+// does not show (the second of two backups where b shows the first, a
+// value beside each element of a list b shows) is what the annotation
+// keeps, as the runtime does (checkObjectRoundTrip).
+func (c *Converter) judge(d difference, a, b *template.Version, in, mid, back map[string]any) error {
 	field := strings.TrimPrefix(d.path, "spec.")
 	forward, backward := conversionOf(a, b), conversionOf(b, a)
 	switch {
 	case d.what == "invents":
 		return c.refusal(d, a, b, backward)
-	case reads(forward.source, field):
+	case reads(forward.source, field) && c.shown(d, a, b, in, mid, back):
 		return c.refusal(d, a, b, backward)
-	case has(b.Spec, field):
+	case has(b.Spec, d.at):
 		return c.refusal(d, a, b, forward)
 	}
 	return nil
 }
 
-// has tells whether the struct s declares the field at the dotted path,
-// optional or not.
-func has(s cue.Value, field string) bool {
-	var sels []cue.Selector
-	for _, f := range strings.Split(field, ".") {
-		sels = append(sels, cue.Str(f).Optional())
+// shown tells whether b shows what d changed: in, with d's field as back
+// holds it (lost: removed), converts to b otherwise than mid, and so does
+// in with the whole list holding it as back holds it (a list b shows
+// otherwise ordered, as a map, comes back reordered). A conversion that
+// fails tells nothing: shown.
+func (c *Converter) shown(d difference, a, b *template.Version, in, mid, back map[string]any) bool {
+	same := func(path []any, lost bool) bool {
+		other := in
+		if v, ok := lookupAny(back, path); ok && !lost {
+			other = setAt(in, path, v)
+		} else if _, ok := lookupAny(in, path); ok {
+			other = removed(in, path)
+		}
+		_, got, err := c.specPath(other, a, b)
+		return err == nil && reflect.DeepEqual(got, mid)
 	}
-	return s.LookupPath(cue.MakePath(sels...)).Exists()
+	if same(d.at, d.what == "loses") {
+		return false
+	}
+	for i, s := range d.at {
+		if _, ok := s.(int); ok {
+			return !same(d.at[:i], false)
+		}
+	}
+	return true
+}
+
+// setAt returns m with v at path (field names and list indexes, each
+// there already); m is not modified.
+func setAt(m map[string]any, path []any, v any) map[string]any {
+	var set func(cur any, path []any) any
+	set = func(cur any, path []any) any {
+		if len(path) == 0 {
+			return v
+		}
+		switch x := cur.(type) {
+		case map[string]any:
+			k, _ := path[0].(string)
+			out := make(map[string]any, len(x))
+			for kk, vv := range x {
+				out[kk] = vv
+			}
+			out[k] = set(x[k], path[1:])
+			return out
+		case []any:
+			i, ok := path[0].(int)
+			if !ok || i >= len(x) {
+				return x
+			}
+			out := append([]any(nil), x...)
+			out[i] = set(x[i], path[1:])
+			return out
+		}
+		return cur
+	}
+	return set(m, path).(map[string]any)
+}
+
+// has tells whether the struct s declares the field at path (field names
+// and list indexes), optional or not.
+func has(s cue.Value, at []any) bool {
+	if len(at) == 0 {
+		return s.Exists()
+	}
+	switch f := at[0].(type) {
+	case string:
+		return has(s.LookupPath(cue.MakePath(cue.Str(f).Optional())), at[1:])
+	case int: // a list's element: the element of any list s may be
+		_, alts := s.Expr() // the disjuncts of *[] | [...T]
+		alts = append(alts, s)
+		for _, l := range alts {
+			if e := l.LookupPath(cue.MakePath(cue.AnyIndex)); e.Exists() && has(e, at[1:]) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func (c *Converter) refusal(d difference, a, b *template.Version, at conv) error {
