@@ -4,7 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	"cuelang.org/go/cue"
@@ -60,9 +62,7 @@ func (c *Converter) CheckRoundTrip(spec map[string]any, from, via string) error 
 	}
 	var errs []error
 	err = c.budget.Run("convert/"+c.kind.Name, func(*budget.Tracker) error {
-		for _, d := range diffAt("spec", nil, in, back, true) {
-			errs = append(errs, c.judge(d, a, b, in, mid, back))
-		}
+		errs = c.judgeRoundTrip(a, b, in, mid, back)
 		return nil
 	})
 	if errors.As(err, &ex) {
@@ -99,6 +99,85 @@ func (c *Converter) checkObjectRoundTrip(spec map[string]any, a, b *template.Ver
 	return nil
 }
 
+// Bounds of the judgement of a round trip (judgeRoundTrip), which must
+// stay within the budget of one conversion whatever the spec: a list of
+// 2000 elements a conversion loses must not cost 2000 conversions of the
+// whole spec.
+const (
+	// maxListDiffs: a list of which more elements differ is judged whole,
+	// as one value (spec.items, not spec.items.0 to spec.items.1999).
+	maxListDiffs = 16
+	// judgeUnits bounds the conversions the judge evaluates to tell
+	// whether the other version shows a difference (shown): each costs
+	// the spec's size in units (specUnits: one a value, one a KiB of
+	// string; a conversion allocates about 11 KiB of CUE a value), and
+	// their sum stays within judgeUnits (about 45 MiB of the default
+	// 128 MiB budget), at most maxJudgeEvaluations of them.
+	judgeUnits          = 4096
+	maxJudgeEvaluations = 64
+	// maxRefusals are the refusals of one round trip given; the
+	// differences past them are counted, not judged.
+	maxRefusals = 20
+)
+
+// judgeRoundTrip returns the refusals of the differences of the round
+// trip a to b and back (in, through mid at b, to back). The differences
+// are taken element by element (a list with more than maxListDiffs
+// differing elements as a whole) and judged with the conversions that
+// tell what b shows, when those fit within judgeUnits; else with lists
+// compared whole, when those fit; else without evaluating anything: a
+// field the conversion to b read is refused, as before the judgement
+// went into lists (a refusal, never a pass, of what the budget cannot
+// tell).
+func (c *Converter) judgeRoundTrip(a, b *template.Version, in, mid, back map[string]any) []error {
+	j := &judgement{c: c, a: a, b: b, in: in, mid: mid, back: back,
+		forward: conversionOf(a, b), backward: conversionOf(b, a),
+		same: map[string]bool{}, declared: map[string]bool{}}
+	j.reads = readPaths(j.forward.source)
+	units := max(1, specUnits(in))
+	var ds []difference
+	for _, intoLists := range []bool{true, false} {
+		ds = diffAt("spec", nil, in, back, intoLists)
+		if n := j.evaluations(ds); n <= maxJudgeEvaluations && n*units <= judgeUnits {
+			j.evaluate = true
+			break
+		}
+	}
+	var errs []error
+	for i, d := range ds {
+		if len(errs) == maxRefusals {
+			errs = append(errs, fmt.Errorf("round trip %s to %s and back: %d more differences not judged after %d refusals", a.Name, b.Name, len(ds)-i, maxRefusals))
+			break
+		}
+		if err := j.judge(d); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errs
+}
+
+// specUnits is the cost of converting spec, in judgeUnits: one a value
+// (a field, an element, a scalar), one a KiB of a string.
+func specUnits(v any) int {
+	switch x := v.(type) {
+	case map[string]any:
+		n := 1
+		for k, e := range x {
+			n += len(k)/1024 + specUnits(e)
+		}
+		return n
+	case []any:
+		n := 1
+		for _, e := range x {
+			n += specUnits(e)
+		}
+		return n
+	case string:
+		return 1 + len(x)/1024
+	}
+	return 1
+}
+
 // difference is one field where a round trip differs: lost (only in the
 // original), invented (only in the result) or changed. at is its path
 // below spec: field names, and list indexes as ints.
@@ -107,108 +186,218 @@ type difference struct {
 	at         []any
 }
 
+// diffPath is the path of a value being compared, from its innermost
+// step out; a difference's path is spelled out only when it is found
+// (not for each value compared: a deep spec costs no more than a flat
+// one of as many values).
+type diffPath struct {
+	up  *diffPath
+	key any // a field name, a list index
+}
+
+func (p *diffPath) difference(root, what string) difference {
+	var at []any
+	for q := p; q != nil; q = q.up {
+		at = append(at, q.key)
+	}
+	slices.Reverse(at)
+	var b strings.Builder
+	b.WriteString(root)
+	for _, k := range at {
+		fmt.Fprintf(&b, ".%v", k)
+	}
+	return difference{b.String(), what, at}
+}
+
 // diff compares want and got at path, into structs; a list differs as a
 // whole.
 func diff(path string, want, got map[string]any) []difference {
 	return diffAt(path, nil, want, got, false)
 }
 
-// diffAt compares want and got at path (at), into structs and, with
-// intoLists, into the elements of lists at the same index: an element
-// lost past the result's length is lost, a list longer than the original
-// changes as a whole.
-func diffAt(path string, at []any, want, got map[string]any, intoLists bool) []difference {
+// diffAt compares want and got at path (below root, at), into structs
+// and, with intoLists, into the elements of lists at the same index: an
+// element lost past the result's length is lost; a list longer than the
+// original, or with more than maxListDiffs elements that differ, changes
+// as a whole. It reads each value once.
+func diffAt(root string, at *diffPath, want, got map[string]any, intoLists bool) []difference {
 	var out []difference
-	keys := map[string]bool{}
+	keys := make([]string, 0, len(want)+len(got))
 	for k := range want {
-		keys[k] = true
+		keys = append(keys, k)
 	}
 	for k := range got {
-		keys[k] = true
+		if _, ok := want[k]; !ok {
+			keys = append(keys, k)
+		}
 	}
-	names := make([]string, 0, len(keys))
-	for k := range keys {
-		names = append(names, k)
-	}
-	sort.Strings(names)
-	for _, k := range names {
+	sort.Strings(keys)
+	for _, k := range keys {
 		w, hw := want[k]
 		g, hg := got[k]
-		p, pa := path+"."+k, append(append([]any(nil), at...), k)
+		p := &diffPath{at, k}
 		switch {
 		case !hg:
-			out = append(out, difference{p, "loses", pa})
+			out = append(out, p.difference(root, "loses"))
 		case !hw:
-			out = append(out, difference{p, "invents", pa})
+			out = append(out, p.difference(root, "invents"))
 		default:
-			out = append(out, diffValue(p, pa, w, g, intoLists)...)
+			out = append(out, diffValue(root, p, w, g, intoLists)...)
 		}
 	}
 	return out
 }
 
-func diffValue(path string, at []any, w, g any, intoLists bool) []difference {
+func diffValue(root string, at *diffPath, w, g any, intoLists bool) []difference {
 	wm, ok1 := w.(map[string]any)
 	gm, ok2 := g.(map[string]any)
 	if ok1 && ok2 {
-		return diffAt(path, at, wm, gm, intoLists)
+		return diffAt(root, at, wm, gm, intoLists)
 	}
 	wl, ok1 := w.([]any)
 	gl, ok2 := g.([]any)
-	switch {
-	case reflect.DeepEqual(w, g):
-		return nil
-	case !intoLists || !ok1 || !ok2 || len(gl) > len(wl):
-		return []difference{{path, "changes", at}}
+	if !intoLists || !ok1 || !ok2 || len(gl) > len(wl) {
+		if reflect.DeepEqual(w, g) {
+			return nil
+		}
+		return []difference{at.difference(root, "changes")}
 	}
 	var out []difference
+	differing := 0
 	for i := range wl {
-		p, pa := fmt.Sprintf("%s.%d", path, i), append(append([]any(nil), at...), i)
+		p := &diffPath{at, i}
+		var d []difference
 		if i >= len(gl) {
-			out = append(out, difference{p, "loses", pa})
+			d = []difference{p.difference(root, "loses")}
+		} else {
+			d = diffValue(root, p, wl[i], gl[i], intoLists)
+		}
+		if len(d) == 0 {
 			continue
 		}
-		out = append(out, diffValue(p, pa, wl[i], gl[i], intoLists)...)
+		if differing++; differing > maxListDiffs {
+			return []difference{at.difference(root, "changes")}
+		}
+		out = append(out, d...)
 	}
 	return out
 }
 
-// judge returns the error of a difference of the round trip a to b and
-// back (in, through mid at b, to back), or nil when the annotation may
+// judgement judges the differences of one round trip a to b and back
+// (in, through mid at b, to back).
+type judgement struct {
+	c                 *Converter
+	a, b              *template.Version
+	in, mid, back     map[string]any
+	forward, backward conv
+	reads             []string // the fields of in.spec forward reads
+	// evaluate: shown is evaluated (within judgeUnits); else a field
+	// forward read is taken as shown.
+	evaluate bool
+	same     map[string]bool // shown's conversions, by path and loss
+	declared map[string]bool // has(b.Spec), by path (any index alike)
+}
+
+// evaluations is how many conversions judging ds evaluates at most.
+func (j *judgement) evaluations(ds []difference) int {
+	n := 0
+	lists := map[string]bool{}
+	for _, d := range ds {
+		if d.what == "invents" || !j.read(d.path) {
+			continue
+		}
+		n++
+		for i, s := range d.at {
+			if _, ok := s.(int); ok {
+				lists[pathKey(d.at[:i], false)] = true
+				break
+			}
+		}
+	}
+	return n + len(lists)
+}
+
+// judge returns the error of a difference, or nil when the annotation may
 // carry it. A field the conversion to b read is refused when b shows it:
 // in with that field as back holds it converts to another mid. A value b
 // does not show (the second of two backups where b shows the first, a
 // value beside each element of a list b shows) is what the annotation
 // keeps, as the runtime does (checkObjectRoundTrip).
-func (c *Converter) judge(d difference, a, b *template.Version, in, mid, back map[string]any) error {
-	field := strings.TrimPrefix(d.path, "spec.")
-	forward, backward := conversionOf(a, b), conversionOf(b, a)
+func (j *judgement) judge(d difference) error {
 	switch {
 	case d.what == "invents":
-		return c.refusal(d, a, b, backward)
-	case reads(forward.source, field) && c.shown(d, a, b, in, mid, back):
-		return c.refusal(d, a, b, backward)
-	case has(b.Spec, d.at):
-		return c.refusal(d, a, b, forward)
+		return j.c.refusal(d, j.a, j.b, j.backward)
+	case j.read(d.path) && (!j.evaluate || j.shown(d)):
+		return j.c.refusal(d, j.a, j.b, j.backward)
+	case j.has(d.at):
+		return j.c.refusal(d, j.a, j.b, j.forward)
 	}
 	return nil
+}
+
+// read tells whether the conversion to b reads the field at path
+// (spec.<field>), a field within it or a struct holding it.
+func (j *judgement) read(path string) bool {
+	field := strings.TrimPrefix(path, "spec.")
+	for _, p := range j.reads {
+		if p == field || strings.HasPrefix(field, p+".") || strings.HasPrefix(p, field+".") {
+			return true
+		}
+	}
+	return false
+}
+
+// has is has(b.Spec, at), once for the elements of a list alike.
+func (j *judgement) has(at []any) bool {
+	k := pathKey(at, true)
+	v, ok := j.declared[k]
+	if !ok {
+		v = has(j.b.Spec, at)
+		j.declared[k] = v
+	}
+	return v
+}
+
+// pathKey is a key of path: its field names, and its list indexes, or
+// with anyIndex any index alike.
+func pathKey(path []any, anyIndex bool) string {
+	var b strings.Builder
+	for _, s := range path {
+		switch s := s.(type) {
+		case string:
+			b.WriteString(strconv.Quote(s))
+		case int:
+			if anyIndex {
+				s = -1
+			}
+			fmt.Fprintf(&b, "[%d]", s)
+		}
+	}
+	return b.String()
 }
 
 // shown tells whether b shows what d changed: in, with d's field as back
 // holds it (lost: removed), converts to b otherwise than mid, and so does
 // in with the whole list holding it as back holds it (a list b shows
 // otherwise ordered, as a map, comes back reordered). A conversion that
-// fails tells nothing: shown.
-func (c *Converter) shown(d difference, a, b *template.Version, in, mid, back map[string]any) bool {
+// fails tells nothing: shown. Each conversion is evaluated once (the
+// list's for all its elements).
+func (j *judgement) shown(d difference) bool {
 	same := func(path []any, lost bool) bool {
-		other := in
-		if v, ok := lookupAny(back, path); ok && !lost {
-			other = setAt(in, path, v)
-		} else if _, ok := lookupAny(in, path); ok {
-			other = removed(in, path)
+		key := fmt.Sprintf("%t%s", lost, pathKey(path, false))
+		if v, ok := j.same[key]; ok {
+			return v
 		}
-		_, got, err := c.specPath(other, a, b)
-		return err == nil && reflect.DeepEqual(got, mid)
+		other := j.in
+		if v, ok := lookupAny(j.back, path); ok && !lost {
+			other = setAt(j.in, path, v)
+		} else if _, ok := lookupAny(j.in, path); ok {
+			other = removed(j.in, path)
+		}
+		_, got, err := j.c.specPath(other, j.a, j.b)
+		v := err == nil && reflect.DeepEqual(got, j.mid)
+		j.same[key] = v
+		return v
 	}
 	if same(d.at, d.what == "loses") {
 		return false
@@ -299,27 +488,26 @@ func position(v cue.Value) string {
 	return "template"
 }
 
-// reads tells whether the source of a conversion reads in.spec.<field>, a
-// field within it or a struct holding it.
-func reads(src ast.Node, field string) bool {
+// readPaths are the fields of in.spec the source of a conversion reads
+// (in.spec.a.b: "a.b"), each selector once, outermost.
+func readPaths(src ast.Node) []string {
 	if src == nil {
-		return false
+		return nil
 	}
-	found := false
+	var out []string
 	ast.Walk(src, func(n ast.Node) bool {
 		sel, ok := n.(*ast.SelectorExpr)
-		if !ok || found {
-			return !found
+		if !ok {
+			return true
 		}
 		p, ok := selectorPath(sel)
 		if !ok || !strings.HasPrefix(p, "in.spec.") {
 			return true
 		}
-		p = strings.TrimPrefix(p, "in.spec.")
-		found = p == field || strings.HasPrefix(field, p+".") || strings.HasPrefix(p, field+".")
+		out = append(out, strings.TrimPrefix(p, "in.spec."))
 		return false
 	}, nil)
-	return found
+	return out
 }
 
 // selectorPath flattens in.spec.a.b into "in.spec.a.b".
