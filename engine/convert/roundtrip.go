@@ -3,6 +3,7 @@ package convert
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"reflect"
 	"slices"
 	"sort"
@@ -66,7 +67,7 @@ func (c *Converter) CheckRoundTrip(spec map[string]any, from, via string) error 
 		return nil
 	})
 	if errors.As(err, &ex) {
-		return fmt.Errorf("round trip %s to %s and back: %w", from, via, err)
+		return fmt.Errorf("round trip %s to %s and back: judging its differences: %w", from, via, err)
 	}
 	if err := errors.Join(errs...); err != nil {
 		return err
@@ -104,9 +105,6 @@ func (c *Converter) checkObjectRoundTrip(spec map[string]any, a, b *template.Ver
 // 2000 elements a conversion loses must not cost 2000 conversions of the
 // whole spec.
 const (
-	// maxListDiffs: a list of which more elements differ is judged whole,
-	// as one value (spec.items, not spec.items.0 to spec.items.1999).
-	maxListDiffs = 16
 	// judgeUnits bounds the conversions the judge evaluates to tell
 	// whether the other version shows a difference (shown): each costs
 	// the spec's size in units (specUnits: one a value, one a KiB of
@@ -115,20 +113,24 @@ const (
 	// 128 MiB budget), at most maxJudgeEvaluations of them.
 	judgeUnits          = 4096
 	maxJudgeEvaluations = 64
-	// maxRefusals are the refusals of one round trip given; the
-	// differences past them are counted, not judged.
-	maxRefusals = 20
+	// maxRefusals are the refusals of one round trip given, and
+	// maxDifferences the fields judged (a field of every element of a
+	// list one): past either, the rest are counted in one more refusal,
+	// not judged (never passed unjudged).
+	maxRefusals    = 20
+	maxDifferences = 10000
 )
 
 // judgeRoundTrip returns the refusals of the differences of the round
 // trip a to b and back (in, through mid at b, to back). The differences
-// are taken element by element (a list with more than maxListDiffs
-// differing elements as a whole) and judged with the conversions that
-// tell what b shows, when those fit within judgeUnits; else with lists
-// compared whole, when those fit; else without evaluating anything: a
-// field the conversion to b read is refused, as before the judgement
-// went into lists (a refusal, never a pass, of what the budget cannot
-// tell).
+// are taken element by element, and judged with the conversions that
+// tell what b shows (one for the differences of one field of a list's
+// elements together, spec.backups[*].class, and one for each list), when
+// those fit within judgeUnits; else with lists compared whole (the
+// whole-value judgement), when those fit; else without evaluating
+// anything: a field the conversion to b read is refused, as before the
+// judgement went into lists (a refusal, never a pass, of what the budget
+// cannot tell).
 func (c *Converter) judgeRoundTrip(a, b *template.Version, in, mid, back map[string]any) []error {
 	j := &judgement{c: c, a: a, b: b, in: in, mid: mid, back: back,
 		forward: conversionOf(a, b), backward: conversionOf(b, a),
@@ -143,15 +145,43 @@ func (c *Converter) judgeRoundTrip(a, b *template.Version, in, mid, back map[str
 			break
 		}
 	}
-	var errs []error
+	if j.evaluate {
+		j.groups = map[string][]difference{}
+		for _, d := range ds {
+			j.groups[groupOf(d)] = append(j.groups[groupOf(d)], d)
+		}
+	}
+	// A group's differences are judged alike (groupOf): the first is, the
+	// others are counted in its refusal.
+	type verdict struct {
+		err  error
+		more int
+	}
+	verdicts := map[string]*verdict{}
+	var refused []*verdict
 	for i, d := range ds {
-		if len(errs) == maxRefusals {
-			errs = append(errs, fmt.Errorf("round trip %s to %s and back: %d more differences not judged after %d refusals", a.Name, b.Name, len(ds)-i, maxRefusals))
+		g := groupOf(d)
+		if v, ok := verdicts[g]; ok {
+			v.more++
+			continue
+		}
+		if len(refused) == maxRefusals || len(verdicts) == maxDifferences {
+			refused = append(refused, &verdict{err: fmt.Errorf("round trip %s to %s and back: %d more differences, from %s, not judged past %d refusals or %d fields",
+				a.Name, b.Name, len(ds)-i, d.path, maxRefusals, maxDifferences)})
 			break
 		}
-		if err := j.judge(d); err != nil {
-			errs = append(errs, err)
+		v := &verdict{err: j.judge(d)}
+		verdicts[g] = v
+		if v.err != nil {
+			refused = append(refused, v)
 		}
+	}
+	var errs []error
+	for _, v := range refused {
+		if v.more > 0 {
+			v.err = fmt.Errorf("%w (and %d more elements alike)", v.err, v.more)
+		}
+		errs = append(errs, v.err)
 	}
 	return errs
 }
@@ -218,8 +248,7 @@ func diff(path string, want, got map[string]any) []difference {
 // diffAt compares want and got at path (below root, at), into structs
 // and, with intoLists, into the elements of lists at the same index: an
 // element lost past the result's length is lost; a list longer than the
-// original, or with more than maxListDiffs elements that differ, changes
-// as a whole. It reads each value once.
+// original changes as a whole. It reads each value once.
 func diffAt(root string, at *diffPath, want, got map[string]any, intoLists bool) []difference {
 	var out []difference
 	keys := make([]string, 0, len(want)+len(got))
@@ -263,22 +292,13 @@ func diffValue(root string, at *diffPath, w, g any, intoLists bool) []difference
 		return []difference{at.difference(root, "changes")}
 	}
 	var out []difference
-	differing := 0
 	for i := range wl {
 		p := &diffPath{at, i}
-		var d []difference
 		if i >= len(gl) {
-			d = []difference{p.difference(root, "loses")}
-		} else {
-			d = diffValue(root, p, wl[i], gl[i], intoLists)
-		}
-		if len(d) == 0 {
+			out = append(out, p.difference(root, "loses"))
 			continue
 		}
-		if differing++; differing > maxListDiffs {
-			return []difference{at.difference(root, "changes")}
-		}
-		out = append(out, d...)
+		out = append(out, diffValue(root, p, wl[i], gl[i], intoLists)...)
 	}
 	return out
 }
@@ -294,27 +314,34 @@ type judgement struct {
 	// evaluate: shown is evaluated (within judgeUnits); else a field
 	// forward read is taken as shown.
 	evaluate bool
-	same     map[string]bool // shown's conversions, by path and loss
-	declared map[string]bool // has(b.Spec), by path (any index alike)
+	groups   map[string][]difference // by groupOf
+	same     map[string]bool         // shown's conversions, by group or list
+	declared map[string]bool         // has(b.Spec), by path (any index alike)
+}
+
+// groupOf is the group of d that shown judges together: the differences
+// of one kind (lost, changed) of one field of a list's elements
+// (spec.backups[*].class); a difference outside lists is one alone.
+func groupOf(d difference) string {
+	return d.what + pathKey(d.at, true)
 }
 
 // evaluations is how many conversions judging ds evaluates at most.
 func (j *judgement) evaluations(ds []difference) int {
-	n := 0
-	lists := map[string]bool{}
+	seen := map[string]bool{}
 	for _, d := range ds {
 		if d.what == "invents" || !j.read(d.path) {
 			continue
 		}
-		n++
+		seen[groupOf(d)] = true
 		for i, s := range d.at {
 			if _, ok := s.(int); ok {
-				lists[pathKey(d.at[:i], false)] = true
+				seen["list"+pathKey(d.at[:i], false)] = true
 				break
 			}
 		}
 	}
-	return n + len(lists)
+	return len(seen)
 }
 
 // judge returns the error of a difference, or nil when the annotation may
@@ -347,12 +374,13 @@ func (j *judgement) read(path string) bool {
 	return false
 }
 
-// has is has(b.Spec, at), once for the elements of a list alike.
+// has is has(b.Spec, at), once for the elements of a list alike, and
+// false below a field b does not declare.
 func (j *judgement) has(at []any) bool {
 	k := pathKey(at, true)
 	v, ok := j.declared[k]
 	if !ok {
-		v = has(j.b.Spec, at)
+		v = (len(at) <= 1 || j.has(at[:len(at)-1])) && has(j.b.Spec, at)
 		j.declared[k] = v
 	}
 	return v
@@ -379,66 +407,117 @@ func pathKey(path []any, anyIndex bool) string {
 // shown tells whether b shows what d changed: in, with d's field as back
 // holds it (lost: removed), converts to b otherwise than mid, and so does
 // in with the whole list holding it as back holds it (a list b shows
-// otherwise ordered, as a map, comes back reordered). A conversion that
-// fails tells nothing: shown. Each conversion is evaluated once (the
-// list's for all its elements).
+// otherwise ordered, as a map, comes back reordered). The fields of d's
+// group (groupOf: the same field of every element of a list) are taken
+// as back holds them together, in one conversion: b shows them all when
+// it shows them together. A conversion that fails tells nothing: shown.
+// Each conversion is evaluated once.
 func (j *judgement) shown(d difference) bool {
-	same := func(path []any, lost bool) bool {
-		key := fmt.Sprintf("%t%s", lost, pathKey(path, false))
+	same := func(key string, other func() map[string]any) bool {
 		if v, ok := j.same[key]; ok {
 			return v
 		}
-		other := j.in
-		if v, ok := lookupAny(j.back, path); ok && !lost {
-			other = setAt(j.in, path, v)
-		} else if _, ok := lookupAny(j.in, path); ok {
-			other = removed(j.in, path)
-		}
-		_, got, err := j.c.specPath(other, j.a, j.b)
+		_, got, err := j.c.specPath(other(), j.a, j.b)
 		v := err == nil && reflect.DeepEqual(got, j.mid)
 		j.same[key] = v
 		return v
 	}
-	if same(d.at, d.what == "loses") {
+	g := groupOf(d)
+	if same(g, func() map[string]any { return j.edited(j.groups[g]) }) {
 		return false
 	}
 	for i, s := range d.at {
 		if _, ok := s.(int); ok {
-			return !same(d.at[:i], false)
+			list := d.at[:i]
+			return !same("list"+pathKey(list, false), func() map[string]any {
+				return j.edited([]difference{{what: "changes", at: list}})
+			})
 		}
 	}
 	return true
 }
 
-// setAt returns m with v at path (field names and list indexes, each
-// there already); m is not modified.
-func setAt(m map[string]any, path []any, v any) map[string]any {
-	var set func(cur any, path []any) any
-	set = func(cur any, path []any) any {
-		if len(path) == 0 {
-			return v
+// edit is one change of a spec: the value at path set, or removed.
+type edit struct {
+	at     []any
+	val    any
+	remove bool
+}
+
+// edited returns in with the fields of ds as back holds them (a field
+// lost, or that back lacks, removed); in is not modified. It copies each
+// struct and list on their paths once.
+func (j *judgement) edited(ds []difference) map[string]any {
+	var es []edit
+	for _, d := range ds {
+		if v, ok := lookupAny(j.back, d.at); ok && d.what != "loses" {
+			es = append(es, edit{at: d.at, val: v})
+		} else if _, ok := lookupAny(j.in, d.at); ok {
+			es = append(es, edit{at: d.at, remove: true})
 		}
-		switch x := cur.(type) {
-		case map[string]any:
-			k, _ := path[0].(string)
-			out := make(map[string]any, len(x))
-			for kk, vv := range x {
-				out[kk] = vv
-			}
-			out[k] = set(x[k], path[1:])
-			return out
-		case []any:
-			i, ok := path[0].(int)
-			if !ok || i >= len(x) {
-				return x
-			}
-			out := append([]any(nil), x...)
-			out[i] = set(x[i], path[1:])
-			return out
-		}
-		return cur
 	}
-	return set(m, path).(map[string]any)
+	return applyEdits(j.in, es).(map[string]any)
+}
+
+// applyEdits returns v with es made (their paths below v); v is not
+// modified.
+func applyEdits(v any, es []edit) any {
+	if len(es) == 0 {
+		return v
+	}
+	switch x := v.(type) {
+	case map[string]any:
+		out := maps.Clone(x)
+		below := map[string][]edit{}
+		for _, e := range es {
+			k, ok := e.at[0].(string)
+			switch {
+			case !ok:
+			case len(e.at) > 1:
+				below[k] = append(below[k], edit{e.at[1:], e.val, e.remove})
+			case e.remove:
+				delete(out, k)
+			default:
+				out[k] = e.val
+			}
+		}
+		for k, sub := range below {
+			if cur, ok := out[k]; ok {
+				out[k] = applyEdits(cur, sub)
+			}
+		}
+		return out
+	case []any:
+		out := slices.Clone(x)
+		below := map[int][]edit{}
+		drop := map[int]bool{}
+		for _, e := range es {
+			i, ok := e.at[0].(int)
+			switch {
+			case !ok || i < 0 || i >= len(x):
+			case len(e.at) > 1:
+				below[i] = append(below[i], edit{e.at[1:], e.val, e.remove})
+			case e.remove:
+				drop[i] = true
+			default:
+				out[i] = e.val
+			}
+		}
+		for i, sub := range below {
+			out[i] = applyEdits(out[i], sub)
+		}
+		if len(drop) > 0 {
+			kept := out[:0]
+			for i, e := range out {
+				if !drop[i] {
+					kept = append(kept, e)
+				}
+			}
+			out = kept
+		}
+		return out
+	}
+	return v
 }
 
 // has tells whether the struct s declares the field at path (field names

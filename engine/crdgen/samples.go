@@ -1,6 +1,7 @@
 package crdgen
 
 import (
+	"maps"
 	"reflect"
 	"slices"
 	"sort"
@@ -15,7 +16,7 @@ const maxAbsent = 64
 // on (`cueop vet` and the operator's reload convert each there and back):
 // the smallest (Minimal), every bound at its limit (AtLimits), every
 // field set (Every), every field set with each list and map of one and of
-// two elements (Filled), and, for each optional field at any depth (up to
+// two elements, as far as maxFilled elements go (Filled), and, for each optional field at any depth (up to
 // 64), every field set but that one (Absent): a conversion may lose what
 // only a list's elements, or an optional field absent beside a sibling
 // that is set, show. Each sample is given once.
@@ -52,28 +53,48 @@ func Every(s apiextensionsv1.JSONSchemaProps, i int) any {
 	return m
 }
 
+// maxFilled bounds the list elements and map entries Filled makes: past
+// it, each list and map holds one (a schema of lists of lists 30 deep
+// would otherwise be filled with 2^30 elements).
+const maxFilled = 4096
+
 // Filled returns a value of s with every property set, as Every does, and
 // each list, and each map (an object of additionalProperties), holding n
 // elements (within its bounds on items or properties), each one filled
-// alike and distinct from the others (its index given as i).
+// alike and distinct from the others (its index given as i); once
+// maxFilled elements are made, one each.
 func Filled(s apiextensionsv1.JSONSchemaProps, i, n int) any {
+	left := maxFilled
+	return filled(s, i, n, &left)
+}
+
+func filled(s apiextensionsv1.JSONSchemaProps, i, n int, left *int) any {
+	count := func(least, most *int64) int {
+		k := n
+		if *left < n {
+			k = 1
+		}
+		k = within(k, least, most)
+		*left -= k
+		return k
+	}
 	switch {
 	case s.Type == "array" && s.Items != nil && s.Items.Schema != nil:
-		l := make([]any, within(n, s.MinItems, s.MaxItems))
+		l := make([]any, count(s.MinItems, s.MaxItems))
 		for j := range l {
-			l[j] = Filled(*s.Items.Schema, j, n)
+			l[j] = filled(*s.Items.Schema, j, n, left)
 		}
 		return l
 	case s.Type == "object" && len(s.Properties) > 0:
 		m := map[string]any{}
-		for name, p := range s.Properties {
-			m[name] = Filled(p, i, n)
+		for _, name := range slices.Sorted(maps.Keys(s.Properties)) {
+			m[name] = filled(s.Properties[name], i, n, left)
 		}
 		return m
 	case s.Type == "object" && s.AdditionalProperties != nil && s.AdditionalProperties.Schema != nil:
 		m := map[string]any{}
-		for j := range within(n, s.MinProperties, s.MaxProperties) {
-			m[distinct(j, 8)] = Filled(*s.AdditionalProperties.Schema, j, n)
+		for j := range count(s.MinProperties, s.MaxProperties) {
+			m[distinct(j, 8)] = filled(*s.AdditionalProperties.Schema, j, n, left)
 		}
 		return m
 	}
