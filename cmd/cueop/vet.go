@@ -34,6 +34,11 @@ func newVet(g *globals) *cobra.Command {
 			if err := vetReferences(set, opts.ReadableKinds); err != nil {
 				return err
 			}
+			for _, k := range set.Kinds {
+				for _, w := range k.ReferencesUnknown { // template/condrefs.go
+					fmt.Fprintf(cmd.ErrOrStderr(), "warn kind %s: %s\n", k.Name, w)
+				}
+			}
 			crds, err := generateCRDs(set)
 			if err != nil {
 				return err

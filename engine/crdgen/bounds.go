@@ -1,13 +1,13 @@
 package crdgen
 
 import (
-	"encoding/json"
 	"fmt"
 	"sort"
 	"strconv"
 	"strings"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
 )
 
 // A Bound is one bound of a spec schema that the API server enforces, with
@@ -114,11 +114,14 @@ func AtLimits(s apiextensionsv1.JSONSchemaProps, i int) any {
 // default, the first enum value, the minimum (or 0), the shortest string,
 // the fewest items, the required properties.
 func Minimal(s apiextensionsv1.JSONSchemaProps, i int) any {
+	// Decoded as the API server decodes a CR (a whole number an int64),
+	// so that the sample is the spec a CR holds: a default of 1 for an
+	// int is 1, not the float 1.0 an int field refuses.
 	var v any
-	if s.Default != nil && json.Unmarshal(s.Default.Raw, &v) == nil {
+	if s.Default != nil && utiljson.Unmarshal(s.Default.Raw, &v) == nil {
 		return v
 	}
-	if len(s.Enum) > 0 && json.Unmarshal(s.Enum[0].Raw, &v) == nil {
+	if len(s.Enum) > 0 && utiljson.Unmarshal(s.Enum[0].Raw, &v) == nil {
 		return v
 	}
 	switch s.Type {

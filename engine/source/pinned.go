@@ -54,6 +54,20 @@ func (p pinned) pin(ref Ref) *Resolved {
 	return nil
 }
 
+// vouched tells that a record holds ref's pinned digest: a fetch of the
+// pin found its version's tag naming that digest (Source.checkTag).
+func (p pinned) vouched(ref Ref) bool {
+	if !ref.Pinned() {
+		return false
+	}
+	for _, m := range []map[string]Resolved{p.Accepted, p.Refs} {
+		if r, ok := m[ref.Raw]; ok && r.Digest == ref.Digest {
+			return true
+		}
+	}
+	return false
+}
+
 // checkDep refuses a dependency of the pinned module r whose tag now
 // names another digest than the one recorded with the pin in where
 // (Source.recordNames): a pin covers the module and what it depends on.

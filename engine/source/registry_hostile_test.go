@@ -143,7 +143,8 @@ func TestHangingRegistry(t *testing.T) {
 }
 
 // TestPinAndDigests: a tag moved to another digest is followed; a pinned
-// digest is never left, at a poll or at a start on a new cache; a registry
+// digest is never left, at a poll or at a start on a new cache with the
+// pin's record (without one, the moved tag refuses the pin); a registry
 // that serves another manifest for the pinned digest, or another archive
 // for the manifest's, is refused naming the module.
 func TestPinAndDigests(t *testing.T) {
@@ -156,7 +157,8 @@ func TestPinAndDigests(t *testing.T) {
 		t.Fatal(err)
 	}
 	pin := tag.Serving()[0].Digest
-	pinned := openWith(t, reg.Ref("example.com/app", "v1.0.0@"+pin), source.Options{})
+	pinnedCache := t.TempDir()
+	pinned := openWith(t, reg.Ref("example.com/app", "v1.0.0@"+pin), source.Options{CacheDir: pinnedCache})
 	if err := pinned.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -174,7 +176,26 @@ func TestPinAndDigests(t *testing.T) {
 	if changed, err := pinned.Poll(ctx); changed || err != nil {
 		t.Errorf("pinned Poll = %v, %v; want nothing", changed, err)
 	}
-	fresh := openWith(t, reg.Ref("example.com/app", "v1.0.0@"+pin), source.Options{})
+	moved := tag.Serving()[0].Digest
+	// A pin no record holds, whose tag names another digest, is refused
+	// naming both: it cannot be told from a pin of another version's digest.
+	unrecorded := openWith(t, reg.Ref("example.com/app", "v1.0.0@"+pin), source.Options{})
+	if err := unrecorded.Start(ctx); err == nil || !strings.Contains(err.Error(), "names digest "+moved+", not the pinned "+pin) {
+		t.Errorf("Start of a pin whose tag moved, with no record = %v, want it refused naming both digests", err)
+	}
+	// A recorded pin (a new module cache, the record kept) is served.
+	recorded := func() string { // a new module cache holding the pin's record
+		dir := t.TempDir()
+		rec, err := os.ReadFile(filepath.Join(pinnedCache, "pinned.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "pinned.json"), rec, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return dir
+	}
+	fresh := openWith(t, reg.Ref("example.com/app", "v1.0.0@"+pin), source.Options{CacheDir: recorded()})
 	if err := fresh.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -183,7 +204,6 @@ func TestPinAndDigests(t *testing.T) {
 			t.Errorf("pinned served %q %s, want hello v1.0.0 %s", got, s.Serving()[0].Digest, pin)
 		}
 	}
-	moved := tag.Serving()[0].Digest
 	hex := func(d string) string { return strings.TrimPrefix(d, "sha256:") }
 	t.Run("manifest-mismatch", func(t *testing.T) {
 		reg.Intercept(func(w http.ResponseWriter, req *http.Request, next http.Handler) {
@@ -208,7 +228,7 @@ func TestPinAndDigests(t *testing.T) {
 			next.ServeHTTP(w, req)
 		})
 		defer reg.Intercept(nil)
-		s := openWith(t, reg.Ref("example.com/app", "v1.0.0@"+pin), source.Options{})
+		s := openWith(t, reg.Ref("example.com/app", "v1.0.0@"+pin), source.Options{CacheDir: recorded()})
 		err := s.Start(ctx)
 		if err == nil || !strings.Contains(err.Error(), "module example.com/app@v1.0.0 ("+pin+")") {
 			t.Errorf("Start = %v, want the module refused", err)

@@ -150,7 +150,7 @@ func (s *Source) Start(ctx context.Context) error {
 			rs[i] = rec
 			continue
 		}
-		if rs[i], err = s.resolve(ctx, ref, nil, p.pin(ref)); err != nil {
+		if rs[i], err = s.resolve(ctx, ref, nil, p.pin(ref), p.vouched(ref)); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -178,7 +178,7 @@ func (s *Source) Poll(ctx context.Context) (changed bool, err error) {
 		if ref.Pinned() {
 			continue
 		}
-		r, err := s.resolve(ctx, ref, &have[i], nil)
+		r, err := s.resolve(ctx, ref, &have[i], nil, false)
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -234,15 +234,16 @@ func (s *Source) commit(rs []Resolved) (bool, error) {
 
 // resolve asks the registry what ref names now; when it is still have's
 // digest, have is the answer. pin, when set, is the record of ref's pinned
-// digest: each dependency must still be the digest it records.
-func (s *Source) resolve(ctx context.Context, ref Ref, have, pin *Resolved) (Resolved, error) {
+// digest: each dependency must still be the digest it records. vouched
+// tells that a record holds ref's pinned digest (checkTag).
+func (s *Source) resolve(ctx context.Context, ref Ref, have, pin *Resolved, vouched bool) (Resolved, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.opts.FetchTimeout)
 	defer cancel()
-	r, err := s.resolveWithin(ctx, ref, have, pin)
+	r, err := s.resolveWithin(ctx, ref, have, pin, vouched)
 	return r, timedOut(ctx, ref, s.opts.FetchTimeout, err)
 }
 
-func (s *Source) resolveWithin(ctx context.Context, ref Ref, have, pin *Resolved) (Resolved, error) {
+func (s *Source) resolveWithin(ctx context.Context, ref Ref, have, pin *Resolved, vouched bool) (Resolved, error) {
 	rem := s.remotes[ref.Registry]
 	vers := ref.Query
 	if !ref.Exact() {
@@ -256,7 +257,11 @@ func (s *Source) resolveWithin(ctx context.Context, ref Ref, have, pin *Resolved
 	if err != nil {
 		return Resolved{}, fmt.Errorf("module reference %s: %w", ref.Raw, err)
 	}
-	digest, err := s.fetch(ctx, ref, rem, mv, ref.Digest)
+	var tagged func(ctx context.Context) error
+	if ref.Pinned() {
+		tagged = func(ctx context.Context) error { return s.checkTag(ctx, ref, rem, mv, vouched) }
+	}
+	digest, err := s.fetch(ctx, ref, rem, mv, ref.Digest, tagged)
 	if err != nil {
 		return Resolved{}, err
 	}
@@ -264,7 +269,7 @@ func (s *Source) resolveWithin(ctx context.Context, ref Ref, have, pin *Resolved
 		return *have, nil
 	}
 	deps, err := resolveDeps(ctx, s.c.moduleDir(digest), func(ctx context.Context, mv module.Version) (string, error) {
-		got, err := s.fetch(ctx, ref, rem, mv, "")
+		got, err := s.fetch(ctx, ref, rem, mv, "", nil)
 		if err == nil && pin != nil {
 			err = pin.checkDep(ref, mv, got, s.recordNames())
 		}
@@ -279,11 +284,17 @@ func (s *Source) resolveWithin(ctx context.Context, ref Ref, have, pin *Resolved
 // fetch reads mv's manifest and, unless its digest is cached or was
 // refused before, downloads and extracts it; it answers the digest. The
 // content refused (an archive over the limits, an entry refused by
-// extract) is remembered by digest and reported once.
-func (s *Source) fetch(ctx context.Context, ref Ref, rem *remote, mv module.Version, digest string) (string, error) {
+// extract) is remembered by digest and reported once. tagged, when set,
+// is asked once the manifest is read and checked, before any download.
+func (s *Source) fetch(ctx context.Context, ref Ref, rem *remote, mv module.Version, digest string, tagged func(context.Context) error) (string, error) {
 	f, err := rem.manifest(ctx, mv, digest)
 	if err != nil {
 		return "", err
+	}
+	if tagged != nil {
+		if err := tagged(ctx); err != nil {
+			return "", err
+		}
 	}
 	if s.c.has(f.digest) {
 		return f.digest, nil
@@ -307,4 +318,31 @@ func (s *Source) fetch(ctx context.Context, ref Ref, rem *remote, mv module.Vers
 		return "", rf
 	}
 	return f.digest, nil
+}
+
+// checkTag refuses a pin whose digest is not the one its version's tag
+// names: the pin would serve that digest's content and report the
+// version, which is another's (v1.1.0@<digest of v1.0.0>). The registry
+// keeps no history of a tag, so a tag moved since the pin was written
+// (re-pushed) cannot be told from a wrong digest: at a pin's first fetch
+// both are refused, naming the two digests. Once a pin is recorded
+// (vouched: its fetch found the tag naming it, pinned.json or the
+// cluster's record keeps it), a later fetch (a new Pod's empty module
+// cache) takes the pinned digest when the tag has moved since, logging
+// both digests: the digest is what the pin names, and a re-pushed tag
+// must not stop a fleet that pinned against exactly that.
+func (s *Source) checkTag(ctx context.Context, ref Ref, rem *remote, mv module.Version, vouched bool) error {
+	f, err := rem.manifest(ctx, mv, "")
+	if err != nil {
+		return fmt.Errorf("module reference %s: the pin's version tag: %w", ref.Raw, err)
+	}
+	if f.digest == ref.Digest {
+		return nil
+	}
+	if vouched {
+		s.opts.Log.Info("template modules: the tag of a recorded pin has moved since; serving the pinned digest", "ref", ref.Raw, "tagDigest", f.digest, "pinnedDigest", ref.Digest)
+		return nil
+	}
+	return fmt.Errorf("module reference %s: tag %s of %s names digest %s, not the pinned %s: refused (the pin would serve other content than %s under its version; pin the digest the tag names, or the version whose tag names %s)",
+		ref.Raw, mv.Version(), mv.BasePath(), f.digest, ref.Digest, mv.Version(), ref.Digest)
 }

@@ -241,3 +241,43 @@ func TestPinCoversDependencies(t *testing.T) {
 		t.Errorf("a refused fetch changed pinned.json:\n%s", p)
 	}
 }
+
+// TestPinOfAnotherVersionsDigest: a pin v1.1.0@<digest of v1.0.0> is
+// refused naming both digests, and nothing is served or recorded: it
+// would serve v1.0.0's content and report v1.1.0.
+func TestPinOfAnotherVersionsDigest(t *testing.T) {
+	ctx := context.Background()
+	reg := sourcetest.Start(t)
+	publishLib(t, reg)
+	publishApp(t, reg, "v1.0.0")
+	publishApp(t, reg, "v1.1.0")
+	digest := func(version string) string {
+		s := open(t, reg.Ref("example.com/app", version), t.TempDir(), template.Limits{})
+		if err := s.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		return s.Serving()[0].Digest
+	}
+	old, cur := digest("v1.0.0"), digest("v1.1.0")
+	cache := t.TempDir()
+	s := open(t, reg.Ref("example.com/app", "v1.1.0@"+old), cache, template.Limits{})
+	err := s.Start(ctx)
+	if err == nil {
+		t.Fatalf("pin of v1.0.0's digest as v1.1.0: Start served %q as %s", greeting(t, s.Dir()), s.Serving()[0].Version)
+	}
+	for _, want := range []string{"tag v1.1.0 of example.com/app names digest " + cur, "not the pinned " + old, "refused"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("Start = %v, want it to name %q", err, want)
+		}
+	}
+	if p, err := os.ReadFile(filepath.Join(cache, "pinned.json")); err == nil && strings.Contains(string(p), old) {
+		t.Errorf("a refused pin was recorded:\n%s", p)
+	}
+	good := open(t, reg.Ref("example.com/app", "v1.1.0@"+cur), t.TempDir(), template.Limits{})
+	if err := good.Start(ctx); err != nil {
+		t.Fatalf("pin of v1.1.0's own digest: %v", err)
+	}
+	if got := greeting(t, good.Dir()); got != "hello v1.1.0" {
+		t.Errorf("served %q, want hello v1.1.0", got)
+	}
+}

@@ -10,6 +10,7 @@ import (
 
 	"cuelang.org/go/cue"
 	"cuelang.org/go/cue/ast"
+	"cuelang.org/go/cue/build"
 	cueerrors "cuelang.org/go/cue/errors"
 	"cuelang.org/go/cue/token"
 )
@@ -25,8 +26,9 @@ var (
 	kindName     = regexp.MustCompile(`^[A-Z][A-Za-z0-9]*$`)
 )
 
-// newKind checks v against the template contract and builds its Kind.
-func newKind(v cue.Value) (*Kind, error) {
+// newKind checks v, built from inst, against the template contract and
+// builds its Kind.
+func newKind(v cue.Value, inst *build.Instance) (*Kind, error) {
 	res, spec, status, err := checkShape(v)
 	if err != nil {
 		return nil, err
@@ -49,6 +51,15 @@ func newKind(v cue.Value) (*Kind, error) {
 	if err != nil {
 		return nil, err
 	}
+	// References declared in a top-level if or for exist only once a CR
+	// is filled in: the kind has references, decided for each CR.
+	conditional, unknownRefs := conditionalReferences(inst)
+	if !refs && conditional {
+		if prepared, err = withConditionalReferences(prepared); err != nil {
+			return nil, err
+		}
+		refs = true
+	}
 	prepared, waves, readyWhen, err := withWaves(prepared)
 	if err != nil {
 		return nil, err
@@ -64,7 +75,7 @@ func newKind(v cue.Value) (*Kind, error) {
 	statusChecked := status.Exists() && constrainedBy(v, v.LookupPath(PathStatus), PathStatusDef)
 	return &Kind{Resource: res, Spec: spec, Status: status, StatusChecked: statusChecked, Value: prepared,
 		Immutable: ImmutableFields(spec), References: refs, Waves: waves, ReadyWhen: readyWhen,
-		Conditions: conditions, Versions: versions}, nil
+		Conditions: conditions, Versions: versions, ReferencesUnknown: unknownRefs}, nil
 }
 
 // checkShape checks the fields every kind declares (resource, spec,

@@ -90,7 +90,13 @@ type Kind struct {
 	// References tells that the template reads objects beyond its children
 	// (references.go); Waves that it orders its children and ReadyWhen that
 	// it gives readiness expressions (waves.go).
+	// References is also true for references declared in a top-level if
+	// or for (condrefs.go): each CR's are evaluated once it is filled in.
 	References, Waves, ReadyWhen bool
+	// ReferencesUnknown are the places of the kind's package where cueop
+	// cannot tell whether `references` is declared (a computed top-level
+	// label), as "file:line:column: what": `cueop vet` warns of them.
+	ReferencesUnknown []string
 	// Conditions tells that the template gives conditions of its own
 	// (conditions.go).
 	Conditions bool

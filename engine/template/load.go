@@ -227,7 +227,7 @@ func compile(ctx *cue.Context, snap *snapshot, inst *build.Instance) (*Kind, err
 	if !v.LookupPath(PathResource).Exists() {
 		return nil, nil
 	}
-	k, err := newKind(v)
+	k, err := newKind(v, inst)
 	if err != nil {
 		return nil, fmt.Errorf("kind %s: %w", name, err)
 	}
