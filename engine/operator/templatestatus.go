@@ -246,6 +246,8 @@ func refusalReason(err error) string {
 		return wellknown.TemplateReasonConversionRefused
 	case errors.As(err, new(heldError)):
 		return wellknown.TemplateReasonHeldByAnotherOperator // holder.go
+	case errors.As(err, new(crdLagError)):
+		return wellknown.TemplateReasonCRDBehind // crdlag.go
 	}
 	return wellknown.TemplateReasonServeFailed
 }

@@ -9,7 +9,8 @@ package wellknown
 //     template did not load (TemplateError), its module version was refused
 //     at fetch (ModuleRefused), its schema change or its conversions were
 //     refused (SchemaRefused, ConversionRefused), its serve failed
-//     (ServeFailed), or it waits for its CRD (WaitingForCRD);
+//     (ServeFailed), the served CRD lacks fields of its schema
+//     (CRDBehind), or it waits for its CRD (WaitingForCRD);
 //   - a kind removed from the templates keeps its object, Ready False with
 //     reason KindRemoved.
 const (
@@ -25,7 +26,11 @@ const (
 	// operator instance (operator/holder.go).
 	TemplateReasonHeldByAnotherOperator = "HeldByAnotherOperator"
 	TemplateReasonWaitingForCRD         = "WaitingForCRD"
-	TemplateReasonKindRemoved           = "KindRemoved"
+	// TemplateReasonCRDBehind: cueop does not install CRDs and the served
+	// CRD lacks fields of the newest revision's schema
+	// (operator/crdlag.go).
+	TemplateReasonCRDBehind   = "CRDBehind"
+	TemplateReasonKindRemoved = "KindRemoved"
 	// TemplateReasonModuleRefused is the Degraded reason of a kind whose
 	// module reference moved to a version refused at fetch; the reason of
 	// the Warning Event on the kind's CRD too.
