@@ -84,7 +84,7 @@
 // object, in which every list is atomic and every map granular, unlike the
 // server's (the CRD's list-map and atomic-map markers). Then rule 3 compares
 // the sets by field path prefix, and additionally every value desired sets
-// must be in live (list items matched in order; see deduced.go).
+// must be in live (list items matched in order; see subset in needs.go).
 //
 // When no schema at hand types desired (a field the compiled client-go
 // schema or the TypeConverter does not know: a newer cluster, a changed
@@ -115,6 +115,11 @@
 // apply against the existing object, and wipes it on create). cueop never
 // takes over an object it was not told about, at no request more. An apply that changes nothing on the server keeps the
 // resourceVersion, but it is still a request; NeedsApply avoids it.
+//
+// Its files, one per job: apply.go writes a child (apply, create-only,
+// dry run), needs.go holds the no-op rule, metadata.go what keeps an apply
+// cheap (the memo, metadata-only answers), and delete.go lets go of a
+// child (prune, delete, recreate, release).
 //
 // It must not decide what a child should be (package render) nor write a
 // CR's status or finalizers (package reconcile): it writes the objects it is

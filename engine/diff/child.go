@@ -69,7 +69,7 @@ func (d *differ) existing(ctx context.Context, cr *unstructured.Unstructured, c 
 	claim := reconcile.ClaimOf(cr, c, obj)
 	if claim.Released && !reconcile.HasReleaseProof(obj) {
 		// A released-from mark without its proof: the controller stalls
-		// the CR whatever its key (reconcile/releaseproof.go).
+		// the CR whatever its key (reconcile/converge.go: ReleaseProof).
 		claim = reconcile.ProveClaim(nil, c, obj, claim)
 	}
 	if claim.Conflict != "" {

@@ -14,7 +14,7 @@ import (
 	"github.com/go-logr/logr"
 )
 
-// The key of the proofs released children carry (reconcile/releaseproof.go)
+// The key of the proofs released children carry (reconcile/converge.go)
 // is the operator's secret: Options.ReleaseKey when given (cueop run
 // --release-key-file), else the key in the Secret ReleaseKeySecret of
 // Options.ReleaseKeyNamespace, which the operator creates, with a random

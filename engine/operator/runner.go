@@ -78,7 +78,7 @@ func (kr *kindRunner) start(ctx context.Context, k *template.Kind) (*kindControl
 	rec.Evaluator = kr.eval
 	rec.Options.ReadableKinds, rec.Options.DataKinds = kr.opts.ReadableKinds, kr.opts.DataKinds
 	rec.ChildLabels = b.childLabels()
-	rec.Live = kr.mgr.GetAPIReader() // reconcile/staleentries.go
+	rec.Live = kr.mgr.GetAPIReader() // reconcile/status.go: repairEntries
 	log := kr.log.WithValues("kind", k.Resource.Kind)
 	c, err := controller.NewUnmanaged("cueop-"+k.Name, controller.Options{
 		Reconciler: rec, MaxConcurrentReconciles: kr.opts.MaxConcurrent,

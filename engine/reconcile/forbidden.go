@@ -1,3 +1,10 @@
+// Stage 0, admit: the kind may act in the CR's namespace (notBound), the CR
+// is not stalled over its render budget (budgetStall); and the API server's
+// denials at any stage, which stall the CR instead of failing it.
+//
+// It must not write anything nor retry a denial itself: a denied CR is
+// looked at again after forbiddenRecheck.
+
 package reconcile
 
 import (
@@ -9,10 +16,13 @@ import (
 	"strings"
 	"time"
 
-	"github.com/cueop/cueop/engine/wellknown"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/cueop/cueop/engine/render"
+	"github.com/cueop/cueop/engine/template"
+	"github.com/cueop/cueop/engine/wellknown"
 )
 
 // Forbidden is a refusal, never a deletion. When the API server's
@@ -172,4 +182,26 @@ func (r *run) refusedDeletion(ctx context.Context, err error) (ctrl.Result, erro
 	serr := r.writeStatus(ctx)
 	r.events.stall(r.cr, r.stalled)
 	return ctrl.Result{RequeueAfter: forbiddenRecheck}, errors.Join(rest, serr)
+}
+
+// budgetStall returns the stall of a CR whose render ran out of budget at
+// its current generation with k's revision, or nil. Such a CR is not
+// rendered again until its spec or the template changes: the render would
+// only run out again, leaving one more evaluation running abandoned. The
+// stall is read from the CR's own Stalled condition, so that it holds
+// across restarts of the operator too.
+func budgetStall(cr *unstructured.Unstructured, k *template.Kind) *stall {
+	conds, _, _ := unstructured.NestedSlice(cr.Object, "status", "conditions")
+	for _, c := range conds {
+		m, _ := c.(map[string]any)
+		if m["type"] != wellknown.ConditionStalled || m["status"] != "True" || m["reason"] != wellknown.ReasonRenderBudget {
+			continue
+		}
+		gen, _, _ := unstructured.NestedInt64(m, "observedGeneration")
+		msg, _ := m["message"].(string)
+		if gen == cr.GetGeneration() && strings.Contains(msg, render.BudgetRevision(k)) {
+			return &stall{reason: wellknown.ReasonRenderBudget, message: msg}
+		}
+	}
+	return nil
 }

@@ -1,3 +1,11 @@
+// Stage 6, prune: delete the owned children the render no longer has, or
+// release those whose policy says prune: never; the pruner is the deletion
+// path's hands too (deletion.go).
+//
+// It must not run unless every apply succeeded, nor delete a child the API
+// server no longer lists as the CR's (confirmed: the cache may lag) or one
+// to retain.
+
 package reconcile
 
 import (
@@ -13,7 +21,7 @@ import (
 )
 
 // pruner is stage 6, and the deletion path's hands (deletion.go,
-// ordered.go): it deletes or releases the children a CR no longer has.
+// deletion.go): it deletes or releases the children a CR no longer has.
 type pruner struct {
 	applier *apply.Applier
 	cluster Cluster // nil: prunes are confirmed by the cache alone

@@ -1,3 +1,11 @@
+// Stage 2, resolve: evaluate the template's references for the CR and read
+// the objects they name, in the CR's namespace, from the operator's watched
+// caches (by their metadata, read whole only for a render: load); a missing
+// one leaves the CR waiting, not rendered. RefIndex maps a changed object
+// back to the CRs that read it.
+//
+// It must not render, nor read an object no reference names.
+
 package reconcile
 
 import (
@@ -37,7 +45,7 @@ type resolver struct {
 	opts    render.Options
 	cluster Cluster   // nil: the template may reference nothing
 	refs    *RefIndex // learns what each CR reads; nil: nothing learns it
-	bound   int       // the bytes a render's inputs may hold (inputsize.go)
+	bound   int       // the bytes a render's inputs may hold (rendering.go)
 }
 
 // load returns in with its referenced objects read whole, when the
@@ -176,7 +184,7 @@ func referencesKey(revision string, cr *unstructured.Unstructured) string {
 
 // RefIndex maps the objects CRs reference to the CRs, so that a change of a
 // referenced object reconciles exactly the CRs that read it. What each CR
-// references is kept in its record (crs.go): an index the operator makes
+// references is kept in its record (reconciler.go): an index the operator makes
 // (NewRefIndex) holds records of its own until the reconciler it is handed
 // to binds it to its own (Reconciler.Reconcile). It is safe for concurrent
 // use.

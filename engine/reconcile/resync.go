@@ -1,3 +1,9 @@
+// Stage 3, decide: a CR whose status records a convergence at the digest of
+// these very inputs and children (StatusInputsDigest) is settled: nothing
+// is rendered, applied or written.
+//
+// It must not write anything: a settled CR costs no API request.
+
 package reconcile
 
 import (
@@ -38,7 +44,7 @@ import (
 // is as cueop applied it (a drift changes cueop's field set or the applied
 // hash), so it renders nothing, applies nothing and writes nothing. This is
 // what keeps a restarted process's resync from rendering every CR: the
-// render memo (memo.go) lives in memory only.
+// render memo (rendering.go) lives in memory only.
 //
 // The digest is written only in a status write that happens anyway (never
 // a write of its own): when the inputs change and the status does not, the
@@ -79,7 +85,7 @@ const byDefaultPrefix = "default:"
 // recorded is the digest to record, or to compare with the one
 // recorded, for a render whose Ready was the default (byDefault) or not.
 // The children's kstatus is computed from their whole objects
-// (partialview.go).
+// (observe.go).
 func (in inputs) recorded(byDefault bool) (string, bool) {
 	if !in.kind.Value.LookupPath(template.PathReady).Exists() {
 		return in.digest(true)
@@ -135,7 +141,7 @@ func (in inputs) digest(kstatus bool) (string, bool) {
 	h := sha256.New()
 	h.Write(d[:])
 	writeField(h, in.stamp)
-	for _, f := range Finalizers { // finalizers.go: a reconcile puts them back
+	for _, f := range Finalizers { // deletion.go: a reconcile puts them back
 		writeField(h, fmt.Sprint(f, slices.Contains(in.cr.GetFinalizers(), f)))
 	}
 	if !in.childrenFingerprint(h, kstatus) {

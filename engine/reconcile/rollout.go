@@ -1,3 +1,9 @@
+// The rollout: which template revision each CR renders with (Choose), and
+// the bookkeeping after its reconcile (Done, Park), in the CR's record.
+//
+// It must not reconcile: it chooses, and wakes the CRs whose turn came
+// (OnWake).
+
 package reconcile
 
 import (

@@ -1,3 +1,14 @@
+// One reconcile of a live CR, top to bottom: reconcileLive and converge run
+// the stages in order, each in its one file: 0 admit (forbidden.go),
+// 1 observe (observe.go), 2 resolve (references.go), 3 decide (resync.go),
+// 4 render (rendering.go), 5 apply (converge.go; finalizers: deletion.go),
+// 6 prune (prune.go), 7 status (status.go), then the Events (events.go) and
+// the rollout's bookkeeping (rollout.go). What a stage implies for the CR's
+// conditions is an outcome, recorded by note alone.
+//
+// It must not do a stage's work: it orders the stages and keeps what they
+// found.
+
 package reconcile
 
 import (
@@ -30,14 +41,14 @@ func (r *Reconciler) reconcileLive(ctx context.Context, req ctrl.Request, cr *un
 	// A denial stalls the CR, and is no error (forbidden.go).
 	o, err := run.forbidden(run.converge(ctx))
 	run.note(o)
-	run.note(run.unfinished(err)) // pending.go
+	run.note(run.unfinished(err)) // status.go
 	// 7. status
 	serr := run.writeStatus(ctx) // status.go
 	run.statusFailed = serr != nil
 	if serr != nil {
 		err = errors.Join(err, serr)
 	}
-	r.statusWritten(ctx, cr, serr) // statusfail.go
+	r.statusWritten(ctx, cr, serr) // status.go
 	run.emitEvents()
 	if ctx.Err() != nil {
 		return ctrl.Result{}, nil // shutting down: the next leader picks the CR up
@@ -50,7 +61,7 @@ func (r *Reconciler) reconcileLive(ctx context.Context, req ctrl.Request, cr *un
 	if serr != nil {
 		return run.result(err), err
 	}
-	return quietly(run.result(err), err) // quiet.go
+	return quietly(run.result(err), err) // rendering.go
 }
 
 // run is one reconcile of one CR: its stages, each given what it needs
@@ -62,13 +73,13 @@ type run struct {
 	log  logger
 
 	// The stages, in the order converge runs them.
-	host     Host           // 0. admit: may the kind act in the namespace
+	host     Host           // 0. forbidden.go: may the kind act in the namespace
 	observer observer       // 1. observe.go
 	resolver resolver       // 2. references.go
 	stamp    string         // 3. resync.go: what renders alike besides the inputs
 	renderer renderer       // 4. rendering.go
-	fins     finalizers     // 5. finalizers.go
-	writer   childWriter    // 5. converge.go, ownership.go
+	fins     finalizers     // 5. deletion.go
+	writer   childWriter    // 5. converge.go
 	pruner   pruner         // 6. prune.go
 	status   statusWriter   // 7. status.go
 	events   eventer        // events.go
@@ -96,13 +107,13 @@ type run struct {
 	statusFailed bool
 
 	// What the stages implied for the conditions, set by note alone
-	// (outcome.go).
+	//.
 	stalled  *stall
 	waiting  string // why the CR is not converged yet, if it is not (wait)
 	missing  string // the references not found, if any
 	deleting string // which wave a deletion waits for
-	pending  string // why the current inputs were not rendered (pending.go)
-	quiet    bool   // busy for a moment: no status write (busy.go)
+	pending  string // why the current inputs were not rendered (status.go)
+	quiet    bool   // busy for a moment: no status write (rendering.go)
 }
 
 // logger is what a reconcile logs with.
@@ -113,16 +124,16 @@ type logger interface {
 
 // converge runs the stages of a reconcile of a CR that is not being
 // deleted (deletion.go), in order. Each stage returns what it implies for
-// the CR's conditions (outcome.go), which note records; a stage that
+// the CR's conditions, which note records; a stage that
 // stalls the CR, or fails, ends it. reconcileLive writes the status (7).
 func (r *run) converge(ctx context.Context) error {
-	// 0. admit: the kind may act in the namespace (forbidden.go), the CR
-	// is not stalled over its render budget (budget.go).
+	// 0. admit (forbidden.go): the kind may act in the namespace, the CR
+	// is not stalled over its render budget.
 	if r.note(stalledBy(notBound(r.host, r.cr))) || r.note(stalledBy(budgetStall(r.cr, r.kind))) {
 		return nil
 	}
 	// 1. observe the children (observe.go).
-	if err := r.observe(ctx, viewKeys(r.kind)); err != nil { // partialview.go
+	if err := r.observe(ctx, viewKeys(r.kind)); err != nil {
 		return err
 	}
 	// 2. resolve the references (references.go).
@@ -147,8 +158,8 @@ func (r *run) converge(ctx context.Context) error {
 	if o, err := r.rerender(ctx); r.note(o) || err != nil || r.res == nil {
 		return err
 	}
-	// 5. apply: finalizers first (finalizers.go), then the children, wave
-	// by wave (waves.go, converge.go).
+	// 5. apply: finalizers first (deletion.go), then the children, wave
+	// by wave (converge.go).
 	if err := r.fins.sync(ctx, r.kind, r.cr, r.res, r.v.observed, r.opts); err != nil {
 		return err
 	}
@@ -221,7 +232,7 @@ func (r *run) converged() bool {
 // emitEvents emits the Events of this reconcile: one per kind of action
 // (not one per child, to keep the API requests per CR low), one for a
 // stall, and the fields of its spec the template never sees
-// (unrendered.go).
+// (events.go).
 func (r *run) emitEvents() {
 	r.events.actions(r.cr, r.did)
 	r.events.stall(r.cr, r.stalled)
@@ -232,10 +243,82 @@ func (r *run) emitEvents() {
 // no watch reports; an error brings it back anyway (with backoff).
 func (r *run) result(err error) ctrl.Result {
 	if err == nil && r.stalled != nil && r.stalled.reason == wellknown.ReasonChildConflict {
-		return ctrl.Result{RequeueAfter: conflictRecheck} // ownership.go
+		return ctrl.Result{RequeueAfter: conflictRecheck} // converge.go
 	}
 	if err == nil && r.stalled != nil && r.stalled.reason == wellknown.ReasonForbidden {
 		return ctrl.Result{RequeueAfter: forbiddenRecheck} // forbidden.go
 	}
 	return ctrl.Result{}
+}
+
+// outcome is what a stage of a reconcile implies for the CR's conditions,
+// beside what it did; the zero value implies nothing. Each stage returns
+// one, and note records it: the one place a run's stall, wait, missing
+// references and deletion wait are set, which conditions (status.go) turns
+// into the CR's conditions.
+type outcome struct {
+	// stall: the CR cannot progress without a change of spec or template
+	// (Stalled=True).
+	stall *stall
+	// wait: why the CR is not converged yet (Reconciling=True).
+	wait string
+	// missing: the references not found, one line each; the CR waits for
+	// them, not rendered (wellknown.ReasonReferenceNotFound).
+	missing string
+	// deleting: which wave the deletion of the CR waits for (deletion.go).
+	deleting string
+	// pending: why the CR's current inputs were not rendered; it waits,
+	// and says so (status.go).
+	pending string
+	// quiet: the render was refused as busy within its grace (rendering.go):
+	// the status is not written for it.
+	quiet bool
+}
+
+// stall is why a CR cannot progress without a change of spec or template.
+type stall struct {
+	reason, message string
+}
+
+// stallOf is the outcome of a stall for reason.
+func stallOf(reason, message string) outcome {
+	return outcome{stall: &stall{reason: reason, message: message}}
+}
+
+// stalledBy is the outcome of s, a stall or nil.
+func stalledBy(s *stall) outcome { return outcome{stall: s} }
+
+// waitFor is the outcome of a CR that waits for why.
+func waitFor(why string) outcome { return outcome{wait: why} }
+
+// note records what o implies, each part replacing what an earlier stage
+// said of the same, and tells whether the CR is stalled: the stages after
+// a stall do not run.
+func (r *run) note(o outcome) (stalled bool) {
+	if o.pending != "" {
+		r.pending = o.pending
+	}
+	r.quiet = r.quiet || o.quiet
+	if o.stall != nil {
+		r.stalled = o.stall
+	}
+	if o.wait != "" {
+		r.waiting = o.wait
+	}
+	if o.missing != "" {
+		r.missing = o.missing
+	}
+	if o.deleting != "" {
+		r.deleting = o.deleting
+	}
+	return r.stalled != nil
+}
+
+// wait is why the CR is not converged yet, "" when it is: what a stage
+// said, else, for a render whose children are not all ready, that.
+func (r *run) wait() string {
+	if r.waiting == "" && r.res != nil && !r.res.Ready {
+		return "waiting for children to be ready"
+	}
+	return r.waiting
 }

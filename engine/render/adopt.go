@@ -4,7 +4,7 @@ package render
 // object of the child's name, that the CR does not control, the controller
 // may take over (apply over it, which sets the CR's controller reference).
 // An object another controller owns is never taken over, whatever the
-// policy: the CR stalls with ChildConflict (reconcile/ownership.go).
+// policy: the CR stalls with ChildConflict (reconcile/converge.go).
 const (
 	// AdoptNever takes over nothing.
 	AdoptNever = "never"
