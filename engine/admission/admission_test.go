@@ -192,3 +192,47 @@ func TestBudgetRefuses(t *testing.T) {
 	budget.WaitAbandoned(ctx, k.Name, 0)
 	t.Logf("abandoned evaluations ended after %s", time.Since(start))
 }
+
+// TestBuiltCRWithReference: with no golden case, a reference by name is
+// given an object of its kind and name, so that the CR built from the
+// schema renders and its children are checked.
+func TestBuiltCRWithReference(t *testing.T) {
+	k := kind(t, pod(`containerz: [{name: "app", image: parent.spec.image}]`)+
+		`references: settings: {apiVersion: "v1", kind: "ConfigMap", name: parent.metadata.name + "-settings"}`+"\n")
+	f := refused(t, admit(k), admission.CheckChildren)
+	if !strings.Contains(f.Message, "children.pod:") || !strings.Contains(f.Message, "containerz") {
+		t.Errorf("finding %+v: want children.pod's containerz", f)
+	}
+}
+
+// TestBuiltCRProvesNothing: a spec built from the schema that the
+// template refuses (a constraint between fields the CRD does not carry),
+// or a guessed referenced object the template cannot read, refuses
+// nothing: the golden case renders.
+func TestBuiltCRProvesNothing(t *testing.T) {
+	k := templatetest.Compile(t, map[string]string{"app/app.cue": `package app
+resource: {group: "apps.test.example", version: "v1", kind: "App"}
+#Spec: {low: int & >=0 & <=10, high: int & >low & <=20, image: *"nginx" | string}
+parent: {metadata: {name: string, namespace: string}, spec: #Spec}
+references: settings: {apiVersion: "v1", kind: "ConfigMap", name: "s"}
+referenced: settings: {...}
+children: pod: {apiVersion: "v1", kind: "Pod", metadata: name: parent.metadata.name, spec: containers: [{name: "app", image: parent.spec.image + referenced.settings.data.tag}]}
+`})
+	c, err := admission.ParseCase(k, "testdata/app/basic.txtar", []byte(`-- parent.yaml --
+apiVersion: apps.test.example/v1
+kind: App
+metadata: {name: a, namespace: ns}
+spec: {low: 1, high: 2}
+-- referenced.yaml --
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: s, namespace: ns}
+data: {tag: ":1"}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := admit(k, c); v.Err() != nil {
+		t.Fatalf("refused: %v", v.Err())
+	}
+}

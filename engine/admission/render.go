@@ -50,10 +50,10 @@ func (a *admitter) render(ctx context.Context, source string, parent *unstructur
 	if a.over || ctx.Err() != nil {
 		return
 	}
-	in, res, err := a.evaluate(ctx, parent, referenced)
+	in, res, guessed, err := a.evaluate(ctx, parent, referenced, built)
 	if err != nil {
 		a.over = overBudget(err)
-		if !built || !provesNothing(err) {
+		if !built || !guessed && !provesNothing(err) {
 			a.refuse(Finding{Check: CheckRender, Source: source, Pos: firstPos(err.Error()), Message: err.Error()})
 		}
 		return
@@ -78,8 +78,11 @@ func (a *admitter) render(ctx context.Context, source string, parent *unstructur
 
 // evaluate renders parent at the kind's hub version, its references
 // resolved against referenced, as golden.RenderCase does, but with the
-// Evaluator.
-func (a *admitter) evaluate(ctx context.Context, parent *unstructured.Unstructured, referenced []*unstructured.Unstructured) (render.Inputs, *render.Result, error) {
+// Evaluator. For a CR built from the schema (built), a reference by name
+// that finds nothing is guessed: an object of its kind and name with
+// nothing else, which the template may not take (then the render proves
+// nothing).
+func (a *admitter) evaluate(ctx context.Context, parent *unstructured.Unstructured, referenced []*unstructured.Unstructured, built bool) (in render.Inputs, res *render.Result, guessed bool, err error) {
 	k, opts := a.in.Kind, a.in.Options
 	hub, err := golden.ToHub(k, parent)
 	if err != nil {
@@ -87,22 +90,40 @@ func (a *admitter) evaluate(ctx context.Context, parent *unstructured.Unstructur
 		if !errors.As(err, &rerr) {
 			err = &render.Error{Reason: wellknown.ReasonInvalidSpec, Messages: []string{err.Error()}}
 		}
-		return render.Inputs{}, nil, err
+		return in, nil, false, err
 	}
-	in := render.Inputs{Kind: k, Parent: hub}
+	in = render.Inputs{Kind: k, Parent: hub}
 	refs, err := a.in.Eval.References(ctx, k, hub, opts)
 	if err != nil {
-		return in, nil, err
+		return in, nil, false, err
 	}
 	if len(refs) > 0 {
 		got, missing := render.Resolve(refs, hub.GetNamespace(), referenced)
+		if len(missing) > 0 && built {
+			got, missing = render.Resolve(refs, hub.GetNamespace(), append(guess(missing, hub.GetNamespace()), referenced...))
+			guessed = true
+		}
 		if len(missing) > 0 {
-			return in, nil, golden.MissingReferences(hub.GetNamespace(), missing)
+			return in, nil, guessed, golden.MissingReferences(hub.GetNamespace(), missing)
 		}
 		in.Referenced = got
 	}
-	res, err := a.in.Eval.Render(ctx, in, opts)
-	return in, res, err
+	res, err = a.in.Eval.Render(ctx, in, opts)
+	return in, res, guessed, err
+}
+
+// guess is, for each reference by name, an object of its kind and name in
+// namespace, with nothing else.
+func guess(missing []render.Reference, namespace string) []*unstructured.Unstructured {
+	out := make([]*unstructured.Unstructured, 0, len(missing))
+	for _, m := range missing {
+		o := &unstructured.Unstructured{Object: map[string]any{}}
+		o.SetGroupVersionKind(m.GroupVersionKind())
+		o.SetName(m.Name)
+		o.SetNamespace(namespace)
+		out = append(out, o)
+	}
+	return out
 }
 
 // provesNothing tells the errors of a CR built from the schema that are
