@@ -119,7 +119,8 @@ func (v Verdict) RefusedSource(source string) bool {
 // Admit runs every check on in.Kind, in order. It stops after refused
 // references, which every render would fail on too, and renders no more
 // after one ran out of its budget (the next would likely too, and leave
-// one more evaluation running on abandoned) or once ctx is done.
+// one more evaluation running on abandoned) or once ctx is done, which
+// refuses: what was not rendered is not admitted.
 func Admit(ctx context.Context, in Input) Verdict {
 	a := newAdmitter(in)
 	a.v.Refused = append(a.v.Refused, References(in.Kind, in.Options.ReadableKinds)...)
@@ -140,6 +141,9 @@ func Admit(ctx context.Context, in Input) Verdict {
 	}
 	for _, b := range built {
 		a.render(ctx, b.source, b.parent, nil, true)
+	}
+	if err := ctx.Err(); err != nil {
+		a.refuse(Finding{Check: CheckRender, Message: "admission stopped before every render ran: " + err.Error()})
 	}
 	return a.v
 }

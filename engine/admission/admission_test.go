@@ -236,3 +236,15 @@ data: {tag: ":1"}
 		t.Fatalf("refused: %v", v.Err())
 	}
 }
+
+// TestCancelledRefuses: an admission whose context is done before its
+// renders ran refuses, rather than admitting what it did not check.
+func TestCancelledRefuses(t *testing.T) {
+	k := kind(t, pod(`containers: [{name: "app", image: parent.spec.image}]`))
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	v := admission.Admit(ctx, admission.Input{Kind: k})
+	if f := refused(t, v, admission.CheckRender); !strings.Contains(f.Message, "context canceled") {
+		t.Errorf("finding %+v, want the cancellation named", f)
+	}
+}

@@ -53,7 +53,7 @@ func (a *admitter) render(ctx context.Context, source string, parent *unstructur
 	in, res, guessed, err := a.evaluate(ctx, parent, referenced, built)
 	if err != nil {
 		a.over = overBudget(err)
-		if !built || !guessed && !provesNothing(err) {
+		if !built || a.over || !guessed && !provesNothing(err) {
 			a.refuse(Finding{Check: CheckRender, Source: source, Pos: firstPos(err.Error()), Message: err.Error()})
 		}
 		return
