@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
 	"github.com/cueop/cueop/engine/admission"
 	"github.com/cueop/cueop/engine/budget"
 	"github.com/cueop/cueop/engine/render"
@@ -246,5 +248,29 @@ func TestCancelledRefuses(t *testing.T) {
 	v := admission.Admit(ctx, admission.Input{Kind: k})
 	if f := refused(t, v, admission.CheckRender); !strings.Contains(f.Message, "context canceled") {
 		t.Errorf("finding %+v, want the cancellation named", f)
+	}
+}
+
+// TestSampleRendered: a sample CR is rendered with the objects beside it,
+// and named in what it makes refused.
+func TestSampleRendered(t *testing.T) {
+	k := kind(t, `references: settings: {apiVersion: "v1", kind: "ConfigMap", name: "s"}
+referenced: settings: {...}
+children: pod: {apiVersion: "v1", kind: "Pod", metadata: name: parent.metadata.name, spec: containers: [{name: "app", image: referenced.settings.data.image}]}
+`)
+	sample, err := admission.ParseCase(k, "sample", []byte("-- parent.yaml --\napiVersion: apps.test.example/v1\nkind: App\nmetadata: {name: x, namespace: ns}\nspec: {}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cm := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap",
+		"metadata": map[string]any{"name": "s", "namespace": "ns"}, "data": map[string]any{"image": "nginx"}}}
+	in := admission.Input{Kind: k, Samples: []*unstructured.Unstructured{sample.Parent}, Referenced: []*unstructured.Unstructured{cm}}
+	if v := admission.Admit(context.Background(), in); v.Err() != nil {
+		t.Fatalf("sample with its ConfigMap refused: %v", v.Err())
+	}
+	in.Referenced = nil
+	f := refused(t, admission.Admit(context.Background(), in), admission.CheckRender)
+	if f.Source != "sample App/x" || !strings.Contains(f.Message, "references.settings: ConfigMap s not found in namespace ns") {
+		t.Errorf("finding %+v, want the sample's missing ConfigMap", f)
 	}
 }
