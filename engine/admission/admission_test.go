@@ -171,18 +171,22 @@ func TestNoCaseRendersFromSchema(t *testing.T) {
 }
 
 // TestBudgetRefuses: a template whose render runs out of the budget is
-// refused, by the budget, in about the budget's time.
+// refused, by the budget, in about the budget's time, and no other CR is
+// rendered then (each would leave an evaluation running on abandoned).
 func TestBudgetRefuses(t *testing.T) {
 	k := kind(t, pod(`containers: [{name: "app", image: parent.spec.image}]`)+
-		`_n: len(parent.metadata.name) * 5`+"\n"+
+		`_n: len(parent.metadata.name) * 3`+"\n"+
 		`_cells: [for i in _l.Range(0, _n, 1) for j in _l.Range(0, _n, 1) for k in _l.Range(0, _n, 1) {i*j*k}]`+"\n"+
 		`children: cm: {apiVersion: "v1", kind: "ConfigMap", metadata: name: parent.metadata.name, data: n: "\(len(_cells))"}`+"\n")
 	start := time.Now()
 	v := admission.Admit(context.Background(), admission.Input{Kind: k, Eval: render.InProcess{},
-		Options: render.Options{Budget: budget.Budget{Time: 50 * time.Millisecond, Memory: 64 << 20, MaxAbandoned: 10}}})
+		Options: render.Options{Budget: budget.Budget{Time: 10 * time.Millisecond, Memory: 64 << 20, MaxAbandoned: 10}}})
 	f := refused(t, v, admission.CheckRender)
-	if !strings.Contains(f.Message, "render") || !strings.Contains(f.Message, "budget") {
-		t.Errorf("finding %+v: want the budget named", f)
+	if !strings.Contains(f.Message, "render evaluation budget exceeded") || !strings.Contains(f.Message, "comprehension (3 nested for)") {
+		t.Errorf("finding %+v: want the budget named, and where the template grows", f)
+	}
+	if len(v.Refused) != 1 {
+		t.Errorf("refused %v: want the renders stopped after the first out of budget", v.Refused)
 	}
 	if d := time.Since(start); d > 10*time.Second {
 		t.Errorf("admission took %s", d)
