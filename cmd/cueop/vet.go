@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -11,9 +12,9 @@ import (
 	"golang.org/x/tools/txtar"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 
+	"github.com/cueop/cueop/engine/admission"
 	"github.com/cueop/cueop/engine/golden"
 	"github.com/cueop/cueop/engine/identity"
-	"github.com/cueop/cueop/engine/kschema"
 	"github.com/cueop/cueop/engine/render"
 	"github.com/cueop/cueop/engine/template"
 )
@@ -46,7 +47,7 @@ func newVet(g *globals) *cobra.Command {
 			if err := checkCommittedCRDs(cmd.ErrOrStderr(), set, crds, crdsDir, allow, true); err != nil { // schemaguard.go
 				return err
 			}
-			if err := errors.Join(vetCases(g, set, crds, dir, opts, cmd.ErrOrStderr()), vetGolden(cmd.OutOrStdout(), set, dir, opts),
+			if err := errors.Join(vetCases(cmd.Context(), g, set, crds, dir, opts, cmd.ErrOrStderr()), vetGolden(cmd.OutOrStdout(), set, dir, opts),
 				vetConversions(cmd.OutOrStdout(), set, crds, dir)); err != nil {
 				return err
 			}
@@ -73,35 +74,35 @@ func newVet(g *globals) *cobra.Command {
 	return cmd
 }
 
-// vetCases renders every golden case that should succeed and checks each
-// child against the schema of its kind, then the first such case with the
-// spec at the schema's bounds (vetBounds), and every such case with the
-// longest CR name (vetNameLength, a warning written to warn, with the
-// least limit of the cases).
-func vetCases(g *globals, set *template.Set, crds []*apiextensionsv1.CustomResourceDefinition, dir string, opts render.Options, warn io.Writer) error {
+// vetCases runs the admission of every kind (engine/admission: its golden
+// cases that should succeed and CRs built from its schema rendered, each
+// child checked against the schema of its kind, absent reads and gates
+// that never open written to warn), then, from the first case admitted,
+// the spec at the schema's bounds (vetBounds), and every case admitted
+// with the longest CR name (vetNameLength, a warning written to warn,
+// with the least limit of the cases).
+func vetCases(ctx context.Context, g *globals, set *template.Set, crds []*apiextensionsv1.CustomResourceDefinition, dir string, opts render.Options, warn io.Writer) error {
 	var errs []error
 	for i, k := range set.Kinds {
 		paths, _ := filepath.Glob(filepath.Join(dir, k.Name, "*.txtar"))
 		if len(paths) == 0 {
 			errs = append(errs, fmt.Errorf("kind %s: no golden case in %s", k.Name, filepath.Join(dir, k.Name)))
 		}
-		var base *vetBase
-		var named []nameCase
-		gates := map[string]bool{}
-		for _, p := range paths {
-			c, err := vetCase(k, p, opts)
-			if err != nil {
-				errs = append(errs, fmt.Errorf("%s: %w", p, err))
-			} else if c != nil {
-				if base == nil {
-					base = c
-				}
-				named = append(named, nameCase{path: p, parent: c.parent})
-			}
-			vetGates(k, c, opts, gates, warn)
+		cases, err := readCases(k, paths)
+		errs = append(errs, err)
+		v := admission.Admit(ctx, admission.Input{Kind: k, Options: opts, Eval: render.InProcess{}, CRD: crds[i], Cases: cases})
+		for _, w := range v.Warnings {
+			fmt.Fprintf(warn, "warn kind %s: %s\n", k.Name, w.Message)
 		}
-		if base != nil {
-			if err := vetBounds(g.trialSetup(k), crds[i], *base); err != nil {
+		errs = append(errs, v.Err())
+		var named []nameCase
+		for _, c := range cases {
+			if !c.WantsError && !v.RefusedSource(c.Name) {
+				named = append(named, nameCase{path: c.Name, parent: c.Parent, referenced: c.Referenced})
+			}
+		}
+		if len(named) > 0 {
+			if err := vetBounds(g.trialSetup(k), crds[i], vetBase{parent: named[0].parent, referenced: named[0].referenced}); err != nil {
 				errs = append(errs, fmt.Errorf("kind %s: %w", k.Name, err))
 			}
 		}
@@ -112,58 +113,37 @@ func vetCases(g *globals, set *template.Set, crds []*apiextensionsv1.CustomResou
 	return errors.Join(errs...)
 }
 
-// vetGates warns, once each, where a gate of the render of a golden case
-// can never open (render.GateWarnings) and where its status, conditions or
-// ready read a field the child's kind does not have (render.ReadWarnings).
-func vetGates(k *template.Kind, c *vetBase, opts render.Options, seen map[string]bool, warn io.Writer) {
-	if c == nil {
-		return
-	}
-	in := render.Inputs{Kind: k, Parent: c.parent}
-	for _, w := range append(render.GateWarnings(in, opts), render.ReadWarnings(in, opts)...) {
-		if !seen[w] {
-			seen[w] = true
-			fmt.Fprintf(warn, "warn kind %s: %s\n", k.Name, w)
+// readCases reads the golden cases of k at paths, named by their paths;
+// one that cannot be read is an error and left out.
+func readCases(k *template.Kind, paths []string) ([]admission.Case, error) {
+	var cases []admission.Case
+	var errs []error
+	for _, p := range paths {
+		data, err := os.ReadFile(p)
+		if err == nil {
+			var c admission.Case
+			if c, err = admission.ParseCase(k, p, data); err == nil {
+				cases = append(cases, c)
+			}
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", p, err))
 		}
 	}
+	return cases, errors.Join(errs...)
 }
 
-// vetCase renders a golden case that should succeed and checks its
-// children; it returns the case's parent and referenced objects, nil for a
-// case that expects an error.
-func vetCase(k *template.Kind, path string, opts render.Options) (*vetBase, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	ar := txtar.Parse(data)
-	for _, f := range ar.Files {
-		if f.Name == golden.SectionError {
-			return nil, nil
-		}
-	}
-	parent, err := golden.ParseParent(sectionData(ar, golden.SectionParent), k)
-	if err != nil {
-		return nil, err
-	}
-	referenced, err := golden.ParseObjects(sectionData(ar, golden.SectionReferenced))
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", golden.SectionReferenced, err)
-	}
-	res, err := golden.RenderCase(k, parent, nil, referenced, opts)
-	if err != nil {
-		return nil, err
-	}
+// vetReferences refuses, before anything renders, the references the
+// templates write as literals to kinds outside the readable ones
+// (admission.References).
+func vetReferences(set *template.Set, readable render.KindSet) error {
 	var errs []error
-	if err := render.WaveGaps(res.Children); err != nil {
-		errs = append(errs, err)
-	}
-	for _, c := range res.Children {
-		if _, err := kschema.Typed(c.Object); err != nil && !errors.Is(err, kschema.ErrUnknownKind) {
-			errs = append(errs, fmt.Errorf("children.%s: %w", c.ID, err))
+	for _, k := range set.Kinds {
+		for _, f := range admission.References(k, readable) {
+			errs = append(errs, errors.New(f.String()))
 		}
 	}
-	return &vetBase{parent: parent, referenced: referenced}, errors.Join(errs...)
+	return errors.Join(errs...)
 }
 
 func sectionData(ar *txtar.Archive, name string) []byte { return golden.Section(ar, name) }

@@ -16,10 +16,12 @@ import (
 // (a DNS-1123 subdomain).
 const maxCRName = 253
 
-// nameCase is a golden case that renders: its path and its parent.
+// nameCase is a golden case that renders: its path, its parent and the
+// objects it may reference.
 type nameCase struct {
-	path   string
-	parent *unstructured.Unstructured
+	path       string
+	parent     *unstructured.Unstructured
+	referenced []*unstructured.Unstructured
 }
 
 // vetNameLength renders the parent of each case renamed to the longest

@@ -26,12 +26,19 @@ func resolveReferences(k *template.Kind, parent *unstructured.Unstructured, objs
 	}
 	got, missing := render.Resolve(refs, parent.GetNamespace(), objs)
 	if len(missing) > 0 {
-		out := &render.Error{Reason: wellknown.ReasonReferenceNotFound}
-		for _, m := range missing {
-			out.Messages = append(out.Messages, fmt.Sprintf("%s not found in namespace %s: give it in %s (cueop test) or --referenced (cueop render)", m, parent.GetNamespace(), SectionReferenced))
-		}
-		return render.Inputs{}, out
+		return render.Inputs{}, MissingReferences(parent.GetNamespace(), missing)
 	}
 	in.Referenced = got
 	return in, nil
+}
+
+// MissingReferences is the error of a case whose references by name find
+// nothing among the objects it gives: ReferenceNotFound, as the operator's
+// CR would wait.
+func MissingReferences(namespace string, missing []render.Reference) *render.Error {
+	out := &render.Error{Reason: wellknown.ReasonReferenceNotFound}
+	for _, m := range missing {
+		out.Messages = append(out.Messages, fmt.Sprintf("%s not found in namespace %s: give it in %s (cueop test) or --referenced (cueop render)", m, namespace, SectionReferenced))
+	}
+	return out
 }

@@ -72,14 +72,23 @@ func ReadWarnings(in Inputs, opts Options) []string {
 	if err != nil {
 		return nil
 	}
+	return ReadWarningsOf(in.Kind, res.Children)
+}
+
+// ReadWarningsOf is ReadWarnings of children, those of a render of k
+// already made (by an Evaluator elsewhere).
+func ReadWarningsOf(k *template.Kind, children []Child) []string {
+	if k.Outputs == nil {
+		return nil
+	}
 	kinds := map[string]schema.GroupVersionKind{}
-	for id, gvk := range in.Kind.Outputs.Children {
+	for id, gvk := range k.Outputs.Children {
 		kinds[id] = gvk
 	}
-	for _, c := range res.Children {
+	for _, c := range children {
 		kinds[c.ID] = c.Object.GroupVersionKind()
 	}
-	return warnings(AbsentReads(in.Kind.Outputs.Reads, kinds), func(r template.ObservedRead) bool { return r.Root() != template.FieldReadyWhen })
+	return warnings(AbsentReads(k.Outputs.Reads, kinds), func(r template.ObservedRead) bool { return r.Root() != template.FieldReadyWhen })
 }
 
 // ReadyAbsent are the absent reads that Ready depends on, for the children
