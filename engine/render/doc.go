@@ -15,9 +15,23 @@
 // the parent's namespace, and RenderInputs renders with them (Inputs holds
 // every input of a render beside the parent: observed children and
 // referenced objects). Waves and readyWhen give each child its wave and
-// readiness (waves.go); the reconciler applies and deletes by them. A
-// template's own conditions come out as Result.Conditions (conditions.go),
-// for the reconciler to merge into status.conditions.
+// readiness; the reconciler applies and deletes by them. A template's own
+// conditions come out as Result.Conditions, for the reconciler to merge
+// into status.conditions.
+//
+// One file per job, each headed by what it does and must not do:
+//
+//	inputs.go      what goes into an evaluation and where it runs: Inputs
+//	               and their Digest, Reuse, the Evaluator, Render and
+//	               RenderInputs within the budget, Packed
+//	render.go      the render itself: Options, Result, Child; the template
+//	               filled and its children exported and checked
+//	results.go     what the engine asks of a Result: waves and readiness,
+//	               policies and data kinds, conditions, immutable values,
+//	               absent reads and gate warnings
+//	references.go  the objects a template reads but does not own
+//	errors.go      how a render that cannot be applied reads: Error and the
+//	               wording of CUE's errors
 //
 // It must not read a cluster, a clock or the environment, and nothing one
 // render does may change what another returns.

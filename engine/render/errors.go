@@ -1,14 +1,29 @@
+// How a render that cannot be applied reads: Error, with its reason;
+// CUE's errors worded by the CR field path or the child id at their CUE
+// position (spec errors without the noise of defaults, a disjunction's
+// alternatives named; a #Status field the template leaves open at its
+// declaration; an unguarded read of observed explained); SpecErrorOf, the
+// same wording of what a spoke version's schema refuses.
+//
+// It must not lose an error or its source: every message names the CR
+// field path or the child id and the CUE file:line:column.
+
 package render
 
 import (
+	"errors"
 	"fmt"
+	"regexp"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	"cuelang.org/go/cue"
+	"cuelang.org/go/cue/cuecontext"
 	cueerrors "cuelang.org/go/cue/errors"
 	"cuelang.org/go/cue/token"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/cueop/cueop/engine/template"
 	"github.com/cueop/cueop/engine/wellknown"
@@ -208,4 +223,164 @@ func childError(id string, v cue.Value, format string, args ...any) string {
 		return template.ShortPos(p) + ": " + msg
 	}
 	return msg
+}
+
+// statusError is evalError for the status of a render. CUE gives no
+// position to a #Status field the template leaves missing or not concrete
+// when its declaration is a bound or a disjunction (`int & >=0`,
+// `"A" | "B"`): such a message gets the position of the field's
+// declaration in #Status, or else of the field in status.
+func statusError(k *template.Kind, status cue.Value, err error) *Error {
+	out := evalError(err)
+	errs := cueerrors.Errors(err)
+	if len(errs) != len(out.Messages) {
+		return out
+	}
+	for i, e := range errs {
+		if len(template.Positions(e)) > 0 {
+			continue
+		}
+		path := e.Path()
+		if len(path) < 2 || path[0] != "status" {
+			continue
+		}
+		if p := fieldPos(k.Status, path[1:]); p.IsValid() {
+			out.Messages[i] = template.ShortPos(p) + ": " + out.Messages[i] + " (declared in #Status: status must give it a concrete value)"
+		} else if p := fieldPos(status, path[1:]); p.IsValid() {
+			out.Messages[i] = template.ShortPos(p) + ": " + out.Messages[i]
+		}
+	}
+	return out
+}
+
+// fieldPos is the position of the field at path within v, if any.
+func fieldPos(v cue.Value, path []string) token.Pos {
+	if !v.Exists() {
+		return token.NoPos
+	}
+	sels := make([]cue.Selector, len(path))
+	for i, p := range path {
+		if n, err := strconv.Atoi(p); err == nil {
+			sels[i] = cue.Index(n)
+		} else {
+			sels[i] = cue.Str(p)
+		}
+	}
+	f := v.LookupPath(cue.MakePath(sels...))
+	if !f.Exists() {
+		return token.NoPos
+	}
+	return f.Pos()
+}
+
+// undefinedField matches CUE's "undefined field: x" (x quoted when it is
+// not an identifier).
+var undefinedField = regexp.MustCompile(`undefined field: ("(?:[^"\\]|\\.)*"|[^\s()]+)`)
+
+// observedHint explains an "undefined field: x" where x is a child the
+// render produces but that is not observed: the template reads observed.x
+// without a guard. observed.x is absent until the child exists, and in a
+// render without observed children (`cueop render`, the first render of a
+// golden case), so such a template fails every render (it never creates
+// the child). Only called on a render error; the children's ids come from
+// the template filled again (within the render's budget).
+func observedHint(k *template.Kind, parent *unstructured.Unstructured, in Inputs, err error) error {
+	observed := in.Observed
+	var rerr *Error
+	if !errors.As(err, &rerr) {
+		return err
+	}
+	var ids map[string]bool
+	for i, msg := range rerr.Messages {
+		m := undefinedField.FindStringSubmatch(msg)
+		if m == nil {
+			continue
+		}
+		id := m[1]
+		if u, err := strconv.Unquote(id); err == nil {
+			id = u
+		}
+		if observed[id] != nil {
+			continue
+		}
+		if ids == nil {
+			ids = childIDs(fill(k, parent, in))
+		}
+		if !ids[id] {
+			continue
+		}
+		ref := "observed." + m[1]
+		if m[1] != id {
+			ref = "observed[" + m[1] + "]"
+		}
+		rerr.Messages[i] = msg + fmt.Sprintf(" (observed children may be absent: %s is there only once the child %s exists, "+
+			"not in the render that creates it; guard the read, as in `if %s != _|_ {...}` or `*%s.status.x | 0`)", ref, id, ref, ref)
+	}
+	return err
+}
+
+// childIDs are the ids of the children v has, concrete or not.
+func childIDs(v cue.Value) map[string]bool {
+	ids := map[string]bool{}
+	it, err := v.LookupPath(template.PathChildren).Fields()
+	if err != nil {
+		return ids
+	}
+	for it.Next() {
+		ids[it.Selector().Unquoted()] = true
+	}
+	return ids
+}
+
+// conflictValues are the two values of a "conflicting values %s and %s"
+// error, without the types its message may add.
+func conflictValues(e cueerrors.Error) []string {
+	_, args := e.Msg()
+	if len(args) > 2 {
+		args = args[:2]
+	}
+	out := make([]string, len(args))
+	for i, a := range args {
+		out[i] = fmt.Sprint(a)
+	}
+	return out
+}
+
+// withoutCovered drops the alternatives that another one subsumes: the
+// default 2 of `*2 | int` is no alternative of its own. Alternatives are
+// CUE expressions as CUE prints them; one that does not compile is kept.
+func withoutCovered(options []string) []string {
+	if len(options) < 2 {
+		return options
+	}
+	ctx := cuecontext.New()
+	values := make([]cue.Value, len(options))
+	for i, o := range options {
+		values[i] = ctx.CompileString(o)
+	}
+	var out []string
+	for i, o := range options {
+		covered := false
+		for j, other := range values {
+			if i != j && values[i].Err() == nil && other.Err() == nil && options[j] != o &&
+				other.Subsume(values[i]) == nil && values[i].Subsume(other) != nil {
+				covered = true
+				break
+			}
+		}
+		if !covered {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+// SpecErrorOf is what the schema spec (a spoke version's #Spec) refuses of
+// spec, worded as a render words the hub's spec errors: by the spec's field
+// paths, the noise of defaults and enums left out, with the schema's
+// positions. Nil when it refuses nothing.
+func SpecErrorOf(schema cue.Value, spec map[string]any) *Error {
+	ctx := schema.Context()
+	v := ctx.CompileString("parent: spec: _").FillPath(template.PathParentSpec, schema).FillPath(template.PathParentSpec, ctx.Encode(spec))
+	return specError(v, schema.Pos())
 }

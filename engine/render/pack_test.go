@@ -7,7 +7,7 @@ import (
 	"github.com/cueop/cueop/engine/render"
 )
 
-// Tags as engine/render/pack.go numbers them.
+// Tags as engine/render/inputs.go numbers them.
 const (
 	tNil byte = iota
 	tFalse

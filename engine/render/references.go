@@ -1,3 +1,13 @@
+// The objects a template reads but does not own: References evaluates the
+// template's references from the CR alone, within the budget, and checks
+// each against the readable kinds; Resolve matches them against objects
+// of the CR's namespace; referencedValue is what the template sees of
+// them.
+//
+// It must not read a cluster (the reconciler lists and reads the objects
+// and passes them in Inputs.Referenced), nor resolve a reference to an
+// object of another namespace.
+
 package render
 
 import (

@@ -45,7 +45,7 @@ const AnnotationWave = "cueop.dev/wave"
 // prune and deletion act on live objects, which the template may no longer
 // render. They are set where the policy differs from the default of every
 // kind (prune: always, onDelete: delete), and always on a child of a data
-// kind (render/datakinds.go). A live object without them gets its kind's
+// kind (render/results.go). A live object without them gets its kind's
 // default (render.LivePolicy), so that no decision depends on an
 // annotation having reached the object.
 const (
