@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"regexp"
+	"strings"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -79,13 +80,17 @@ type Finding struct {
 	Message string
 }
 
-// String is "[check] source: message", or "[check] message" for the kind
-// itself.
+// String is "[check] source: pos: message", or "[check] pos: message" for
+// the kind itself; without pos when it is unknown or the message names it.
 func (f Finding) String() string {
-	if f.Source == "" {
-		return "[" + f.Check + "] " + f.Message
+	msg := f.Message
+	if f.Pos != "" && !strings.Contains(msg, f.Pos) {
+		msg = f.Pos + ": " + msg
 	}
-	return "[" + f.Check + "] " + f.Source + ": " + f.Message
+	if f.Source == "" {
+		return "[" + f.Check + "] " + msg
+	}
+	return "[" + f.Check + "] " + f.Source + ": " + msg
 }
 
 // Verdict is what admission says of a revision: it may serve when nothing

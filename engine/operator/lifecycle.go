@@ -264,6 +264,9 @@ func (lc *kindLifecycle) serve(ctx context.Context, k *template.Kind) error {
 		lc.enter(r, k, phaseServing)
 		return nil
 	}
+	if err := lc.admit(ctx, k); err != nil { // admit.go
+		return lc.admissionRefused(ctx, k, err)
+	}
 	commit, err := lc.conv.prepare(ctx, k) // conversion.go
 	if err != nil {
 		return lc.conversionRefused(ctx, k, err)

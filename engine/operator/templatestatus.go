@@ -242,6 +242,8 @@ func refusalReason(err error) string {
 	switch {
 	case errors.As(err, &s):
 		return wellknown.TemplateReasonSchemaRefused
+	case errors.As(err, new(admissionError)):
+		return wellknown.TemplateReasonAdmissionRefused // admit.go
 	case errors.As(err, &r):
 		return wellknown.TemplateReasonConversionRefused
 	case errors.As(err, new(heldError)):

@@ -8,7 +8,8 @@ package wellknown
 //   - Degraded is True while the newest revision does not serve: its
 //     template did not load (TemplateError), its module version was refused
 //     at fetch (ModuleRefused), its schema change or its conversions were
-//     refused (SchemaRefused, ConversionRefused), its serve failed
+//     refused (SchemaRefused, ConversionRefused), it failed its admission
+//     (AdmissionRefused), its serve failed
 //     (ServeFailed), the served CRD lacks fields of its schema
 //     (CRDBehind), or it waits for its CRD (WaitingForCRD);
 //   - a kind removed from the templates keeps its object, Ready False with
@@ -17,9 +18,12 @@ const (
 	TemplateConditionReady    = "Ready"
 	TemplateConditionDegraded = "Degraded"
 
-	TemplateReasonServing           = "Serving"
-	TemplateReasonTemplateError     = "TemplateError"
-	TemplateReasonSchemaRefused     = "SchemaRefused"
+	TemplateReasonServing       = "Serving"
+	TemplateReasonTemplateError = "TemplateError"
+	TemplateReasonSchemaRefused = "SchemaRefused"
+	// TemplateReasonAdmissionRefused: the newest revision failed the
+	// admission `cueop vet` runs (operator/admit.go).
+	TemplateReasonAdmissionRefused  = "AdmissionRefused"
 	TemplateReasonConversionRefused = "ConversionRefused"
 	TemplateReasonServeFailed       = "ServeFailed"
 	// TemplateReasonHeldByAnotherOperator: the kind's CRD names another
