@@ -11,8 +11,10 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/cueop/cueop/engine/admission"
 	"github.com/cueop/cueop/engine/diff"
 	"github.com/cueop/cueop/engine/operator"
+	"github.com/cueop/cueop/engine/render"
 	"github.com/cueop/cueop/engine/template"
 )
 
@@ -158,6 +160,9 @@ func diffOptions(g *globals, f *diffFlags) (diff.Options, error) {
 	if err != nil {
 		return diff.Options{}, err
 	}
+	if err := admitAll(set, ropts); err != nil {
+		return diff.Options{}, err
+	}
 	sel, err := labels.Parse(f.selector)
 	if err != nil {
 		return diff.Options{}, fmt.Errorf("--selector: %w", err)
@@ -211,4 +216,18 @@ func useColor(mode string, out any) bool {
 	}
 	st, err := file.Stat()
 	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// admitAll runs the admission the operator runs on each kind of set
+// (engine/admission): a revision it would refuse is not previewed, as it
+// would never serve.
+func admitAll(set *template.Set, opts render.Options) error {
+	var errs []error
+	for _, k := range set.Kinds {
+		v := admission.Admit(context.Background(), admission.Input{Kind: k, Options: opts, Eval: render.InProcess{}})
+		if err := v.Err(); err != nil {
+			errs = append(errs, fmt.Errorf("kind %s: revision %s would be refused by the operator's admission (what `cueop vet` refuses): %w", k.Name, k.Revision, err))
+		}
+	}
+	return errors.Join(errs...)
 }

@@ -87,6 +87,9 @@ func TestDiffCommand(t *testing.T) {
 	if out, code := diffCmd(edited(t, badPort...)); code != 2 || !strings.Contains(out, "refused") {
 		t.Errorf("a refused child: exit %d, want 2:\n%s", code, out)
 	}
+	if out, code := diffCmd(edited(t, "containers: [{", "containerz: [{")); code != 2 || !strings.Contains(out, "containerz") || !strings.Contains(out, "admission") {
+		t.Errorf("a misspelt Pod field: exit %d, want 2 naming it as the operator's admission would:\n%s", code, out)
+	}
 	if out, code := diffCmd(relabel, "--no-such-flag"); code != 2 {
 		t.Errorf("a bad flag: exit %d, want 2:\n%s", code, out)
 	}
