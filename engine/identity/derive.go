@@ -40,10 +40,25 @@ type Use struct {
 // only a render shows those.
 func Derive(k *template.Kind) (Kind, []string) {
 	uses, warnings := Uses(k)
-	out := Kind{GroupKind: schema.GroupKind{Group: k.Resource.Group, Kind: k.Resource.Kind}, Plural: k.Resource.Plural,
-		Children: render.KindSet{}, References: render.KindSet{}}
+	out := Empty(k)
 	out.Add(uses)
 	return out, warnings
+}
+
+// DeriveAllowed is Derive keeping what the administrator's allow-lists in
+// opts allow (Allowed); err names each kind they refuse.
+func DeriveAllowed(k *template.Kind, opts render.Options) (Kind, []string, error) {
+	uses, warnings := Uses(k)
+	allowed, err := Allowed(uses, opts)
+	out := Empty(k)
+	out.Add(allowed)
+	return out, warnings, err
+}
+
+// Empty is k with no children nor references.
+func Empty(k *template.Kind) Kind {
+	return Kind{GroupKind: schema.GroupKind{Group: k.Resource.Group, Kind: k.Resource.Kind}, Plural: k.Resource.Plural,
+		Children: render.KindSet{}, References: render.KindSet{}}
 }
 
 // Add adds uses to k's children and references.
@@ -201,7 +216,7 @@ const maxDepth = 16
 // references (section), with their values.
 func (s *source) collect(x ast.Expr, section string, cond bool, depth int) {
 	if depth > maxDepth {
-		s.warn(x.Pos(), "%s: %s cannot be followed: the kinds it declares cannot be told from the template", section, exprText(x))
+		s.warn(x.Pos(), "%s: %s cannot be followed: the template does not tell what it declares; only the golden cases and samples give its rights", section, exprText(x))
 		return
 	}
 	switch x := x.(type) {
@@ -217,13 +232,13 @@ func (s *source) collect(x ast.Expr, section string, cond bool, depth int) {
 	case *ast.Ident:
 		fields, ok := s.resolve(x)
 		if !ok {
-			s.warn(x.Pos(), "%s: %s cannot be followed: the kinds it declares cannot be told from the template", section, x.Name)
+			s.warn(x.Pos(), "%s: %s cannot be followed: the template does not tell what it declares; only the golden cases and samples give its rights", section, x.Name)
 		}
 		for _, f := range fields {
 			s.collect(f.Value, section, cond, depth+1)
 		}
 	default:
-		s.warn(x.Pos(), "%s: %s cannot be followed: the kinds it declares cannot be told from the template", section, exprText(x))
+		s.warn(x.Pos(), "%s: %s cannot be followed: the template does not tell what it declares; only the golden cases and samples give its rights", section, exprText(x))
 	}
 }
 

@@ -62,9 +62,9 @@ func (s *source) decide(o *occurrences) []Use {
 	switch {
 	case len(uses) > 0, s.computed[o.path]: // computed: warned already
 	case opaque != nil:
-		s.warn(opaque.Pos(), "%s: %s cannot be followed: its apiVersion and kind cannot be told from the template, only from the golden cases and samples that render it", o.path, exprText(opaque))
+		s.warn(opaque.Pos(), "%s: %s cannot be followed: the template does not tell its apiVersion and kind; only the golden cases and samples that render it give its rights", o.path, exprText(opaque))
 	default:
-		s.warn(o.pos, "%s: no apiVersion and kind written in the template: they cannot be told from it, only from the golden cases and samples that render it", o.path)
+		s.warn(o.pos, "%s: no apiVersion and kind written: the template does not tell them; only the golden cases and samples that render it give its rights", o.path)
 	}
 	return uses
 }
@@ -197,7 +197,7 @@ func (s *source) fieldAlts(f *ast.Field, name, path string, depth int) []alt {
 	lits, ok := s.literals(f.Value, depth)
 	if !ok {
 		s.computed[path] = true
-		s.warn(f.Value.Pos(), "%s: %s is computed (%s): the kinds it can be cannot be told from the template, only from the golden cases and samples that render it", path, name, exprText(f.Value))
+		s.warn(f.Value.Pos(), "%s: %s is computed (%s): the template does not tell which kinds it can be; only the golden cases and samples that render it give its rights", path, name, exprText(f.Value))
 		return []alt{{}}
 	}
 	out := make([]alt, 0, len(lits))
