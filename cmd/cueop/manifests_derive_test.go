@@ -79,19 +79,27 @@ func TestManifestsDeriveFromTemplate(t *testing.T) {
 }
 
 // TestManifestsRefusesDerivedKind: a child of a kind the administrator
-// does not allow is refused, with its position, though no golden case
-// nor sample renders it.
+// does not allow is refused by manifests and vet, with its position,
+// though no golden case nor sample renders it.
 func TestManifestsRefusesDerivedKind(t *testing.T) {
 	dir := writeTree(t, map[string]string{
 		"templates/cue.mod/module.cue": testModule,
 		"templates/sprocket/sprocket.cue": sprocketKind(`	if parent.spec.expose {
 		secret: {apiVersion: "v1", kind: "Secret", metadata: name: parent.metadata.name}
 	}`),
-		"testdata/.keep": "",
+		"testdata/sprocket/plain.txtar": "-- parent.yaml --\napiVersion: derive.test.example/v1\nkind: Sprocket\nmetadata: {name: p, namespace: ns}\nspec: {replicas: 1}\n",
 	})
-	msg, err := run(t, "--templates", filepath.Join(dir, "templates"), "manifests", "--out-dir", t.TempDir(),
-		"--testdata", filepath.Join(dir, "testdata"), "--samples", filepath.Join(dir, "testdata"))
-	if want := "sprocket.cue:16:36: children.secret: kind Secret is not in the allowed kinds"; err == nil || !strings.Contains(err.Error(), want) {
+	templates, cases := filepath.Join(dir, "templates"), filepath.Join(dir, "testdata")
+	const want = "sprocket.cue:16:36: children.secret: kind Secret is not in the allowed kinds"
+	msg, err := run(t, "--templates", templates, "manifests", "--out-dir", t.TempDir(), "--testdata", cases, "--samples", cases)
+	if err == nil || !strings.Contains(err.Error(), want) {
 		t.Fatalf("manifests: %v, want %q\n%s", err, want, msg)
+	}
+	if out, err := run(t, "--templates", templates, "test", "--testdata", cases, "--update"); err != nil {
+		t.Fatalf("test --update: %v\n%s", err, out)
+	}
+	msg, err = run(t, "--templates", templates, "vet", "--testdata", cases, "--samples", cases, "--crds", t.TempDir())
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("vet: %v, want %q\n%s", err, want, msg)
 	}
 }

@@ -62,7 +62,13 @@ func Empty(k *template.Kind) Kind {
 }
 
 // Add adds uses to k's children and references.
-func (k Kind) Add(uses []Use) {
+func (k *Kind) Add(uses []Use) {
+	if k.Children == nil {
+		k.Children = render.KindSet{}
+	}
+	if k.References == nil {
+		k.References = render.KindSet{}
+	}
 	for _, u := range uses {
 		if u.Reference {
 			k.References[u.GroupKind] = true
