@@ -350,9 +350,8 @@ func resourceText(a *authorizationv1.ResourceAttributes) string {
 // A kind whose template tells no child's nor reference's kind, and none
 // of whose samples and golden cases renders one, has a role with no right
 // on children: the line says so, or its first CR would read Forbidden
-// with no hint why. A kind of a broken
-// package (in broken) is served at its last good revision: the line says
-// so too.
+// with no hint why. A kind of a broken package (in broken) is served at
+// its last good revision: the line says so too.
 func (d *devIdentities) print(set *template.Set, ids []identity.Identity, kinds []identity.Kind, broken map[string]bool) {
 	gks := make([]schema.GroupKind, len(kinds))
 	for i, k := range kinds {
