@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -25,6 +26,7 @@ import (
 
 	"github.com/cueop/cueop/engine/apply"
 	"github.com/cueop/cueop/engine/identity"
+	"github.com/cueop/cueop/engine/render"
 	"github.com/cueop/cueop/engine/template"
 	"github.com/cueop/cueop/localcluster"
 )
@@ -39,10 +41,11 @@ const devRoleSettle = 10 * time.Second
 
 // devIdentities makes `cueop dev` act as production does: each kind as
 // its own ServiceAccount, with the roles `cueop manifests` generates from
-// the golden cases and samples (kindRights), applied with the cluster
-// admin's config at start and again on each template load, so that a
-// child kind the samples or golden cases add is granted, and one they do
-// not render is refused (Forbidden) as it would be in a cluster.
+// the templates, golden cases and samples (kindRights), applied with the
+// cluster admin's config at start and again on each template load, so
+// that a child kind a template, sample or golden case adds is granted,
+// and one none of them tells (a kind computed from the CR) is refused
+// (Forbidden) as it would be in a cluster.
 type devIdentities struct {
 	g                 *globals
 	flags             identityFlags
@@ -64,6 +67,8 @@ type devIdentities struct {
 	// a package that breaks later keeps it serving, so it keeps its
 	// identity, its rights and its place in the printed line.
 	good map[string]*template.Kind
+	// warned are the warnings of the rights printed so far.
+	warned map[string]bool
 }
 
 // newDevIdentities is nil with --shared-identity; else it creates the
@@ -155,13 +160,7 @@ func (d *devIdentities) sync(ctx context.Context, set *template.Set) error {
 		return err
 	}
 	set, broken := d.served(set)
-	// A case that does not render adds no right: the CR's own status says
-	// why it does not render.
-	kinds, rightsErr := kindRights(set, d.testdata, d.samples, opts) // manifests_kinds.go
-	if rightsErr != nil {
-		d.log.Info("rights computed without the cases that did not render", "error", rightsErr.Error())
-	}
-	kinds = d.grow(kinds)
+	kinds := d.grow(d.rightsOf(set, opts))
 	ids, err := identities(kinds, d.flags)
 	if err != nil {
 		return err
@@ -190,6 +189,27 @@ func (d *devIdentities) sync(ctx context.Context, set *template.Set) error {
 	}
 	d.print(set, ids, kinds, broken)
 	return nil
+}
+
+// rightsOf are the rights of set's kinds (kindRights). A case that does
+// not render, or a kind a template declares that the allow-lists refuse,
+// adds no right: the CR's own status says why it does not render. Where a
+// template does not tell a kind is printed, once.
+func (d *devIdentities) rightsOf(set *template.Set, opts render.Options) []identity.Kind {
+	r, err := kindRights(set, d.testdata, d.samples, opts) // manifests_kinds.go
+	if err := errors.Join(r.refused, err); err != nil {
+		d.log.Info("rights computed without the cases that did not render and the kinds the allow-lists refuse", "error", err.Error())
+	}
+	if d.warned == nil {
+		d.warned = map[string]bool{}
+	}
+	for _, w := range r.warnings {
+		if !d.warned[w] {
+			d.warned[w] = true
+			fmt.Fprintln(d.out, "warn", w)
+		}
+	}
+	return r.kinds
 }
 
 // served is set as the operator serves it: its kinds, and of each package
@@ -327,11 +347,11 @@ func resourceText(a *authorizationv1.ResourceAttributes) string {
 // print prints, when it differs from the last one, one line naming the
 // ServiceAccount each kind of set acts as, a kind by Kind.group when
 // another has the same Kind.
-// A kind none of whose samples and golden cases renders a child or a
-// reference has a role with no right on children: the line says so, or
-// its first CR would read Forbidden with no hint why. A kind of a broken
-// package (in broken) is served at its last good revision: the line says
-// so too.
+// A kind whose template tells no child's nor reference's kind, and none
+// of whose samples and golden cases renders one, has a role with no right
+// on children: the line says so, or its first CR would read Forbidden
+// with no hint why. A kind of a broken package (in broken) is served at
+// its last good revision: the line says so too.
 func (d *devIdentities) print(set *template.Set, ids []identity.Identity, kinds []identity.Kind, broken map[string]bool) {
 	gks := make([]schema.GroupKind, len(kinds))
 	for i, k := range kinds {
@@ -347,12 +367,12 @@ func (d *devIdentities) print(set *template.Set, ids []identity.Identity, kinds 
 			part += " (in " + strings.Join(id.Namespaces, ",") + ")"
 		}
 		if len(kinds[i].Children) == 0 && len(kinds[i].References) == 0 {
-			part += " (no sample or golden case renders it: no rights on children; see --samples, --testdata)"
+			part += " (neither its template nor a sample or golden case tells a child's kind: no rights on children; see the warnings, --samples, --testdata)"
 		}
 		parts = append(parts, part)
 	}
 	slices.Sort(parts)
-	line := "kinds act as their own ServiceAccounts, with the roles their samples and golden cases need: " + strings.Join(parts, ", ")
+	line := "kinds act as their own ServiceAccounts, with the roles their templates, samples and golden cases need: " + strings.Join(parts, ", ")
 	if len(parts) == 0 || line == d.printed {
 		return
 	}

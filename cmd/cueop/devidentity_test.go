@@ -91,17 +91,18 @@ func TestDevKindsActAsTheirServiceAccounts(t *testing.T) {
 	}
 }
 
-// gadgetKind is a kind whose CR renders a ConfigMap, and a Service when
-// expose holds (CUE: "parent.spec.expose", "true").
-func gadgetKind(expose string) string {
+// gadgetKind is a kind whose CR renders a ConfigMap, and when
+// spec.expose holds a child of kind svcKind (CUE: `"Service"`, or
+// "parent.spec.exposeAs", a kind the template computes from the CR).
+func gadgetKind(svcKind string) string {
 	return `package gadget
 
 resource: {group: "devid.test.example", version: "v1", kind: "Gadget"}
-#Spec: {expose: *false | bool}
+#Spec: {expose: *false | bool, exposeAs: *"Service" | string}
 parent: {metadata: {name: string, namespace: string}, spec: #Spec}
 children: cm: {apiVersion: "v1", kind: "ConfigMap", metadata: name: parent.metadata.name, data: v: "1"}
-if ` + expose + ` {
-	children: svc: {apiVersion: "v1", kind: "Service", metadata: name: parent.metadata.name, spec: ports: [{port: 80}]}
+if parent.spec.expose {
+	children: svc: {apiVersion: "v1", kind: ` + svcKind + `, metadata: name: parent.metadata.name, spec: ports: [{port: 80}]}
 }
 `
 }
@@ -114,17 +115,19 @@ parent: {metadata: {name: string, namespace: string}, spec: #Spec}
 children: cm: {apiVersion: "v1", kind: "ConfigMap", metadata: name: "widget-" + parent.metadata.name, data: v: "1"}
 `
 
-// TestDevRefusesWhatTheRoleLacks: a Gadget whose sample renders a
-// ConfigMap only gets a role on ConfigMaps: a Gadget applied afterwards
-// that renders a Service reads Ready=False, reason Forbidden, naming the
-// verb, the resource and the kind's ServiceAccount, while the Widget's CR
-// stays Ready. An edit of the template that makes the sample render the
-// Service too regenerates the role: the Gadget converges, and the
-// Widget's role, which gained nothing, is not written.
+// TestDevRefusesWhatTheRoleLacks: a Gadget whose template computes its
+// second child's kind from the CR, and whose sample renders a ConfigMap
+// only, gets a role on ConfigMaps (dev warns where the kind is computed):
+// a Gadget applied afterwards that renders a Service reads Ready=False,
+// reason Forbidden, naming the verb, the resource and the kind's
+// ServiceAccount, while the Widget's CR stays Ready. An edit of the
+// template that writes the Service's kind regenerates the role, though no
+// sample renders the Service: the Gadget converges, and the Widget's
+// role, which gained nothing, is not written.
 func TestDevRefusesWhatTheRoleLacks(t *testing.T) {
 	dir := writeTree(t, map[string]string{
 		"templates/cue.mod/module.cue": testModule,
-		"templates/gadget/gadget.cue":  gadgetKind("parent.spec.expose"),
+		"templates/gadget/gadget.cue":  gadgetKind("parent.spec.exposeAs"),
 		"templates/widget/widget.cue":  widgetKind,
 		"samples/gadget.yaml":          "apiVersion: devid.test.example/v1\nkind: Gadget\nmetadata: {name: plain, namespace: default}\nspec: {}\n",
 		"samples/widget.yaml":          "apiVersion: devid.test.example/v1\nkind: Widget\nmetadata: {name: w, namespace: default}\nspec: {}\n",
@@ -132,6 +135,9 @@ func TestDevRefusesWhatTheRoleLacks(t *testing.T) {
 	templates := filepath.Join(dir, "templates")
 	out, kubeconfig := startDev(t, templates, "--samples", filepath.Join(dir, "samples"), "--testdata", filepath.Join(dir, "testdata"))
 	waitReadyLines(t, out, "Gadget default/plain", "Widget default/w")
+	if !hasLine(out.String(), "warn ", "gadget.cue:8:42: children.svc: kind is computed (parent.spec.exposeAs)") {
+		t.Errorf("no warning where the Gadget computes its Service's kind:\n%s", out.String())
+	}
 	gadgetSA := identity.ServiceAccount{Namespace: identity.DefaultNamespace, Name: identity.DefaultName("gadgets.devid.test.example")}
 	widgetRole := identity.DefaultName("widgets.devid.test.example")
 	widgetVersion := kubectlAt(t, kubeconfig, "", "get", "clusterrole", widgetRole, "-o", "jsonpath={.metadata.resourceVersion}")
@@ -150,8 +156,8 @@ func TestDevRefusesWhatTheRoleLacks(t *testing.T) {
 		t.Errorf("the Widget is not Ready any more: %s", last)
 	}
 
-	// The sample now renders the Service: the role gains it.
-	testkit.WriteKind(t, templates, "gadget", gadgetKind("true"))
+	// The template now writes the Service's kind: the role gains it.
+	testkit.WriteKind(t, templates, "gadget", gadgetKind(`"Service"`))
 	kubectlAt(t, kubeconfig, "", "wait", "--timeout=60s", "-n", "default", "gadgets.devid.test.example/exposed", "--for=condition=Ready")
 	role := kubectlAt(t, kubeconfig, "", "get", "clusterrole", gadgetSA.Name, "-o", "jsonpath={.rules[*].resources}")
 	if !strings.Contains(role, "services") {
@@ -160,4 +166,45 @@ func TestDevRefusesWhatTheRoleLacks(t *testing.T) {
 	if got := kubectlAt(t, kubeconfig, "", "get", "clusterrole", widgetRole, "-o", "jsonpath={.metadata.resourceVersion}"); got != widgetVersion {
 		t.Errorf("the Widget's ClusterRole, which gained nothing, was written: resourceVersion %s, was %s", got, widgetVersion)
 	}
+}
+
+// TestDevGrantsWhatTheTemplateRenders: a kind with no golden case and no
+// sample, whose children are all conditional (Services in a for, a
+// ConfigMap in a top-level if), gets the role its template needs: a CR
+// applied by hand converges under the kind's own ServiceAccount.
+func TestDevGrantsWhatTheTemplateRenders(t *testing.T) {
+	dir := writeTree(t, map[string]string{
+		"templates/cue.mod/module.cue": testModule,
+		"templates/thing/thing.cue": `package thing
+
+resource: {group: "devid.test.example", version: "v1", kind: "Thing"}
+#Spec: {ports: *[] | [...int], settings: *false | bool}
+parent: {metadata: {name: string, namespace: string}, spec: #Spec}
+children: {
+	for i, p in parent.spec.ports {
+		"svc-\(i)": {apiVersion: "v1", kind: "Service", metadata: name: "\(parent.metadata.name)-\(i)", spec: ports: [{port: p}]}
+	}
+}
+if parent.spec.settings {
+	children: settings: {apiVersion: "v1", kind: "ConfigMap", metadata: name: parent.metadata.name, data: v: "1"}
+}
+`,
+		"samples/.keep": "",
+	})
+	out, kubeconfig := startDev(t, filepath.Join(dir, "templates"), "--samples", filepath.Join(dir, "samples"), "--testdata", filepath.Join(dir, "testdata"))
+	sa := identity.ServiceAccount{Namespace: identity.DefaultNamespace, Name: identity.DefaultName("things.devid.test.example")}
+	clustertest.Eventually(t, time.Minute, func() string {
+		if !hasLine(out.String(), "kinds act as their own ServiceAccounts", "Thing as "+sa.String()) {
+			return "no line names the Thing's ServiceAccount:\n" + out.String()
+		}
+		return ""
+	})
+	kubectlAt(t, kubeconfig, "apiVersion: devid.test.example/v1\nkind: Thing\nmetadata: {name: t, namespace: default}\nspec: {ports: [80, 81], settings: true}\n", "apply", "-f", "-")
+	kubectlAt(t, kubeconfig, "", "wait", "--timeout=60s", "-n", "default", "things.devid.test.example/t", "--for=condition=Ready")
+	label := kubectlAt(t, kubeconfig, "", "get", "service", "-n", "default", "t-1",
+		"-o", "jsonpath={.metadata.labels."+strings.ReplaceAll(wellknown.LabelIdentity, ".", `\.`)+"}")
+	if label != sa.Namespace+"."+sa.Name {
+		t.Errorf("the Thing's Service t-1: identity label %q, want %s.%s", label, sa.Namespace, sa.Name)
+	}
+	kubectlAt(t, kubeconfig, "", "get", "configmap", "-n", "default", "t")
 }

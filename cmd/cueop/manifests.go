@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -80,15 +81,19 @@ func newManifests(g *globals) *cobra.Command {
 		Use:   "manifests",
 		Short: "Write the deployment manifests generated from the templates: CRDs, RBAC, templates ConfigMap",
 		Long: "Writes crds/ (with its kustomization), config/rbac/kinds.yaml (each kind's ServiceAccount and\n" +
-			"least-privilege role, from the child kinds and referenced kinds its golden cases and samples\n" +
-			"render to), config/rbac/role.yaml (the operator's own), config/manager/templates.yaml and\n" +
-			"config/manager/generated_patch.yaml below --out-dir. With --shared-identity, role.yaml holds\n" +
+			"least-privilege role, from the child kinds and referenced kinds its template declares and\n" +
+			"its golden cases and samples render to), config/rbac/role.yaml (the operator's own),\n" +
+			"config/manager/templates.yaml and config/manager/generated_patch.yaml below --out-dir.\n" +
+			"With --shared-identity, role.yaml holds " +
 			"every kind's rights and kinds.yaml none.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			m, err := buildManifests(g, f)
 			if err != nil {
 				return err
+			}
+			for _, w := range m.warnings {
+				fmt.Fprintln(cmd.ErrOrStderr(), "warn", w)
 			}
 			if err := checkCommittedCRDs(cmd.ErrOrStderr(), m.set, m.crds, filepath.Join(f.outDir, crdsDir), f.allowBreaking, false); err != nil { // schemaguard.go
 				return err
@@ -112,6 +117,8 @@ type manifestSet struct {
 	crds       []*apiextensionsv1.CustomResourceDefinition
 	childKinds render.KindSet
 	files      map[string][]byte
+	// warnings are where a template does not tell a child's kind.
+	warnings []string
 }
 
 func buildManifests(g *globals, f manifestsFlags) (*manifestSet, error) {
@@ -123,11 +130,12 @@ func buildManifests(g *globals, f manifestsFlags) (*manifestSet, error) {
 	if m.crds, err = generateCRDs(set); err != nil {
 		return nil, err
 	}
-	kinds, err := kindRights(set, f.testdata, f.samples, opts) // manifests_kinds.go
-	if m.childKinds = identity.Children(kinds); err == nil && len(m.childKinds) == 0 {
-		err = fmt.Errorf("no golden case in %s nor sample in %s renders a child", f.testdata, f.samples)
+	r, err := kindRights(set, f.testdata, f.samples, opts) // manifests_kinds.go
+	kinds := r.kinds
+	if m.childKinds, m.warnings = identity.Children(kinds), r.warnings; err == nil && r.refused == nil && len(m.childKinds) == 0 {
+		err = fmt.Errorf("no template declares a child, nor does a golden case in %s or a sample in %s render one", f.testdata, f.samples)
 	}
-	if err != nil {
+	if err := errors.Join(r.refused, err); err != nil {
 		return nil, err
 	}
 	retain, err := retainingKinds(set, f.testdata, f.samples, opts)

@@ -6,7 +6,6 @@ import (
 	"fmt"
 
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -20,34 +19,57 @@ import (
 // bindings, and the operator's right to impersonate them.
 const kindsPath = "config/rbac/kinds.yaml"
 
-// kindRights renders every golden case that should succeed and every
-// sample, and returns, for each kind of set in order, the kinds of the
-// children they render and of the objects they reference. Rendering with
-// the administrator's allow-lists keeps the result inside them: a child of
-// another kind is an error, as it would be in the controller.
-func kindRights(set *template.Set, testdata, samples string, opts render.Options) ([]identity.Kind, error) {
+// rights are what each kind of a set may render and reference, the one
+// computation behind the roles of `cueop manifests`, `cueop vet` and
+// `cueop dev`.
+type rights struct {
+	// kinds are the kinds of the set, in order, with the kinds their
+	// templates can render and reference and their golden cases and
+	// samples do.
+	kinds []identity.Kind
+	// warnings, each at a file:line:col, are where a template does not
+	// tell a child's or reference's kind (identity.Derive).
+	warnings []string
+	// refused are the kinds a template has that the allow-lists refuse,
+	// each with its position: what rendering one would refuse.
+	refused error
+}
+
+// kindRights is the rights of set's kinds: what each template can render
+// and reference, read from its source (identity.Derive, every branch of
+// every conditional), with what every golden case that should succeed
+// and every sample render and reference. The allow-lists keep the result
+// inside them: a child of another kind is refused (rights.refused; err
+// for a render), as it would be in the controller. err says which cases
+// did not render.
+func kindRights(set *template.Set, testdata, samples string, opts render.Options) (rights, error) {
 	cases, err := goldenParents(set, testdata)
 	if err != nil {
-		return nil, err
+		return rights{}, err
 	}
 	more, err := sampleParents(set, samples)
 	if err != nil {
-		return nil, err
+		return rights{}, err
 	}
-	kinds := make([]identity.Kind, len(set.Kinds))
+	var r rights
+	var refused []error
 	byName := map[string]*identity.Kind{}
+	r.kinds = make([]identity.Kind, len(set.Kinds))
 	for i, k := range set.Kinds {
-		kinds[i] = identity.Kind{GroupKind: schema.GroupKind{Group: k.Resource.Group, Kind: k.Resource.Kind}, Plural: k.Resource.Plural,
-			Children: render.KindSet{}, References: render.KindSet{}}
-		byName[k.Name] = &kinds[i]
+		var warnings []string
+		var err error
+		r.kinds[i], warnings, err = identity.DeriveAllowed(k, opts)
+		r.warnings, refused = append(r.warnings, warnings...), append(refused, err)
+		byName[k.Name] = &r.kinds[i]
 	}
+	r.refused = errors.Join(refused...)
 	var errs []error
 	for _, c := range append(cases, more...) {
 		if err := addRights(byName[c.kind.Name], c, opts); err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", c.source, err))
 		}
 	}
-	return kinds, errors.Join(errs...)
+	return r, errors.Join(errs...)
 }
 
 // addRights renders c, first render and, with observed children, the

@@ -89,4 +89,13 @@ func TestVetPrintsIdentities(t *testing.T) {
 	if !strings.Contains(out, want) {
 		t.Errorf("vet output lacks %q:\n%s", want, out)
 	}
+	// The kinds each template can render and reference, beside its
+	// identity; where the template does not tell, a warning.
+	for _, want := range []string{"     children     ConfigMap, Pod, Service\n     references   none\n",
+		"     children     Deployment.apps, Ingress.networking.k8s.io, Job.batch, PersistentVolumeClaim, Service\n     references   ConfigMap\n",
+		"templates/webapp/webapp.cue:72:14: references.settings: kind is computed (parent.spec.settingsFrom.kind)"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("vet output lacks %q:\n%s", want, out)
+		}
+	}
 }

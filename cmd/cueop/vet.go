@@ -51,7 +51,7 @@ func newVet(g *globals) *cobra.Command {
 				vetConversions(cmd.OutOrStdout(), set, crds, dir)); err != nil {
 				return err
 			}
-			ids, err := vetIdentities(set, dir, samples, opts, idf) // vetidentity.go
+			ids, err := vetIdentities(set, dir, samples, opts, idf, cmd.ErrOrStderr()) // vetidentity.go
 			if err != nil {
 				return err
 			}
@@ -61,7 +61,7 @@ func newVet(g *globals) *cobra.Command {
 					return err
 				}
 				explainReads(cmd.OutOrStdout(), k)
-				fmt.Fprintf(cmd.OutOrStdout(), "     identity     %s\n", ids[k.Name])
+				fmt.Fprint(cmd.OutOrStdout(), ids[k.Name])
 			}
 			return nil
 		},

@@ -8,7 +8,11 @@
 //
 // The rights (rbac.go, rules.go, operatorrules.go) are a pure stage: values
 // in (a kind, the child kinds and referenced kinds it renders, the
-// administrator's Config), rbacv1 objects out. `cueop manifests`, `cueop
+// administrator's Config), rbacv1 objects out. Derive (derive.go) reads
+// those kinds from the template's CUE source, every branch of its
+// conditionals and comprehensions included, so that a kind needs no
+// golden case to get its rights; the callers add what the golden cases
+// and samples render, which alone shows a kind computed from the CR. `cueop manifests`, `cueop
 // vet`, `cueop dev` and the tests call the same functions, so the rights a
 // kind is shown to need are the rights the generated manifests grant it. A
 // kind's ClusterRole grants what cueop does to its children (ChildVerbs),
