@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/cueop/cueop/engine/admission"
+	"github.com/cueop/cueop/engine/identity"
 	"github.com/cueop/cueop/engine/render"
 	"github.com/cueop/cueop/engine/template"
 	"github.com/cueop/cueop/engine/wellknown"
@@ -35,6 +36,16 @@ func (lc *kindLifecycle) admit(ctx context.Context, k *template.Kind) error {
 	}
 	if err := v.Err(); err != nil {
 		return fmt.Errorf("kind %s: revision %s refused by its admission (what `cueop vet` refuses): %w", k.Name, k.Revision, err)
+	}
+	need, warnings, err := identity.DeriveAllowed(k, lc.run.renderOptions()) // the rights it needs
+	for _, w := range warnings {
+		lc.log.Info("template warning: "+w, "kind", k.Resource.Kind, "revision", k.Revision)
+	}
+	if err == nil {
+		err = lc.run.ids.lacking(ctx, k, need) // rights.go
+	}
+	if err != nil {
+		return fmt.Errorf("kind %s: revision %s refused by its admission: %w", k.Name, k.Revision, err)
 	}
 	return nil
 }

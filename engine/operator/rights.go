@@ -1,0 +1,119 @@
+package operator
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	authorizationv1 "k8s.io/api/authorization/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	authorizationclient "k8s.io/client-go/kubernetes/typed/authorization/v1"
+	"k8s.io/client-go/rest"
+
+	"github.com/cueop/cueop/engine/identity"
+	"github.com/cueop/cueop/engine/template"
+)
+
+// Rights travel with the template and are the API server's to grant. A
+// kind acting as its own ServiceAccount (Options.Identities) serves a new
+// revision only once the API server grants that ServiceAccount, in every
+// namespace the kind is bound in, what the revision's template can do:
+// the rules `cueop manifests` writes for it (identity.Kind.Rules), of the
+// children and references read from its template (identity.Derive). It is
+// asked, not assumed: a SelfSubjectAccessReview per verb and resource,
+// made as the ServiceAccount. A revision that needs more is refused,
+// naming each rule missing and the role that grants it; the revision
+// before keeps serving, and an edit (or a template whose rights the
+// administrator then grants, at its next edit) serves. A template never
+// grants itself a right.
+
+// maxMissing bounds the rules a refusal names.
+const maxMissing = 20
+
+// rightsError is a revision whose identity lacks rights it needs.
+type rightsError struct {
+	sa, role string
+	missing  []string
+}
+
+func (e rightsError) Error() string {
+	return fmt.Sprintf("its ServiceAccount %s is not granted what the template can do: %s; grant it in the ClusterRole %s (`cueop manifests` writes it, in config/rbac/kinds.yaml) and its bindings",
+		e.sa, strings.Join(e.missing, ", "), e.role)
+}
+
+// lacking is a rightsError when the API server does not grant k's
+// identity a rule of need; nil when it does, or when k acts as the
+// operator itself.
+func (ids *identities) lacking(ctx context.Context, k *template.Kind, need identity.Kind) error {
+	if ids.config == nil {
+		return nil
+	}
+	gk := k.Resource.GroupVersionKind().GroupKind()
+	sa := ids.config.For(gk, k.Resource.CRDName())
+	cfg := rest.CopyConfig(ids.restConfig)
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: sa.Username()}
+	cs, err := authorizationclient.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	namespaces := ids.config.BoundNamespaces(gk)
+	if namespaces == nil {
+		namespaces = []string{ids.namespace} // "": every namespace
+	}
+	var missing []string
+	for _, ns := range namespaces {
+		m, err := denied(ctx, cs, ns, need.NamespacedRules())
+		if err != nil {
+			return err
+		}
+		missing = append(missing, m...)
+	}
+	m, err := denied(ctx, cs, "", need.ClusterRules())
+	if err != nil || len(m) == 0 && len(missing) == 0 {
+		return err
+	}
+	missing = append(missing, m...)
+	if len(missing) > maxMissing {
+		missing = append(missing[:maxMissing], fmt.Sprintf("and %d more", len(missing)-maxMissing))
+	}
+	return rightsError{sa: sa.String(), role: identity.DefaultName(k.Resource.CRDName()), missing: missing}
+}
+
+// denied are the verbs of rules on their resources that the API server
+// does not allow the caller in namespace ns ("" for every namespace, or a
+// cluster-scoped resource), each as "verb resource.group in ns".
+func denied(ctx context.Context, cs authorizationclient.AuthorizationV1Interface, ns string, rules []rbacv1.PolicyRule) ([]string, error) {
+	var out []string
+	for _, r := range rules {
+		for _, group := range r.APIGroups {
+			for _, res := range r.Resources {
+				for _, verb := range r.Verbs {
+					review := &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{
+						ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: ns, Verb: verb, Group: group, Resource: res}}}
+					got, err := cs.SelfSubjectAccessReviews().Create(ctx, review, metav1.CreateOptions{})
+					if err != nil {
+						return nil, fmt.Errorf("SelfSubjectAccessReview %s %s: %w", verb, res, err)
+					}
+					if !got.Status.Allowed {
+						out = append(out, describeRule(verb, group, res, ns))
+					}
+				}
+			}
+		}
+	}
+	return out, nil
+}
+
+// describeRule is "verb resource.group in namespace ns".
+func describeRule(verb, group, res, ns string) string {
+	if group != "" {
+		res += "." + group
+	}
+	switch ns {
+	case "":
+		return verb + " " + res
+	default:
+		return verb + " " + res + " in namespace " + ns
+	}
+}
