@@ -49,9 +49,7 @@ const wideCRD = "memos.annot.example.com"
 func startMemos(t *testing.T, ns string) *operator.Conversion {
 	t.Helper()
 	dir := kindsDir(t, map[string]string{"memo": wideTemplate})
-	t.Cleanup(func() {
-		_, _ = kubectl(t, "", "delete", "--ignore-not-found", "--wait", "--timeout=60s", "crd/"+wideCRD)
-	})
+	clustertest.DeleteCRDsAtEnd(t, wideCRD)
 	conv, err := operator.LocalConversion()
 	must(t, err)
 	opts := operatortest.Options(dir, ns)

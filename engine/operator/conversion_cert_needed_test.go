@@ -37,9 +37,7 @@ ready: true
 // retries back off.
 func TestWebhookCertOnlyOnceAKindConverts(t *testing.T) {
 	ns := clustertest.Namespace(t)
-	for _, crd := range []string{"plains.cert.test.example", "dials.cert.test.example"} {
-		t.Cleanup(func() { _, _ = kubectl(t, "", "delete", "--ignore-not-found", "--wait", "--timeout=60s", "crd/"+crd) })
-	}
+	clustertest.DeleteCRDsAtEnd(t, "plains.cert.test.example", "dials.cert.test.example")
 	absent := "absent-" + ns
 	cfg, reqs := testkit.CountRequests(clustertest.Config())
 	secretRequests := func() int {

@@ -73,9 +73,7 @@ func TestWriteAtSpokeKeepsHubData(t *testing.T) {
 	const crd = "postgresclusters.restructure.example.com"
 	ns := clustertest.Namespace(t)
 	dir := kindsDir(t, map[string]string{"pg": restructuredTemplate})
-	t.Cleanup(func() {
-		_, _ = kubectl(t, "", "delete", "--ignore-not-found", "--wait", "--timeout=60s", "crd/"+crd)
-	})
+	clustertest.DeleteCRDsAtEnd(t, crd)
 	conv, err := operator.LocalConversion()
 	must(t, err)
 	opts := operatortest.Options(dir, ns)

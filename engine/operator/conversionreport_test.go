@@ -27,9 +27,7 @@ import (
 func TestConversionReportWritesOnlyTheReviewedCR(t *testing.T) {
 	ns := clustertest.Namespace(t)
 	dir := kindsDir(t, map[string]string{"memo": wideTemplate})
-	t.Cleanup(func() {
-		_, _ = kubectl(t, "", "delete", "--ignore-not-found", "--wait", "--timeout=60s", "crd/"+wideCRD)
-	})
+	clustertest.DeleteCRDsAtEnd(t, wideCRD)
 	operatortest.StartObserved(t, clustertest.Config(), operatortest.Options(dir, ns))
 	clustertest.WaitEstablished(t, 60*time.Second, wideCRD)
 

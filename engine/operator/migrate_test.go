@@ -184,9 +184,7 @@ func shelvesSwitched(t *testing.T, c client.Client, ns string, n int, switchStor
 	t.Helper()
 	dir := kindsDir(t, map[string]string{"shelf": shelfTemplate})
 	k, v2only, both := shelfCRDs(t, dir)
-	t.Cleanup(func() {
-		_, _ = kubectl(t, "", "delete", "--ignore-not-found", "--wait", "--timeout=60s", "crd/"+shelfCRD)
-	})
+	clustertest.DeleteCRDsAtEnd(t, shelfCRD)
 	must(t, c.Create(context.Background(), both))
 	eventually(t, 60*time.Second, func() string {
 		for _, cond := range getCRD(t, c).Status.Conditions {

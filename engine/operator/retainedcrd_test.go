@@ -37,9 +37,7 @@ ready: observed.bolt != _|_
 func TestRetainedKindCRDDeleted(t *testing.T) {
 	ns := clustertest.Namespace(t)
 	dir := kindsDir(t, map[string]string{"nut": nutTemplate})
-	t.Cleanup(func() {
-		_, _ = kubectl(t, "", "delete", "--ignore-not-found", "--wait", "--timeout=60s", "crd/nuts.nuts.example.com")
-	})
+	clustertest.DeleteCRDsAtEnd(t, "nuts.nuts.example.com")
 	installCRD(t, testCRD("bolts.example.com", "Bolt", preserveSpec), "bolts.bolts.example.com")
 	opts := operatortest.Options(dir, ns)
 	opts.AllowedKinds = render.MustKindSet("Bolt.bolts.example.com," + render.DefaultAllowedKinds)
