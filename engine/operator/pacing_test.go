@@ -37,6 +37,31 @@ func startPacedStoppable(t *testing.T, dir, ns string, maxInFlight int) (*operat
 	return op, act, operatortest.Run(t, op)
 }
 
+// pacedFleet is a fleet of RedisClusters served by an operator with a
+// rollout budget: the namespace, the templates directory (a copy, to
+// edit), the operator, what follows its activity and an admin client.
+type pacedFleet struct {
+	ns, dir string
+	op      *operator.Operator
+	act     *operatortest.Activity
+	c       client.Client
+}
+
+// startPacedFleet runs an operator with a rollout budget of maxInFlight on
+// a copy of the project's templates, serving a new namespace, until the
+// test ends; applies n RedisClusters of 1 replica named prefix00,
+// prefix01, ... and waits until all are Ready.
+func startPacedFleet(t *testing.T, maxInFlight int, prefix string, n int) pacedFleet {
+	t.Helper()
+	f := pacedFleet{ns: clustertest.Namespace(t), dir: copyTemplates(t)}
+	f.op, f.act = startPaced(t, f.dir, f.ns, maxInFlight)
+	f.c = newClient(t)
+	waitCRD(t)
+	applyRedis(t, f.ns, prefix, n, 1)
+	eventually(t, 2*time.Minute, allReady(t, f.ns, n))
+	return f
+}
+
 func applyRedis(t *testing.T, ns, prefix string, n, replicas int) {
 	t.Helper()
 	var docs []string
@@ -79,14 +104,9 @@ func watchProgress(op *operator.Operator, stop <-chan struct{}) func() int {
 }
 
 func TestRolloutIsPaced(t *testing.T) {
-	ns := clustertest.Namespace(t)
-	dir := copyTemplates(t)
-	op, _ := startPaced(t, dir, ns, 4)
-	c := newClient(t)
-	waitCRD(t)
 	const n = 20
-	applyRedis(t, ns, "p", n, 1)
-	eventually(t, 2*time.Minute, allReady(t, ns, n))
+	f := startPacedFleet(t, 4, "p", n)
+	ns, dir, op, c := f.ns, f.dir, f.op, f.c
 	old := getCR(t, c, ns, "p00")
 	oldRev, _, _ := unstructured.NestedString(old.Object, "status", "revision")
 
@@ -134,14 +154,9 @@ func podsLabelledAll(t *testing.T, ns, key, value string, want int) string {
 // others stay Ready on the previous revision, and fixing the template
 // resumes the rollout.
 func TestBadRevisionHalts(t *testing.T) {
-	ns := clustertest.Namespace(t)
-	dir := copyTemplates(t)
-	op, act := startPaced(t, dir, ns, 3)
-	c := newClient(t)
-	waitCRD(t)
 	const n = 12
-	applyRedis(t, ns, "h", n, 1)
-	eventually(t, 2*time.Minute, allReady(t, ns, n))
+	f := startPacedFleet(t, 3, "h", n)
+	ns, dir, op, act, c := f.ns, f.dir, f.op, f.act, f.c
 	good := redisProgress(t, op).Revision
 
 	editTemplate(t, dir, addPodLabel("not a valid label value!"))
