@@ -1,7 +1,6 @@
 package render_test
 
 import (
-	"errors"
 	"strings"
 	"testing"
 
@@ -118,12 +117,7 @@ func TestRenderReferenceOutsideReadableKinds(t *testing.T) {
 	p := app(1)
 	p.Object["spec"] = map[string]any{"kind": "Secret"}
 	_, err := render.References(k, p, render.Options{})
-	var rerr *render.Error
-	if !errors.As(err, &rerr) || rerr.Reason != wellknown.ReasonReferenceRefused ||
-		!strings.Contains(err.Error(), "references.settings: kind Secret is not in the readable kinds (ConfigMap)") ||
-		!strings.Contains(err.Error(), "app.cue:") {
-		t.Fatalf("err %v, want ReferenceRefused naming references.settings and its position", err)
-	}
+	renderError(t, err, wellknown.ReasonReferenceRefused, "references.settings: kind Secret is not in the readable kinds (ConfigMap)", "app.cue:")
 	if _, err := render.References(k, p, render.Options{ReadableKinds: render.MustKindSet("ConfigMap,Secret")}); err != nil {
 		t.Fatalf("Secret made readable by the administrator: %v", err)
 	}

@@ -1,7 +1,6 @@
 package render_test
 
 import (
-	"errors"
 	"strings"
 	"testing"
 
@@ -58,10 +57,7 @@ func TestRenderRefusesForeignFields(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := render.Render(kindFrom(t, tc.child), host("h"), nil, render.Options{})
-			var rerr *render.Error
-			if !errors.As(err, &rerr) || rerr.Reason != wellknown.ReasonChildRefused || !strings.Contains(err.Error(), tc.want) {
-				t.Errorf("Render = %v, want %s %q", err, wellknown.ReasonChildRefused, tc.want)
-			}
+			renderError(t, err, wellknown.ReasonChildRefused, tc.want)
 		})
 	}
 }
@@ -121,11 +117,7 @@ func TestRenderChecksNames(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := render.Render(kindFrom(t, tc.child), host(tc.parent), nil, render.Options{})
-			var rerr *render.Error
-			if !errors.As(err, &rerr) || rerr.Reason != wellknown.ReasonChildRefused || !strings.Contains(err.Error(), tc.want) ||
-				!strings.Contains(err.Error(), "host/host.cue:") {
-				t.Errorf("Render = %v, want %s %q at a host/host.cue position", err, wellknown.ReasonChildRefused, tc.want)
-			}
+			renderError(t, err, wellknown.ReasonChildRefused, tc.want, "host/host.cue:")
 		})
 	}
 	// Names the API server takes pass.

@@ -1,7 +1,6 @@
 package render_test
 
 import (
-	"errors"
 	"strings"
 	"testing"
 
@@ -98,13 +97,7 @@ func TestImmutableFieldsRecordedAndChecked(t *testing.T) {
 				}
 				return
 			}
-			var rerr *render.Error
-			if !errors.As(err, &rerr) || rerr.Reason != wellknown.ReasonInvalidSpec {
-				t.Fatalf("Render = %v, want InvalidSpec", err)
-			}
-			if !strings.Contains(err.Error(), tc.bad) {
-				t.Fatalf("error %q does not say %q", err, tc.bad)
-			}
+			renderError(t, err, wellknown.ReasonInvalidSpec, tc.bad)
 			if !strings.Contains(err.Error(), "vault/vault.cue:") {
 				t.Errorf("error %q does not name the field's position", err)
 			}

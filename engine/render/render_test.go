@@ -79,18 +79,26 @@ func TestRenderWithoutUIDHasNoOwner(t *testing.T) {
 func TestRenderInvalidSpecNamesField(t *testing.T) {
 	k := loadKind(t, "cache.example.com", "RedisCluster")
 	_, err := render.Render(k, redis(map[string]any{"replicas": int64(0)}), nil, render.Options{})
-	var rerr *render.Error
-	if !errors.As(err, &rerr) || rerr.Reason != wellknown.ReasonInvalidSpec {
-		t.Fatalf("error = %v, want an InvalidSpec render.Error", err)
+	rerr := renderError(t, err, wellknown.ReasonInvalidSpec, "spec.replicas", "out of bound >=1", "rediscluster.cue:")
+	if len(rerr.Messages) != 1 {
+		t.Errorf("got %d messages, want exactly the one on spec.replicas: %q", len(rerr.Messages), rerr.Messages)
 	}
-	for _, want := range []string{"spec.replicas", "out of bound >=1", "rediscluster.cue:"} {
+}
+
+// renderError fails the test unless err is a *render.Error of reason whose
+// text says each of wants, and returns it.
+func renderError(t testing.TB, err error, reason string, wants ...string) *render.Error {
+	t.Helper()
+	var rerr *render.Error
+	if !errors.As(err, &rerr) || rerr.Reason != reason {
+		t.Fatalf("error = %v, want a %s render.Error", err, reason)
+	}
+	for _, want := range wants {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q lacks %q", err, want)
 		}
 	}
-	if len(rerr.Messages) != 1 {
-		t.Errorf("got %d messages, want exactly the one on spec.replicas: %q", len(rerr.Messages), rerr.Messages)
-	}
+	return rerr
 }
 
 // kindWithChildren compiles a one-kind templates module whose children are
@@ -139,13 +147,7 @@ func TestRenderRefusesChildren(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			k := kindWithChildren(t, tc.children)
 			_, err := render.Render(k, app(1000), nil, render.Options{})
-			var rerr *render.Error
-			if !errors.As(err, &rerr) || rerr.Reason != wellknown.ReasonChildRefused {
-				t.Fatalf("error = %v, want a ChildRefused render.Error", err)
-			}
-			if !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "app.cue:") {
-				t.Errorf("error %q lacks %q or the template position", err, tc.want)
-			}
+			renderError(t, err, wellknown.ReasonChildRefused, tc.want, "app.cue:")
 		})
 	}
 }
@@ -162,10 +164,7 @@ func TestRenderClusterScopedAllowedStillRefused(t *testing.T) {
 func TestRenderTemplateErrorIsPositioned(t *testing.T) {
 	k := kindWithChildren(t, `cm: {apiVersion: "v1", kind: "ConfigMap", metadata: name: "x", data: {if parent.spec.n > 5 {n: parent.spec.n + "s"}}}`)
 	_, err := render.Render(k, app(10), nil, render.Options{})
-	var rerr *render.Error
-	if !errors.As(err, &rerr) || rerr.Reason != wellknown.ReasonTemplateError || !strings.Contains(err.Error(), "app.cue:") {
-		t.Fatalf("error = %v, want a positioned TemplateError", err)
-	}
+	renderError(t, err, wellknown.ReasonTemplateError, "app.cue:")
 }
 
 func TestDefaultReadyUsesKstatus(t *testing.T) {
