@@ -7,8 +7,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/cueop/cueop/engine/render"
-	"github.com/cueop/cueop/engine/template"
-	"github.com/cueop/cueop/engine/template/templatetest"
 	"github.com/cueop/cueop/engine/wellknown"
 )
 
@@ -34,15 +32,6 @@ children: {
 		data: {n: "\(len(referenced.shared))"}}
 }
 `
-
-func configMap(ns, name string, lbl map[string]string, data map[string]any) *unstructured.Unstructured {
-	o := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap",
-		"metadata": map[string]any{"name": name, "namespace": ns}, "data": data}}
-	if lbl != nil {
-		o.SetLabels(lbl)
-	}
-	return o
-}
 
 func TestRenderReferencesAndWaves(t *testing.T) {
 	k := compileKind(t, "app/app.cue", composeKind)
@@ -156,10 +145,4 @@ func TestWaveGaps(t *testing.T) {
 	if err := render.WaveGaps([]render.Child{{Wave: 0}, {Wave: 1}}); err != nil {
 		t.Error(err)
 	}
-}
-
-// tryCompile is compileKind that returns the load error.
-func tryCompile(t *testing.T, src string) (*template.Kind, error) {
-	t.Helper()
-	return templatetest.TryCompile(t, map[string]string{"app/app.cue": src})
 }

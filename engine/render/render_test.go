@@ -1,7 +1,6 @@
 package render_test
 
 import (
-	"errors"
 	"fmt"
 	"reflect"
 	"runtime"
@@ -12,22 +11,9 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/cueop/cueop/engine/render"
-	"github.com/cueop/cueop/engine/template"
-	"github.com/cueop/cueop/engine/template/templatetest"
 	"github.com/cueop/cueop/engine/wellknown"
 	_ "github.com/cueop/cueop/internal/update"
 )
-
-// loadKind is the kind of group and kind of the project's templates.
-var loadKind = templatetest.Shipped
-
-func redis(spec map[string]any) *unstructured.Unstructured {
-	return &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "cache.example.com/v1", "kind": "RedisCluster",
-		"metadata": map[string]any{"name": "r", "namespace": "ns", "uid": "uid-1", "generation": int64(2)},
-		"spec":     spec,
-	}}
-}
 
 func TestRenderSetsEngineFields(t *testing.T) {
 	k := loadKind(t, "cache.example.com", "RedisCluster")
@@ -83,53 +69,6 @@ func TestRenderInvalidSpecNamesField(t *testing.T) {
 	if len(rerr.Messages) != 1 {
 		t.Errorf("got %d messages, want exactly the one on spec.replicas: %q", len(rerr.Messages), rerr.Messages)
 	}
-}
-
-// renderError fails the test unless err is a *render.Error of reason whose
-// text says each of wants, and returns it.
-func renderError(t testing.TB, err error, reason string, wants ...string) *render.Error {
-	t.Helper()
-	var rerr *render.Error
-	if !errors.As(err, &rerr) || rerr.Reason != reason {
-		t.Fatalf("error = %v, want a %s render.Error", err, reason)
-	}
-	for _, want := range wants {
-		if !strings.Contains(err.Error(), want) {
-			t.Errorf("error %q lacks %q", err, want)
-		}
-	}
-	return rerr
-}
-
-// kindWithChildren compiles a one-kind templates module whose children are
-// given as CUE.
-func kindWithChildren(t *testing.T, children string) *template.Kind {
-	t.Helper()
-	return compileKind(t, "app/app.cue", `package app
-import "list"
-_range: list.Range
-resource: {group: "apps.test.example", version: "v1", kind: "App"}
-#Spec: {n: *1 | int & >=0 & <=100000}
-parent: {metadata: {name: string, namespace: string}, spec: #Spec}
-children: {
-`+children+`
-}
-`)
-}
-
-// compileKind compiles a templates module of one package, file (e.g.
-// "app/app.cue") holding src, and returns its kind.
-func compileKind(t testing.TB, file, src string) *template.Kind {
-	t.Helper()
-	return templatetest.Compile(t, map[string]string{file: src})
-}
-
-func app(n int64) *unstructured.Unstructured {
-	return &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "apps.test.example/v1", "kind": "App",
-		"metadata": map[string]any{"name": "a", "namespace": "ns", "uid": "u"},
-		"spec":     map[string]any{"n": n},
-	}}
 }
 
 func TestRenderRefusesChildren(t *testing.T) {
