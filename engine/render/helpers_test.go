@@ -104,3 +104,16 @@ func blog(spec map[string]any) *unstructured.Unstructured {
 		"spec":     spec,
 	}}
 }
+
+// observingApp compiles the kind App (app/app.cue) of #Spec spec whose
+// parent has a name and which observes its children, the rest of its
+// source being rest: rest starts at line 6 of app.cue.
+func observingApp(t testing.TB, spec, rest string) *template.Kind {
+	t.Helper()
+	return compileKind(t, "app/app.cue", `package app
+resource: {group: "apps.test.example", version: "v1", kind: "App"}
+#Spec: `+spec+`
+parent: {metadata: {name: string}, spec: #Spec}
+observed: [string]: {...}
+`+rest)
+}
