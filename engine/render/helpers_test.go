@@ -117,3 +117,42 @@ parent: {metadata: {name: string}, spec: #Spec}
 observed: [string]: {...}
 `+rest)
 }
+
+// kindFrom compiles one kind "host" whose children are children (CUE).
+func kindFrom(t *testing.T, children string) *template.Kind {
+	t.Helper()
+	src := `package host
+resource: {group: "host.test.example", version: "v1", kind: "Host"}
+#Spec: {}
+parent: spec: #Spec
+children: {
+` + children + `
+}
+`
+	return compileKind(t, "host/host.cue", src)
+}
+
+func host(name string) *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "host.test.example/v1", "kind": "Host",
+		"metadata": map[string]any{"name": name, "namespace": "ns", "uid": "uid-h", "generation": int64(1)},
+		"spec":     map[string]any{},
+	}}
+}
+
+func vaultKind(t *testing.T) *template.Kind {
+	t.Helper()
+	return compileKind(t, "vault/vault.cue", vaultTemplate)
+}
+
+func vault(spec, recorded map[string]any) *unstructured.Unstructured {
+	obj := map[string]any{
+		"apiVersion": "imm.test.example/v1", "kind": "Vault",
+		"metadata": map[string]any{"name": "v", "namespace": "ns", "uid": "uid-v", "generation": int64(2)},
+		"spec":     spec,
+	}
+	if recorded != nil {
+		obj["status"] = map[string]any{render.StatusImmutable: recorded}
+	}
+	return &unstructured.Unstructured{Object: obj}
+}

@@ -4,34 +4,9 @@ import (
 	"strings"
 	"testing"
 
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-
 	"github.com/cueop/cueop/engine/render"
-	"github.com/cueop/cueop/engine/template"
 	"github.com/cueop/cueop/engine/wellknown"
 )
-
-// kindFrom compiles one kind "host" whose children are children (CUE).
-func kindFrom(t *testing.T, children string) *template.Kind {
-	t.Helper()
-	src := `package host
-resource: {group: "host.test.example", version: "v1", kind: "Host"}
-#Spec: {}
-parent: spec: #Spec
-children: {
-` + children + `
-}
-`
-	return compileKind(t, "host/host.cue", src)
-}
-
-func host(name string) *unstructured.Unstructured {
-	return &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "host.test.example/v1", "kind": "Host",
-		"metadata": map[string]any{"name": name, "namespace": "ns", "uid": "uid-h", "generation": int64(1)},
-		"spec":     map[string]any{},
-	}}
-}
 
 // TestRenderRefusesForeignFields: a child may not bring its own owners,
 // finalizers, server-set fields or status; the refusal names the child, the

@@ -4,10 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-
 	"github.com/cueop/cueop/engine/render"
-	"github.com/cueop/cueop/engine/template"
 	"github.com/cueop/cueop/engine/wellknown"
 )
 
@@ -35,23 +32,6 @@ children: config: {
 }
 status: {}
 `
-
-func vaultKind(t *testing.T) *template.Kind {
-	t.Helper()
-	return compileKind(t, "vault/vault.cue", vaultTemplate)
-}
-
-func vault(spec, recorded map[string]any) *unstructured.Unstructured {
-	obj := map[string]any{
-		"apiVersion": "imm.test.example/v1", "kind": "Vault",
-		"metadata": map[string]any{"name": "v", "namespace": "ns", "uid": "uid-v", "generation": int64(2)},
-		"spec":     spec,
-	}
-	if recorded != nil {
-		obj["status"] = map[string]any{render.StatusImmutable: recorded}
-	}
-	return &unstructured.Unstructured{Object: obj}
-}
 
 // TestImmutableFieldsRecordedAndChecked: render records the values of the
 // @cueop(immutable) fields (defaults included, optional ones once set) and
