@@ -48,14 +48,23 @@ const wideCRD = "memos.annot.example.com"
 // the CRD is deleted after the operator stopped. It returns the endpoint.
 func startMemos(t *testing.T, ns string) *operator.Conversion {
 	t.Helper()
-	dir := kindsDir(t, map[string]string{"memo": wideTemplate})
-	clustertest.DeleteCRDsAtEnd(t, wideCRD)
+	return startConverting(t, ns, "memo", wideTemplate, wideCRD)
+}
+
+// startConverting runs an operator serving ns with the one kind pkg of
+// src, whose CRD is crd, and its own conversion endpoint, until the test
+// ends, and waits until the CRD is established; the CRD is deleted after
+// the operator stopped. It returns the endpoint.
+func startConverting(t *testing.T, ns, pkg, src, crd string) *operator.Conversion {
+	t.Helper()
+	dir := kindsDir(t, map[string]string{pkg: src})
+	clustertest.DeleteCRDsAtEnd(t, crd)
 	conv, err := operator.LocalConversion()
 	must(t, err)
 	opts := operatortest.Options(dir, ns)
 	opts.Conversion = conv
 	operatortest.StartObserved(t, clustertest.Config(), opts)
-	clustertest.WaitEstablished(t, 60*time.Second, wideCRD)
+	clustertest.WaitEstablished(t, 60*time.Second, crd)
 	return conv
 }
 
