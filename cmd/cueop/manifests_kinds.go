@@ -26,11 +26,7 @@ const kindsPath = "config/rbac/kinds.yaml"
 // the administrator's allow-lists keeps the result inside them: a child of
 // another kind is an error, as it would be in the controller.
 func kindRights(set *template.Set, testdata, samples string, opts render.Options) ([]identity.Kind, error) {
-	cases, err := goldenParents(set, testdata)
-	if err != nil {
-		return nil, err
-	}
-	more, err := sampleParents(set, samples)
+	cases, err := renderedParents(set, testdata, samples)
 	if err != nil {
 		return nil, err
 	}
@@ -42,7 +38,7 @@ func kindRights(set *template.Set, testdata, samples string, opts render.Options
 		byName[k.Name] = &kinds[i]
 	}
 	var errs []error
-	for _, c := range append(cases, more...) {
+	for _, c := range cases {
 		if err := addRights(byName[c.kind.Name], c, opts); err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", c.source, err))
 		}
