@@ -35,6 +35,23 @@ func TestRenderSample(t *testing.T) {
 	}
 }
 
+// TestRenderSampleAtV2: a CR given at the spoke v2 renders as its hub form
+// does: size 2 is two Pods of redis:7.2.
+func TestRenderSampleAtV2(t *testing.T) {
+	out, err := run(t, "render", "-f", "../../config/samples/cache_v2_rediscluster.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"name: sample-v2-1", "image: redis:7.2"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("render output lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "sample-v2-2") {
+		t.Errorf("render output has a third Pod:\n%s", out)
+	}
+}
+
 func TestRenderBadInput(t *testing.T) {
 	dir := testkit.Dir(t, map[string]string{
 		"bad.yaml":     "apiVersion: cache.example.com/v1\nkind: RedisCluster\nmetadata: {name: x}\nspec: {replicas: 0}\n",

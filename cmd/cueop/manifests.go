@@ -208,6 +208,21 @@ type parentCase struct {
 	referenced []*unstructured.Unstructured
 }
 
+// renderedParents reads the parents a kind's manifests are derived from:
+// the golden cases of testdata that should render and the sample CRs of
+// samples.
+func renderedParents(set *template.Set, testdata, samples string) ([]parentCase, error) {
+	cases, err := goldenParents(set, testdata)
+	if err != nil {
+		return nil, err
+	}
+	more, err := sampleParents(set, samples)
+	if err != nil {
+		return nil, err
+	}
+	return append(cases, more...), nil
+}
+
 // goldenParents reads the golden cases that should render, leaving out
 // those that expect an error.
 func goldenParents(set *template.Set, dir string) ([]parentCase, error) {

@@ -43,11 +43,7 @@ type rights struct {
 // for a render), as it would be in the controller. err says which cases
 // did not render.
 func kindRights(set *template.Set, testdata, samples string, opts render.Options) (rights, error) {
-	cases, err := goldenParents(set, testdata)
-	if err != nil {
-		return rights{}, err
-	}
-	more, err := sampleParents(set, samples)
+	cases, err := renderedParents(set, testdata, samples) // manifests.go
 	if err != nil {
 		return rights{}, err
 	}
@@ -64,7 +60,7 @@ func kindRights(set *template.Set, testdata, samples string, opts render.Options
 	}
 	r.refused = errors.Join(refused...)
 	var errs []error
-	for _, c := range append(cases, more...) {
+	for _, c := range cases {
 		if err := addRights(byName[c.kind.Name], c, opts); err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", c.source, err))
 		}

@@ -14,16 +14,12 @@ import (
 // a child with onDelete: retain: the operator patches their finalizers
 // (cueop.dev/retain), and needs patch on them; the others need not.
 func retainingKinds(set *template.Set, testdata, samples string, opts render.Options) ([]schema.GroupResource, error) {
-	cases, err := goldenParents(set, testdata)
-	if err != nil {
-		return nil, err
-	}
-	more, err := sampleParents(set, samples)
+	cases, err := renderedParents(set, testdata, samples)
 	if err != nil {
 		return nil, err
 	}
 	var out []schema.GroupResource
-	for _, c := range append(cases, more...) {
+	for _, c := range cases {
 		gr := schema.GroupResource{Group: c.kind.Resource.Group, Resource: c.kind.Resource.Plural}
 		if !slices.Contains(out, gr) && (c.kind.Waves || retains(c, opts)) {
 			out = append(out, gr)

@@ -39,6 +39,16 @@ func load(t testing.TB, src string) (*convert.Converter, error) {
 	return convert.New(set.Kinds[0])
 }
 
+// mustLoad is load that fails the test on error.
+func mustLoad(t testing.TB, src string) *convert.Converter {
+	t.Helper()
+	c, err := load(t, src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
 // templateLoad loads a templates directory holding files.
 func templateLoad(t testing.TB, files map[string]string) (*template.Set, error) {
 	t.Helper()
@@ -46,10 +56,7 @@ func templateLoad(t testing.TB, files map[string]string) (*template.Set, error) 
 }
 
 func TestAnnotationCarriesWhatTheTargetLacks(t *testing.T) {
-	c, err := load(t, lossy)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := mustLoad(t, lossy)
 	in := object(t, `{"apiVersion": "apps.test.example/v1", "kind": "App", "metadata": {"name": "x"}, "spec": {"a": 1, "b": "kept"}}`)
 	v2 := mustConvert(t, c, in, "v2")
 	if got := v2.GetAnnotations()[wellknown.AnnotationConversionPrefix+"v1"]; got != `{"b":"kept"}` {
@@ -85,10 +92,7 @@ versions: v2: {
 // field both versions hold converts with its 100 KiB field v2 lacks, and
 // comes back whole.
 func TestAnnotationCarriesOnlyWhatTheTargetCannotHold(t *testing.T) {
-	c, err := load(t, wide)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := mustLoad(t, wide)
 	in := object(t, `{"apiVersion": "apps.test.example/v1", "kind": "App", "metadata": {"name": "x", "namespace": "t"}, "spec": {"a": "", "n": {"keep": "k", "drop": "d"}}}`)
 	unstructured.SetNestedField(in.Object, strings.Repeat("a", 200<<10), "spec", "a")
 	unstructured.SetNestedField(in.Object, strings.Repeat("b", 100<<10), "spec", "b")
@@ -114,13 +118,10 @@ func TestAnnotationCarriesOnlyWhatTheTargetCannotHold(t *testing.T) {
 // field and the limit, instead of a result the API server refuses as a
 // whole (metadata.annotations: Too long).
 func TestAnnotationTooLargeRefused(t *testing.T) {
-	c, err := load(t, wide)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := mustLoad(t, wide)
 	in := object(t, `{"apiVersion": "apps.test.example/v1", "kind": "App", "metadata": {"name": "x", "namespace": "t"}, "spec": {"a": "a"}}`)
 	unstructured.SetNestedField(in.Object, strings.Repeat("b", 300<<10), "spec", "b")
-	_, err = c.Convert(in, "v2")
+	_, err := c.Convert(in, "v2")
 	var tooLarge *convert.AnnotationTooLargeError
 	if !errors.As(err, &tooLarge) {
 		t.Fatalf("convert to v2: %.300v, want an AnnotationTooLargeError", err)
@@ -186,10 +187,7 @@ func TestAnnotationTooLargeRefused(t *testing.T) {
 }
 
 func TestAnnotationCarriesASpokeFieldThroughTheHub(t *testing.T) {
-	c, err := load(t, lossy)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := mustLoad(t, lossy)
 	in := object(t, `{"apiVersion": "apps.test.example/v2", "kind": "App", "metadata": {"name": "x"}, "spec": {"a": 1, "c": 3}}`)
 	hub := mustConvert(t, c, in, "v1")
 	if hub.Object["spec"].(map[string]any)["c"] != nil || hub.GetAnnotations()[wellknown.AnnotationConversionPrefix+"v2"] == "" {
@@ -206,10 +204,7 @@ func TestAnnotationCarriesASpokeFieldThroughTheHub(t *testing.T) {
 // the v2 spec converts to: the conversion to the hub is refused, naming
 // the object, the annotation and the field, rather than storing them.
 func TestForgedAnnotationCannotInjectFields(t *testing.T) {
-	c, err := load(t, lossy)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := mustLoad(t, lossy)
 	for name, forged := range map[string]string{
 		"undeclared field": `{"a":1,"evil":"x"}`,
 		"wrong type":       `{"a":1,"b":5}`,
@@ -234,10 +229,7 @@ func TestForgedAnnotationCannotInjectFields(t *testing.T) {
 // converts to v2 without it: its own spec is the v1 spec, and the stale one
 // restored on the way back would change the object (b appearing).
 func TestAnnotationOfTheSourceVersionIsStale(t *testing.T) {
-	c, err := load(t, lossy)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := mustLoad(t, lossy)
 	in := object(t, `{"apiVersion": "apps.test.example/v1", "kind": "App", "metadata": {"name": "x"}, "spec": {"a": 1}}`)
 	in.SetAnnotations(map[string]string{wellknown.AnnotationConversionPrefix + "v1": `{"a":1,"b":"stale"}`})
 	v2 := mustConvert(t, c, in, "v2")
@@ -257,10 +249,7 @@ func TestAnnotationOfTheSourceVersionIsStale(t *testing.T) {
 // hub (a read at v2) such a field is not answered, the annotation's other
 // fields restored (before: the lenient converter answered both).
 func TestLenientForgedAnnotationCannotInjectFields(t *testing.T) {
-	c, err := load(t, lossy)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := mustLoad(t, lossy)
 	c = c.Lenient()
 	in := object(t, `{"apiVersion": "apps.test.example/v2", "kind": "App", "metadata": {"name": "x", "namespace": "t"}, "spec": {"a": 1}}`)
 	in.SetAnnotations(map[string]string{wellknown.AnnotationConversionPrefix + "v1": `{"a":1,"evil":"x"}`})

@@ -24,10 +24,7 @@ versions: v2: {
 // the API server, converts both ways, by the strict converter and the
 // lenient one alike.
 func TestWholeNumberConvertsAsAFloat(t *testing.T) {
-	c, err := load(t, floatSpec)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := mustLoad(t, floatSpec)
 	in := object(t, `{"apiVersion": "apps.test.example/v1", "kind": "App", "metadata": {"name": "x"}, "spec": {"ratio": 2, "steps": [1, 2.5]}}`)
 	for name, c := range map[string]*convert.Converter{"strict": c, "lenient": c.Lenient()} {
 		v2, err := c.Convert(in, "v2")

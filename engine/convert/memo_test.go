@@ -232,10 +232,7 @@ versions: v2: {
 // 1E+18 stays a float when found in the memo
 // (crdgen.AtLimits of r: number & <=1e18 in both versions).
 func TestMemoKeepsNumberTypes(t *testing.T) {
-	c, err := load(t, passthrough)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := mustLoad(t, passthrough)
 	spec := func() map[string]any { return map[string]any{"r": float64(1e18)} }
 	if err := c.CheckRoundTrip(spec(), "v1", "v2"); err != nil {
 		t.Fatalf("v1 via v2: %v", err)

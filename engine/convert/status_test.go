@@ -24,10 +24,7 @@ versions: v2: {
 // TestOwnStatusPassesAConvertedStatus: the status fields the engine
 // writes pass a status conversion unchanged, both ways.
 func TestOwnStatusPassesAConvertedStatus(t *testing.T) {
-	c, err := load(t, renamedStatus)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := mustLoad(t, renamedStatus)
 	in := object(t, `{"apiVersion": "apps.test.example/v1", "kind": "App", "metadata": {"name": "x"}, "spec": {"a": 1},
 	 "status": {"ready": 2, "observedGeneration": 3, "revision": "r1", "inputsDigest": "d1",
 	   "immutable": {"a": 1}, "conditions": [{"type": "Ready", "status": "True"}]}}`)

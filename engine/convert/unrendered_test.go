@@ -12,10 +12,7 @@ import (
 // with a field the hub lacks names it; one without the annotation, or
 // whose v2 spec the hub holds whole, names none.
 func TestUnrenderedNamesSpokeOnlyFields(t *testing.T) {
-	c, err := load(t, lossy)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := mustLoad(t, lossy)
 	hub := mustConvert(t, c, object(t, `{"apiVersion": "apps.test.example/v2", "kind": "App", "metadata": {"name": "x"}, "spec": {"a": 1, "c": 3}}`), "v1")
 	got, err := c.Unrendered(hub)
 	if err != nil || !reflect.DeepEqual(got, []convert.UnrenderedField{{Path: "spec.c", Version: "v2"}}) {
@@ -30,10 +27,7 @@ func TestUnrenderedNamesSpokeOnlyFields(t *testing.T) {
 // TestUnrenderedTellsChangedFromLost: a v2 field the hub lacks is lost; a
 // value the hub normalises is changed, not lost.
 func TestUnrenderedTellsChangedFromLost(t *testing.T) {
-	c, err := load(t, testkit.NormalisingKind)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := mustLoad(t, testkit.NormalisingKind)
 	hub := mustConvert(t, c, object(t, `{"apiVersion": "apps.test.example/v2", "kind": "App", "metadata": {"name": "x"}, "spec": {"a": 1, "tier": "Gold", "c": 3}}`), "v1")
 	got, err := c.Unrendered(hub)
 	want := []convert.UnrenderedField{{Path: "spec.c", Version: "v2"}, {Path: "spec.tier", Version: "v2", Changed: true}}

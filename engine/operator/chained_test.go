@@ -23,14 +23,9 @@ import (
 // CRs moved to it never converge and its rollout stays at the budget
 // until C replaces it), as a revision waiting on slow children would.
 func TestChainedEditsStayPaced(t *testing.T) {
-	ns := clustertest.Namespace(t)
-	dir := copyTemplates(t)
 	const budget, n = 2, 12
-	op, _ := startPaced(t, dir, ns, budget)
-	c := newClient(t)
-	waitCRD(t)
-	applyRedis(t, ns, "ch", n, 1)
-	eventually(t, 2*time.Minute, allReady(t, ns, n))
+	f := startPacedFleet(t, budget, "ch", n)
+	ns, dir, op, c := f.ns, f.dir, f.op, f.c
 	revA := redisProgress(t, op).Revision
 
 	everB := watchPodLabel(t, ns, "tier", "b")

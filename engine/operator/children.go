@@ -57,6 +57,17 @@ type watchAttempt struct {
 	err  error
 }
 
+// wait waits for the attempt to end, and returns its error, or for ctx to
+// be done.
+func (a *watchAttempt) wait(ctx context.Context) error {
+	select {
+	case <-a.done:
+		return a.err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
 // childKinds are the kinds of children cueop may own (the allowed kinds
 // and the data kinds) and how the API server serves them.
 type childKinds struct {
@@ -238,12 +249,7 @@ func (b *bundle) watchKindWithin(ctx context.Context, gvk schema.GroupVersionKin
 	}
 	if a := kw.syncing; a != nil {
 		w.mu.Unlock()
-		select {
-		case <-a.done:
-			return a.err
-		case <-ctx.Done():
-			return ctx.Err()
-		}
+		return a.wait(ctx)
 	}
 	a := &watchAttempt{done: make(chan struct{})}
 	kw.syncing = a

@@ -69,9 +69,7 @@ func TestClaimOfAnotherKindsCRDName(t *testing.T) {
 		_, _ = kubectl(t, "", "delete", "--ignore-not-found", redisTemplate)
 	})
 	ns := clustertest.Namespace(t)
-	t.Cleanup(func() {
-		_, _ = kubectl(t, "", "delete", "--ignore-not-found", "--wait", "--timeout=60s", "crd/"+redisCRD)
-	})
+	clustertest.DeleteCRDsAtEnd(t, redisCRD)
 	mustKubectl(t, "", "delete", "--ignore-not-found", "--wait", "--timeout=60s", "crd/"+redisCRD)
 	dir := copyTemplates(t)
 	testkit.WriteKind(t, dir, "evil", evilPackage)

@@ -48,16 +48,23 @@ const wideCRD = "memos.annot.example.com"
 // the CRD is deleted after the operator stopped. It returns the endpoint.
 func startMemos(t *testing.T, ns string) *operator.Conversion {
 	t.Helper()
-	dir := kindsDir(t, map[string]string{"memo": wideTemplate})
-	t.Cleanup(func() {
-		_, _ = kubectl(t, "", "delete", "--ignore-not-found", "--wait", "--timeout=60s", "crd/"+wideCRD)
-	})
+	return startConverting(t, ns, "memo", wideTemplate, wideCRD)
+}
+
+// startConverting runs an operator serving ns with the one kind pkg of
+// src, whose CRD is crd, and its own conversion endpoint, until the test
+// ends, and waits until the CRD is established; the CRD is deleted after
+// the operator stopped. It returns the endpoint.
+func startConverting(t *testing.T, ns, pkg, src, crd string) *operator.Conversion {
+	t.Helper()
+	dir := kindsDir(t, map[string]string{pkg: src})
+	clustertest.DeleteCRDsAtEnd(t, crd)
 	conv, err := operator.LocalConversion()
 	must(t, err)
 	opts := operatortest.Options(dir, ns)
 	opts.Conversion = conv
 	operatortest.StartObserved(t, clustertest.Config(), opts)
-	clustertest.WaitEstablished(t, 60*time.Second, wideCRD)
+	clustertest.WaitEstablished(t, 60*time.Second, crd)
 	return conv
 }
 
@@ -185,4 +192,60 @@ func TestUnconvertibleCRStallsNoOtherWatch(t *testing.T) {
 		}
 	}
 	t.Fatalf("the watch at v2 in %s got no change of theirs while big cannot convert whole: %v", other, ctx.Err())
+}
+
+// dialTemplate is a kind served at v1 (its hub) and v2, where v2 has a
+// field, tier, that v1 lacks.
+const dialTemplate = `package dial
+
+resource: {group: "unrendered.test.example", version: "v1", kind: "Dial"}
+
+#Spec: {replicas: *1 | int & >=1 & <=5}
+
+` + testkit.ParentObserved + `children: cm: {
+	apiVersion: "v1"
+	kind:       "ConfigMap"
+	metadata: name: parent.metadata.name
+	data: replicas: "\(parent.spec.replicas)"
+}
+ready: true
+
+versions: v2: {
+	#Spec: {size: *1 | int & >=1 & <=5, tier?: "gold" | "silver"}
+	toHub: {in: spec: _, out: spec: replicas: in.spec.size}
+	fromHub: {in: spec: _, out: spec: size: in.spec.replicas}
+}
+`
+
+// TestSpokeOnlyFieldReportedOnCR: a Dial written at v2 with tier, which
+// the hub v1 lacks, keeps it (it reads back at v2) and gets a Warning
+// Event SpecNotRendered naming spec.tier, as the template never sees it.
+func TestSpokeOnlyFieldReportedOnCR(t *testing.T) {
+	ns := clustertest.Namespace(t)
+	dir := kindsDir(t, map[string]string{"dial": dialTemplate})
+	t.Cleanup(func() { _, _ = kubectl(t, "", "delete", "crd", "dials.unrendered.test.example", "--ignore-not-found") })
+	_, stop := operatortest.StartObserved(t, clustertest.Config(), operatortest.Options(dir, ns))
+	defer stop()
+	clustertest.WaitEstablished(t, 60*time.Second, "dials.unrendered.test.example")
+	eventually(t, time.Minute, func() string { // the CRD points at the conversion endpoint once it is served
+		if _, err := kubectl(t, "apiVersion: unrendered.test.example/v2\nkind: Dial\nmetadata: {name: d, namespace: "+ns+"}\nspec: {size: 2, tier: gold}\n",
+			"apply", "--server-side", "--field-manager=test", "-f", "-"); err != nil {
+			return err.Error()
+		}
+		return ""
+	})
+	eventually(t, time.Minute, func() string {
+		out, err := kubectl(t, "", "-n", ns, "get", "events", "--field-selector", "involvedObject.name=d,reason=SpecNotRendered", "-o", "jsonpath={.items[*].type} {.items[*].message}")
+		if err != nil {
+			return err.Error()
+		}
+		if !strings.HasPrefix(out, "Warning spec.tier (v2): kept by the annotation cueop.dev/conversion.v2 and read back at that version") || !strings.Contains(out, "the hub version v1") {
+			return "events: " + out
+		}
+		return ""
+	})
+	if out := mustKubectl(t, "", "-n", ns, "get", "dials.v2.unrendered.test.example/d", "-o", "jsonpath={.spec.tier}"); out != "gold" {
+		t.Errorf("spec.tier at v2 = %q, want it kept", out)
+	}
+	mustKubectl(t, "", "-n", ns, "delete", "dial/d", "--timeout=60s")
 }

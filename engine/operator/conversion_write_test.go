@@ -7,8 +7,6 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/cueop/cueop/engine/operator"
-	"github.com/cueop/cueop/engine/operator/operatortest"
 	"github.com/cueop/cueop/internal/testkit"
 	"github.com/cueop/cueop/localcluster/clustertest"
 )
@@ -72,16 +70,7 @@ versions: v1: {
 func TestWriteAtSpokeKeepsHubData(t *testing.T) {
 	const crd = "postgresclusters.restructure.example.com"
 	ns := clustertest.Namespace(t)
-	dir := kindsDir(t, map[string]string{"pg": restructuredTemplate})
-	t.Cleanup(func() {
-		_, _ = kubectl(t, "", "delete", "--ignore-not-found", "--wait", "--timeout=60s", "crd/"+crd)
-	})
-	conv, err := operator.LocalConversion()
-	must(t, err)
-	opts := operatortest.Options(dir, ns)
-	opts.Conversion = conv
-	operatortest.StartObserved(t, clustertest.Config(), opts)
-	clustertest.WaitEstablished(t, 60*time.Second, crd)
+	startConverting(t, ns, "pg", restructuredTemplate, crd)
 
 	mustKubectl(t, `apiVersion: restructure.example.com/v2
 kind: PostgresCluster

@@ -80,9 +80,7 @@ func TestReloadRefusesLossyConversion(t *testing.T) {
 // tenant's CR cannot hold its kind's templates back.
 func TestStoredSpecRefusesOnlyARegression(t *testing.T) {
 	ns := clustertest.Namespace(t)
-	t.Cleanup(func() {
-		_, _ = kubectl(t, "", "delete", "--ignore-not-found", "--wait", "--timeout=60s", "crd/"+redisCRD)
-	})
+	clustertest.DeleteCRDsAtEnd(t, redisCRD)
 	dir := copyTemplates(t)
 	v2 := dir + "/rediscluster/v2.cue"
 	editFile(t, v2, forgetVersion62)
@@ -114,9 +112,7 @@ func TestStoredSpecRefusesOnlyARegression(t *testing.T) {
 // nothing, so lost nothing.
 func TestFirstSpokeLossyOnStoredCRRefused(t *testing.T) {
 	ns := clustertest.Namespace(t)
-	t.Cleanup(func() {
-		_, _ = kubectl(t, "", "delete", "--ignore-not-found", "--wait", "--timeout=60s", "crd/"+redisCRD)
-	})
+	clustertest.DeleteCRDsAtEnd(t, redisCRD)
 	dir := copyTemplates(t)
 	src := testkit.Read(t, dir, "rediscluster/v2.cue")
 	testkit.Remove(t, dir, "rediscluster/v2.cue")

@@ -108,9 +108,7 @@ func TestWaitingKindHeldByAnotherOperator(t *testing.T) {
 // itself when its certificate changes or its periodic check runs (before:
 // pointLiveIf wrote the clientConfig of any CRD of a kind it served).
 func TestTakenOverCRDNotRepointed(t *testing.T) {
-	t.Cleanup(func() {
-		_, _ = kubectl(t, "", "delete", "--ignore-not-found", "--wait", "--timeout=60s", "crd/"+redisCRD)
-	})
+	clustertest.DeleteCRDsAtEnd(t, redisCRD)
 	mustKubectl(t, "", "apply", "--server-side", "--field-manager=cueop", "-f", "../../crds/"+redisCRD+".yaml")
 	mustKubectl(t, "", "wait", "--for=condition=Established", "--timeout=60s", "crd/"+redisCRD)
 	mustKubectl(t, "", "annotate", "--overwrite", "crd/"+redisCRD, wellknown.AnnotationOperator+"=team-b/cueop")

@@ -86,9 +86,7 @@ var retainerRules = []rbacv1.PolicyRule{
 // name and the uid of g's ConfigMap.
 func startRetainerIdentity(t *testing.T, ns string) (c client.Client, sa string, cm types.UID) {
 	t.Helper()
-	t.Cleanup(func() {
-		_, _ = kubectl(t, "", "delete", "--ignore-not-found", "--wait", "--timeout=60s", "crd/retainers."+fbGroup)
-	})
+	clustertest.DeleteCRDsAtEnd(t, "retainers."+fbGroup)
 	sa = identity.DefaultName("retainers." + fbGroup)
 	grantRoles(t, ns, map[string][]rbacv1.PolicyRule{sa: retainerRules})
 	opts := operatortest.Options(kindsDir(t, map[string]string{"retainer": fbRetainerTemplate}), ns)

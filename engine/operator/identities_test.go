@@ -99,14 +99,22 @@ var (
 
 // startIdentities runs, as the ServiceAccount cueop-operator of ns (its
 // own rights and impersonate on the kinds' ServiceAccounts only), an
-// operator serving Alpha (may not read ConfigMaps) and Beta (may), each
-// as its own ServiceAccount, until stop or the test's end.
-func startIdentities(t *testing.T, ns, dir string) (stop func()) {
+// operator serving the kinds of dir (Alpha, whose role may not read
+// ConfigMaps, and Beta, whose may), each as its own ServiceAccount, until
+// stop or the test's end, and waits until the kinds' CRDs (crds) are
+// established. cfg, when not nil, is the config to run with (one that
+// authenticates as cueop-operator); allowed are the child kinds allowed.
+func startIdentities(t *testing.T, cfg *rest.Config, ns, dir, allowed string, crds ...string) (stop func()) {
 	t.Helper()
+	if cfg == nil {
+		cfg = serviceAccountConfig(t, ns, "cueop-operator")
+	}
 	opts := operatortest.Options(dir, ns)
-	opts.AllowedKinds = render.MustKindSet("Service")
+	opts.AllowedKinds = render.MustKindSet(allowed)
 	opts.Identities = &identity.Config{Namespace: ns}
-	return operatortest.Start(t, serviceAccountConfig(t, ns, "cueop-operator"), opts)
+	stop = operatortest.Start(t, cfg, opts)
+	clustertest.WaitEstablished(t, 60*time.Second, crds...)
+	return stop
 }
 
 // TestIdentitiesActAsTheKindsServiceAccounts: the operator, as its own
@@ -118,16 +126,12 @@ func startIdentities(t *testing.T, ns, dir string) (stop func()) {
 // keep the children, and the children carry their identity's label.
 func TestIdentitiesActAsTheKindsServiceAccounts(t *testing.T) {
 	ns := clustertest.Namespace(t)
-	for _, crd := range []string{"alphas.id.test.example", "betas.id.test.example"} {
-		t.Cleanup(func() { _, _ = kubectl(t, "", "delete", "--ignore-not-found", "--wait", "--timeout=60s", "crd/"+crd) })
-	}
+	clustertest.DeleteCRDsAtEnd(t, "alphas.id.test.example", "betas.id.test.example")
 	grantRoles(t, ns, map[string][]rbacv1.PolicyRule{"cueop-operator": operatorRole,
 		alphaSA: {servicesAll, claimsRead}, betaSA: {servicesAll, claimsRead, configRead}})
 	mustKubectl(t, "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: shared, namespace: "+ns+"}\ndata: {v: beta-only}\n", "apply", "-f", "-")
 	dir := kindsDir(t, map[string]string{"alpha": idKind("Alpha"), "beta": idKind("Beta")})
-	stop := startIdentities(t, ns, dir)
-	clustertest.WaitEstablished(t, 60*time.Second, "alphas.id.test.example")
-	clustertest.WaitEstablished(t, 60*time.Second, "betas.id.test.example")
+	stop := startIdentities(t, nil, ns, dir, "Service", "alphas.id.test.example", "betas.id.test.example")
 	mustKubectl(t, "apiVersion: id.test.example/v1\nkind: Alpha\nmetadata: {name: a, namespace: "+ns+"}\nspec: {}\n---\n"+
 		"apiVersion: id.test.example/v1\nkind: Beta\nmetadata: {name: b, namespace: "+ns+"}\nspec: {}\n", "apply", "-f", "-")
 	c := newClient(t)
@@ -152,7 +156,7 @@ func TestIdentitiesActAsTheKindsServiceAccounts(t *testing.T) {
 	})
 
 	stop() // a restart keeps Beta's child, unchanged
-	startIdentities(t, ns, dir)
+	startIdentities(t, nil, ns, dir, "Service")
 	testkit.WriteKind(t, dir, "beta", strings.Replace(idKind("Beta"), "port: 80", "port: 81", 1))
 	if got := betaServed(t, ns, "81"); got != uid {
 		t.Errorf("Beta's Service uid %s after a restart and an edit, want %s: recreated", got, uid)
@@ -185,4 +189,86 @@ func betaServed(t *testing.T, ns, port string) string {
 		return ""
 	})
 	return uid
+}
+
+// TestIdentityPrunesWithoutRightsOnOtherKinds: a kind whose role grants
+// its own child kind only (Services; none on ConfigMaps, an allowed kind,
+// nor on PersistentVolumeClaims, a data kind, as the generated roles are)
+// still prunes and deletes: the owned listing leaves out the kinds its
+// identity may neither list nor write, instead of stalling Forbidden.
+func TestIdentityPrunesWithoutRightsOnOtherKinds(t *testing.T) {
+	ns := clustertest.Namespace(t)
+	clustertest.DeleteCRDsAtEnd(t, "alphas.id.test.example")
+	grantRoles(t, ns, map[string][]rbacv1.PolicyRule{"cueop-operator": operatorRole, alphaSA: {servicesAll}})
+	dir := kindsDir(t, map[string]string{"alpha": `package alpha
+
+resource: {group: "id.test.example", version: "v1", kind: "Alpha"}
+#Spec: {two: *false | bool}
+parent: {metadata: {name: string, namespace: string}, spec: #Spec}
+children: svc: {apiVersion: "v1", kind: "Service", metadata: name: parent.metadata.name, spec: ports: [{port: 80}]}
+if parent.spec.two {
+	children: two: {apiVersion: "v1", kind: "Service", metadata: name: parent.metadata.name + "-two", spec: ports: [{port: 80}]}
+}
+`})
+	startIdentities(t, nil, ns, dir, "Service,ConfigMap", "alphas.id.test.example")
+	mustKubectl(t, "apiVersion: id.test.example/v1\nkind: Alpha\nmetadata: {name: a, namespace: "+ns+"}\nspec: {two: true}\n", "apply", "-f", "-")
+	c := newClient(t)
+	eventually(t, 90*time.Second, func() string {
+		if object(t, c, serviceGVK, ns, "a-two") == nil {
+			return "no Service a-two"
+		}
+		return ""
+	})
+	mustKubectl(t, "", "patch", "-n", ns, "alphas.id.test.example/a", "--type=merge", "-p", `{"spec":{"two":false}}`)
+	eventually(t, 90*time.Second, func() string {
+		if object(t, c, serviceGVK, ns, "a-two") != nil {
+			msg, _ := kubectl(t, "", "get", "alphas.id.test.example", "-n", ns, "a", "-o", `jsonpath={.status.conditions}`)
+			return "Service a-two not pruned; conditions " + msg
+		}
+		return ""
+	})
+	if out, err := kubectl(t, "", "delete", "-n", ns, "--wait", "--timeout=60s", "alphas.id.test.example/a"); err != nil {
+		msg, _ := kubectl(t, "", "get", "alphas.id.test.example", "-n", ns, "a", "-o", `jsonpath={.status.conditions}`)
+		t.Fatalf("deleting Alpha a: %v: %s; conditions %s", err, out, msg)
+	}
+}
+
+// TestIdentityRequestsCarryCueopUserAgent: the requests a kind's identity
+// sends (impersonating its ServiceAccount) carry cueop's User-Agent, not
+// Go's default, so that the API server's audit log tells them apart.
+func TestIdentityRequestsCarryCueopUserAgent(t *testing.T) {
+	ns := clustertest.Namespace(t)
+	clustertest.DeleteCRDsAtEnd(t, "betas.id.test.example")
+	grantRoles(t, ns, map[string][]rbacv1.PolicyRule{"cueop-operator": operatorRole, betaSA: {servicesAll, claimsRead, configRead}})
+	mustKubectl(t, "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: shared, namespace: "+ns+"}\ndata: {v: beta-only}\n", "apply", "-f", "-")
+	dir := kindsDir(t, map[string]string{"beta": idKind("Beta")})
+	// The requests as they leave client-go: a config's WrapTransport is the
+	// innermost round tripper, below the ones that set User-Agent and the
+	// impersonation headers.
+	cfg, reqs := testkit.CountRequests(serviceAccountConfig(t, ns, "cueop-operator"))
+	startIdentities(t, cfg, ns, dir, "Service", "betas.id.test.example")
+	mustKubectl(t, "apiVersion: id.test.example/v1\nkind: Beta\nmetadata: {name: b, namespace: "+ns+"}\nspec: {}\n", "apply", "-f", "-")
+	betaServed(t, ns, "") // written by Beta's identity
+
+	byUser := map[string]map[string]int{} // impersonated user: user agent: requests
+	for _, r := range reqs.All() {
+		if user := r.Header.Get("Impersonate-User"); user != "" {
+			if byUser[user] == nil {
+				byUser[user] = map[string]int{}
+			}
+			byUser[user][r.Header.Get("User-Agent")]++
+		}
+	}
+	user := "system:serviceaccount:" + ns + ":" + betaSA
+	if len(byUser[user]) == 0 {
+		t.Fatalf("no request impersonating %s seen; impersonated: %v", user, byUser)
+	}
+	for u, byAgent := range byUser {
+		for agent, n := range byAgent {
+			if !strings.HasPrefix(agent, "cueop/") {
+				t.Errorf("%d requests as %s with User-Agent %q, want cueop/<version> (...)", n, u, agent)
+			}
+		}
+	}
+	t.Logf("requests as identities: %v", byUser)
 }

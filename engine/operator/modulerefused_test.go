@@ -23,16 +23,8 @@ func refusingSource(t *testing.T) (ns string, reg *sourcetest.Registry, ref stri
 	reg = sourcetest.Start(t)
 	publishRedis(t, reg, "v1.0.0", func(s string) string { return s })
 	ref = reg.Ref("example.com/redis", "v1")
-	refs, err := source.ParseRefs(ref)
-	if err != nil {
-		t.Fatal(err)
-	}
 	refused = make(chan source.Refusal, 4)
-	s, err = source.New(source.Options{Refs: refs, CacheDir: t.TempDir(), Limits: registryLimits,
-		Refused: func(r source.Refusal) { refused <- r }})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s = sourcetest.Open(t, ref, source.Options{Limits: registryLimits, Refused: func(r source.Refusal) { refused <- r }})
 	if err := s.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}

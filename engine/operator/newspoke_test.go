@@ -70,9 +70,7 @@ func TestNewSpokeConvertsBeforeServed(t *testing.T) {
 // converts, nor stores a CR, by a refused revision's conversions.
 func TestRefusedNewSpokeNeverConverts(t *testing.T) {
 	ns := clustertest.Namespace(t)
-	t.Cleanup(func() {
-		_, _ = kubectl(t, "", "delete", "--ignore-not-found", "--wait", "--timeout=60s", "crd/"+redisCRD)
-	})
+	clustertest.DeleteCRDsAtEnd(t, redisCRD)
 	dir := copyTemplates(t)
 	a := startOperator(t, dir, ns, nil)
 	waitCRD(t)

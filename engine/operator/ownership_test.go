@@ -56,9 +56,7 @@ func ownershipTemplates(t *testing.T) string {
 	t.Helper()
 	dir := copyTemplates(t)
 	testkit.WriteKind(t, dir, "holder", holderTemplate)
-	t.Cleanup(func() {
-		_, _ = kubectl(t, "", "delete", "--ignore-not-found", "--wait", "--timeout=60s", "crd/holders.owntest.example.com")
-	})
+	clustertest.DeleteCRDsAtEnd(t, "holders.owntest.example.com")
 	return dir
 }
 

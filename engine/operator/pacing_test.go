@@ -1,6 +1,7 @@
 package operator_test
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"sync"
@@ -35,6 +36,31 @@ func startPacedStoppable(t *testing.T, dir, ns string, maxInFlight int) (*operat
 		t.Fatal(err)
 	}
 	return op, act, operatortest.Run(t, op)
+}
+
+// pacedFleet is a fleet of RedisClusters served by an operator with a
+// rollout budget: the namespace, the templates directory (a copy, to
+// edit), the operator, what follows its activity and an admin client.
+type pacedFleet struct {
+	ns, dir string
+	op      *operator.Operator
+	act     *operatortest.Activity
+	c       client.Client
+}
+
+// startPacedFleet runs an operator with a rollout budget of maxInFlight on
+// a copy of the project's templates, serving a new namespace, until the
+// test ends; applies n RedisClusters of 1 replica named prefix00,
+// prefix01, ... and waits until all are Ready.
+func startPacedFleet(t *testing.T, maxInFlight int, prefix string, n int) pacedFleet {
+	t.Helper()
+	f := pacedFleet{ns: clustertest.Namespace(t), dir: copyTemplates(t)}
+	f.op, f.act = startPaced(t, f.dir, f.ns, maxInFlight)
+	f.c = newClient(t)
+	waitCRD(t)
+	applyRedis(t, f.ns, prefix, n, 1)
+	eventually(t, 2*time.Minute, allReady(t, f.ns, n))
+	return f
 }
 
 func applyRedis(t *testing.T, ns, prefix string, n, replicas int) {
@@ -79,14 +105,9 @@ func watchProgress(op *operator.Operator, stop <-chan struct{}) func() int {
 }
 
 func TestRolloutIsPaced(t *testing.T) {
-	ns := clustertest.Namespace(t)
-	dir := copyTemplates(t)
-	op, _ := startPaced(t, dir, ns, 4)
-	c := newClient(t)
-	waitCRD(t)
 	const n = 20
-	applyRedis(t, ns, "p", n, 1)
-	eventually(t, 2*time.Minute, allReady(t, ns, n))
+	f := startPacedFleet(t, 4, "p", n)
+	ns, dir, op, c := f.ns, f.dir, f.op, f.c
 	old := getCR(t, c, ns, "p00")
 	oldRev, _, _ := unstructured.NestedString(old.Object, "status", "revision")
 
@@ -134,14 +155,9 @@ func podsLabelledAll(t *testing.T, ns, key, value string, want int) string {
 // others stay Ready on the previous revision, and fixing the template
 // resumes the rollout.
 func TestBadRevisionHalts(t *testing.T) {
-	ns := clustertest.Namespace(t)
-	dir := copyTemplates(t)
-	op, act := startPaced(t, dir, ns, 3)
-	c := newClient(t)
-	waitCRD(t)
 	const n = 12
-	applyRedis(t, ns, "h", n, 1)
-	eventually(t, 2*time.Minute, allReady(t, ns, n))
+	f := startPacedFleet(t, 3, "h", n)
+	ns, dir, op, act, c := f.ns, f.dir, f.op, f.act, f.c
 	good := redisProgress(t, op).Revision
 
 	editTemplate(t, dir, addPodLabel("not a valid label value!"))
@@ -257,4 +273,105 @@ func TestRestartMidRolloutStaysPaced(t *testing.T) {
 	}
 
 	fixBadLabel(t, dir, ns, n)
+}
+
+// readyCount counts the CRs of ns whose Ready condition is True and the
+// CRs at revision rev (any revision when rev is "").
+func readyCount(t *testing.T, c client.Client, ns, rev string) (ready, atRev, total int) {
+	list, err := listRedis(c, ns)
+	if err != nil {
+		t.Error(err)
+		return 0, 0, 0
+	}
+	for i := range list {
+		cr := &list[i]
+		if conditionStatus(cr, "Ready") == "True" {
+			ready++
+		}
+		if r, _, _ := unstructured.NestedString(cr.Object, "status", "revision"); rev == "" || r == rev {
+			if conditionStatus(cr, "Reconciling") == "False" {
+				atRev++
+			}
+		}
+	}
+	return ready, atRev, len(list)
+}
+
+// listRedis lists the RedisClusters of ns.
+func listRedis(c client.Client, ns string) ([]unstructured.Unstructured, error) {
+	list := &unstructured.UnstructuredList{}
+	list.SetGroupVersionKind(redisGVK.GroupVersion().WithKind("RedisClusterList"))
+	err := c.List(context.Background(), list, client.InNamespace(ns))
+	return list.Items, err
+}
+
+// TestTemplateEditKeepsEveryCRReady edits the template under 100 ready CRs
+// (a label on every Pod, applied in place) and samples the Ready count
+// throughout the rollout: it must never drop.
+func TestTemplateEditKeepsEveryCRReady(t *testing.T) {
+	ns, dir, c := serveRedis(t)
+	const n = 100
+	var docs []string
+	for i := range n {
+		docs = append(docs, redisYAML(ns, fmt.Sprintf("r%03d", i), 3, "7.0"))
+	}
+	start := time.Now()
+	mustKubectl(t, strings.Join(docs, "---\n"), "apply", "-f", "-")
+	eventually(t, 5*time.Minute, func() string {
+		if ready, _, total := readyCount(t, c, ns, ""); ready != n {
+			return fmt.Sprintf("%d of %d ready", ready, total)
+		}
+		return ""
+	})
+	t.Logf("%d RedisClusters (3 Pods each) Ready in %s", n, time.Since(start).Round(100*time.Millisecond))
+
+	editTemplate(t, dir, addPodLabel("rollout"))
+	minReady := n
+	var mu sync.Mutex
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(50 * time.Millisecond):
+			}
+			ready, _, _ := readyCount(t, c, ns, "")
+			mu.Lock()
+			minReady = min(minReady, ready)
+			mu.Unlock()
+		}
+	}()
+	start = time.Now()
+	eventually(t, 5*time.Minute, func() string {
+		pods := listAllPods(t, c, ns)
+		labelled := 0
+		for _, p := range pods {
+			if p.GetLabels()["tier"] == "rollout" {
+				labelled++
+			}
+		}
+		if labelled != 3*n {
+			return fmt.Sprintf("%d of %d pods relabelled", labelled, 3*n)
+		}
+		return ""
+	})
+	rollout := time.Since(start)
+	close(stop)
+	<-done
+	t.Logf("template edit: %d pods relabelled in %s; minimum Ready count during the rollout: %d of %d", 3*n, rollout.Round(100*time.Millisecond), minReady, n)
+	if minReady != n {
+		t.Errorf("Ready count fell to %d of %d during a template edit that keeps every Pod ready", minReady, n)
+	}
+}
+
+func listAllPods(t *testing.T, c client.Client, ns string) []unstructured.Unstructured {
+	list := &unstructured.UnstructuredList{}
+	list.SetGroupVersionKind(podGVK.GroupVersion().WithKind("PodList"))
+	if err := c.List(context.Background(), list, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	return list.Items
 }

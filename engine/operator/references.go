@@ -131,12 +131,7 @@ func (b *bundle) watchReadable(ctx context.Context, gvk schema.GroupVersionKind)
 	}
 	if a := w.syncing[gvk]; a != nil {
 		w.mu.Unlock()
-		select {
-		case <-a.done:
-			return a.err
-		case <-ctx.Done():
-			return ctx.Err()
-		}
+		return a.wait(ctx)
 	}
 	a := &watchAttempt{done: make(chan struct{})}
 	w.syncing[gvk] = a

@@ -32,14 +32,7 @@ func publishRedis(t *testing.T, reg *sourcetest.Registry, version string, edit f
 
 func openRedisSource(t *testing.T, ref, cache string) *source.Source {
 	t.Helper()
-	refs, err := source.ParseRefs(ref)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := source.New(source.Options{Refs: refs, CacheDir: cache, Limits: registryLimits})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := sourcetest.Open(t, ref, source.Options{CacheDir: cache, Limits: registryLimits})
 	if err := s.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}

@@ -67,9 +67,7 @@ func renameReplicas(src string) string {
 // stopped. It returns the template's file.
 func startVault(t *testing.T, ns string) (*operatortest.Activity, string) {
 	t.Helper()
-	t.Cleanup(func() {
-		_, _ = kubectl(t, "", "delete", "--ignore-not-found", "--wait", "--timeout=60s", "crd/"+vaultCRD)
-	})
+	clustertest.DeleteCRDsAtEnd(t, vaultCRD)
 	dir := kindsDir(t, map[string]string{"vault": vaultTemplate})
 	a := startOperator(t, dir, ns, nil)
 	clustertest.WaitEstablished(t, 60*time.Second, vaultCRD)
@@ -219,9 +217,7 @@ func TestSchemaSafeChangeWithCRs(t *testing.T) {
 // the kind once the template is put back.
 func TestSchemaRefusedAtStartKeepsRunning(t *testing.T) {
 	ns := clustertest.Namespace(t)
-	t.Cleanup(func() {
-		_, _ = kubectl(t, "", "delete", "--ignore-not-found", "--wait", "--timeout=60s", "crd/"+vaultCRD)
-	})
+	clustertest.DeleteCRDsAtEnd(t, vaultCRD)
 	dir := kindsDir(t, map[string]string{"vault": vaultTemplate})
 	file := filepath.Join(dir, "vault", "vault.cue")
 	_, stop := startOperatorStoppable(t, dir, ns, nil)

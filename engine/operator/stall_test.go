@@ -55,9 +55,7 @@ func TestInvalidSpecStallsAndChangesNothing(t *testing.T) {
 	startOperator(t, dir, ns, nil)
 	// The shipped template adds the CEL rule back: with RedisClusters
 	// stored, the schema guard would refuse it to the tests that follow.
-	t.Cleanup(func() {
-		_, _ = kubectl(t, "", "delete", "--ignore-not-found", "--wait", "--timeout=60s", "crd/redisclusters.cache.example.com")
-	})
+	clustertest.DeleteCRDsAtEnd(t, redisCRD)
 	c := newClient(t)
 	waitCRD(t)
 	cr := redisYAML(ns, "cross", 3, "7.0") + "  minReady: 5\n"

@@ -94,9 +94,7 @@ func swapToVersionsStep(t *testing.T, dir string) {
 func startRedisFleet(t *testing.T) (ns, dir string) {
 	t.Helper()
 	ns = clustertest.Namespace(t)
-	t.Cleanup(func() { // registered first, run last: after the operator stopped
-		_, _ = kubectl(t, "", "delete", "--ignore-not-found", "--wait", "--timeout=60s", "crd/"+redisCRD)
-	})
+	clustertest.DeleteCRDsAtEnd(t, redisCRD) // registered first, run last: after the operator stopped
 	dir = copyTemplates(t)
 	startOperator(t, dir, ns, nil)
 	waitCRD(t)
@@ -178,9 +176,7 @@ func crdVersions(t *testing.T, storage, served, stored string) string {
 // CR Ready.
 func TestStorageVersionSwitchResumed(t *testing.T) {
 	ns := clustertest.Namespace(t)
-	t.Cleanup(func() {
-		_, _ = kubectl(t, "", "delete", "--ignore-not-found", "--wait", "--timeout=60s", "crd/"+redisCRD)
-	})
+	clustertest.DeleteCRDsAtEnd(t, redisCRD)
 	dir := copyTemplates(t)
 	_, stop := startOperatorStoppable(t, dir, ns, nil)
 	waitCRD(t)

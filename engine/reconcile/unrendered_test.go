@@ -11,6 +11,7 @@ import (
 	"k8s.io/client-go/tools/record"
 
 	"github.com/cueop/cueop/engine/convert"
+	"github.com/cueop/cueop/engine/template"
 	"github.com/cueop/cueop/engine/worker/workertest"
 	"github.com/cueop/cueop/internal/testkit"
 )
@@ -29,34 +30,50 @@ versions: v2: {
 }
 `
 
-// TestSpecNotRenderedBounded: a spec written at v2 with a spoke-only field
-// in each of 200 entries gets one SpecNotRendered Event that names ten of
-// them and counts the rest, not an Event of every path.
-func TestSpecNotRenderedBounded(t *testing.T) {
-	k := loadKinds(t, workertest.Templates(t, map[string]string{"app/app.cue": mapSpokeTemplate})).Kinds[0]
+// atHub loads the kind App of src (hub v1, spoke v2) and returns it with
+// the App x of generation 2 written at v2 with spec (JSON), converted to
+// the hub.
+func atHub(t *testing.T, src, spec string) (*template.Kind, *unstructured.Unstructured) {
+	t.Helper()
+	k := loadKinds(t, workertest.Templates(t, map[string]string{"app/app.cue": src})).Kinds[0]
 	c, err := convert.New(k)
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := map[string]any{}
-	for i := range 200 {
-		m[fmt.Sprintf("key-%03d", i)] = map[string]any{"keep": i, "drop": "x"}
-	}
-	spec, _ := json.Marshal(map[string]any{"a": 1, "m": m})
 	v2 := &unstructured.Unstructured{}
-	if err := v2.UnmarshalJSON([]byte(`{"apiVersion": "apps.test.example/v2", "kind": "App", "metadata": {"name": "x", "namespace": "ns", "generation": 2}, "spec": ` + string(spec) + `}`)); err != nil {
+	if err := v2.UnmarshalJSON([]byte(`{"apiVersion": "apps.test.example/v2", "kind": "App", "metadata": {"name": "x", "namespace": "ns", "generation": 2}, "spec": ` + spec + `}`)); err != nil {
 		t.Fatal(err)
 	}
 	hub, err := c.Convert(v2, "v1")
 	if err != nil {
 		t.Fatal(err)
 	}
+	return k, hub
+}
+
+// unrenderedEvent runs emitEvents of a reconcile of the CR cr of k and
+// returns the one Event it emits, failing the test unless it emits one.
+func unrenderedEvent(t *testing.T, k *template.Kind, cr *unstructured.Unstructured) string {
+	t.Helper()
 	rec := record.NewFakeRecorder(4)
-	testRun(&Reconciler{Recorder: rec}, k, hub).emitEvents()
+	testRun(&Reconciler{Recorder: rec}, k, cr).emitEvents()
 	if len(rec.Events) != 1 {
 		t.Fatalf("%d Events, want 1", len(rec.Events))
 	}
-	ev := <-rec.Events
+	return <-rec.Events
+}
+
+// TestSpecNotRenderedBounded: a spec written at v2 with a spoke-only field
+// in each of 200 entries gets one SpecNotRendered Event that names ten of
+// them and counts the rest, not an Event of every path.
+func TestSpecNotRenderedBounded(t *testing.T) {
+	m := map[string]any{}
+	for i := range 200 {
+		m[fmt.Sprintf("key-%03d", i)] = map[string]any{"keep": i, "drop": "x"}
+	}
+	spec, _ := json.Marshal(map[string]any{"a": 1, "m": m})
+	k, hub := atHub(t, mapSpokeTemplate, string(spec))
+	ev := unrenderedEvent(t, k, hub)
 	if !strings.HasPrefix(ev, "Warning SpecNotRendered spec.m.key-000.drop (v2), spec.m.key-001.drop (v2),") ||
 		!strings.Contains(ev, "spec.m.key-009.drop (v2) and 190 more: kept by the annotation cueop.dev/conversion.v2 and read back at that version") || len(ev) > 1024 {
 		t.Errorf("Event (%d bytes) = %.300s...", len(ev), ev)
@@ -69,19 +86,7 @@ func TestSpecNotRenderedBounded(t *testing.T) {
 // it; the one that records the generation does, and the next ones at that
 // generation do not.
 func TestSpecNotRenderedOncePerGeneration(t *testing.T) {
-	k := loadKinds(t, workertest.Templates(t, map[string]string{"app/app.cue": mapSpokeTemplate})).Kinds[0]
-	c, err := convert.New(k)
-	if err != nil {
-		t.Fatal(err)
-	}
-	v2 := &unstructured.Unstructured{}
-	if err := v2.UnmarshalJSON([]byte(`{"apiVersion": "apps.test.example/v2", "kind": "App", "metadata": {"name": "x", "namespace": "ns", "generation": 2}, "spec": {"a": 1, "m": {"k": {"keep": 1, "drop": "x"}}}}`)); err != nil {
-		t.Fatal(err)
-	}
-	hub, err := c.Convert(v2, "v1")
-	if err != nil {
-		t.Fatal(err)
-	}
+	k, hub := atHub(t, mapSpokeTemplate, `{"a": 1, "m": {"k": {"keep": 1, "drop": "x"}}}`)
 	rec := record.NewFakeRecorder(8)
 	r := &Reconciler{Recorder: rec}
 	for range 3 {
@@ -113,25 +118,8 @@ func TestSpecNotRenderedOncePerGeneration(t *testing.T) {
 // value the hub normalises is "rendered as the hub holds it", not called
 // lost.
 func TestSpecNotRenderedWording(t *testing.T) {
-	k := loadKinds(t, workertest.Templates(t, map[string]string{"app/app.cue": testkit.NormalisingKind})).Kinds[0]
-	c, err := convert.New(k)
-	if err != nil {
-		t.Fatal(err)
-	}
-	v2 := &unstructured.Unstructured{}
-	if err := v2.UnmarshalJSON([]byte(`{"apiVersion": "apps.test.example/v2", "kind": "App", "metadata": {"name": "x", "namespace": "ns", "generation": 2}, "spec": {"a": 1, "tier": "Gold", "c": 3}}`)); err != nil {
-		t.Fatal(err)
-	}
-	hub, err := c.Convert(v2, "v1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	rec := record.NewFakeRecorder(4)
-	testRun(&Reconciler{Recorder: rec}, k, hub).emitEvents()
-	if len(rec.Events) != 1 {
-		t.Fatalf("%d Events, want 1", len(rec.Events))
-	}
-	ev := <-rec.Events
+	k, hub := atHub(t, testkit.NormalisingKind, `{"a": 1, "tier": "Gold", "c": 3}`)
+	ev := unrenderedEvent(t, k, hub)
 	const kept = ": kept by the annotation cueop.dev/conversion.v2 and read back at that version, but "
 	want := "Warning SpecNotRendered spec.c (v2)" + kept + "not rendered: the template renders the hub version v1, which cannot hold them; " +
 		"spec.tier (v2)" + kept + "rendered as the hub holds it: the template renders the hub version v1, which changes it"

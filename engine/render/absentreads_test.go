@@ -16,12 +16,7 @@ import (
 // whose kind the template gives outright; a sound read, a child under a
 // condition and a kind with no built-in schema give none.
 func TestLoadWarnings(t *testing.T) {
-	k := compileKind(t, "app/app.cue", `package app
-resource: {group: "apps.test.example", version: "v1", kind: "App"}
-#Spec: {n?: int}
-parent: {metadata: {name: string}, spec: #Spec}
-observed: [string]: {...}
-children: job: {apiVersion: "batch/v1", kind: "Job", metadata: name: parent.metadata.name, spec: template: spec: {restartPolicy: "Never", containers: [{name: "m", image: "x"}]}}
+	k := observingApp(t, "{n?: int}", `children: job: {apiVersion: "batch/v1", kind: "Job", metadata: name: parent.metadata.name, spec: template: spec: {restartPolicy: "Never", containers: [{name: "m", image: "x"}]}}
 children: widget: {apiVersion: "parts.example.com/v1", kind: "Widget", metadata: name: "w"}
 if parent.spec.n != _|_ {children: cm: {apiVersion: "v1", kind: "ConfigMap", metadata: name: "c"}}
 _done: *(observed.job.status.succeded > 0) | false
@@ -56,12 +51,7 @@ readyWhen: job: *(observed.job.status.compleionTime != _|_) | false
 // blame a read it does not make; a read through a let of an observed child
 // is of the path the let's name continues with.
 func TestReadsFollowWhatIsSelected(t *testing.T) {
-	k := compileKind(t, "app/app.cue", `package app
-resource: {group: "apps.test.example", version: "v1", kind: "App"}
-#Spec: {n?: int}
-parent: {metadata: {name: string}, spec: #Spec}
-observed: [string]: {...}
-children: deploy: {apiVersion: "apps/v1", kind: "Deployment", metadata: name: "d"}
+	k := observingApp(t, "{n?: int}", `children: deploy: {apiVersion: "apps/v1", kind: "Deployment", metadata: name: "d"}
 children: job: {apiVersion: "batch/v1", kind: "Job", metadata: {name: "j", annotations: x: "\(*observed.deploy.status.childBogus | 0)"}}
 let d = observed.deploy
 let o = observed
@@ -90,12 +80,7 @@ ready: status.ready == 3 && children.job.metadata.name == "j"
 // TestReadyAbsentOfRenderedGates: without ready, Ready depends on the
 // readyWhen of the children rendered only.
 func TestReadyAbsentOfRenderedGates(t *testing.T) {
-	k := compileKind(t, "app/app.cue", `package app
-resource: {group: "apps.test.example", version: "v1", kind: "App"}
-#Spec: {n?: int}
-parent: {metadata: {name: string}, spec: #Spec}
-observed: [string]: {...}
-children: deploy: {apiVersion: "apps/v1", kind: "Deployment", metadata: name: "d"}
+	k := observingApp(t, "{n?: int}", `children: deploy: {apiVersion: "apps/v1", kind: "Deployment", metadata: name: "d"}
 if parent.spec.n != _|_ {
 	children: cm: {apiVersion: "v1", kind: "ConfigMap", metadata: name: "c"}
 	readyWhen: cm: *(observed.deploy.status.gateBogus > 0) | false
@@ -156,12 +141,7 @@ func TestOutputReadsOncePerPosition(t *testing.T) {
 // through both: ready reads status.bogus, declared before the status
 // struct that CUE's resolution names.
 func TestReadsThroughEveryDeclaration(t *testing.T) {
-	k := compileKind(t, "app/app.cue", `package app
-resource: {group: "apps.test.example", version: "v1", kind: "App"}
-#Spec: {}
-parent: {metadata: {name: string}, spec: #Spec}
-observed: [string]: {...}
-children: deploy: {apiVersion: "apps/v1", kind: "Deployment", metadata: name: "d"}
+	k := observingApp(t, "{}", `children: deploy: {apiVersion: "apps/v1", kind: "Deployment", metadata: name: "d"}
 status: bogus: *observed.deploy.status.bogus | 0
 status: {ready: *observed.deploy.status.readyReplicas | 0}
 ready: status.bogus > 0
@@ -177,12 +157,7 @@ ready: status.bogus > 0
 // a default), is checked at the element's schema; a field the element has
 // and the values of a map are not warned about.
 func TestReadsOfListElements(t *testing.T) {
-	k := compileKind(t, "app/app.cue", `package app
-resource: {group: "apps.test.example", version: "v1", kind: "App"}
-#Spec: {}
-parent: {metadata: {name: string}, spec: #Spec}
-observed: [string]: {...}
-children: deploy: {apiVersion: "apps/v1", kind: "Deployment", metadata: name: "d"}
+	k := observingApp(t, "{}", `children: deploy: {apiVersion: "apps/v1", kind: "Deployment", metadata: name: "d"}
 _conds: *observed.deploy.status.conditions | []
 status: {
 	available: len([for c in _conds if c.typ == "Available" && c.status == "True" {c}]) > 0

@@ -1,7 +1,6 @@
 package render_test
 
 import (
-	"errors"
 	"strings"
 	"testing"
 
@@ -34,10 +33,7 @@ children: {}
 			p := app(1)
 			p.Object["spec"] = map[string]any{field: tc.value}
 			_, err := render.Render(k, p, nil, render.Options{})
-			var rerr *render.Error
-			if !errors.As(err, &rerr) || rerr.Reason != wellknown.ReasonInvalidSpec {
-				t.Fatalf("error = %v, want an InvalidSpec render.Error", err)
-			}
+			rerr := renderError(t, err, wellknown.ReasonInvalidSpec)
 			if len(rerr.Messages) != 1 {
 				t.Errorf("got %d messages, want one: %q", len(rerr.Messages), rerr.Messages)
 			}

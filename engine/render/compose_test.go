@@ -1,15 +1,12 @@
 package render_test
 
 import (
-	"errors"
 	"strings"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/cueop/cueop/engine/render"
-	"github.com/cueop/cueop/engine/template"
-	"github.com/cueop/cueop/engine/template/templatetest"
 	"github.com/cueop/cueop/engine/wellknown"
 )
 
@@ -35,15 +32,6 @@ children: {
 		data: {n: "\(len(referenced.shared))"}}
 }
 `
-
-func configMap(ns, name string, lbl map[string]string, data map[string]any) *unstructured.Unstructured {
-	o := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap",
-		"metadata": map[string]any{"name": name, "namespace": ns}, "data": data}}
-	if lbl != nil {
-		o.SetLabels(lbl)
-	}
-	return o
-}
 
 func TestRenderReferencesAndWaves(t *testing.T) {
 	k := compileKind(t, "app/app.cue", composeKind)
@@ -118,12 +106,7 @@ func TestRenderReferenceOutsideReadableKinds(t *testing.T) {
 	p := app(1)
 	p.Object["spec"] = map[string]any{"kind": "Secret"}
 	_, err := render.References(k, p, render.Options{})
-	var rerr *render.Error
-	if !errors.As(err, &rerr) || rerr.Reason != wellknown.ReasonReferenceRefused ||
-		!strings.Contains(err.Error(), "references.settings: kind Secret is not in the readable kinds (ConfigMap)") ||
-		!strings.Contains(err.Error(), "app.cue:") {
-		t.Fatalf("err %v, want ReferenceRefused naming references.settings and its position", err)
-	}
+	renderError(t, err, wellknown.ReasonReferenceRefused, "references.settings: kind Secret is not in the readable kinds (ConfigMap)", "app.cue:")
 	if _, err := render.References(k, p, render.Options{ReadableKinds: render.MustKindSet("ConfigMap,Secret")}); err != nil {
 		t.Fatalf("Secret made readable by the administrator: %v", err)
 	}
@@ -162,10 +145,4 @@ func TestWaveGaps(t *testing.T) {
 	if err := render.WaveGaps([]render.Child{{Wave: 0}, {Wave: 1}}); err != nil {
 		t.Error(err)
 	}
-}
-
-// tryCompile is compileKind that returns the load error.
-func tryCompile(t *testing.T, src string) (*template.Kind, error) {
-	t.Helper()
-	return templatetest.TryCompile(t, map[string]string{"app/app.cue": src})
 }

@@ -1,38 +1,12 @@
 package render_test
 
 import (
-	"errors"
 	"strings"
 	"testing"
 
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-
 	"github.com/cueop/cueop/engine/render"
-	"github.com/cueop/cueop/engine/template"
 	"github.com/cueop/cueop/engine/wellknown"
 )
-
-// kindFrom compiles one kind "host" whose children are children (CUE).
-func kindFrom(t *testing.T, children string) *template.Kind {
-	t.Helper()
-	src := `package host
-resource: {group: "host.test.example", version: "v1", kind: "Host"}
-#Spec: {}
-parent: spec: #Spec
-children: {
-` + children + `
-}
-`
-	return compileKind(t, "host/host.cue", src)
-}
-
-func host(name string) *unstructured.Unstructured {
-	return &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "host.test.example/v1", "kind": "Host",
-		"metadata": map[string]any{"name": name, "namespace": "ns", "uid": "uid-h", "generation": int64(1)},
-		"spec":     map[string]any{},
-	}}
-}
 
 // TestRenderRefusesForeignFields: a child may not bring its own owners,
 // finalizers, server-set fields or status; the refusal names the child, the
@@ -58,10 +32,7 @@ func TestRenderRefusesForeignFields(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := render.Render(kindFrom(t, tc.child), host("h"), nil, render.Options{})
-			var rerr *render.Error
-			if !errors.As(err, &rerr) || rerr.Reason != wellknown.ReasonChildRefused || !strings.Contains(err.Error(), tc.want) {
-				t.Errorf("Render = %v, want %s %q", err, wellknown.ReasonChildRefused, tc.want)
-			}
+			renderError(t, err, wellknown.ReasonChildRefused, tc.want)
 		})
 	}
 }
@@ -121,11 +92,7 @@ func TestRenderChecksNames(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := render.Render(kindFrom(t, tc.child), host(tc.parent), nil, render.Options{})
-			var rerr *render.Error
-			if !errors.As(err, &rerr) || rerr.Reason != wellknown.ReasonChildRefused || !strings.Contains(err.Error(), tc.want) ||
-				!strings.Contains(err.Error(), "host/host.cue:") {
-				t.Errorf("Render = %v, want %s %q at a host/host.cue position", err, wellknown.ReasonChildRefused, tc.want)
-			}
+			renderError(t, err, wellknown.ReasonChildRefused, tc.want, "host/host.cue:")
 		})
 	}
 	// Names the API server takes pass.

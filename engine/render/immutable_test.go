@@ -1,14 +1,10 @@
 package render_test
 
 import (
-	"errors"
 	"strings"
 	"testing"
 
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-
 	"github.com/cueop/cueop/engine/render"
-	"github.com/cueop/cueop/engine/template"
 	"github.com/cueop/cueop/engine/wellknown"
 )
 
@@ -36,23 +32,6 @@ children: config: {
 }
 status: {}
 `
-
-func vaultKind(t *testing.T) *template.Kind {
-	t.Helper()
-	return compileKind(t, "vault/vault.cue", vaultTemplate)
-}
-
-func vault(spec, recorded map[string]any) *unstructured.Unstructured {
-	obj := map[string]any{
-		"apiVersion": "imm.test.example/v1", "kind": "Vault",
-		"metadata": map[string]any{"name": "v", "namespace": "ns", "uid": "uid-v", "generation": int64(2)},
-		"spec":     spec,
-	}
-	if recorded != nil {
-		obj["status"] = map[string]any{render.StatusImmutable: recorded}
-	}
-	return &unstructured.Unstructured{Object: obj}
-}
 
 // TestImmutableFieldsRecordedAndChecked: render records the values of the
 // @cueop(immutable) fields (defaults included, optional ones once set) and
@@ -98,13 +77,7 @@ func TestImmutableFieldsRecordedAndChecked(t *testing.T) {
 				}
 				return
 			}
-			var rerr *render.Error
-			if !errors.As(err, &rerr) || rerr.Reason != wellknown.ReasonInvalidSpec {
-				t.Fatalf("Render = %v, want InvalidSpec", err)
-			}
-			if !strings.Contains(err.Error(), tc.bad) {
-				t.Fatalf("error %q does not say %q", err, tc.bad)
-			}
+			renderError(t, err, wellknown.ReasonInvalidSpec, tc.bad)
 			if !strings.Contains(err.Error(), "vault/vault.cue:") {
 				t.Errorf("error %q does not name the field's position", err)
 			}

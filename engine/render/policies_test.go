@@ -1,8 +1,6 @@
 package render_test
 
 import (
-	"errors"
-	"strings"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -127,13 +125,7 @@ func TestRenderRefusesPolicies(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			k := kindWithChildren(t, policyChildren+"\n}\npolicies: {\n"+tc.policies)
 			_, err := render.Render(k, app(2), nil, render.Options{})
-			var rerr *render.Error
-			if !errors.As(err, &rerr) || rerr.Reason != wellknown.ReasonTemplateError {
-				t.Fatalf("error = %v, want a TemplateError", err)
-			}
-			if !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "app.cue:") {
-				t.Errorf("error %q lacks %q or the template position", err, tc.want)
-			}
+			renderError(t, err, wellknown.ReasonTemplateError, tc.want, "app.cue:")
 		})
 	}
 }

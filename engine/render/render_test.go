@@ -1,7 +1,6 @@
 package render_test
 
 import (
-	"errors"
 	"fmt"
 	"reflect"
 	"runtime"
@@ -12,22 +11,9 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/cueop/cueop/engine/render"
-	"github.com/cueop/cueop/engine/template"
-	"github.com/cueop/cueop/engine/template/templatetest"
 	"github.com/cueop/cueop/engine/wellknown"
 	_ "github.com/cueop/cueop/internal/update"
 )
-
-// loadKind is the kind of group and kind of the project's templates.
-var loadKind = templatetest.Shipped
-
-func redis(spec map[string]any) *unstructured.Unstructured {
-	return &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "cache.example.com/v1", "kind": "RedisCluster",
-		"metadata": map[string]any{"name": "r", "namespace": "ns", "uid": "uid-1", "generation": int64(2)},
-		"spec":     spec,
-	}}
-}
 
 func TestRenderSetsEngineFields(t *testing.T) {
 	k := loadKind(t, "cache.example.com", "RedisCluster")
@@ -79,49 +65,10 @@ func TestRenderWithoutUIDHasNoOwner(t *testing.T) {
 func TestRenderInvalidSpecNamesField(t *testing.T) {
 	k := loadKind(t, "cache.example.com", "RedisCluster")
 	_, err := render.Render(k, redis(map[string]any{"replicas": int64(0)}), nil, render.Options{})
-	var rerr *render.Error
-	if !errors.As(err, &rerr) || rerr.Reason != wellknown.ReasonInvalidSpec {
-		t.Fatalf("error = %v, want an InvalidSpec render.Error", err)
-	}
-	for _, want := range []string{"spec.replicas", "out of bound >=1", "rediscluster.cue:"} {
-		if !strings.Contains(err.Error(), want) {
-			t.Errorf("error %q lacks %q", err, want)
-		}
-	}
+	rerr := renderError(t, err, wellknown.ReasonInvalidSpec, "spec.replicas", "out of bound >=1", "rediscluster.cue:")
 	if len(rerr.Messages) != 1 {
 		t.Errorf("got %d messages, want exactly the one on spec.replicas: %q", len(rerr.Messages), rerr.Messages)
 	}
-}
-
-// kindWithChildren compiles a one-kind templates module whose children are
-// given as CUE.
-func kindWithChildren(t *testing.T, children string) *template.Kind {
-	t.Helper()
-	return compileKind(t, "app/app.cue", `package app
-import "list"
-_range: list.Range
-resource: {group: "apps.test.example", version: "v1", kind: "App"}
-#Spec: {n: *1 | int & >=0 & <=100000}
-parent: {metadata: {name: string, namespace: string}, spec: #Spec}
-children: {
-`+children+`
-}
-`)
-}
-
-// compileKind compiles a templates module of one package, file (e.g.
-// "app/app.cue") holding src, and returns its kind.
-func compileKind(t testing.TB, file, src string) *template.Kind {
-	t.Helper()
-	return templatetest.Compile(t, map[string]string{file: src})
-}
-
-func app(n int64) *unstructured.Unstructured {
-	return &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "apps.test.example/v1", "kind": "App",
-		"metadata": map[string]any{"name": "a", "namespace": "ns", "uid": "u"},
-		"spec":     map[string]any{"n": n},
-	}}
 }
 
 func TestRenderRefusesChildren(t *testing.T) {
@@ -139,13 +86,7 @@ func TestRenderRefusesChildren(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			k := kindWithChildren(t, tc.children)
 			_, err := render.Render(k, app(1000), nil, render.Options{})
-			var rerr *render.Error
-			if !errors.As(err, &rerr) || rerr.Reason != wellknown.ReasonChildRefused {
-				t.Fatalf("error = %v, want a ChildRefused render.Error", err)
-			}
-			if !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "app.cue:") {
-				t.Errorf("error %q lacks %q or the template position", err, tc.want)
-			}
+			renderError(t, err, wellknown.ReasonChildRefused, tc.want, "app.cue:")
 		})
 	}
 }
@@ -162,10 +103,7 @@ func TestRenderClusterScopedAllowedStillRefused(t *testing.T) {
 func TestRenderTemplateErrorIsPositioned(t *testing.T) {
 	k := kindWithChildren(t, `cm: {apiVersion: "v1", kind: "ConfigMap", metadata: name: "x", data: {if parent.spec.n > 5 {n: parent.spec.n + "s"}}}`)
 	_, err := render.Render(k, app(10), nil, render.Options{})
-	var rerr *render.Error
-	if !errors.As(err, &rerr) || rerr.Reason != wellknown.ReasonTemplateError || !strings.Contains(err.Error(), "app.cue:") {
-		t.Fatalf("error = %v, want a positioned TemplateError", err)
-	}
+	renderError(t, err, wellknown.ReasonTemplateError, "app.cue:")
 }
 
 func TestDefaultReadyUsesKstatus(t *testing.T) {

@@ -4,29 +4,8 @@ import (
 	"strings"
 	"testing"
 
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-
 	"github.com/cueop/cueop/engine/render"
-	"github.com/cueop/cueop/engine/template"
-	"github.com/cueop/cueop/engine/template/templatetest"
 )
-
-// authorsTemplates holds the Blog test kind: a retained claim, a wave-0
-// migration Job, wave-1 Deployment and Service, a referenced ConfigMap.
-const authorsTemplates = "../../testdata/authors/templates"
-
-func loadBlog(t testing.TB) *template.Kind {
-	t.Helper()
-	return templatetest.Lookup(t, templatetest.Load(t, authorsTemplates), "authors.example.com", "Blog")
-}
-
-func blog(spec map[string]any) *unstructured.Unstructured {
-	return &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "authors.example.com/v1", "kind": "Blog",
-		"metadata": map[string]any{"name": "b", "namespace": "ns", "uid": "uid-1"},
-		"spec":     spec,
-	}}
-}
 
 // TestSpecMessages: a required field the CR leaves out says so by its CR
 // field path (not CUE's `incomplete value =~"..."`), and an unknown spec

@@ -1,7 +1,6 @@
 package render_test
 
 import (
-	"errors"
 	"strings"
 	"testing"
 
@@ -32,10 +31,7 @@ parent: {metadata: {name: string, namespace: string}, spec: #Spec}
 children: {}
 `+status+"\n")
 			_, err := render.Render(k, app(1), nil, render.Options{})
-			var rerr *render.Error
-			if !errors.As(err, &rerr) || rerr.Reason != wellknown.ReasonTemplateError {
-				t.Fatalf("error = %v, want a TemplateError render.Error", err)
-			}
+			rerr := renderError(t, err, wellknown.ReasonTemplateError)
 			want := map[string]string{"status.ready": "app.cue:5:", "status.phase": "app.cue:6:", "status.url": "app.cue:7:"}
 			for _, msg := range rerr.Messages {
 				for field, pos := range want {

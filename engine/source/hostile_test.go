@@ -71,15 +71,8 @@ func startHostile(t *testing.T, archive []byte, opts source.Options) (error, str
 	reg := sourcetest.Start(t)
 	reg.PublishZip(t, "example.com/evil", "v0.1.0", archive, sourcetest.ModuleFile(hostileMod, nil))
 	parent := t.TempDir()
-	refs, err := source.ParseRefs(reg.Ref("example.com/evil", "v0.1.0"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	opts.Refs, opts.CacheDir = refs, filepath.Join(parent, "cache")
-	s, err := source.New(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
+	opts.CacheDir = filepath.Join(parent, "cache")
+	s := sourcetest.Open(t, reg.Ref("example.com/evil", "v0.1.0"), opts)
 	return s.Start(context.Background()), parent
 }
 
@@ -224,7 +217,7 @@ func TestRefusedDigestRemembered(t *testing.T) {
 		}
 		next.ServeHTTP(w, req)
 	})
-	s := openWith(t, reg.Ref("example.com/evil", "v0"), source.Options{})
+	s := sourcetest.Open(t, reg.Ref("example.com/evil", "v0"), source.Options{})
 	if err := s.Start(ctx); err != nil {
 		t.Fatal(err)
 	}

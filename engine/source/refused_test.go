@@ -23,20 +23,14 @@ func TestRefusedVersionReportedOnceNotFetchedAgain(t *testing.T) {
 	ctx := context.Background()
 	reg := sourcetest.Start(t)
 	reg.PublishZip(t, "example.com/evil", "v0.1.0", hostileZip(t, moduleEntries()...), sourcetest.ModuleFile(hostileMod, nil))
-	refs, err := source.ParseRefs(reg.Ref("example.com/evil", "v0"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	var mu sync.Mutex
 	var refusals []source.Refusal
-	s, err := source.New(source.Options{Refs: refs, CacheDir: t.TempDir(), Refused: func(r source.Refusal) {
+	ref := reg.Ref("example.com/evil", "v0")
+	s := sourcetest.Open(t, ref, source.Options{Refused: func(r source.Refusal) {
 		mu.Lock()
 		defer mu.Unlock()
 		refusals = append(refusals, r)
 	}})
-	if err != nil {
-		t.Fatal(err)
-	}
 	if err := s.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +63,7 @@ func TestRefusedVersionReportedOnceNotFetchedAgain(t *testing.T) {
 	}
 	r := refusals[0]
 	mu.Unlock()
-	if r.Module != hostileMod || r.Version != "v0.1.1" || r.Digest != badDigest || r.Ref != refs[0].Raw || !strings.Contains(r.Err.Error(), `entry "web/link.cue"`) {
+	if r.Module != hostileMod || r.Version != "v0.1.1" || r.Digest != badDigest || r.Ref != ref || !strings.Contains(r.Err.Error(), `entry "web/link.cue"`) {
 		t.Errorf("refusal = %+v (%v), want example.com/evil@v0 v0.1.1 %s naming the entry", r, r.Err, badDigest)
 	}
 

@@ -19,23 +19,6 @@ import (
 	"github.com/cueop/cueop/engine/template"
 )
 
-func openWith(t *testing.T, ref string, opts source.Options) *source.Source {
-	t.Helper()
-	refs, err := source.ParseRefs(ref)
-	if err != nil {
-		t.Fatal(err)
-	}
-	opts.Refs = refs
-	if opts.CacheDir == "" {
-		opts.CacheDir = t.TempDir()
-	}
-	s, err := source.New(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
-}
-
 // ourGoroutines lists the goroutines running this package's code or the
 // registry client's, but the test's own.
 func ourGoroutines() []string {
@@ -85,7 +68,7 @@ func TestHangingRegistry(t *testing.T) {
 				c.Close()
 			}
 		})
-		s := openWith(t, "oci://"+ln.Addr().String()+"/example.com/app@v1", source.Options{FetchTimeout: 300 * time.Millisecond})
+		s := sourcetest.Open(t, "oci://"+ln.Addr().String()+"/example.com/app@v1", source.Options{FetchTimeout: 300 * time.Millisecond})
 		start := time.Now()
 		err = s.Start(ctx)
 		if err == nil || !strings.Contains(err.Error(), "registry "+ln.Addr().String()+" did not answer within 300ms") {
@@ -98,7 +81,7 @@ func TestHangingRegistry(t *testing.T) {
 	reg := sourcetest.Start(t)
 	publishLib(t, reg)
 	publishApp(t, reg, "v1.0.0")
-	s := openWith(t, reg.Ref("example.com/app", "v1"), source.Options{FetchTimeout: 300 * time.Millisecond})
+	s := sourcetest.Open(t, reg.Ref("example.com/app", "v1"), source.Options{FetchTimeout: 300 * time.Millisecond})
 	if err := s.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -116,7 +99,7 @@ func TestHangingRegistry(t *testing.T) {
 		})
 	}
 	t.Run("run-cancelled", func(t *testing.T) {
-		s := openWith(t, reg.Ref("example.com/app", "v1"), source.Options{FetchTimeout: time.Hour, PollInterval: time.Hour})
+		s := sourcetest.Open(t, reg.Ref("example.com/app", "v1"), source.Options{FetchTimeout: time.Hour, PollInterval: time.Hour})
 		if err := s.Start(ctx); err != nil {
 			t.Fatal(err)
 		}
@@ -152,13 +135,13 @@ func TestPinAndDigests(t *testing.T) {
 	reg := sourcetest.Start(t)
 	publishLib(t, reg)
 	publishApp(t, reg, "v1.0.0")
-	tag := openWith(t, reg.Ref("example.com/app", "v1.0.0"), source.Options{})
+	tag := sourcetest.Open(t, reg.Ref("example.com/app", "v1.0.0"), source.Options{})
 	if err := tag.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
 	pin := tag.Serving()[0].Digest
 	pinnedCache := t.TempDir()
-	pinned := openWith(t, reg.Ref("example.com/app", "v1.0.0@"+pin), source.Options{CacheDir: pinnedCache})
+	pinned := sourcetest.Open(t, reg.Ref("example.com/app", "v1.0.0@"+pin), source.Options{CacheDir: pinnedCache})
 	if err := pinned.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -179,7 +162,7 @@ func TestPinAndDigests(t *testing.T) {
 	moved := tag.Serving()[0].Digest
 	// A pin no record holds, whose tag names another digest, is refused
 	// naming both: it cannot be told from a pin of another version's digest.
-	unrecorded := openWith(t, reg.Ref("example.com/app", "v1.0.0@"+pin), source.Options{})
+	unrecorded := sourcetest.Open(t, reg.Ref("example.com/app", "v1.0.0@"+pin), source.Options{})
 	if err := unrecorded.Start(ctx); err == nil || !strings.Contains(err.Error(), "names digest "+moved+", not the pinned "+pin) {
 		t.Errorf("Start of a pin whose tag moved, with no record = %v, want it refused naming both digests", err)
 	}
@@ -195,7 +178,7 @@ func TestPinAndDigests(t *testing.T) {
 		}
 		return dir
 	}
-	fresh := openWith(t, reg.Ref("example.com/app", "v1.0.0@"+pin), source.Options{CacheDir: recorded()})
+	fresh := sourcetest.Open(t, reg.Ref("example.com/app", "v1.0.0@"+pin), source.Options{CacheDir: recorded()})
 	if err := fresh.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -211,7 +194,7 @@ func TestPinAndDigests(t *testing.T) {
 			next.ServeHTTP(w, req)
 		})
 		defer reg.Intercept(nil)
-		s := openWith(t, reg.Ref("example.com/app", "v1.0.0@"+pin), source.Options{})
+		s := sourcetest.Open(t, reg.Ref("example.com/app", "v1.0.0@"+pin), source.Options{})
 		err := s.Start(ctx)
 		if err == nil || !strings.Contains(err.Error(), "module example.com/app@v1.0.0 ("+pin+")") {
 			t.Errorf("Start = %v, want the pinned module refused", err)
@@ -228,7 +211,7 @@ func TestPinAndDigests(t *testing.T) {
 			next.ServeHTTP(w, req)
 		})
 		defer reg.Intercept(nil)
-		s := openWith(t, reg.Ref("example.com/app", "v1.0.0@"+pin), source.Options{CacheDir: recorded()})
+		s := sourcetest.Open(t, reg.Ref("example.com/app", "v1.0.0@"+pin), source.Options{CacheDir: recorded()})
 		err := s.Start(ctx)
 		if err == nil || !strings.Contains(err.Error(), "module example.com/app@v1.0.0 ("+pin+")") {
 			t.Errorf("Start = %v, want the module refused", err)
@@ -261,7 +244,7 @@ children: cm: {apiVersion: "v1", kind: "ConfigMap", metadata: name: "x", data: d
 		"cue.mod/module.cue": sourcetest.ModuleFile("example.com/b@v0", map[string]string{"example.com/a@v0": "v0.1.0"}),
 		"b.cue":              "package b\ngreeting: \"cycle\"\n",
 	})
-	s := openWith(t, reg.Ref("example.com/a", "v0.1.0"), source.Options{})
+	s := sourcetest.Open(t, reg.Ref("example.com/a", "v0.1.0"), source.Options{})
 	if err := s.Start(ctx); err != nil {
 		t.Fatalf("Start with a dependency cycle: %v", err)
 	}
@@ -274,7 +257,7 @@ children: cm: {apiVersion: "v1", kind: "ConfigMap", metadata: name: "x", data: d
 		entry{name: "cue.mod/module.cue", body: sourcetest.ModuleFile("example.com/other@v0", nil)},
 		entry{name: "lib.cue", body: "package lib\ngreeting: \"hi\"\n"}), sourcetest.ModuleFile("example.com/lib@v0", nil))
 	publishApp(t, reg, "v1.0.0")
-	app := openWith(t, reg.Ref("example.com/app", "v1"), source.Options{})
+	app := sourcetest.Open(t, reg.Ref("example.com/app", "v1"), source.Options{})
 	err = app.Start(ctx)
 	if err == nil || !strings.Contains(err.Error(), "module example.com/lib@v0.1.0 (sha256:") || !strings.Contains(err.Error(), "names module example.com/other@v0, not example.com/lib@v0") {
 		t.Errorf("Start = %v, want the dependency refused for naming another module", err)
@@ -324,7 +307,7 @@ func TestCredentialsNotInErrors(t *testing.T) {
 	if err := os.WriteFile(cfg, []byte(`{"auths":{"`+reg.Host()+`":{"auth":"`+auth+`"}}}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	s := openWith(t, reg.Ref("example.com/app", "v1"), source.Options{RegistryConfig: cfg})
+	s := sourcetest.Open(t, reg.Ref("example.com/app", "v1"), source.Options{RegistryConfig: cfg})
 	err := s.Start(context.Background())
 	if err == nil {
 		t.Fatal("Start with refused credentials: no error")
@@ -353,7 +336,7 @@ func TestEndlessAnswer(t *testing.T) {
 			}
 		}
 	})
-	s := openWith(t, reg.Ref("example.com/app", "v1"), source.Options{FetchTimeout: time.Hour, Limits: template.Limits{MaxFileSize: 1024, MaxTotalSize: 1024}})
+	s := sourcetest.Open(t, reg.Ref("example.com/app", "v1"), source.Options{FetchTimeout: time.Hour, Limits: template.Limits{MaxFileSize: 1024, MaxTotalSize: 1024}})
 	err := s.Start(context.Background())
 	if err == nil || !strings.Contains(err.Error(), "the registry's answer runs past the bytes a module may need") {
 		t.Errorf("Start = %v, want the endless answer cut off", err)

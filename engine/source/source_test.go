@@ -40,15 +40,7 @@ func publishLib(t *testing.T, reg *sourcetest.Registry) {
 
 func open(t *testing.T, ref, cache string, limits template.Limits) *source.Source {
 	t.Helper()
-	refs, err := source.ParseRefs(ref)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := source.New(source.Options{Refs: refs, CacheDir: cache, Limits: limits})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
+	return sourcetest.Open(t, ref, source.Options{CacheDir: cache, Limits: limits})
 }
 
 func greeting(t *testing.T, dir string) string {

@@ -1,13 +1,14 @@
 package template_test
 
 import (
-	"cuelang.org/go/cue"
 	"net"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
+
+	"cuelang.org/go/cue"
 
 	"github.com/cueop/cueop/engine/template"
 	"github.com/cueop/cueop/internal/testkit"

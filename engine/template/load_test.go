@@ -84,6 +84,20 @@ func loadRevision(t *testing.T, dir string) string {
 
 var position = regexp.MustCompile(`app\.cue:\d+:\d+`)
 
+// loadRefused loads a templates directory whose one kind, app/app.cue, is
+// src, and fails the test unless Load refuses it with an error that says
+// want and names an app.cue:line:column position.
+func loadRefused(t *testing.T, src, want string) {
+	t.Helper()
+	_, err := template.Load(writeTemplates(t, map[string]string{"app/app.cue": src}))
+	if err == nil {
+		t.Fatal("Load succeeded, want an error")
+	}
+	if !strings.Contains(err.Error(), want) || !position.MatchString(err.Error()) {
+		t.Errorf("error %q lacks %q or app.cue:line:column", err, want)
+	}
+}
+
 func TestLoadRefusesBrokenContracts(t *testing.T) {
 	for name, tc := range map[string]struct {
 		src, want string
@@ -101,16 +115,7 @@ func TestLoadRefusesBrokenContracts(t *testing.T) {
 		"ready not bool":      {src: okKind + "ready: \"yes\"\n", want: "ready must be a bool"},
 	} {
 		t.Run(name, func(t *testing.T) {
-			_, err := template.Load(writeTemplates(t, map[string]string{"app/app.cue": tc.src}))
-			if err == nil {
-				t.Fatal("Load succeeded, want an error")
-			}
-			if !strings.Contains(err.Error(), tc.want) {
-				t.Errorf("error %q does not contain %q", err, tc.want)
-			}
-			if !position.MatchString(err.Error()) {
-				t.Errorf("error %q does not name app.cue:line:column", err)
-			}
+			loadRefused(t, tc.src, tc.want)
 		})
 	}
 }

@@ -37,14 +37,22 @@ func TestSlowBodiesHoldNoSlot(t *testing.T) {
 		defer conn.Close()
 		fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{", webhook.Path)
 	}
+	gaugeConverted(t, srv.URL, fmt.Sprintf("beside %d stalled bodies", 3*webhook.DefaultMaxConcurrent))
+}
+
+// gaugeConverted posts a review of one Gauge to the webhook at url and
+// fails the test unless it is answered 200 OK; beside says what else the
+// webhook is serving.
+func gaugeConverted(t *testing.T, url, beside string) {
+	t.Helper()
 	body := reviewBody(t, []runtime.RawExtension{gauge("v1", "g", `{"replicas":3}`)})
-	resp, err := http.Post(srv.URL+webhook.Path, "application/json", bytes.NewReader(body))
+	resp, err := http.Post(url+webhook.Path, "application/json", bytes.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("review beside %d stalled bodies: %s, want converted", 3*webhook.DefaultMaxConcurrent, resp.Status)
+		t.Fatalf("review %s: %s, want converted", beside, resp.Status)
 	}
 }
 
@@ -77,15 +85,7 @@ func TestDeclaredLengthsReserveNothing(t *testing.T) {
 	if got := webhook.Reading(h); got > clients*4096 {
 		t.Errorf("%d clients that sent a byte reserve %d bytes, want at most %d", clients, got, clients*4096)
 	}
-	body := reviewBody(t, []runtime.RawExtension{gauge("v1", "g", `{"replicas":3}`)})
-	resp, err := http.Post(srv.URL+webhook.Path, "application/json", bytes.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("review beside %d stalled 8 MB bodies: %s, want converted", clients, resp.Status)
-	}
+	gaugeConverted(t, srv.URL, fmt.Sprintf("beside %d stalled 8 MB bodies", clients))
 }
 
 // TestHandlerBoundsBodyRead: a body not sent within Limits.BodyTime ends

@@ -87,8 +87,21 @@ func Within(timeout time.Duration, cond func() string) string {
 func InstallCRD(t testing.TB, crdYAML, name string) {
 	t.Helper()
 	MustKubectl(t, crdYAML, "apply", "-f", "-")
-	t.Cleanup(func() { _, _ = Kubectl(t, "", "delete", "--ignore-not-found", "--wait", "--timeout=60s", "crd/"+name) })
+	DeleteCRDsAtEnd(t, name)
 	WaitEstablished(t, 60*time.Second, name)
+}
+
+// DeleteCRDsAtEnd deletes the CRDs named in crds (a CRD's name, such as
+// widgets.example.com), if they exist, at the test's end, waiting until
+// they are gone: for the CRDs an operator under test installs, so that a
+// second run in the same process starts without them.
+func DeleteCRDsAtEnd(t testing.TB, crds ...string) {
+	t.Helper()
+	args := []string{"delete", "--ignore-not-found", "--wait", "--timeout=60s"}
+	for _, crd := range crds {
+		args = append(args, "crd/"+crd)
+	}
+	t.Cleanup(func() { _, _ = Kubectl(t, "", args...) })
 }
 
 // WaitEstablished waits until each CRD named in crds (a CRD's name, such

@@ -162,19 +162,19 @@ func TestKubectlApplyRefusesMinReadyAboveReplicas(t *testing.T) {
 	}
 }
 
-// TestImmutableFieldRefusedOnUpdate: a field marked @cueop(immutable)
-// (testdata/immutable.cue) can be set on create and not changed, set or
-// removed afterwards; other fields still change.
-func TestImmutableFieldRefusedOnUpdate(t *testing.T) {
-	src, err := os.ReadFile("../testdata/immutable.cue")
+// installTestdataCRD generates the CRD of res from the #Spec of the crdgen
+// testdata file (a CUE file of its own), checks it as the API server
+// would, and installs it.
+func installTestdataCRD(t *testing.T, file string, res template.Resource) {
+	t.Helper()
+	src, err := os.ReadFile(filepath.Join("../testdata", file))
 	if err != nil {
 		t.Fatal(err)
 	}
-	v := cuecontext.New().CompileBytes(src, cue.Filename("immutable.cue"))
+	v := cuecontext.New().CompileBytes(src, cue.Filename(file))
 	if v.Err() != nil {
 		t.Fatal(v.Err())
 	}
-	res := template.Resource{Group: "immutable.example.com", Version: "v1", Kind: "Volume"}
 	crd, err := crdgen.FromResource(res, v.LookupPath(cue.ParsePath("#Spec")), cue.Value{})
 	if err != nil {
 		t.Fatal(err)
@@ -187,6 +187,13 @@ func TestImmutableFieldRefusedOnUpdate(t *testing.T) {
 		t.Fatal(err)
 	}
 	installCRDs(t, string(y), crd.Name)
+}
+
+// TestImmutableFieldRefusedOnUpdate: a field marked @cueop(immutable)
+// (testdata/immutable.cue) can be set on create and not changed, set or
+// removed afterwards; other fields still change.
+func TestImmutableFieldRefusedOnUpdate(t *testing.T) {
+	installTestdataCRD(t, "immutable.cue", template.Resource{Group: "immutable.example.com", Version: "v1", Kind: "Volume"})
 	ns := clustertest.Namespace(t)
 	cr := func(spec string) string {
 		return "apiVersion: immutable.example.com/v1\nkind: Volume\nmetadata: {name: v, namespace: " + ns + "}\nspec: " + spec + "\n"
@@ -216,24 +223,7 @@ func TestImmutableFieldRefusedOnUpdate(t *testing.T) {
 // API server: what the offline equivalence test evaluates with the API
 // server's code holds on the server itself.
 func TestShapesOnTheRealAPIServer(t *testing.T) {
-	src, err := os.ReadFile("../testdata/shapes.cue")
-	if err != nil {
-		t.Fatal(err)
-	}
-	v := cuecontext.New().CompileBytes(src, cue.Filename("shapes.cue"))
-	if v.Err() != nil {
-		t.Fatal(v.Err())
-	}
-	res := template.Resource{Group: "shapes.example.com", Version: "v1", Kind: "Shape"}
-	crd, err := crdgen.FromResource(res, v.LookupPath(cue.ParsePath("#Spec")), cue.Value{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	y, err := crdgen.YAML(crd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	installCRDs(t, string(y), crd.Name)
+	installTestdataCRD(t, "shapes.cue", template.Resource{Group: "shapes.example.com", Version: "v1", Kind: "Shape"})
 	ns := clustertest.Namespace(t)
 	for i, tt := range []struct{ spec, want string }{
 		{"{surge: 1}", ""},

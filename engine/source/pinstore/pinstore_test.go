@@ -67,15 +67,7 @@ func operatorClient(t *testing.T, ns string) kubernetes.Interface {
 
 func open(t *testing.T, ref, cache string, rec source.Record) *source.Source {
 	t.Helper()
-	refs, err := source.ParseRefs(ref)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := source.New(source.Options{Refs: refs, CacheDir: cache, Record: rec})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
+	return sourcetest.Open(t, ref, source.Options{CacheDir: cache, Record: rec})
 }
 
 // pinnedApp publishes app v1.0.0 depending on lib ("hello") in a
