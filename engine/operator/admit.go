@@ -20,7 +20,9 @@ import (
 // (an ERROR line naming each check, cueop_template_load_errors_total, a
 // TemplateError Event on the CRD, the Template Degraded with reason
 // AdmissionRefused and the same words); the revision before keeps serving.
-// Only an edit changes the verdict: it is not retried.
+// Only an edit changes the verdict: it is not retried. The first revision
+// of a kind this process serves is served even when refused
+// (servedRefused): there is no revision before it to keep.
 
 // admissionError is a revision refused by its admission.
 type admissionError struct{ error }
@@ -63,6 +65,24 @@ func (lc *kindLifecycle) admissionRefused(ctx context.Context, k *template.Kind,
 	lc.refuse(k)
 	lc.crds.event(ctx, k.Resource.CRDName(), wellknown.CRDReasonTemplateError, msg)
 	return refusedError{admissionError{err}} // unserved.go: not retried
+}
+
+// servedRefused reports a revision its admission refused that serves all
+// the same: the first revision of its kind this process serves (at start,
+// or a new kind). Not serving it would leave the kind's CRs unreconciled,
+// their deletions held by cueop's finalizers, with no revision before to
+// fall back on; served, they stall with the same error, each saying so,
+// and deletions go through. It is reported as a refused revision (the
+// Template Degraded AdmissionRefused, a TemplateError Event, an ERROR
+// line), is not recorded as accepted (a module source keeps its last
+// accepted version), and the next edit that passes replaces it. The
+// caller holds lc.mu.
+func (lc *kindLifecycle) servedRefused(ctx context.Context, k *template.Kind, err error) error {
+	msg := fmt.Sprintf("%v; served all the same, as no revision of the kind served before in this operator: its CRs stall on what admission refused until the template is fixed", err)
+	lc.log.Error(nil, msg, "kind", k.Resource.Kind)
+	lc.metrics.loadError()
+	lc.crds.event(ctx, k.Resource.CRDName(), wellknown.CRDReasonTemplateError, msg)
+	return refusedError{admissionError{err}}
 }
 
 // renderOptions are the render options of the operator's policy, as the

@@ -272,3 +272,38 @@ func TestIdentityRequestsCarryCueopUserAgent(t *testing.T) {
 	}
 	t.Logf("requests as identities: %v", byUser)
 }
+
+// TestRevisionNeedingMoreRightsRefused: Beta serves as its ServiceAccount,
+// whose role grants Services and reading ConfigMaps; an edit that adds a
+// ConfigMap child needs create (and more) on ConfigMaps, which the API
+// server does not grant it: the revision is refused, naming the rules
+// missing and the role, and the revision before keeps serving its CR.
+func TestRevisionNeedingMoreRightsRefused(t *testing.T) {
+	ns := clustertest.Namespace(t)
+	clustertest.DeleteCRDsAtEnd(t, "betas.id.test.example")
+	grantRoles(t, ns, map[string][]rbacv1.PolicyRule{"cueop-operator": operatorRole, betaSA: {servicesAll, claimsRead, configRead}})
+	mustKubectl(t, "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: shared, namespace: "+ns+"}\ndata: {v: beta-only}\n", "apply", "-f", "-")
+	src := idKind("Beta")
+	dir := kindsDir(t, map[string]string{"beta": src})
+	opts := operatortest.Options(dir, ns)
+	opts.AllowedKinds = render.MustKindSet("Service,ConfigMap")
+	opts.Identities = &identity.Config{Namespace: ns}
+	act, _ := operatortest.StartObserved(t, serviceAccountConfig(t, ns, "cueop-operator"), opts)
+	clustertest.WaitEstablished(t, 60*time.Second, "betas.id.test.example")
+	mustKubectl(t, "apiVersion: id.test.example/v1\nkind: Beta\nmetadata: {name: b, namespace: "+ns+"}\nspec: {}\n", "apply", "-f", "-")
+	uid := betaServed(t, ns, "")
+
+	testkit.WriteKind(t, dir, "beta", src+"children: note: {apiVersion: \"v1\", kind: \"ConfigMap\", metadata: name: parent.metadata.name + \"-note\", data: v: \"1\"}\n")
+	line := act.WaitLog(t, 60*time.Second, "refused by its admission")
+	for _, want := range []string{"create configmaps in namespace " + ns, "delete configmaps in namespace " + ns, betaSA} {
+		if !strings.Contains(line.Msg, want) {
+			t.Errorf("the refusal does not name %q:\n%s", want, line.Msg)
+		}
+	}
+	if got := act.Logged("template changed", "kind", "Beta"); len(got) > 0 {
+		t.Fatalf("the revision needing more rights was served: %+v", got)
+	}
+	if got := betaServed(t, ns, ""); got != uid {
+		t.Errorf("Service b replaced (uid %s, was %s)", got, uid)
+	}
+}

@@ -90,6 +90,9 @@ type kindRecord struct {
 	// refusalShown: the refusal gauge is set (schemaguard.go), until a
 	// revision of the kind serves.
 	refusalShown bool
+	// refusedServing is the admission's refusal of the revision serving,
+	// served all the same as the kind's first (admit.go servedRefused).
+	refusedServing error
 }
 
 // kindRecords are the kinds' records, by package name; read under
@@ -262,11 +265,24 @@ func (lc *kindLifecycle) serve(ctx context.Context, k *template.Kind) error {
 	kc := r.serving
 	if kc != nil && kc.rec.Kind().Revision == k.Revision {
 		lc.enter(r, k, phaseServing)
-		return nil
+		return r.refusedServing // admit.go: still refused
 	}
-	if err := lc.admit(ctx, k); err != nil { // admit.go
-		return lc.admissionRefused(ctx, k, err)
+	admitted := lc.admit(ctx, k) // admit.go
+	if admitted != nil && kc != nil {
+		return lc.admissionRefused(ctx, k, admitted)
 	}
+	err := lc.serveAdmitted(ctx, k, r)
+	if r.refusedServing = nil; err == nil && admitted != nil {
+		r.refusedServing = lc.servedRefused(ctx, k, admitted)
+		return r.refusedServing
+	}
+	return err
+}
+
+// serveAdmitted serves k once admitted: its conversion, its CRD, its
+// controller started or updated. The caller holds lc.mu.
+func (lc *kindLifecycle) serveAdmitted(ctx context.Context, k *template.Kind, r *kindRecord) error {
+	kc := r.serving
 	commit, err := lc.conv.prepare(ctx, k) // conversion.go
 	if err != nil {
 		return lc.conversionRefused(ctx, k, err)

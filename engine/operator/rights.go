@@ -3,6 +3,7 @@ package operator
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	authorizationv1 "k8s.io/api/authorization/v1"
@@ -63,7 +64,7 @@ func (ids *identities) lacking(ctx context.Context, k *template.Kind, need ident
 	}
 	var missing []string
 	for _, ns := range namespaces {
-		m, err := denied(ctx, cs, ns, need.NamespacedRules())
+		m, err := denied(ctx, cs, ns, withoutFinalizers(need.NamespacedRules()))
 		if err != nil {
 			return err
 		}
@@ -116,4 +117,19 @@ func describeRule(verb, group, res, ns string) string {
 	default:
 		return verb + " " + res + " in namespace " + ns
 	}
+}
+
+// withoutFinalizers is rules without those on finalizers subresources:
+// the right to update a CR's finalizers is needed only where the API
+// server enforces owner references' blockOwnerDeletion
+// (OwnerReferencesPermissionEnforcement), which the API server does not
+// tell; `cueop manifests` grants it, the check does not require it.
+func withoutFinalizers(rules []rbacv1.PolicyRule) []rbacv1.PolicyRule {
+	out := make([]rbacv1.PolicyRule, 0, len(rules))
+	for _, r := range rules {
+		if !slices.ContainsFunc(r.Resources, func(res string) bool { return strings.HasSuffix(res, "/finalizers") }) {
+			out = append(out, r)
+		}
+	}
+	return out
 }
