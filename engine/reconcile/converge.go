@@ -92,13 +92,24 @@ func (w childWriter) applyAll(ctx context.Context, res *render.Result, v *view, 
 }
 
 // applyFailed stalls the CR when the API server refuses a child for good
-// (invalid, forbidden); other failures are retried with backoff.
+// (invalid, forbidden, a field its schema does not declare); other
+// failures are retried with backoff. A stalled CR counts against its
+// rollout, which halts (rollout.go) instead of moving every CR to a
+// revision the API server refuses.
 func applyFailed(err error) outcome {
 	terminating := apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause)
-	if !terminating && (apierrors.IsInvalid(err) || apierrors.IsForbidden(err) || apierrors.IsBadRequest(err)) {
+	if !terminating && (apierrors.IsInvalid(err) || apierrors.IsForbidden(err) || apierrors.IsBadRequest(err) || undeclaredField(err)) {
 		return stallOf(wellknown.ReasonApplyRejected, err.Error())
 	}
 	return waitFor("apply failed, retrying: " + err.Error())
+}
+
+// undeclaredField tells the API server's answer to an apply with a field
+// the kind's schema does not declare: an InternalError (500) whose
+// message says so, not a BadRequest (kubernetes/kubernetes#122480), and
+// no less final.
+func undeclaredField(err error) bool {
+	return apierrors.IsInternalError(err) && strings.Contains(err.Error(), "field not declared in schema")
 }
 
 // recreate deletes the first child whose change is immutable, to be
