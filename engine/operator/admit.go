@@ -22,7 +22,7 @@ import (
 // AdmissionRefused and the same words); the revision before keeps serving.
 // Only an edit changes the verdict: it is not retried. The first revision
 // of a kind this process serves is served even when refused
-// (servedRefused): there is no revision before it to keep.
+// (admissionRefused): there is no revision before it to keep.
 
 // admissionError is a revision refused by its admission.
 type admissionError struct{ error }
@@ -30,21 +30,21 @@ type admissionError struct{ error }
 func (e admissionError) Unwrap() error { return e.error }
 
 // admit runs the admission of k with the operator's policy, its renders
-// in the workers.
-func (lc *kindLifecycle) admit(ctx context.Context, k *template.Kind) error {
-	v := admission.Admit(ctx, admission.Input{Kind: k, Options: lc.run.renderOptions(), Eval: lc.run.eval})
+// in the workers, then checks its rights (rights.go).
+func (kr *kindRunner) admit(ctx context.Context, k *template.Kind) error {
+	v := admission.Admit(ctx, admission.Input{Kind: k, Options: kr.renderOptions(), Eval: kr.eval})
 	for _, w := range v.Warnings {
-		lc.log.Info("template warning: "+w.String(), "kind", k.Resource.Kind, "revision", k.Revision)
+		kr.log.Info("template warning: "+w.String(), "kind", k.Resource.Kind, "revision", k.Revision)
 	}
 	if err := v.Err(); err != nil {
 		return fmt.Errorf("kind %s: revision %s refused by its admission (what `cueop vet` refuses): %w", k.Name, k.Revision, err)
 	}
-	need, warnings, err := identity.DeriveAllowed(k, lc.run.renderOptions()) // the rights it needs
+	need, warnings, err := identity.DeriveAllowed(k, kr.renderOptions()) // the rights it needs
 	for _, w := range warnings {
-		lc.log.Info("template warning: "+w, "kind", k.Resource.Kind, "revision", k.Revision)
+		kr.log.Info("template warning: "+w, "kind", k.Resource.Kind, "revision", k.Revision)
 	}
 	if err == nil {
-		err = lc.run.ids.lacking(ctx, k, need) // rights.go
+		err = kr.ids.lacking(ctx, k, need) // rights.go
 	}
 	if err != nil {
 		return fmt.Errorf("kind %s: revision %s refused by its admission: %w", k.Name, k.Revision, err)
@@ -53,36 +53,34 @@ func (lc *kindLifecycle) admit(ctx context.Context, k *template.Kind) error {
 }
 
 // admissionRefused reports a revision its admission refused as a refused
-// template; the last good revision keeps serving. The caller holds lc.mu.
-func (lc *kindLifecycle) admissionRefused(ctx context.Context, k *template.Kind, err error) error {
-	serving := "no revision of the kind serves yet"
-	if kc, ok := lc.records.controller(k.Name); ok {
-		serving = "revision " + kc.rec.Kind().Revision + " keeps serving"
+// template: an ERROR line, cueop_template_load_errors_total, a
+// TemplateError Event on the CRD. With served false the revision before
+// keeps serving, and the kind shows refused until a revision is admitted.
+// With served true the revision serves all the same: it is the first of
+// its kind this process serves (at start, or a new kind), and not serving
+// it would leave the kind's CRs unreconciled, their deletions held by
+// cueop's finalizers, with no revision before to fall back on; served,
+// they stall with the same error, each saying so, and deletions go
+// through. Either way it is not recorded as accepted (a module source
+// keeps its last accepted version) and the next edit that passes
+// replaces it. The caller holds lc.mu.
+func (lc *kindLifecycle) admissionRefused(ctx context.Context, k *template.Kind, err error, served bool) error {
+	var msg string
+	switch kc, ok := lc.records.controller(k.Name); {
+	case served:
+		msg = fmt.Sprintf("%v; served all the same, as no revision of the kind served before in this operator: its CRs stall on what admission refused until the template is fixed", err)
+	case ok:
+		msg = fmt.Sprintf("%v; revision %s keeps serving", err, kc.rec.Kind().Revision)
+	default:
+		msg = fmt.Sprintf("%v; no revision of the kind serves yet", err)
 	}
-	msg := fmt.Sprintf("%v; %s", err, serving)
 	lc.log.Error(nil, msg, "kind", k.Resource.Kind)
 	lc.metrics.loadError()
-	lc.refuse(k)
+	if !served {
+		lc.refuse(k)
+	}
 	lc.crds.event(ctx, k.Resource.CRDName(), wellknown.CRDReasonTemplateError, msg)
 	return refusedError{admissionError{err}} // unserved.go: not retried
-}
-
-// servedRefused reports a revision its admission refused that serves all
-// the same: the first revision of its kind this process serves (at start,
-// or a new kind). Not serving it would leave the kind's CRs unreconciled,
-// their deletions held by cueop's finalizers, with no revision before to
-// fall back on; served, they stall with the same error, each saying so,
-// and deletions go through. It is reported as a refused revision (the
-// Template Degraded AdmissionRefused, a TemplateError Event, an ERROR
-// line), is not recorded as accepted (a module source keeps its last
-// accepted version), and the next edit that passes replaces it. The
-// caller holds lc.mu.
-func (lc *kindLifecycle) servedRefused(ctx context.Context, k *template.Kind, err error) error {
-	msg := fmt.Sprintf("%v; served all the same, as no revision of the kind served before in this operator: its CRs stall on what admission refused until the template is fixed", err)
-	lc.log.Error(nil, msg, "kind", k.Resource.Kind)
-	lc.metrics.loadError()
-	lc.crds.event(ctx, k.Resource.CRDName(), wellknown.CRDReasonTemplateError, msg)
-	return refusedError{admissionError{err}}
 }
 
 // renderOptions are the render options of the operator's policy, as the

@@ -31,7 +31,7 @@ func (lc *kindLifecycle) awaitingCRD(ctx context.Context, k *template.Kind) bool
 	if lc.installCRDs {
 		return false
 	}
-	r := lc.record(k.Name)
+	r := lc.records.of(k.Name)
 	if w := r.wait; w != nil {
 		if w.revision == k.Revision {
 			lc.enter(r, k, phaseWaitingForCRD)

@@ -91,7 +91,7 @@ type kindRecord struct {
 	// revision of the kind serves.
 	refusalShown bool
 	// refusedServing is the admission's refusal of the revision serving,
-	// served all the same as the kind's first (admit.go servedRefused).
+	// served all the same as the kind's first (admit.go admissionRefused).
 	refusedServing error
 }
 
@@ -124,13 +124,12 @@ func (rs kindRecords) controllers() map[string]*kindController {
 	return out
 }
 
-// record is the record of the kind name, made when it has none. The
-// caller holds lc.mu.
-func (lc *kindLifecycle) record(name string) *kindRecord {
-	r := lc.records[name]
+// of is the record of the kind name, made when it has none.
+func (rs kindRecords) of(name string) *kindRecord {
+	r := rs[name]
 	if r == nil {
 		r = &kindRecord{}
-		lc.records[name] = r
+		rs[name] = r
 	}
 	return r
 }
@@ -142,7 +141,7 @@ func (lc *kindLifecycle) start(ctx context.Context, k *template.Kind) error {
 	if err != nil {
 		return err
 	}
-	r := lc.record(k.Name)
+	r := lc.records.of(k.Name)
 	r.serving, r.phase = kc, phaseServing
 	return nil
 }
@@ -230,7 +229,7 @@ func (lc *kindLifecycle) reloadSet(ctx context.Context, set *template.Set, err e
 		if err := lc.serve(ctx, k); err != nil {
 			errs, failed[k.Name] = append(errs, err), err
 			if retriable(err) {
-				lc.enter(lc.record(k.Name), k, phaseUnserved)
+				lc.enter(lc.records.of(k.Name), k, phaseUnserved)
 			}
 		}
 	}
@@ -258,7 +257,7 @@ func (lc *kindLifecycle) reloadSet(ctx context.Context, set *template.Set, err e
 // (or waits for it) and starts or updates its controller. The caller
 // holds lc.mu.
 func (lc *kindLifecycle) serve(ctx context.Context, k *template.Kind) error {
-	r := lc.record(k.Name)
+	r := lc.records.of(k.Name)
 	if err := lc.checkHolder(ctx, k, r); err != nil { // holder.go
 		return err
 	}
@@ -267,13 +266,13 @@ func (lc *kindLifecycle) serve(ctx context.Context, k *template.Kind) error {
 		lc.enter(r, k, phaseServing)
 		return r.refusedServing // admit.go: still refused
 	}
-	admitted := lc.admit(ctx, k) // admit.go
+	admitted := lc.run.admit(ctx, k) // admit.go
 	if admitted != nil && kc != nil {
-		return lc.admissionRefused(ctx, k, admitted)
+		return lc.admissionRefused(ctx, k, admitted, false)
 	}
 	err := lc.serveAdmitted(ctx, k, r)
 	if r.refusedServing = nil; err == nil && admitted != nil {
-		r.refusedServing = lc.servedRefused(ctx, k, admitted)
+		r.refusedServing = lc.admissionRefused(ctx, k, admitted, true)
 		return r.refusedServing
 	}
 	return err
@@ -346,7 +345,7 @@ func (lc *kindLifecycle) installCRD(ctx context.Context, k *template.Kind, commi
 	err := lc.crds.installThen(ctx, k, early) // crds.go
 	var held heldError
 	if errors.As(err, &held) { // taken by another operator since checkHolder read it
-		return lc.held(ctx, k, lc.record(k.Name), held.holder)
+		return lc.held(ctx, k, lc.records.of(k.Name), held.holder)
 	}
 	if err != nil {
 		return lc.schemaRefused(ctx, k, k.Resource.CRDName(), err) // schemaguard.go

@@ -66,7 +66,7 @@ func (lc *kindLifecycle) schemaRefused(ctx context.Context, k *template.Kind, cr
 // its conversion): cueop_template_refused shows it until a revision of the
 // kind is admitted (enter). The caller holds lc.mu.
 func (lc *kindLifecycle) refuse(k *template.Kind) {
-	r := lc.record(k.Name)
+	r := lc.records.of(k.Name)
 	lc.enter(r, k, phaseRefused)
 	r.refusalShown = true
 	lc.metrics.schemaRefused(k, true)
