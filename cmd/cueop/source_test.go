@@ -86,3 +86,35 @@ children: cm: {apiVersion: "v1", kind: "ConfigMap", metadata: name: "x", data: i
 		t.Errorf("render of the pin fetched anew after the helper's tag moved = %v\n%s\nwant it refused naming the helper", err, out)
 	}
 }
+
+// TestManifestsFromRegistry: `cueop manifests` of a module published on a
+// registry writes its kind's CRD and the role of its identity, for a
+// GitOps tool to apply, with no golden case nor sample beside it (the
+// rights are read from the template).
+func TestManifestsFromRegistry(t *testing.T) {
+	reg := sourcetest.Start(t)
+	reg.Publish(t, "example.com/redis@v1", "v1.0.0", sourcetest.RedisModule(t, "../..", "example.com/redis@v1"))
+	out := t.TempDir()
+	empty := t.TempDir()
+	if msg, err := run(t, "--templates", reg.Ref("example.com/redis", "v1"), "--module-cache", t.TempDir(), "manifests", "--out-dir", out,
+		"--testdata", empty, "--samples", empty); err != nil {
+		t.Fatalf("manifests: %v\n%s", err, msg)
+	}
+	crds, err := filepath.Glob(filepath.Join(out, "crds", "*.yaml"))
+	if err != nil || len(crds) == 0 {
+		t.Fatalf("no CRD written under %s/crds: %v", out, err)
+	}
+	crd, err := os.ReadFile(crds[0])
+	if err != nil || !strings.Contains(string(crd), "redisclusters.cache.example.com") {
+		t.Fatalf("CRD %s: %v\n%s", crds[0], err, crd)
+	}
+	kinds, err := os.ReadFile(filepath.Join(out, "config/rbac/kinds.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"name: cueop-redisclusters.cache.example.com", "- pods", "- services", "- configmaps"} {
+		if !strings.Contains(string(kinds), want) {
+			t.Errorf("config/rbac/kinds.yaml lacks %q:\n%s", want, kinds)
+		}
+	}
+}
