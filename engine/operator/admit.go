@@ -2,6 +2,7 @@ package operator
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/cueop/cueop/engine/admission"
@@ -29,9 +30,27 @@ type admissionError struct{ error }
 
 func (e admissionError) Unwrap() error { return e.error }
 
+// judge is the admission's verdict on k (admit), judged once per
+// revision of r's kind: an answer the API server did not give (a
+// reviewError) is not a verdict and is asked again. The caller holds
+// kindLifecycle.mu.
+func (r *kindRecord) judge(ctx context.Context, k *template.Kind, admit func(context.Context, *template.Kind) error) error {
+	if r.verdictRevision == k.Revision {
+		return r.verdict
+	}
+	err := admit(ctx, k)
+	if errors.As(err, new(reviewError)) {
+		r.verdictRevision, r.verdict = "", nil
+		return err
+	}
+	r.verdictRevision, r.verdict = k.Revision, err
+	return err
+}
+
 // admit runs the admission of k with the operator's policy, its renders
 // in the workers, then checks its rights (rights.go).
 func (kr *kindRunner) admit(ctx context.Context, k *template.Kind) error {
+	kr.log.V(1).Info("admission", "kind", k.Resource.Kind, "revision", k.Revision)
 	v := admission.Admit(ctx, admission.Input{Kind: k, Options: kr.renderOptions(), Eval: kr.eval})
 	for _, w := range v.Warnings {
 		kr.log.Info("template warning: "+w.String(), "kind", k.Resource.Kind, "revision", k.Revision)

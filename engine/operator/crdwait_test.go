@@ -196,6 +196,32 @@ func TestLaggingCRDHoldsTheRevision(t *testing.T) {
 		}
 		return "no reload error says " + want
 	})
+	// The retries reload the revision: its admission ran once, its verdict
+	// kept (admit.go kindRecord.judge), not rendered again at every retry.
+	eventually(t, 60*time.Second, func() string {
+		n := 0
+		for _, l := range act.Logged("kinds not served; retrying") {
+			if strings.Contains(l.Values["error"], want) {
+				n++
+			}
+		}
+		if n < 2 {
+			return fmt.Sprintf("%d retries say %s, want 2", n, want)
+		}
+		return ""
+	})
+	admitted := map[string]int{}
+	for _, l := range act.Logged("admission", "kind", "Lagger") {
+		admitted[l.Values["revision"]]++
+	}
+	if len(admitted) != 2 {
+		t.Fatalf("admissions of Lagger by revision: %v, want the first and the edited revision", admitted)
+	}
+	for rev, n := range admitted {
+		if n != 1 {
+			t.Errorf("revision %s admitted %d times, want once: a retry of the same revision judged it again", rev, n)
+		}
+	}
 	if changed := act.Logged("template changed", "kind", "Lagger"); len(changed) > 0 {
 		t.Fatalf("the revision was served while the CRD lacks spec.port: %+v", changed)
 	}

@@ -93,6 +93,12 @@ type kindRecord struct {
 	// refusedServing is the admission's refusal of the revision serving,
 	// served all the same as the kind's first (admit.go admissionRefused).
 	refusedServing error
+	// verdictRevision is the revision the admission last judged, verdict
+	// its answer (admit.go kindRecord.judge): only an edit changes it, so that a
+	// reload or a retry (unserved.go) of the same revision neither renders
+	// it nor asks for its rights again.
+	verdictRevision string
+	verdict         error
 }
 
 // kindRecords are the kinds' records, by package name; read under
@@ -266,7 +272,10 @@ func (lc *kindLifecycle) serve(ctx context.Context, k *template.Kind) error {
 		lc.enter(r, k, phaseServing)
 		return r.refusedServing // admit.go: still refused
 	}
-	admitted := lc.run.admit(ctx, k) // admit.go
+	admitted := r.judge(ctx, k, lc.run.admit) // admit.go
+	if errors.As(admitted, new(reviewError)) {
+		return admitted // not a verdict: retried (unserved.go)
+	}
 	if admitted != nil && kc != nil {
 		return lc.admissionRefused(ctx, k, admitted, false)
 	}

@@ -8,6 +8,7 @@ import (
 
 	authorizationv1 "k8s.io/api/authorization/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	authorizationclient "k8s.io/client-go/kubernetes/typed/authorization/v1"
 	"k8s.io/client-go/rest"
@@ -28,6 +29,15 @@ import (
 // before keeps serving, and an edit (or a template whose rights the
 // administrator then grants, at its next edit) serves. A template never
 // grants itself a right.
+
+// reviewError is a SelfSubjectAccessReview the API server did not answer
+// (a timeout, an unavailable server, the operator stopping): not a
+// verdict on the revision, which is asked again (unserved.go). A review
+// the API server forbids (the operator may not impersonate the
+// ServiceAccount) is a refusal, as it does not pass by itself.
+type reviewError struct{ error }
+
+func (e reviewError) Unwrap() error { return e.error }
 
 // maxMissing bounds the rules a refusal names.
 const maxMissing = 20
@@ -94,7 +104,11 @@ func denied(ctx context.Context, cs authorizationclient.AuthorizationV1Interface
 						ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: ns, Verb: verb, Group: group, Resource: res}}}
 					got, err := cs.SelfSubjectAccessReviews().Create(ctx, review, metav1.CreateOptions{})
 					if err != nil {
-						return nil, fmt.Errorf("SelfSubjectAccessReview %s %s: %w", verb, res, err)
+						err = fmt.Errorf("SelfSubjectAccessReview %s %s: %w", verb, res, err)
+						if !apierrors.IsForbidden(err) && !apierrors.IsUnauthorized(err) {
+							err = reviewError{err}
+						}
+						return nil, err
 					}
 					if !got.Status.Allowed {
 						out = append(out, describeRule(verb, group, res, ns))
