@@ -15,15 +15,22 @@ import (
 	"k8s.io/client-go/rest"
 )
 
-// TestRightsReviewUnanswered: a SelfSubjectAccessReview the API server
-// does not answer (unavailable) is not a verdict on the revision, which is
-// asked again (reviewError, retried); one it forbids (the operator may not
+// TestRightsReviewUnanswered: a SelfSubjectRulesReview (in a namespace)
+// or SelfSubjectAccessReview (across namespaces) the API server does not
+// answer (unavailable) is not a verdict on the revision, which is asked
+// again (reviewError, retried); one it forbids (the operator may not
 // impersonate the ServiceAccount) is a refusal.
 func TestRightsReviewUnanswered(t *testing.T) {
 	for _, c := range []struct {
 		status    int
 		retriable bool
-	}{{http.StatusServiceUnavailable, true}, {http.StatusForbidden, false}} {
+		ns, names string
+	}{
+		{http.StatusServiceUnavailable, true, "ns", "SelfSubjectRulesReview in namespace ns"},
+		{http.StatusForbidden, false, "ns", "SelfSubjectRulesReview in namespace ns"},
+		{http.StatusServiceUnavailable, true, "", "SelfSubjectAccessReview get configmaps"},
+		{http.StatusForbidden, false, "", "SelfSubjectAccessReview get configmaps"},
+	} {
 		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Content-Type", "application/json")
 			w.WriteHeader(c.status)
@@ -34,7 +41,7 @@ func TestRightsReviewUnanswered(t *testing.T) {
 			t.Fatal(err)
 		}
 		rules := []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get"}}}
-		_, err = denied(context.Background(), cs, "ns", rules)
+		_, err = denied(context.Background(), cs, c.ns, rules)
 		srv.Close()
 		if err == nil {
 			t.Fatalf("status %d: no error", c.status)
@@ -42,7 +49,7 @@ func TestRightsReviewUnanswered(t *testing.T) {
 		if got := errors.As(err, new(reviewError)); got != c.retriable {
 			t.Errorf("status %d: %v: asked again = %v, want %v", c.status, err, got, c.retriable)
 		}
-		if !strings.Contains(err.Error(), "SelfSubjectAccessReview get configmaps") {
+		if !strings.Contains(err.Error(), c.names) {
 			t.Errorf("status %d: %v does not name the review", c.status, err)
 		}
 	}
