@@ -389,7 +389,17 @@ func rolloutLine(p operator.KindProgress) string {
 // changed: `storage migration Shelf  v1 -> v2: 40 CRs rewritten of 40
 // listed (1 pages); status.storedVersions is [v2]`.
 func printMigrations(out io.Writer, op devView, last map[string]string) {
-	for _, m := range op.StorageMigrations() {
+	migrations := op.StorageMigrations()
+	// The kinds, as the rollouts name them (kindName): a migration of one
+	// of two kinds sharing a Kind name is named with its group.
+	var kinds []schema.GroupKind
+	for _, p := range op.Progress() {
+		kinds = append(kinds, p.GVK.GroupKind())
+	}
+	for _, m := range migrations {
+		kinds = append(kinds, migrationKind(m))
+	}
+	for _, m := range migrations {
 		line := m.String()
 		if m.Err != nil {
 			line += "; FAILED, retrying: " + m.Err.Error()
@@ -398,8 +408,15 @@ func printMigrations(out io.Writer, op devView, last map[string]string) {
 			continue
 		}
 		last[m.CRD] = line
-		fmt.Fprintf(out, "%s  %-40s %s\n", time.Now().Format("15:04:05"), "storage migration "+m.Kind, line)
+		fmt.Fprintf(out, "%s  %-40s %s\n", time.Now().Format("15:04:05"), "storage migration "+kindName(migrationKind(m), kinds), line)
 	}
+}
+
+// migrationKind is the kind a storage migration rewrites: its group is its
+// CRD's name but the plural (<plural>.<group>).
+func migrationKind(m operator.MigrationProgress) schema.GroupKind {
+	_, group, _ := strings.Cut(m.CRD, ".")
+	return schema.GroupKind{Group: group, Kind: m.Kind}
 }
 
 // isDigest tells whether a status value is a digest (status.inputsDigest,
