@@ -23,12 +23,13 @@ import (
 // namespace the kind is bound in, what the revision's template can do:
 // the rules `cueop manifests` writes for it (identity.Kind.Rules), of the
 // children and references read from its template (identity.Derive). It is
-// asked, not assumed: a SelfSubjectAccessReview per verb and resource,
-// made as the ServiceAccount. A revision that needs more is refused,
-// naming each rule missing and the role that grants it; the revision
-// before keeps serving, and an edit (or a template whose rights the
-// administrator then grants, at its next edit) serves. A template never
-// grants itself a right.
+// asked, not assumed: a SelfSubjectRulesReview per namespace (and a
+// SelfSubjectAccessReview per verb and resource where its answer is
+// incomplete, or across namespaces), made as the ServiceAccount. A
+// revision that needs more is refused, naming each rule missing and the
+// role that grants it; the revision before keeps serving, and an edit (or
+// a template whose rights the administrator then grants, at its next
+// edit) serves. A template never grants itself a right.
 
 // reviewError is a SelfSubjectAccessReview the API server did not answer
 // (a timeout, an unavailable server, the operator stopping): not a
