@@ -90,19 +90,32 @@ func lacking(want, have *apiextensionsv1.JSONSchemaProps, path string, out *[]st
 	for name, w := range want.Properties {
 		p := strings.TrimPrefix(path+"."+name, ".")
 		h, ok := have.Properties[name]
-		if !ok {
+		switch {
+		case ok:
+			lacking(&w, &h, p, out)
+		case openMap(have):
+			lacking(&w, have.AdditionalProperties.Schema, p, out) // a key of have's map
+		default:
 			*out = append(*out, p)
-			continue
 		}
-		lacking(&w, &h, p, out)
 	}
 	if want.Items != nil && want.Items.Schema != nil && have.Items != nil {
 		lacking(want.Items.Schema, have.Items.Schema, path+"[]", out)
 	}
-	if want.AdditionalProperties != nil && want.AdditionalProperties.Schema != nil &&
-		have.AdditionalProperties != nil && have.AdditionalProperties.Schema != nil {
-		lacking(want.AdditionalProperties.Schema, have.AdditionalProperties.Schema, path+"{}", out)
+	if !openMap(want) {
+		return
 	}
+	switch {
+	case openMap(have):
+		lacking(want.AdditionalProperties.Schema, have.AdditionalProperties.Schema, path+"{}", out)
+	default: // keys have does not name are pruned
+		*out = append(*out, strings.TrimPrefix(path+"{}", "."))
+	}
+}
+
+// openMap tells whether s keeps keys it does not name (additionalProperties).
+func openMap(s *apiextensionsv1.JSONSchemaProps) bool {
+	return s.AdditionalProperties != nil && (s.AdditionalProperties.Allows || s.AdditionalProperties.Schema != nil)
 }
 
 func ptrTrue(b *bool) bool { return b != nil && *b }
