@@ -326,12 +326,12 @@ func (lc *kindLifecycle) serveAdmitted(ctx context.Context, k *template.Kind, r 
 
 // installCRD applies k's CRD past the schema guard (crds.go), or, when
 // cueop does not install CRDs, checks that the live one has k's fields
-// (crdlag.go) and points it at the conversion webhook. A kind's first converter, and one that adds a version,
-// converts (commit) before its CRD is applied, once the schema guard
-// passed it: the CRD points at this webhook and serves the new version as
-// soon as it is established (a CR read at it then found no converter, or
-// one without that version). The one before comes back if the API server
-// refuses the CRD.
+// (crdlag.go) and points it at the conversion webhook. A kind's first
+// converter, and one that adds a version, converts (commit) before its
+// CRD is applied, once the schema guard passed it: the CRD points at this
+// webhook and serves the new version as soon as it is established (a CR
+// read at it then found no converter, or one without that version). The
+// one before comes back if the API server refuses the CRD.
 func (lc *kindLifecycle) installCRD(ctx context.Context, k *template.Kind, commit func()) error {
 	var early func() (undo func())
 	if !lc.conv.covers(k) {
