@@ -142,6 +142,9 @@ func runDiff(cmd *cobra.Command, g *globals, f *diffFlags) error {
 	if err != nil {
 		return &exitError{2, err}
 	}
+	if err := admitAll(opts.Set, opts.Render); err != nil {
+		return &exitError{2, err}
+	}
 	if code := report.ExitCode(); code != 0 {
 		return &exitError{code: code}
 	}
@@ -158,9 +161,6 @@ func diffOptions(g *globals, f *diffFlags) (diff.Options, error) {
 	}
 	ropts, err := g.renderOptions()
 	if err != nil {
-		return diff.Options{}, err
-	}
-	if err := admitAll(set, ropts); err != nil {
 		return diff.Options{}, err
 	}
 	sel, err := labels.Parse(f.selector)
@@ -219,8 +219,10 @@ func useColor(mode string, out any) bool {
 }
 
 // admitAll runs the admission the operator runs on each kind of set
-// (engine/admission): a revision it would refuse is not previewed, as it
-// would never serve.
+// (engine/admission), after the preview: a revision it would refuse fails
+// the diff (exit 2) with the admission's words, beside what each CR
+// would show (the operator serves a kind's first revision all the same,
+// its CRs stalling; a later one not at all).
 func admitAll(set *template.Set, opts render.Options) error {
 	var errs []error
 	for _, k := range set.Kinds {
