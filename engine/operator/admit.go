@@ -53,14 +53,15 @@ func (kr *kindRunner) admit(ctx context.Context, k *template.Kind) error {
 	kr.log.V(1).Info("admission", "kind", k.Resource.Kind, "revision", k.Revision)
 	v := admission.Admit(ctx, admission.Input{Kind: k, Options: kr.renderOptions(), Eval: kr.eval})
 	for _, w := range v.Warnings {
-		kr.log.Info("template warning: "+w.String(), "kind", k.Resource.Kind, "revision", k.Revision)
+		// Verbose: the load's own warnings (templatewarn.go) say the same once.
+		kr.log.V(1).Info("admission warning: "+w.String(), "kind", k.Resource.Kind, "revision", k.Revision)
 	}
 	if err := v.Err(); err != nil {
 		return fmt.Errorf("kind %s: revision %s refused by its admission (what `cueop vet` refuses): %w", k.Name, k.Revision, err)
 	}
 	need, warnings, err := identity.DeriveAllowed(k, kr.renderOptions()) // the rights it needs
 	for _, w := range warnings {
-		kr.log.Info("template warning: "+w, "kind", k.Resource.Kind, "revision", k.Revision)
+		kr.log.Info("rights warning: "+w, "kind", k.Resource.Kind, "revision", k.Revision)
 	}
 	if err == nil {
 		err = kr.ids.lacking(ctx, k, need) // rights.go

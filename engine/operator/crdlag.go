@@ -3,6 +3,7 @@ package operator
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -59,6 +60,7 @@ func (c *crdWriter) lag(ctx context.Context, k *template.Kind) error {
 	}
 	var missing []string
 	lacking(versionSchema(want, k.Resource.Version), have, "", &missing)
+	missing = slices.DeleteFunc(missing, func(p string) bool { return p == "apiVersion" || p == "kind" || p == "metadata" }) // never pruned
 	if len(missing) == 0 {
 		return nil
 	}
